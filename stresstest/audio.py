@@ -1,0 +1,112 @@
+"""Audio I/O and the canonical form every stage works in (SPEC §2).
+
+Canonical form: mono (channel mean), float32, 16 kHz, peak-normalised to
+``PEAK_DBFS`` (amplitude normalisation). Resampling uses soxr (VHQ), which is
+deterministic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from stresstest.errors import AudioError
+
+SAMPLE_RATE_HZ = 16000
+PEAK_DBFS = -1.0
+AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg")
+
+
+def to_mono(x: np.ndarray) -> np.ndarray:
+    """Downmix (frames, channels) to mono by averaging channels."""
+    if x.ndim == 1:
+        return x
+    if x.ndim == 2:
+        return x.mean(axis=1)
+    raise AudioError(f"expected 1-D or 2-D audio, got shape {x.shape}")
+
+
+def resample(x: np.ndarray, sr_in: int, sr_out: int = SAMPLE_RATE_HZ) -> np.ndarray:
+    """Resample with soxr (very high quality); identity when the rates match."""
+    if sr_in == sr_out:
+        return x.astype(np.float32, copy=False)
+    import soxr
+
+    return np.asarray(soxr.resample(x.astype(np.float32), sr_in, sr_out, quality="VHQ"), dtype=np.float32)
+
+
+def peak_normalise(x: np.ndarray, peak_dbfs: float = PEAK_DBFS) -> np.ndarray:
+    """Scale so that the absolute peak is ``peak_dbfs``; silence stays silence."""
+    peak = float(np.max(np.abs(x))) if x.size else 0.0
+    if peak == 0.0:
+        return x.astype(np.float32, copy=False)
+    return (x * (10 ** (peak_dbfs / 20) / peak)).astype(np.float32)
+
+
+def _read_any(path: Path) -> tuple[np.ndarray, int]:
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=False)
+        return np.asarray(data), int(sr)
+    except Exception as sf_exc:  # libsndfile may lack a codec (older mp3 support): try PyAV
+        try:
+            import av
+        except ImportError:
+            raise AudioError(f"{path}: cannot read audio ({sf_exc})") from sf_exc
+        try:
+            with av.open(str(path)) as container:
+                stream = container.streams.audio[0]
+                sr = int(stream.rate or 0)
+                frames = [f.to_ndarray() for f in container.decode(stream)]
+        except Exception as av_exc:
+            raise AudioError(f"{path}: cannot read audio ({av_exc})") from av_exc
+        if not frames or sr <= 0:
+            raise AudioError(f"{path}: no audio frames")
+        arr = np.concatenate(frames, axis=1).astype(np.float32)  # (channels, samples), planar
+        if np.issubdtype(frames[0].dtype, np.integer):
+            arr /= float(np.iinfo(frames[0].dtype).max)
+        return arr.T, sr
+
+
+def load_audio(path: str | Path, normalise: bool = True) -> np.ndarray:
+    """Read wav/flac/mp3/ogg at any rate and channel count into canonical form.
+
+    Raises:
+        AudioError: naming the file when it is missing, unreadable or empty.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise AudioError(f"{p}: audio file not found")
+    data, sr = _read_any(p)
+    if data.size == 0:
+        raise AudioError(f"{p}: audio file has no samples")
+    x = resample(to_mono(data), sr)
+    if not np.all(np.isfinite(x)):
+        raise AudioError(f"{p}: audio contains NaN or infinite samples")
+    return peak_normalise(x) if normalise else x
+
+
+def write_wav(path: str | Path, x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> None:
+    """Write float32 WAV atomically (temp file + rename)."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".wav", dir=p.parent)
+    os.close(fd)
+    try:
+        sf.write(tmp, np.asarray(x, dtype=np.float32), sr, subtype="FLOAT")
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_wav_exact(path: str | Path) -> np.ndarray:
+    """Read a file written by :func:`write_wav` without any conversion."""
+    data, sr = sf.read(str(path), dtype="float32", always_2d=False)
+    if sr != SAMPLE_RATE_HZ:
+        raise AudioError(f"{path}: expected {SAMPLE_RATE_HZ} Hz, found {sr} Hz")
+    return np.asarray(data)

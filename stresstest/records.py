@@ -1,0 +1,111 @@
+"""Records that flow between stages and are written to disk.
+
+Every record is a pydantic model with stable ids (``encounter_id``, ``condition``)
+and a ``schema_version``. Records are never mutated in place: derive a new one
+with ``model_copy(update=...)``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+Speaker = Literal["doctor", "patient", "other"]
+
+
+class Record(BaseModel):
+    """Base for on-disk records: strict about unknown fields, frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Turn(Record):
+    """One speaker turn of a dialogue."""
+
+    speaker: Speaker = Field(description="Who speaks: doctor, patient or other.")
+    text: str = Field(description="What was said, transcriber tags already resolved.")
+    start_s: float | None = Field(default=None, description="Turn start in the recording, if known.")
+    end_s: float | None = Field(default=None, description="Turn end in the recording, if known.")
+
+
+_WS = re.compile(r"\s+")
+
+
+class Encounter(Record):
+    """A clinical dialogue: turns, optional recording, optional reference note."""
+
+    schema_version: int = SCHEMA_VERSION
+    encounter_id: str = Field(description="Stable id, unique within a run (e.g. 'CAR0001').")
+    corpus: str = Field(description="Which loader made it: osce, primock57, aci-bench, manifest.")
+    source_path: str = Field(description="File the encounter was read from.")
+    turns: tuple[Turn, ...] = Field(description="Speaker turns in order.")
+    audio_path: str | None = Field(default=None, description="Real recording, if the user has one.")
+    reference_note: str | None = Field(default=None, description="Clinician note, if the corpus has one.")
+    specialty: str | None = Field(default=None, description="Specialty code where known (OSCE: RES, CAR...).")
+
+    def reference_text(self) -> str:
+        """The human reference transcript used for WER.
+
+        Rule (documented in the README): the turns' texts in order, joined by
+        one space, speaker labels dropped, runs of whitespace collapsed. Tag
+        handling is the loader's job and happens before this.
+        """
+        return _WS.sub(" ", " ".join(t.text for t in self.turns)).strip()
+
+    def truncated(self, max_turns: int | None) -> Encounter:
+        """The first ``max_turns`` turns (all when None); the id is unchanged."""
+        if max_turns is None or max_turns >= len(self.turns):
+            return self
+        return self.model_copy(update={"turns": self.turns[:max_turns]})
+
+
+class SpeechAudio(Record):
+    """Clean dialogue audio at 16 kHz mono, with the active-speech segments."""
+
+    schema_version: int = SCHEMA_VERSION
+    encounter_id: str
+    path: str = Field(description="16 kHz mono float WAV of the clean dialogue.")
+    duration_s: float
+    sample_rate_hz: int = 16000
+    segments_s: tuple[tuple[float, float], ...] = Field(
+        description="Active speech (start, end) in seconds: turn boundaries or a VAD mask."
+    )
+    segments_source: Literal["tts_turns", "corpus_timings", "vad"] = Field(
+        description="Where the active-speech segments come from."
+    )
+    recipe: dict[str, object] = Field(
+        default_factory=dict, description="How the audio was made (TTS voice, variants, gaps) or read."
+    )
+
+
+class MixInfo(Record):
+    """Everything sampled or measured to build one mixture."""
+
+    family: str = Field(description="Noise family: 'ambient' or 'babble' (or a user name).")
+    noise_source: str = Field(description="Corpus file or generator recipe the segment came from.")
+    noise_offset_s: float = Field(description="Offset of the segment within the source.")
+    noise_recipe: dict[str, object] = Field(default_factory=dict, description="Generator recipe/kwargs.")
+    target_snr_db: float
+    measured_snr_db: float = Field(description="SNR measured back from the written files on active speech.")
+    speech_rms: float = Field(description="RMS of the speech over active segments.")
+    noise_gain: float = Field(description="Gain applied to the unit-RMS noise segment.")
+    clip_scale: float = Field(description="Scale applied to the whole mixture to avoid clipping (1 = none).")
+
+
+class Transcript(Record):
+    """ASR output for one (encounter, condition), with the decoding that made it."""
+
+    schema_version: int = SCHEMA_VERSION
+    encounter_id: str
+    condition: str
+    text: str
+    backend: str
+    model: str
+    decoding: dict[str, object] = Field(description="Every decoding option that shaped this text.")
+    audio_sha256: str
+    segments: tuple[tuple[float, float, str], ...] = Field(default=(), description="(start, end, text).")
+    elapsed_s: float = 0.0
