@@ -1,0 +1,141 @@
+"""Real recordings: canonical 16 kHz copy in the cache and an active-speech mask.
+
+Mask source, in order of preference:
+
+1. ``corpus_timings`` — when every non-empty turn has ``start_s``/``end_s``,
+   the union of those spans (clipped to the audio).
+2. ``vad`` — otherwise a deterministic energy VAD (:func:`energy_vad`):
+   20-ms frames; a frame is speech when its level is above
+   ``max(noise floor + 12 dB, loudest frame - 45 dB)``, with the noise floor
+   taken as the 10th percentile of frame levels; speech runs closer than
+   0.3 s are merged, runs shorter than 0.1 s dropped, and each run padded by
+   50 ms. Simple on purpose: it only has to keep long pauses out of the
+   speech-RMS estimate used for SNR scaling.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from stresstest.audio import SAMPLE_RATE_HZ, load_audio, write_wav
+from stresstest.cache import atomic_write_json, hash_obj, sha256_file
+from stresstest.errors import SpeechError
+from stresstest.records import Encounter, SpeechAudio
+
+RECORDING_CODE_VERSION = "rec-1"
+
+VAD_FRAME_S = 0.02
+VAD_FLOOR_PERCENTILE = 10.0
+VAD_ABOVE_FLOOR_DB = 12.0
+VAD_BELOW_PEAK_DB = 45.0
+VAD_MERGE_GAP_S = 0.3
+VAD_MIN_RUN_S = 0.1
+VAD_PAD_S = 0.05
+
+
+def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, float], ...]:
+    """Deterministic energy VAD; returns (start, end) seconds of speech runs (see module doc)."""
+    hop = max(1, round(VAD_FRAME_S * sr))
+    n = len(x) // hop
+    if n == 0:
+        return ()
+    frames = np.asarray(x[: n * hop], dtype=np.float64).reshape(n, hop)
+    level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
+    thr = max(float(np.percentile(level, VAD_FLOOR_PERCENTILE)) + VAD_ABOVE_FLOOR_DB,
+              float(level.max()) - VAD_BELOW_PEAK_DB)
+    active = level > thr
+    runs: list[list[float]] = []
+    i = 0
+    while i < n:
+        if not active[i]:
+            i += 1
+            continue
+        j = i
+        while j < n and active[j]:
+            j += 1
+        start, end = i * hop / sr, j * hop / sr
+        if runs and start - runs[-1][1] < VAD_MERGE_GAP_S:
+            runs[-1][1] = end
+        else:
+            runs.append([start, end])
+        i = j
+    dur = len(x) / sr
+    out = [
+        (max(0.0, s - VAD_PAD_S), min(dur, e + VAD_PAD_S)) for s, e in runs if e - s >= VAD_MIN_RUN_S
+    ]
+    return tuple(_merge(out))
+
+
+def _merge(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def _timing_segments(encounter: Encounter, duration_s: float) -> tuple[tuple[float, float], ...] | None:
+    turns = [t for t in encounter.turns if t.text.strip()]
+    if not turns or any(t.start_s is None or t.end_s is None for t in turns):
+        return None
+    spans = [
+        (max(0.0, float(t.start_s)), min(duration_s, float(t.end_s)))  # type: ignore[arg-type]
+        for t in turns
+    ]
+    spans = [(s, e) for s, e in spans if e > s]
+    return tuple(_merge(spans)) or None
+
+
+def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
+    """Canonicalise an encounter's real recording into the cache and compute its speech mask.
+
+    Args:
+        encounter: Must have ``audio_path``.
+        cache_dir: Cache root; the 16 kHz copy goes to ``cache_dir/recordings/``.
+
+    Raises:
+        SpeechError: when the encounter has no ``audio_path``.
+        AudioError: when the file is missing or unreadable (from ``load_audio``).
+    """
+    if not encounter.audio_path:
+        raise SpeechError(f"encounter {encounter.encounter_id}: no audio_path to load")
+    src = Path(encounter.audio_path)
+    if not src.is_file():
+        raise SpeechError(f"encounter {encounter.encounter_id}: recording not found: {src}")
+    timings = [(t.start_s, t.end_s) for t in encounter.turns]
+    key = hash_obj(RECORDING_CODE_VERSION, sha256_file(src), encounter.encounter_id, timings)
+    base = Path(cache_dir) / "recordings" / key[:2]
+    wav, meta = base / f"{key}.wav", base / f"{key}.json"
+    if wav.is_file() and meta.is_file():
+        try:
+            return SpeechAudio.model_validate({**json.loads(meta.read_text("utf-8")), "path": str(wav)})
+        except (OSError, ValueError):
+            pass  # torn metadata: rebuild below
+    x = load_audio(src)
+    duration = len(x) / SAMPLE_RATE_HZ
+    segs = _timing_segments(encounter, duration)
+    source = "corpus_timings"
+    if segs is None:
+        segs, source = energy_vad(x), "vad"
+    write_wav(wav, x)
+    speech = SpeechAudio(
+        encounter_id=encounter.encounter_id,
+        path=str(wav),
+        duration_s=duration,
+        segments_s=segs,
+        segments_source=source,  # type: ignore[arg-type]
+        recipe={
+            "kind": "recording",
+            "source_path": str(src),
+            "source_sha256": sha256_file(src),
+            "mask": source,
+            "code_version": RECORDING_CODE_VERSION,
+        },
+    )
+    atomic_write_json(meta, speech.model_dump(mode="json"))
+    return speech
