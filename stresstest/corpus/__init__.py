@@ -68,7 +68,10 @@ def load_corpus(
     encounters = sorted(loader(path), key=lambda e: e.encounter_id)
     by_id = {e.encounter_id: e for e in encounters}
     if len(by_id) != len(encounters):  # loaders guarantee this; a clash would silently drop items
-        dup = next(e.encounter_id for e in encounters if sum(x.encounter_id == e.encounter_id for x in encounters) > 1)
+        counts: dict[str, int] = {}
+        for e in encounters:
+            counts[e.encounter_id] = counts.get(e.encounter_id, 0) + 1
+        dup = next(i for i, n in counts.items() if n > 1)
         raise CorpusError(f"{path}: expected unique encounter ids in the {kind} corpus, got {dup!r} twice")
     if ids is not None:
         wanted = list(dict.fromkeys(ids))

@@ -82,7 +82,8 @@ def csv_files(path: Path) -> list[Path]:
         )
     folder = path / "challenge_data" if (path / "challenge_data").is_dir() else path
     files = sorted(
-        f for f in folder.iterdir()
+        f
+        for f in folder.iterdir()
         if f.is_file() and f.suffix.lower() == ".csv" and not f.stem.endswith("_metadata")
     )
     if not files:
@@ -130,7 +131,9 @@ def _load_csv(path: Path) -> list[Encounter]:
     try:
         header = next(reader, None)
         if header is None:
-            raise CorpusError(f"{path}:1: expected a header row dataset,encounter_id,dialogue,note, got an empty file")
+            raise CorpusError(
+                f"{path}:1: expected a header row dataset,encounter_id,dialogue,note, got an empty file"
+            )
         columns = [h.strip() for h in header]
         id_col = next((c for c in _ID_COLUMNS if c in columns), None)
         if id_col is None or "dialogue" not in columns:
@@ -156,7 +159,8 @@ def _load_csv(path: Path) -> list[Encounter]:
                 raise CorpusError(f"{path}:{start}: expected a non-empty {id_col}")
             if eid in first_line:
                 raise CorpusError(
-                    f"{path}:{start}: expected unique {id_col}s, got {eid!r} again (first on line {first_line[eid]})"
+                    f"{path}:{start}: expected unique {id_col}s, got {eid!r} again "
+                    f"(first on line {first_line[eid]})"
                 )
             first_line[eid] = start
             turns = parse_dialogue(row[idx_dialogue], path, start, eid)
@@ -176,7 +180,9 @@ def _load_csv(path: Path) -> list[Encounter]:
     return encounters
 
 
-def parse_dialogue(dialogue: str, path: Path | str = "<dialogue>", line: int = 1, eid: str = "?") -> tuple[Turn, ...]:
+def parse_dialogue(
+    dialogue: str, path: Path | str = "<dialogue>", line: int = 1, eid: str = "?"
+) -> tuple[Turn, ...]:
     """Split an ACI-BENCH dialogue into clean turns.
 
     Args:
@@ -209,7 +215,9 @@ def parse_dialogue(dialogue: str, path: Path | str = "<dialogue>", line: int = 1
 
     tagged = [s for s, _ in segments[1:]]
     if not tagged:
-        raise CorpusError(f"{path}:{line}: expected [doctor]/[patient] speaker tags in the dialogue of {eid}, found none")
+        raise CorpusError(
+            f"{path}:{line}: expected [doctor]/[patient] speaker tags in the dialogue of {eid}, found none"
+        )
     # Text before the first tag (a few dialogues open untagged): it is the other
     # party's opening line, since the dialogues alternate.
     opener: Speaker = "patient" if tagged[0] == "doctor" else "doctor"

@@ -39,7 +39,9 @@ def manifest_file(path: Path) -> Path:
     if path.is_dir():
         candidate = path / "manifest.jsonl"
         if not candidate.is_file():
-            raise CorpusError(f"{candidate}: manifest not found (expected a JSONL file, one encounter per line)")
+            raise CorpusError(
+                f"{candidate}: manifest not found (expected a JSONL file, one encounter per line)"
+            )
         return candidate
     if not path.is_file():
         raise CorpusError(f"{path}: manifest not found (expected a JSONL file, one encounter per line)")
@@ -70,7 +72,9 @@ def load_manifest(path: str | Path) -> list[Encounter]:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise CorpusError(f"{where}: expected one JSON object per line, got invalid JSON ({exc.msg})") from exc
+            raise CorpusError(
+                f"{where}: expected one JSON object per line, got invalid JSON ({exc.msg})"
+            ) from exc
         enc = _entry(obj, mpath, where)
         if enc.encounter_id in seen:
             raise CorpusError(
@@ -166,6 +170,8 @@ def _time(value: Any, at: str, key: str) -> float | None:
     if value is None:
         return None
     # bool is an int subclass: reject it explicitly, "true" is not a time.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CorpusError(f"{at}: expected {key} to be a number of seconds >= 0, got {value!r}")
+    if not math.isfinite(value) or value < 0:
         raise CorpusError(f"{at}: expected {key} to be a number of seconds >= 0, got {value!r}")
     return float(value)

@@ -97,9 +97,7 @@ def load_primock57(path: str | Path) -> list[Encounter]:
             continue
         m = _CHANNEL_FILE.match(f.stem)
         if m is None:
-            raise CorpusError(
-                f"{f}: expected a file name ending in _doctor.TextGrid or _patient.TextGrid"
-            )
+            raise CorpusError(f"{f}: expected a file name ending in _doctor.TextGrid or _patient.TextGrid")
         channels.setdefault(m.group("stem"), {})[m.group("channel").lower()] = f
     if not channels:
         raise CorpusError(f"{transcripts}: expected PriMock57 TextGrid files (*_doctor.TextGrid), found none")
@@ -131,8 +129,14 @@ def _load_one(stem: str, files: dict[str, Path], notes: Path) -> Encounter:
             if not has_words(text):
                 continue  # silence, or an utterance that was wholly unintelligible
             order = 0 if speaker == "doctor" else 1
-            timed.append((iv.start_s, iv.end_s, order, Turn(speaker=speaker, text=text,
-                                                              start_s=iv.start_s, end_s=iv.end_s)))
+            timed.append(
+                (
+                    iv.start_s,
+                    iv.end_s,
+                    order,
+                    Turn(speaker=speaker, text=text, start_s=iv.start_s, end_s=iv.end_s),
+                )
+            )
     if not timed:
         raise CorpusError(f"{files['doctor']}: expected at least one utterance with words in either channel")
     # Merge by start time; at equal starts the doctor goes first, so the order is
@@ -154,7 +158,9 @@ def _read_note(path: Path) -> str | None:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CorpusError(f"{path}:{exc.lineno}: expected a JSON object, got invalid JSON ({exc.msg})") from exc
+        raise CorpusError(
+            f"{path}:{exc.lineno}: expected a JSON object, got invalid JSON ({exc.msg})"
+        ) from exc
     if not isinstance(data, dict) or not isinstance(data.get("note"), str):
         raise CorpusError(f"{path}:1: expected a JSON object with a string field 'note'")
     # Keep the note's own layout (paragraphs, "Plan:" lines); only trim the ends.

@@ -111,7 +111,9 @@ class _Stream:
     def flag(self, what: str) -> tuple[bool, int]:
         v = self._next(f"{what} (<exists> or <absent>)")
         if v.kind != "flag":
-            raise CorpusError(f"{self.path}:{v.line}: expected {what} (<exists> or <absent>), got {v.value!r}")
+            raise CorpusError(
+                f"{self.path}:{v.line}: expected {what} (<exists> or <absent>), got {v.value!r}"
+            )
         return v.value == "exists", v.line
 
 
@@ -143,10 +145,10 @@ def parse_textgrid(text: str, path: str | Path = "<textgrid>") -> list[Tier]:
     s = _Stream(text, Path(path))
     file_type, line = s.string("the header 'File type = \"ooTextFile\"'")
     if file_type != "ooTextFile":
-        raise CorpusError(f"{s.path}:{line}: expected File type \"ooTextFile\", got {file_type!r}")
+        raise CorpusError(f'{s.path}:{line}: expected File type "ooTextFile", got {file_type!r}')
     object_class, line = s.string("the header 'Object class = \"TextGrid\"'")
     if object_class != "TextGrid":
-        raise CorpusError(f"{s.path}:{line}: expected Object class \"TextGrid\", got {object_class!r}")
+        raise CorpusError(f'{s.path}:{line}: expected Object class "TextGrid", got {object_class!r}')
     s.number("the TextGrid xmin")
     s.number("the TextGrid xmax")
     has_tiers, _ = s.flag("the tiers flag")
@@ -185,5 +187,7 @@ def _read_tier(s: _Stream, k: int) -> Tier:
             label, _ = s.string(f"the mark of point {i} of tier {k}")
             items.append(Interval(time, time, label, line))
     else:
-        raise CorpusError(f"{s.path}:{line}: expected tier class IntervalTier or TextTier, got {tier_class!r}")
+        raise CorpusError(
+            f"{s.path}:{line}: expected tier class IntervalTier or TextTier, got {tier_class!r}"
+        )
     return Tier(tier_class=tier_class, name=name, items=tuple(items))
