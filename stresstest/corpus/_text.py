@@ -50,6 +50,8 @@ _PUNCT_MAP = str.maketrans(
 )
 
 _WS = re.compile(r"\s+")
+# Unicode category Cc minus the whitespace controls (tab, LF, VT, FF, CR, FS..US).
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.?!;:%])")
 _LEADING_PUNCT = re.compile(r"^[\s,.;:]+")
 _WORDISH = re.compile(r"\w")
@@ -121,7 +123,7 @@ def normalise_chars(text: str) -> str:
     text = unicodedata.normalize("NFC", text).translate(_PUNCT_MAP)
     # Control characters (other than whitespace, which is collapsed later) are export
     # debris; they are invisible to a reader and would become tokens in WER.
-    return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch) != "Cc")
+    return _CONTROL.sub("", text)
 
 
 def clean_text(text: str) -> str:

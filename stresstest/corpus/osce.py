@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from stresstest.audio import AUDIO_SUFFIXES
-from stresstest.corpus._text import clean_text, has_words, read_text, split_lines
+from stresstest.corpus._text import clean_text, has_words, read_text, split_lines, tidy_after_removal
 from stresstest.errors import CorpusError
 from stresstest.records import Encounter, Speaker, Turn
 
@@ -112,7 +112,8 @@ def parse_osce_file(path: Path, audio_dir: Path | None = None) -> Encounter:
 
     result = []
     for speaker, parts in turns:
-        text = clean_text(" ".join(parts))
+        # Also joins stray spaces before punctuation ("a stroke ." in MSK0009).
+        text = tidy_after_removal(clean_text(" ".join(parts)))
         if has_words(text):  # a bare "D:" with nothing said is not a turn
             result.append(Turn(speaker=speaker, text=text))
     if not result:
