@@ -1,0 +1,179 @@
+"""Command line: ``stresstest run | mix | triggers | report | compare | llm serve | gold ...``.
+
+Every user error exits non-zero with one line on stderr (``stresstest: error: ...``),
+never a bare traceback; ``--debug`` shows the traceback for bug reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from stresstest import __version__
+from stresstest.errors import StressTestError
+
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL = 3
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from stresstest.runner import format_table, run
+
+    out, rows = run(a.config, a.out)
+    print(format_table(rows))
+    print(f"\nrun directory: {out}")
+    for name in ("summary.csv", "items.jsonl", "manifest.json", "report/report.html"):
+        if (out / name).exists():
+            print(f"  {out / name}")
+    return 0
+
+
+def _cmd_mix(a: argparse.Namespace) -> int:
+    from stresstest.audio import load_audio, write_wav
+    from stresstest.mixing import active_mask, fit_length, item_rng, write_mixture
+    from stresstest.speech import energy_vad
+
+    speech = load_audio(a.speech)
+    noise_full = load_audio(a.noise)
+    rng = item_rng(a.seed, Path(a.speech).name, "file")
+    n = speech.size
+    offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
+    noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
+    segments = energy_vad(speech)
+    mask = active_mask(n, segments)
+    out = Path(a.out)
+    # The canonical speech is written next to the output so the SNR can be measured back from files.
+    clean_path = out.with_name(out.stem + ".clean.wav")
+    write_wav(clean_path, speech)
+    info = write_mixture(out, clean_path, speech, noise, mask, a.snr, family="file", noise_source=str(a.noise),
+                         noise_offset_s=offset / 16000, noise_recipe={"seed": a.seed, "vad": "energy"})
+    print(json.dumps(info.model_dump(mode="json"), indent=2))
+    return 0
+
+
+def _read_text(path: str) -> str:
+    from stresstest.errors import MetricError
+
+    p = Path(path)
+    if not p.is_file():
+        raise MetricError(f"{p}: file not found")
+    try:
+        return p.read_text("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MetricError(f"{p}: expected UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def _cmd_triggers(a: argparse.Namespace) -> int:
+    from stresstest.metrics.triggers import detect_triggers
+
+    events = detect_triggers(_read_text(a.ref), _read_text(a.hyp))
+    print(json.dumps([e.model_dump(mode="json") for e in events], indent=2, ensure_ascii=False))
+    return 0
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    from stresstest.report import cli_report
+
+    print(cli_report(Path(a.run_dir)))
+    return 0
+
+
+def _cmd_compare(a: argparse.Namespace) -> int:
+    from stresstest.report import cli_compare
+
+    print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None))
+    return 0
+
+
+def _cmd_llm_serve(a: argparse.Namespace) -> int:
+    from stresstest.config import load_config
+    from stresstest.structure.server import serve
+
+    cfg = load_config(a.config).structure
+    if a.port is not None:
+        cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"port": a.port})})
+    serve(cfg, foreground=True)
+    return 0
+
+
+def _cmd_gold(a: argparse.Namespace) -> int:
+    from stresstest.cli_gold import gold_command
+
+    return gold_command(a)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stresstest", description="Paired acoustic stress test for ASR→LLM clinical scribes.")
+    p.add_argument("--version", action="version", version=f"stresstest {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("run", help="run a sweep from a YAML config")
+    r.add_argument("config")
+    r.add_argument("--out", help="run directory (default runs/<config name>)")
+    r.set_defaults(func=_cmd_run)
+
+    m = sub.add_parser("mix", help="mix one noise file into one speech file at an SNR (SPEC §2 rules)")
+    m.add_argument("--speech", required=True)
+    m.add_argument("--noise", required=True)
+    m.add_argument("--snr", required=True, type=float, help="target SNR in dB")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--out", required=True)
+    m.set_defaults(func=_cmd_mix)
+
+    t = sub.add_parser("triggers", help="cause-side trigger events between two transcripts (JSON)")
+    t.add_argument("--ref", required=True)
+    t.add_argument("--hyp", required=True)
+    t.set_defaults(func=_cmd_triggers)
+
+    rp = sub.add_parser("report", help="(re)build report.html / report.md for a run directory")
+    rp.add_argument("run_dir")
+    rp.set_defaults(func=_cmd_report)
+
+    c = sub.add_parser("compare", help="paired comparison of two run directories")
+    c.add_argument("run_a")
+    c.add_argument("run_b")
+    c.add_argument("--out")
+    c.set_defaults(func=_cmd_compare)
+
+    llm = sub.add_parser("llm", help="local LLM server")
+    llm_sub = llm.add_subparsers(dest="llm_cmd", required=True)
+    s = llm_sub.add_parser("serve", help="serve the config's structuring model on 127.0.0.1")
+    s.add_argument("config")
+    s.add_argument("--port", type=int)
+    s.set_defaults(func=_cmd_llm_serve)
+
+    g = sub.add_parser("gold", help="gold reference workflow: draft, check, audit")
+    from stresstest.cli_gold import add_gold_arguments
+
+    add_gold_arguments(g)
+    g.set_defaults(func=_cmd_gold)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    try:
+        return int(a.func(a))
+    except StressTestError as exc:
+        if a.debug:
+            raise
+        print(f"stresstest: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("stresstest: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an unexpected failure is a bug: one line, the traceback on --debug
+        if a.debug:
+            raise
+        print(f"stresstest: internal error: {type(exc).__name__}: {exc} (re-run with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The run configuration: YAML → strict pydantic model → stages.
+
+Unknown or mistyped keys are errors naming the key path and the YAML line.
+Relative paths in the file are resolved against the config file's folder; the
+resolved config is written into every run directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from stresstest.asr.stage import ASRConfig
+from stresstest.noise import NoiseSpec
+from stresstest.speech import TTSConfig
+from stresstest.structure.config import StructureConfig
+from stresstest.yamlcfg import load_yaml_model
+
+FAMILIES = ("ambient", "babble")
+_COND = re.compile(r"^(ambient|babble)_(-?\d+(?:\.\d+)?)db$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunSettings(_Strict):
+    """Run-wide settings."""
+
+    seed: int = Field(default=1234, description="Run seed: every per-item RNG derives from it.")
+    max_failures: float = Field(
+        default=0.25, ge=0,
+        description="Failed items allowed before the run stops: a fraction (< 1) of all items or a count (≥ 1).",
+    )
+    cache_dir: str | None = Field(default=None, description="Stage cache (default $STRESSTEST_CACHE or ~/.cache/stresstest).")
+    progress: bool = Field(default=True, description="Show progress bars on stderr.")
+
+
+class CorpusConfig(_Strict):
+    """Which encounters to evaluate."""
+
+    kind: Literal["osce", "primock57", "aci-bench", "manifest"]
+    path: str = Field(description="Corpus folder (or manifest file), relative to the config file.")
+    ids: list[str] | None = Field(default=None, description="Encounter ids to use (default: all).")
+    limit: int | None = Field(default=None, ge=1, description="Use the first N encounters (sorted by id).")
+    max_turns: int | None = Field(
+        default=None, ge=1,
+        description="Keep only the first N turns of each dialogue (a gold record's scope_turns takes precedence).",
+    )
+
+
+class GoldConfig(_Strict):
+    """Where gold references come from."""
+
+    path: str | None = Field(default=None, description="Folder of gold YAML files (default: the shipped set).")
+    required: bool = Field(default=False, description="Error if an encounter has no gold (else its safety metrics stay empty).")
+
+
+class JudgeConfig(_Strict):
+    """Which judge fills Mean Score / Unsafe."""
+
+    backend: Literal["rules", "llm", "none"] = Field(
+        default="rules", description="'rules' = deterministic rubric mapping; 'llm' = the served LLM with the rubric prompt."
+    )
+
+
+class MitigationConfig(_Strict):
+    """Extra mitigated conditions (the evidence-grounded guard)."""
+
+    conditions: list[str] = Field(default_factory=list, description="Noisy condition ids, e.g. ['ambient_5db', 'babble_5db'].")
+
+    @field_validator("conditions")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        for c in v:
+            if not _COND.match(c):
+                raise ValueError(f"expected a noisy condition id like 'ambient_5db' or 'babble_5db', got {c!r}")
+        return v
+
+
+class ReportConfig(_Strict):
+    """The report written at the end of a run."""
+
+    enabled: bool = True
+    n_resamples: int = Field(default=1000, ge=100, description="Cluster-bootstrap resamples for the 95% CIs.")
+
+
+class RunConfig(_Strict):
+    """A whole paired stress-test run."""
+
+    run: RunSettings = Field(default_factory=RunSettings)
+    corpus: CorpusConfig
+    speech: TTSConfig = Field(default_factory=TTSConfig)
+    noise: dict[str, NoiseSpec] = Field(
+        default_factory=dict, description="Noise family name ('ambient', 'babble') -> where its noise comes from."
+    )
+    snr_db: list[float] = Field(default_factory=lambda: [15.0, 10.0, 5.0], description="SNR grid in dB.")
+    asr: ASRConfig = Field(default_factory=ASRConfig)
+    structure: StructureConfig = Field(default_factory=StructureConfig)
+    gold: GoldConfig = Field(default_factory=GoldConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    mitigation: MitigationConfig = Field(default_factory=MitigationConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("noise")
+    @classmethod
+    def _families(cls, v: dict[str, NoiseSpec]) -> dict[str, NoiseSpec]:
+        for name in v:
+            if name not in FAMILIES:
+                raise ValueError(f"noise families are {FAMILIES}, got {name!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _mitigation_in_grid(self) -> RunConfig:
+        grid = {c["condition"] for c in self.conditions()}
+        for c in self.mitigation.conditions:
+            if c not in grid:
+                raise ValueError(f"mitigation condition {c!r} is not in the grid {sorted(grid - {'clean'})}")
+        return self
+
+    def conditions(self) -> list[dict[str, Any]]:
+        """Clean first, then each family × SNR (grid order), then mitigated rows."""
+        out: list[dict[str, Any]] = [{"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False}]
+        for fam in FAMILIES:
+            if fam in self.noise:
+                for s in self.snr_db:
+                    out.append({"condition": condition_id(fam, s), "family": fam, "snr_db": s, "mitigated": False})
+        for c in self.mitigation.conditions:
+            m = _COND.match(c)
+            assert m is not None  # validated above
+            out.append({"condition": f"{c}_guard", "family": m.group(1), "snr_db": float(m.group(2)),
+                        "mitigated": True})
+        return out
+
+
+def condition_id(family: str, snr_db: float) -> str:
+    """'ambient_15db', 'babble_7.5db'."""
+    s = f"{snr_db:g}"
+    return f"{family}_{s}db"
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Load and validate a run config; relative paths become absolute (config folder)."""
+    cfg, _ = load_yaml_model(path, RunConfig)
+    base = Path(path).resolve().parent
+
+    def res(p: str | None) -> str | None:
+        return None if p is None else str((base / p).resolve()) if not Path(p).is_absolute() else p
+
+    corpus = cfg.corpus.model_copy(update={"path": res(cfg.corpus.path)})
+    gold = cfg.gold.model_copy(update={"path": res(cfg.gold.path)})
+    noise = {k: v.model_copy(update={"root": res(v.root)}) if getattr(v, "root", None) else v
+             for k, v in cfg.noise.items()}
+    run = cfg.run.model_copy(update={"cache_dir": res(cfg.run.cache_dir)})
+    return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run})
