@@ -1,0 +1,277 @@
+"""OpenAI-compatible chat-completions client with schema-constrained output.
+
+One client serves every LLM role (structure, mitigation draft/guard, judge,
+gold draft). It talks to ``<base_url>/v1/chat/completions`` over httpx, sends
+the decoding φ with every request and asks for output constrained by the
+pydantic model's JSON Schema:
+
+* ``json_schema`` mode: ``{"type": "json_schema", "json_schema": {"name", "schema"}}``
+  (OpenAI, vLLM's server);
+* ``json_object`` mode: ``{"type": "json_object", "schema": ...}`` — what
+  llama-cpp-python's server understands (it rejects ``json_schema`` with a 500
+  "Input should be 'text' or 'json_object'", verified against 0.3.36) and turns
+  into a grammar.
+
+Retries (exponential backoff ``backoff_s * 2**k``): connection errors,
+timeouts, HTTP 5xx/408/429, a malformed response body, invalid JSON, output cut
+at ``max_tokens`` (``finish_reason == "length"``) and schema violations. Other
+4xx answers are not retried (the request itself is wrong). Once retries are
+exhausted the call is a failure carrying the reason and the last raw text; it
+is never replaced by a default object. At temperature 0 a retry for invalid
+output usually reproduces it; those retries exist for transient server faults.
+
+Logs never contain transcripts or model text: only ids, status codes and reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from stresstest.structure.config import StructureConfig
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+_MAX_BACKOFF_S = 30.0
+_RAW_KEEP = 20_000  # characters of raw text kept in a failure record
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A reachable OpenAI-compatible server.
+
+    Attributes:
+        base_url: server root without ``/v1`` (e.g. ``http://127.0.0.1:8080``).
+        model: model name sent in requests.
+        api_key: bearer token (external servers only); excluded from repr so it cannot leak into logs.
+        health: optional probe returning None while the server is fine, else why it is not (e.g. a
+            managed process that exited); appended to connection-error reasons.
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    health: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class CallResult(Generic[M]):
+    """Outcome of one schema-constrained call (success or recorded failure)."""
+
+    parsed: M | None
+    raw_text: str | None
+    error: str | None
+    attempts: int
+    elapsed_s: float
+    cached: bool = False
+
+    @property
+    def failed(self) -> bool:
+        """True when no valid object was obtained."""
+        return self.parsed is None
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, raw: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.raw = raw
+
+
+class _Fatal(_Retryable):
+    """A failure that retrying cannot fix (4xx other than 408/429)."""
+
+
+def response_format_payload(mode: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``response_format`` request field for a schema, in the server's dialect."""
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
+    raise ValueError(f"response_format mode: expected 'json_schema' or 'json_object', got {mode!r}")
+
+
+def strip_code_fence(text: str) -> str:
+    """Remove one surrounding Markdown code fence (unconstrained servers sometimes add one)."""
+    m = _FENCE.match(text)
+    return m.group(1) if m else text
+
+
+def parse_output(text: str, model_cls: type[M]) -> M:
+    """Parse and validate model text against ``model_cls``.
+
+    Raises:
+        ValueError: with a short reason (invalid JSON at position n, or the first schema violations).
+    """
+    body = strip_code_fence(text)
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg} at char {exc.pos} of {len(body)})") from exc
+    try:
+        return model_cls.model_validate(obj)
+    except ValidationError as exc:
+        errs = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise ValueError(f"schema violation ({exc.error_count()} errors: {errs})") from exc
+
+
+class ChatClient:
+    """Thread-safe client for one endpoint (one httpx.Client shared by the worker threads)."""
+
+    def __init__(self, endpoint: Endpoint, config: StructureConfig) -> None:
+        self.endpoint = endpoint
+        self.config = config
+        headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        self._http = httpx.Client(
+            base_url=endpoint.base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(config.timeout_s),
+            limits=httpx.Limits(
+                max_connections=config.concurrency, max_keepalive_connections=config.concurrency
+            ),
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request_body(
+        self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The exact JSON body sent (decoding φ + constrained response format)."""
+        d = self.config.decoding
+        return {
+            "model": self.endpoint.model,
+            "messages": messages,
+            "temperature": d.temperature,
+            "top_p": d.top_p,
+            "seed": d.seed,
+            "max_tokens": d.max_tokens,
+            "stream": False,
+            "response_format": response_format_payload(
+                self.config.resolved_response_format(), schema_name, schema
+            ),
+        }
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        model_cls: type[M],
+        *,
+        schema_name: str,
+        schema: dict[str, Any] | None = None,
+        label: str = "",
+    ) -> CallResult[M]:
+        """One constrained call with retries; never raises for server or output faults.
+
+        Args:
+            messages: chat messages (system + user).
+            model_cls: pydantic model the output must validate against.
+            schema_name: name given to the schema in the request.
+            schema: JSON Schema to enforce (default: ``model_cls.model_json_schema()``).
+            label: item id for log lines (never the transcript).
+
+        Returns:
+            A :class:`CallResult`; on failure ``parsed`` is None, ``error`` says why after how many
+            attempts and ``raw_text`` holds the last text the server returned.
+        """
+        body = self.request_body(messages, schema_name, schema or model_cls.model_json_schema())
+        t0 = time.monotonic()
+        raw: str | None = None
+        reason = ""
+        attempts = 0
+        for attempt in range(self.config.max_retries + 1):
+            attempts = attempt + 1
+            if attempt:
+                delay = min(self.config.backoff_s * 2 ** (attempt - 1), _MAX_BACKOFF_S)
+                log.info(
+                    "%s: retry %d/%d in %.2fs after: %s",
+                    label,
+                    attempt,
+                    self.config.max_retries,
+                    delay,
+                    reason,
+                )
+                time.sleep(delay)
+            try:
+                text = self._post(body)
+                raw = text
+                try:
+                    parsed = parse_output(text, model_cls)
+                except ValueError as exc:
+                    raise _Retryable(str(exc), text) from exc
+                return CallResult(parsed, text, None, attempts, time.monotonic() - t0)
+            except _Fatal as exc:
+                reason, raw = exc.reason, exc.raw if exc.raw is not None else raw
+                break
+            except _Retryable as exc:
+                reason = exc.reason
+                raw = exc.raw if exc.raw is not None else raw
+        url = f"{self.endpoint.base_url.rstrip('/')}/v1/chat/completions"
+        error = f"{reason} (after {attempts} attempt{'s' if attempts > 1 else ''} to {url})"
+        log.warning("%s: failed: %s", label, error)
+        return CallResult(None, raw[:_RAW_KEEP] if raw else raw, error, attempts, time.monotonic() - t0)
+
+    def _dead_suffix(self) -> str:
+        probe = self.endpoint.health
+        why = probe() if probe else None
+        return f"; {why}" if why else ""
+
+    def _post(self, body: dict[str, Any]) -> str:
+        try:
+            resp = self._http.post("/v1/chat/completions", json=body)
+        except httpx.TimeoutException as exc:
+            raise _Retryable(f"timeout after {self.config.timeout_s:g}s ({type(exc).__name__})") from exc
+        except httpx.TransportError as exc:
+            raise _Retryable(f"connection error ({type(exc).__name__}: {exc}){self._dead_suffix()}") from exc
+        if resp.status_code != 200:
+            snippet = resp.text[:500]
+            reason = f"HTTP {resp.status_code}: {snippet}"
+            if resp.status_code >= 500 or resp.status_code in (408, 429):
+                raise _Retryable(reason, resp.text)
+            raise _Fatal(reason, resp.text)
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            text = choice["message"]["content"]
+            finish = choice.get("finish_reason")
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise _Retryable(
+                f"malformed response (expected choices[0].message.content, got {resp.text[:200]!r})",
+                resp.text,
+            ) from exc
+        if not isinstance(text, str):
+            raise _Retryable(f"malformed response (message.content is {type(text).__name__})", resp.text)
+        if finish == "length":
+            raise _Retryable(
+                f"truncated output (finish_reason=length at max_tokens={self.config.decoding.max_tokens})",
+                text,
+            )
+        return text
+
+
+def list_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:
+    """Model ids a server lists at ``/v1/models`` (raises httpx errors to the caller)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    resp = httpx.get(f"{base_url.rstrip('/')}/v1/models", headers=headers, timeout=timeout_s)
+    resp.raise_for_status()
+    return [str(m["id"]) for m in resp.json().get("data", [])]

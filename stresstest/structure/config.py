@@ -1,0 +1,118 @@
+"""Configuration of the frozen structuring step: backend, server, decoding φ.
+
+The lead's run config embeds :class:`StructureConfig` under the key
+``structure``. Everything that can change a record (model, prompt version,
+decoding φ, response-format mode) is part of the cache key and of
+:func:`stresstest.structure.stage.structure_fingerprint`; everything else
+(concurrency, timeouts, retries) only changes how fast or how robustly the
+same records are obtained.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LOOPBACK = "127.0.0.1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerConfig(_Strict):
+    """Where the OpenAI-compatible LLM server comes from.
+
+    ``managed``: the stage starts the server itself on 127.0.0.1, waits for
+    health, and stops it at the end. ``external``: the server already runs at
+    ``base_url`` (loopback or remote); its key, if any, comes from the
+    environment variable named by ``api_key_env`` and is never written anywhere.
+    """
+
+    mode: Literal["managed", "external"] = Field(
+        default="managed", description="'managed' (start/stop the server here) or 'external' (use base_url)."
+    )
+    engine: Literal["llama.cpp", "vllm"] = Field(
+        default="llama.cpp",
+        description="Server engine: llama-cpp-python's server (CPU) or 'vllm serve' (GPU).",
+    )
+    model: str | None = Field(
+        default=None,
+        description="GGUF path (llama.cpp) or HF model id / local dir (vLLM); None = the bundled "
+        "SmolLM2-135M-Instruct GGUF. In external mode: the model name sent in requests (None = first "
+        "model the server lists).",
+    )
+    base_url: str | None = Field(
+        default=None, description="External mode only: server root, e.g. 'http://127.0.0.1:8000' (no /v1)."
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Name of the environment variable holding the API key (external mode); the key itself "
+        "never appears in a config, a log or a run directory.",
+    )
+    host: Literal["127.0.0.1"] = Field(
+        default=LOOPBACK, description="Bind address of a managed server; fixed to loopback on purpose."
+    )
+    port: int = Field(default=0, ge=0, le=65535, description="Port of a managed server; 0 = pick a free one.")
+    n_ctx: int = Field(default=4096, ge=256, description="Context window (tokens) of a managed server.")
+    n_threads: int | None = Field(
+        default=None, ge=1, description="CPU threads for llama.cpp (None = its default)."
+    )
+    gpu_memory_utilization: float = Field(
+        default=0.85, gt=0.0, le=1.0, description="vLLM only: fraction of GPU memory it may take."
+    )
+    startup_timeout_s: float = Field(
+        default=120.0, gt=0, description="How long to wait for a managed server's /v1/models to answer."
+    )
+
+
+class DecodingConfig(_Strict):
+    """Decoding configuration φ, frozen across all conditions of a run."""
+
+    temperature: float = Field(default=0.0, ge=0.0, description="0 = greedy (the study's setting).")
+    seed: int = Field(default=1234, description="Sampling seed sent with every request and to the server.")
+    max_tokens: int = Field(default=1536, ge=16, description="Upper bound on generated tokens per call.")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus mass (1.0 = off).")
+
+
+class StructureConfig(_Strict):
+    """The ``structure`` section of a run config (SPEC §4)."""
+
+    backend: Literal["rules", "openai", "vllm-offline"] = Field(
+        default="rules",
+        description="'rules' (deterministic extractor), 'openai' (served LLM via the OpenAI-compatible API) "
+        "or 'vllm-offline' (vllm.LLM batch generation in-process, GPU).",
+    )
+    server: ServerConfig = Field(default_factory=ServerConfig, description="Server for backend 'openai'.")
+    decoding: DecodingConfig = Field(default_factory=DecodingConfig, description="Decoding φ.")
+    response_format: Literal["auto", "json_schema", "json_object"] = Field(
+        default="auto",
+        description="How the schema is enforced: 'json_schema' = OpenAI/vLLM "
+        "{type: json_schema, json_schema: {name, schema, strict}}; 'json_object' = llama-cpp-python "
+        "{type: json_object, schema} (its server rejects 'json_schema'); 'auto' = json_object for "
+        "engine llama.cpp, json_schema otherwise.",
+    )
+    concurrency: int = Field(default=2, ge=1, le=256, description="Requests in flight at once.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout (read/write/connect).")
+    max_retries: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="Retries after the first attempt on connection errors, timeouts, 5xx/408/429, invalid "
+        "or truncated JSON and schema violations.",
+    )
+    backoff_s: float = Field(
+        default=0.5, ge=0.0, description="First retry delay; doubles on every further retry."
+    )
+    prompt_version: str = Field(
+        default="v1", pattern=r"^v[0-9]+$", description="Version of the instruction files (prompts/*_vN.md)."
+    )
+
+    def resolved_response_format(self) -> Literal["json_schema", "json_object"]:
+        """The response-format mode actually used (resolves 'auto')."""
+        if self.response_format != "auto":
+            return self.response_format
+        if self.backend == "openai" and self.server.engine == "llama.cpp":
+            return "json_object"
+        return "json_schema"

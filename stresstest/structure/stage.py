@@ -1,0 +1,190 @@
+"""The ``structure`` stage: transcripts → :class:`RecordEnvelope` (SPEC §4).
+
+``structure_many`` is what the runner calls. With backend ``rules`` it runs the
+deterministic extractor; with ``openai`` it asks a served LLM (managed
+llama.cpp / vLLM server, or an external one) through the OpenAI-compatible
+client; with ``vllm-offline`` it batches everything through ``vllm.LLM``. All
+three return envelopes in input order, one per item: a failed item is an
+envelope with ``failed=True``, the reason and the raw model text — never
+dropped, never replaced by a default record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stresstest.cache import KeyValueCache, hash_obj
+from stresstest.structure.config import StructureConfig
+from stresstest.structure.instructions import Prompt, load_prompt
+from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
+from stresstest.structure.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
+
+STRUCTURE_PROMPT = "structure"
+
+
+class StructureItem(BaseModel):
+    """One transcript to structure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    encounter_id: str = Field(description="Encounter id.")
+    condition: str = Field(description="Condition label, e.g. 'clean', 'babble_5db'.")
+    transcript_text: str = Field(description="The (ASR) transcript x(c).")
+
+
+def transcript_sha256(text: str) -> str:
+    """sha256 of the transcript's UTF-8 bytes (recorded in every envelope)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def structure_prompt(config: StructureConfig) -> Prompt:
+    """The instruction I for the configured prompt version."""
+    return load_prompt(STRUCTURE_PROMPT, config.prompt_version)
+
+
+def rules_identity() -> tuple[str, str]:
+    """(model id, fingerprint) of the deterministic extractor."""
+    from stresstest.structure.rules import RULES_VERSION, rules_fingerprint
+
+    return f"rules-{RULES_VERSION}", rules_fingerprint()
+
+
+def structure_fingerprint(config: StructureConfig) -> dict[str, object]:
+    """What froze the structuring step, for the run manifest (model id, prompt/schema hashes, φ).
+
+    For backend 'openai' in external mode without ``server.model`` this asks the server for its model.
+    """
+    if config.backend == "rules":
+        model, fp = rules_identity()
+        return {
+            "backend": "rules",
+            "model": model,
+            "prompt_hash": fp,
+            "schema_hash": schema_hash(),
+            "decoding": {"deterministic": True},
+        }
+    prompt = structure_prompt(config)
+    from stresstest.structure.server import model_identity
+    from stresstest.structure.vllm_offline import offline_model_id
+
+    model = offline_model_id(config) if config.backend == "vllm-offline" else model_identity(config)
+    return {
+        "backend": config.backend,
+        "model": model,
+        "prompt_id": prompt.id,
+        "prompt_hash": prompt.sha256,
+        "schema_hash": schema_hash(),
+        "decoding": decoding_record(config),
+        "engine": config.server.engine if config.backend == "openai" else "vllm",
+    }
+
+
+def _rules_many(items: list[StructureItem], cache_dir: Path) -> list[RecordEnvelope]:
+    from stresstest.structure.rules import extract_record
+
+    model, fp = rules_identity()
+    s_hash = schema_hash()
+    cache = KeyValueCache(cache_dir, "structure-rules")
+    out: list[RecordEnvelope] = []
+    for it in items:
+        sha = transcript_sha256(it.transcript_text)
+        key = hash_obj("rules", sha, fp, s_hash)
+        hit = cache.get(key)
+        t0 = time.monotonic()
+        record = None
+        if hit is not None:
+            try:
+                record = ClinicalRecord.model_validate(hit["record"])
+            except (KeyError, TypeError, ValueError):
+                record = None
+        if record is None:
+            record = extract_record(it.transcript_text)
+            cache.put(key, {"record": record.model_dump(mode="json")})
+        out.append(
+            RecordEnvelope(
+                encounter_id=it.encounter_id,
+                condition=it.condition,
+                backend="rules",
+                model=model,
+                prompt_hash=fp,
+                schema_hash=s_hash,
+                decoding={"deterministic": True},
+                transcript_sha256=sha,
+                record=record,
+                elapsed_s=round(time.monotonic() - t0, 4),
+            )
+        )
+    return out
+
+
+def llm_structure_calls(items: list[StructureItem], prompt: Prompt) -> list[LLMCall]:
+    """The structuring requests for items (key = transcript hash + prompt hash)."""
+    return [
+        LLMCall(
+            item_id=f"{it.encounter_id}/{it.condition}",
+            key_parts=(transcript_sha256(it.transcript_text), prompt.sha256),
+            messages=prompt.messages(transcript=it.transcript_text),
+        )
+        for it in items
+    ]
+
+
+def structure_many(
+    items: list[StructureItem], config: StructureConfig, *, cache_dir: str | Path, log_dir: str | Path
+) -> list[RecordEnvelope]:
+    """Structure every item with the configured backend.
+
+    Args:
+        items: transcripts with their (encounter, condition) ids.
+        config: the ``structure`` config.
+        cache_dir: stage cache root (records cached by transcript, I, S, φ and model id).
+        log_dir: where a managed server writes its log.
+
+    Returns:
+        One envelope per item, in input order; failures have ``failed=True``, ``error`` and ``raw_text``.
+
+    Raises:
+        StructureError: the backend cannot be used at all (server does not start, missing install...).
+    """
+    cache_dir = Path(cache_dir)
+    if not items:
+        return []
+    if config.backend == "rules":
+        return _rules_many(items, cache_dir)
+    prompt = structure_prompt(config)
+    s_hash = schema_hash()
+    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
+        results = session.run(
+            llm_structure_calls(items, prompt),
+            ClinicalRecord,
+            namespace="structure",
+            schema_name="ClinicalRecord",
+            schema=record_json_schema(),
+            desc="structure",
+        )
+        model = session.model_id
+    dec = decoding_record(config)
+    return [
+        RecordEnvelope(
+            encounter_id=it.encounter_id,
+            condition=it.condition,
+            backend=config.backend,
+            model=model,
+            prompt_hash=prompt.sha256,
+            schema_hash=s_hash,
+            decoding=dec,
+            transcript_sha256=transcript_sha256(it.transcript_text),
+            record=res.parsed,
+            failed=res.failed,
+            error=res.error,
+            raw_text=res.raw_text,
+            attempts=res.attempts,
+            elapsed_s=round(res.elapsed_s, 4),
+            extra={"prompt_id": prompt.id, "cached": res.cached},
+        )
+        for it, res in zip(items, results, strict=True)
+    ]
