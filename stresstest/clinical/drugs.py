@@ -1,0 +1,130 @@
+"""Drug mentions, trade -> generic resolution and high-risk drug classes.
+
+Drug names come from the ``drug-named-entity-recognition`` package, which ships
+its dictionary (DrugBank/MeSH/NHS synonyms, brand names) inside the wheel and
+needs no network. We read that dictionary once and match it ourselves on the
+shared token stream (:mod:`stresstest.clinical.text`) because we need
+character offsets, punctuation-robust matching ("Tylenol," is a drug) and a
+longest-match policy consistent with the lexicon.
+
+Canonical names are the package's generic names in lower case (US adopted
+names: Tylenol and paracetamol both resolve to **acetaminophen**, Ventolin and
+salbutamol to **albuterol**). ``data/drug_overrides.tsv`` adds consultation
+vocabulary (puffer, blood thinner, GTN...) and removes entries that are not
+medications in speech ("caps", recreational drugs, which the lexicon treats as
+social history). ``data/drug_classes.tsv`` maps generics to the high-risk
+classes that raise a safety-critical flag.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from stresstest.clinical.lexicon import Mention
+from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+
+_MAX_SPAN = 4
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[tuple[str, ...], str]:
+    """Token-tuple surface -> canonical generic (empty string = suppressed)."""
+    # Imported lazily: unpickling the dictionary takes ~1.5 s.
+    from drug_named_entity_recognition import drugs_finder
+
+    index: dict[tuple[str, ...], str] = {}
+    for variant, canonicals in sorted(drugs_finder.drug_variant_to_canonical.items()):
+        if not canonicals:
+            continue
+        key = tuple(norm_phrase(variant).split())
+        if 0 < len(key) <= _MAX_SPAN and key not in index:
+            index[key] = str(canonicals[0]).lower()
+    for row in read_table("drug_overrides.tsv"):
+        if len(row) < 2:
+            continue
+        key = tuple(norm_phrase(row[0]).split())
+        index[key] = "" if row[1] == "-" else row[1].lower()
+    return index
+
+
+@functools.lru_cache(maxsize=1)
+def _classes() -> dict[str, str]:
+    return {row[0].lower(): row[1] for row in read_table("drug_classes.tsv") if len(row) >= 2}
+
+
+def match_drug_tokens(text: str, tokens: list[Token]) -> list[Mention]:
+    """Longest-match drug lookup over an already tokenised text."""
+    index = _index()
+    out: list[Mention] = []
+    n = len(tokens)
+    i = 0
+    while i < n:
+        hit: tuple[int, str] | None = None
+        for j in range(min(n, i + _MAX_SPAN), i, -1):
+            generic = index.get(tuple(t.norm for t in tokens[i:j]))
+            if generic is not None:
+                hit = (j, generic)
+                break
+        if hit is None:
+            i += 1
+            continue
+        j, generic = hit
+        if generic:
+            start, end = tokens[i].start, tokens[j - 1].end
+            cls = _classes().get(generic)
+            out.append(Mention(start, end, text[start:end], generic, "medication", False,
+                               None if cls is None else "high_risk"))
+        i = j
+    return out
+
+
+def find_drugs(text: str) -> list[Mention]:
+    """Find medication mentions in ``text``.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        Mentions with category ``"medication"`` and ``concept`` = canonical
+        generic name (lower case); ``triage_hint`` is ``"high_risk"`` when the
+        generic belongs to a high-risk class (see :func:`high_risk_class`).
+    """
+    return match_drug_tokens(text, tokenize(text))
+
+
+def resolve_drug(name: str) -> str | None:
+    """Canonical generic name of a drug (trade or generic), or None if unknown.
+
+    Args:
+        name: "Eliquis", "apixaban", "Tylenol", "paracetamol"...
+
+    Returns:
+        Lower-case generic, e.g. "apixaban", "acetaminophen"; None when the
+        name is not a known medication.
+    """
+    key = tuple(norm_phrase(name).split())
+    generic = _index().get(key)
+    if generic is None and key and key[-1].endswith("s"):
+        generic = _index().get((*key[:-1], key[-1][:-1]))
+    return generic or None
+
+
+def high_risk_class(generic: str) -> str | None:
+    """High-risk class of a generic drug (anticoagulant, insulin, opioid...), or None.
+
+    Args:
+        generic: A canonical generic as returned by :func:`resolve_drug`; trade
+            names are resolved first.
+
+    Returns:
+        The class name from ``data/drug_classes.tsv`` or None.
+    """
+    key = generic.lower().strip()
+    cls = _classes().get(key)
+    if cls is None:
+        resolved = resolve_drug(generic)
+        if resolved is not None:
+            cls = _classes().get(resolved)
+        if cls is None and resolved and resolved.startswith("insulin"):
+            cls = "insulin"
+    return cls

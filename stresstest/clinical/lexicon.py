@@ -1,0 +1,168 @@
+"""Shipped clinical lexicon and a longest-match mention finder.
+
+The lexicon (``data/lexicon.tsv``) lists concepts of the five OSCE specialties
+(respiratory, cardiovascular, gastrointestinal, musculoskeletal, dermatology),
+general red flags, past history, social history and body sites, each with its
+lay and clinical surface forms. Matching is case-insensitive, on whole words
+(token boundaries), longest match first, with British/American spelling folded
+(``data/spelling.tsv``) and a light plural fallback ("headaches" -> "headache").
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+
+#: Longest surface form, in tokens; bounds the inner matching loop.
+_MAX_SPAN = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A clinical term found in a text.
+
+    Attributes:
+        start: Character offset of the first character in the searched text.
+        end: Offset one past the last character (``text[start:end] == surface``).
+        surface: The text as written.
+        concept: Canonical concept name (lexicon concept or generic drug name).
+        category: symptom | finding | history | body_site | social | risk | medication.
+        red_flag: True when the concept is a red-flag symptom if present.
+        triage_hint: "urgent" / "emergency" for red flags, else None.
+    """
+
+    start: int
+    end: int
+    surface: str
+    concept: str
+    category: str
+    red_flag: bool = False
+    triage_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptInfo:
+    """Lexicon facts about one concept."""
+
+    concept: str
+    category: str
+    red_flag: bool
+    triage_hint: str | None
+
+
+class _Lexicon:
+    def __init__(self) -> None:
+        self.concepts: dict[str, ConceptInfo] = {}
+        self.surfaces: dict[tuple[str, ...], str] = {}
+        self.vocab: set[str] = set()
+        for row in read_table("lexicon.tsv"):
+            concept, category, red, hint, forms = (row + [""] * 5)[:5]
+            info = ConceptInfo(concept, category, red == "1", hint or None)
+            self.concepts.setdefault(concept, info)
+            for form in [concept, *forms.split("|")]:
+                key = tuple(norm_phrase(form).split())
+                if not key:
+                    continue
+                # First definition wins so the file order resolves overlaps deterministically.
+                self.surfaces.setdefault(key, concept)
+                self.vocab.update(key)
+
+    def token_key(self, tok: Token) -> str:
+        """Lookup form with a plural fallback restricted to lexicon words."""
+        w = tok.norm
+        if w in self.vocab or len(w) < 4:
+            return w
+        for cut in ("es", "s"):
+            if w.endswith(cut) and w[: -len(cut)] in self.vocab:
+                return w[: -len(cut)]
+        return w
+
+
+@functools.lru_cache(maxsize=1)
+def _lexicon() -> _Lexicon:
+    return _Lexicon()
+
+
+def concept_info(concept: str) -> ConceptInfo | None:
+    """Lexicon facts (category, red flag, triage hint) for a concept, or None."""
+    return _lexicon().concepts.get(concept)
+
+
+def lexicon_concepts() -> list[ConceptInfo]:
+    """Every concept of the shipped lexicon, in file order."""
+    return list(_lexicon().concepts.values())
+
+
+def match_tokens(text: str, tokens: list[Token]) -> list[Mention]:
+    """Longest-match lexicon lookup over an already tokenised text."""
+    lex = _lexicon()
+    keys = [lex.token_key(t) for t in tokens]
+    out: list[Mention] = []
+    i = 0
+    n = len(tokens)
+    while i < n:
+        found: tuple[int, str] | None = None
+        for j in range(min(n, i + _MAX_SPAN), i, -1):
+            concept = lex.surfaces.get(tuple(keys[i:j]))
+            if concept is not None:
+                found = (j, concept)
+                break
+        if found is None:
+            i += 1
+            continue
+        j, concept = found
+        info = lex.concepts[concept]
+        start, end = tokens[i].start, tokens[j - 1].end
+        out.append(
+            Mention(start, end, text[start:end], concept, info.category, info.red_flag, info.triage_hint)
+        )
+        i = j
+    return out
+
+
+def find_mentions(text: str) -> list[Mention]:
+    """Find lexicon concepts in ``text``.
+
+    Case-insensitive, whole-word, longest match first (so "chest pain at rest"
+    beats "chest pain"), non-overlapping, in text order. British and American
+    spellings match the same concept. Drugs are not included: see
+    :func:`stresstest.clinical.drugs.find_drugs`.
+
+    Args:
+        text: Any text: a transcript, an ASR hypothesis, a single sentence.
+
+    Returns:
+        Mentions with character offsets into ``text``.
+    """
+    return match_tokens(text, tokenize(text))
+
+
+def canonical_concept(term: str) -> str:
+    """Canonical concept name for any surface form, synonym or drug name.
+
+    "breathless", "dyspnoea" and "short of breath" give "shortness of breath";
+    "Eliquis" gives "apixaban". A term that is neither a lexicon surface nor a
+    known drug is returned normalised (lower case, American spelling, single
+    spaces, punctuation dropped), so equal terms still compare equal.
+
+    Args:
+        term: A concept or surface form, e.g. from an LLM record or a gold file.
+
+    Returns:
+        The canonical concept string.
+    """
+    norm = norm_phrase(term)
+    lex = _lexicon()
+    key = tuple(norm.split())
+    concept = lex.surfaces.get(key)
+    if concept is None and key:
+        concept = lex.surfaces.get(tuple(lex.token_key(Token(0, 0, w, w)) for w in key))
+    if concept is not None:
+        return concept
+    # Imported here: the drug dictionary takes a second or two to load.
+    from stresstest.clinical.drugs import resolve_drug
+
+    generic = resolve_drug(term)
+    return generic if generic is not None else norm

@@ -1,0 +1,336 @@
+"""Numbers, units, durations, doses and frequencies in clinical speech.
+
+Two jobs:
+
+* :func:`normalise_numbers` rewrites number words as digits ("three or four"
+  -> "3 or 4", "twenty five" -> "25") with ``text2num``, for comparing texts.
+* :func:`find_quantities` finds quantities with character offsets into the
+  *original* text, so "3 flights of stairs" and "three flights of stairs" give
+  the same value and canonical unit, while "two hours" and "two days" differ.
+
+Unit spellings are folded by ``data/units.tsv`` (mg / milligrams, hrs / hours,
+flights of stairs / flight of stairs...). Frequencies ("twice a day", "three
+times daily", "every 4 hours", "BD") are normalised to a count per period.
+Anchored times ("since Monday", "yesterday", "last night") are kind ``time``
+with ``value`` None and the anchor as the canonical unit.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from text_to_num import alpha2digit
+
+from stresstest.clinical.text import norm_word, read_table
+
+QuantityKind = Literal["time", "dose", "count", "measure", "frequency"]
+
+_SMALL = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+_TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fourty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}
+_SCALES = {"hundred": 100, "thousand": 1000}
+_MULT_WORDS = {"once": 1.0, "twice": 2.0, "thrice": 3.0}
+# Prescription shorthand -> doses per day.
+_ABBREV_FREQ = {
+    "od": 1.0, "qd": 1.0, "bd": 2.0, "bid": 2.0, "tds": 3.0, "tid": 3.0, "qds": 4.0, "qid": 4.0,
+    "nocte": 1.0, "daily": 1.0, "nightly": 1.0, "weekly": 1.0, "monthly": 1.0, "hourly": 1.0,
+}
+_ABBREV_PERIOD = {"weekly": "per week", "monthly": "per month", "hourly": "per hour"}
+_PERIODS = {
+    "day": "per day", "days": "per day", "daily": "per day", "night": "per day", "week": "per week",
+    "weeks": "per week", "month": "per month", "months": "per month", "year": "per year", "hour": "per hour",
+    "hours": "per hour", "minute": "per minute", "morning": "per day", "evening": "per day",
+}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_ANCHOR_WORDS = {
+    "yesterday", "today", "tonight", "morning", "evening", "afternoon", "night", "week", "weekend", "month",
+    "year", "christmas", "january", "february", "march", "april", "june", "july", "august", "september",
+    "october", "november", "december", *_WEEKDAYS,
+}
+
+_WORD = re.compile(r"\d+(?:\.\d+)?|[A-Za-z]+(?:['\u2019][A-Za-z]+)*|%")
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A number with its unit, found in a text.
+
+    Attributes:
+        start: Character offset of the quantity in the searched text.
+        end: One past its last character.
+        value: The number (the lower bound of a range such as "3 or 4"); None
+            for anchored times ("since Monday").
+        unit: The unit as written (None for a bare number).
+        unit_canonical: Canonical unit ("mg", "hours", "flights of stairs",
+            "per day" for frequencies, "monday" for anchors), None when bare.
+        kind: time | dose | count | measure | frequency.
+        value_max: Upper bound of a range ("3 or 4" -> 4), else None.
+    """
+
+    start: int
+    end: int
+    value: float | None
+    unit: str | None
+    unit_canonical: str | None
+    kind: QuantityKind
+    value_max: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _W:
+    start: int
+    end: int
+    text: str
+    norm: str
+
+
+@functools.lru_cache(maxsize=1)
+def _units() -> tuple[dict[tuple[str, ...], tuple[str, str]], int]:
+    table: dict[tuple[str, ...], tuple[str, str]] = {}
+    for row in read_table("units.tsv"):
+        if len(row) >= 3:
+            key = tuple(norm_word(w) for w in row[0].split())
+            table.setdefault(key, (row[1], row[2]))
+    return table, max(len(k) for k in table)
+
+
+def normalise_numbers(text: str) -> str:
+    """Rewrite English number words as digits ("three or four" -> "3 or 4").
+
+    Uses ``text2num.alpha2digit`` with its default threshold, which leaves an
+    isolated "one" alone ("no one" stays) and does not touch vague amounts
+    ("a couple of", "a few").
+
+    Args:
+        text: Any English text.
+
+    Returns:
+        The text with number words replaced by digits.
+    """
+    return str(alpha2digit(text, "en"))
+
+
+def _words(text: str) -> list[_W]:
+    return [_W(m.start(), m.end(), m.group(0), norm_word(m.group(0))) for m in _WORD.finditer(text)]
+
+
+def _is_num_word(w: str) -> bool:
+    return w in _SMALL or w in _TENS
+
+
+def _parse_number(ws: list[_W], i: int) -> tuple[float, int] | None:
+    """Parse a number (digits or words) at ws[i]; returns (value, next index)."""
+    w = ws[i].norm
+    if w[0].isdigit():
+        return float(w), i + 1
+    total = 0
+    current = 0
+    k = i
+    seen = False
+    while k < len(ws):
+        w = ws[k].norm
+        if w in _SMALL:
+            if seen and current % 10 != 0 and current != 0:
+                break  # "three four" is two numbers, not 34
+            if seen and current >= 20 and current % 10 == 0 and _SMALL[w] >= 10:
+                break
+            current += _SMALL[w]
+        elif w in _TENS:
+            if seen and current % 100 != 0:
+                break
+            current += _TENS[w]
+        elif w in _SCALES and seen:
+            current = max(current, 1) * _SCALES[w]
+            if _SCALES[w] == 1000:
+                total += current
+                current = 0
+        elif w == "and" and seen and k + 1 < len(ws) and _is_num_word(ws[k + 1].norm):
+            pass  # "one hundred and twenty"
+        else:
+            break
+        seen = True
+        k += 1
+    if not seen:
+        return None
+    return float(total + current), k
+
+
+def _match_unit(ws: list[_W], i: int, after_digits: bool) -> tuple[str, str, int] | None:
+    table, longest = _units()
+    for n in range(min(longest, len(ws) - i), 0, -1):
+        key = tuple(w.norm for w in ws[i : i + n])
+        hit = table.get(key)
+        if hit is not None:
+            if n == 1 and len(key[0]) == 1 and not after_digits:
+                continue  # single-letter units ("h", "m", "g") only right after digits
+            return hit[0], hit[1], i + n
+    return None
+
+
+def _period(ws: list[_W], k: int) -> tuple[str, int] | None:
+    """'a day' / 'per week' / 'daily' / 'at night' / 'in the morning' after a count."""
+    if k < len(ws) and ws[k].norm in ("a", "an", "per", "each", "every", "at", "in", "a"):
+        j = k + 1
+        if j < len(ws) and ws[j].norm == "the":
+            j += 1
+        if j < len(ws) and ws[j].norm in _PERIODS:
+            return _PERIODS[ws[j].norm], j + 1
+    if k < len(ws) and ws[k].norm in ("daily", "nightly"):
+        return "per day", k + 1
+    return None
+
+
+def find_quantities(text: str) -> list[Quantity]:
+    """Find numbers with units, durations, doses, frequencies and time anchors.
+
+    Examples of what is found: "two hours" (time, 2, hours), "3 days ago",
+    "since Monday" (time, None, monday), "5 mg" / "five milligrams" (dose, 5,
+    mg), "twice a day" / "BD" (frequency, 2, per day), "every 4 hours"
+    (frequency, 0.25, per hour), "3 or 4 flights of stairs" (count, 3,
+    flights of stairs, value_max 4), "100 yards", "half an hour" (0.5 hours).
+    A bare number is kind "count" with no unit; a bare "one"/"a" is ignored.
+
+    Args:
+        text: Any text; offsets refer to it.
+
+    Returns:
+        Non-overlapping quantities in text order.
+    """
+    ws = _words(text)
+    out: list[Quantity] = []
+    i = 0
+    n = len(ws)
+
+    def emit(a: int, b: int, value: float | None, unit: str | None, canon: str | None, kind: str,
+             vmax: float | None = None) -> None:
+        start, end = ws[a].start, ws[b - 1].end
+        out.append(Quantity(start, end, value, unit, canon, kind, vmax))  # type: ignore[arg-type]
+
+    while i < n:
+        w = ws[i].norm
+        # Prescription shorthand and "once/twice a day".
+        if w in _ABBREV_FREQ:
+            if w == "od" and not (i > 0 and ws[i - 1].norm in ("mg", "mcg", "g", "ml", "units")):
+                i += 1
+                continue
+            emit(i, i + 1, _ABBREV_FREQ[w], ws[i].text, _ABBREV_PERIOD.get(w, "per day"), "frequency")
+            i += 1
+            continue
+        if w in _MULT_WORDS:
+            per = _period(ws, i + 1)
+            if per is not None:
+                emit(i, per[1], _MULT_WORDS[w], " ".join(x.text for x in ws[i + 1 : per[1]]), per[0],
+                     "frequency")
+                i = per[1]
+                continue
+        # "every 4 hours", "every other day", "every day"
+        if w == "every" and i + 1 < n:
+            num = _parse_number(ws, i + 1) if (ws[i + 1].norm[0].isdigit() or ws[i + 1].norm in _SMALL
+                                               or ws[i + 1].norm in _TENS) else None
+            j = num[1] if num else i + 1
+            if j < n and ws[j].norm in ("other",):
+                num, j = (2.0, j + 1), j + 1
+            unit = _match_unit(ws, j, after_digits=bool(num and ws[i + 1].norm[0].isdigit()))
+            if unit is not None and unit[1] == "time":
+                every = num[0] if num else 1.0
+                canon = unit[0].rstrip("s")
+                emit(i, unit[2], 1.0 / every if every else None, " ".join(x.text for x in ws[j : unit[2]]),
+                     f"per {canon}", "frequency")
+                i = unit[2]
+                continue
+        # Anchored times: "since Monday", "last night", "yesterday", "this morning".
+        if w in ("since", "last", "this", "yesterday") and i + 1 <= n:
+            j = i + 1
+            if w == "yesterday":
+                emit(i, i + 1, None, ws[i].text, "yesterday", "time")
+                i += 1
+                continue
+            if j < n and ws[j].norm == "last" and w == "since":
+                j += 1
+            if j < n and ws[j].norm in _ANCHOR_WORDS:
+                anchor = " ".join(x.norm for x in ws[i:j + 1]) if w != "since" else ws[j].norm
+                if w == "since" and j > i + 1:
+                    anchor = "last " + ws[j].norm
+                emit(i, j + 1, None, " ".join(x.text for x in ws[i + 1 : j + 1]), anchor, "time")
+                i = j + 1
+                continue
+        # A number (digits, words, "a"/"an" before a time unit, "half", "a couple of").
+        start = i
+        value: float | None = None
+        j = i
+        after_digits = False
+        if w in ("a", "an") and i + 1 < n:
+            if ws[i + 1].norm == "couple" and i + 2 < n and ws[i + 2].norm == "of":
+                value, j = 2.0, i + 3
+            elif ws[i + 1].norm == "half" and i + 2 < n:
+                value, j = 0.5, i + 2
+            else:
+                unit = _match_unit(ws, i + 1, after_digits=False)
+                # "a"/"an" counts only before a time unit ("an hour") or a smoking rate ("a pack a day").
+                if unit is not None and (unit[1] == "time" or unit[0].startswith("packs")):
+                    value, j = 1.0, i + 1
+        elif w == "half" and i + 2 < n and ws[i + 1].norm in ("a", "an"):
+            value, j = 0.5, i + 2
+        else:
+            num = _parse_number(ws, i)
+            if num is not None:
+                value, j = num
+                after_digits = ws[i].norm[0].isdigit()
+        if value is None:
+            i += 1
+            continue
+        vmax: float | None = None
+        # Ranges: "3 or 4", "3 to 4", "3-4".
+        if j + 1 < n and ws[j].norm in ("or", "to") or (j < n and text[ws[j - 1].end : ws[j].start] == "-"):
+            k = j + 1 if ws[j].norm in ("or", "to") else j
+            if k < n:
+                nxt = _parse_number(ws, k)
+                if nxt is not None and nxt[0] > value:
+                    vmax, j = nxt
+                    after_digits = ws[k].norm[0].isdigit()
+        # Frequencies "3 times a day".
+        if j < n and ws[j].norm in ("times", "time", "x"):
+            per = _period(ws, j + 1)
+            if per is not None:
+                unit_text = " ".join(x.text for x in ws[j : per[1]])
+                emit(start, per[1], value, unit_text, per[0], "frequency", vmax)
+                i = per[1]
+                continue
+        unit = _match_unit(ws, j, after_digits)
+        if unit is None and j < n and ws[j].norm == "percent":
+            unit = ("percent", "measure", j + 1)
+        if unit is not None:
+            canon, kind, e = unit
+            # "an hour and a half", "2 and a half days" handled on both sides.
+            if e + 2 < n and [x.norm for x in ws[e : e + 3]] == ["and", "a", "half"]:
+                value += 0.5
+                e += 3
+            elif (j + 2 < n and [x.norm for x in ws[j : j + 3]] == ["and", "a", "half"]):
+                pass
+            unit_text = " ".join(x.text for x in ws[j:unit[2]])
+            # "pack a day" etc. carry their own period; "packs" + "a day" is a rate too.
+            emit(start, e, value, unit_text, canon, kind, vmax)
+            i = e
+            continue
+        if j + 3 < n and [x.norm for x in ws[j : j + 3]] == ["and", "a", "half"]:
+            unit = _match_unit(ws, j + 3, False)
+            if unit is not None:
+                emit(start, unit[2], value + 0.5, " ".join(x.text for x in ws[j + 3 : unit[2]]), unit[0],
+                     unit[1], vmax)
+                i = unit[2]
+                continue
+        if j == start + 1 and ws[start].norm in ("a", "an", "one", "half"):
+            i = j
+            continue  # "a"/"one" alone is an article or pronoun far more often than a count
+        emit(start, j, value, None, None, "count", vmax)
+        i = j
+    return out

@@ -1,0 +1,74 @@
+"""Negation / uncertainty / dialogue Q&A table for the ConText-style detector."""
+
+from __future__ import annotations
+
+import pytest
+
+from stresstest.clinical import find_drugs, find_mentions, mention_assertion, mention_status
+
+# (text, concept, expected status)
+CASES: list[tuple[str, str, str]] = [
+    ("I have chest pain.", "chest pain", "present"),
+    ("I have no blood in the stool.", "rectal bleeding", "absent"),
+    ("There's no blood in the stool", "rectal bleeding", "absent"),
+    ("She denies any shortness of breath.", "shortness of breath", "absent"),
+    ("I don't have a fever, cough or headache.", "headache", "absent"),
+    ("I haven't had any wheezing.", "wheeze", "absent"),
+    ("I've never coughed up blood.", "hemoptysis", "absent"),
+    ("He is not short of breath.", "shortness of breath", "absent"),
+    ("Doing fine without any nausea.", "nausea", "absent"),
+    ("I'm free of chest pain now.", "chest pain", "absent"),
+    ("The fever has resolved.", "fever", "absent"),
+    ("No fever but a cough.", "cough", "present"),
+    ("No fever, however I get headaches.", "headache", "present"),
+    ("Not only chest pain, also palpitations.", "chest pain", "present"),
+    ("No change in the cough.", "cough", "present"),
+    ("No increase in the swelling.", "swelling", "present"),
+    ("Maybe a fever last night.", "fever", "uncertain"),
+    ("It might be heartburn.", "heartburn", "uncertain"),
+    ("I'm not sure if I had a fever.", "fever", "uncertain"),
+    ("Possibly some wheeze.", "wheeze", "uncertain"),
+    ("Any chest pain? No.", "chest pain", "absent"),
+    ("Any chest pain? Nope.", "chest pain", "absent"),
+    ("Have you had a fever? No, never.", "fever", "absent"),
+    ("D: Have you had a fever?\nP: Yeah, a bit.", "fever", "present"),
+    ("D: Any vomiting?\n\nP: Um, yes, twice.", "vomiting", "present"),
+    ("D: Any night sweats?\nP: Uh no, not that I've noticed.", "night sweats", "absent"),
+    ("D: Any blood in your stool?\nP: I'm not sure.", "rectal bleeding", "uncertain"),
+    ("D: No chest pain?\nP: Right.", "chest pain", "absent"),
+    ("Any chest pain?", "chest pain", "uncertain"),
+    ("do you have any chest pain no i don't", "chest pain", "absent"),
+    ("do you have any chest pain yeah sometimes", "chest pain", "present"),
+    ("i dont have any fever", "fever", "absent"),
+    ("The ibuprofen doesn't help the back pain.", "back pain", "present"),
+    ("no fever and i have a cough", "cough", "present"),
+]
+
+
+@pytest.mark.parametrize(("text", "concept", "expected"), CASES)
+def test_status_table(text: str, concept: str, expected: str) -> None:
+    mentions = [m for m in find_mentions(text) if m.concept == concept]
+    assert mentions, f"{concept!r} not found in {text!r}"
+    assert mention_status(text, mentions[0]) == expected
+
+
+def test_assertion_names_the_cue_with_offsets() -> None:
+    text = "Patient denies chest pain."
+    (m,) = find_mentions(text)
+    a = mention_assertion(text, m)
+    assert a.status == "absent" and a.cue == "denies"
+    assert a.cue_start is not None and a.cue_end is not None
+    assert text[a.cue_start : a.cue_end] == "denies"
+
+
+def test_window_limits_reach_in_unpunctuated_text() -> None:
+    # A "no" far back in a run-on ASR turn must not negate a later symptom.
+    text = "no i was at work all day long and then later that evening i got this chest pain"
+    m = [x for x in find_mentions(text) if x.concept == "chest pain"][0]
+    assert mention_status(text, m) == "present"
+
+
+def test_negation_applies_to_drugs_too() -> None:
+    text = "I'm not on any warfarin."
+    (m,) = find_drugs(text)
+    assert mention_status(text, m) == "absent"
