@@ -19,7 +19,13 @@ import re
 from pathlib import Path
 
 from stresstest.audio import AUDIO_SUFFIXES
-from stresstest.corpus._text import clean_text, has_words, read_text, split_lines, tidy_after_removal
+from stresstest.corpus._text import (
+    has_words,
+    normalise_chars,
+    read_text,
+    split_lines,
+    tidy_after_removal,
+)
 from stresstest.errors import CorpusError
 from stresstest.records import Encounter, Speaker, Turn
 
@@ -91,10 +97,12 @@ def parse_osce_file(path: Path, audio_dir: Path | None = None) -> Encounter:
     Raises:
         CorpusError: naming the file and line of the first malformed line.
     """
-    lines = split_lines(read_text(path))
+    # Character normalisation once per file (typographic punctuation, stray BOMs),
+    # whitespace per turn below: cheaper than cleaning every line twice.
+    lines = split_lines(normalise_chars(read_text(path)))
     turns: list[tuple[Speaker, list[str]]] = []
     for lineno, raw in enumerate(lines, start=1):
-        line = clean_text(raw)
+        line = raw.strip()
         if not line:
             continue  # blank lines separate turns but carry nothing
         speaker, rest = _split_label(line)
@@ -113,7 +121,7 @@ def parse_osce_file(path: Path, audio_dir: Path | None = None) -> Encounter:
     result = []
     for speaker, parts in turns:
         # Also joins stray spaces before punctuation ("a stroke ." in MSK0009).
-        text = tidy_after_removal(clean_text(" ".join(parts)))
+        text = tidy_after_removal(" ".join(parts))
         if has_words(text):  # a bare "D:" with nothing said is not a turn
             result.append(Turn(speaker=speaker, text=text))
     if not result:
