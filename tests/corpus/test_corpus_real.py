@@ -62,15 +62,15 @@ def test_primock57_all_files(corpora: Path, real: Real) -> None:
     _check_clean(encounters)
     for e in encounters:
         assert e.reference_note, e.encounter_id
-        starts = [t.start_s for t in e.turns]
-        assert all(s is not None for s in starts) and starts == sorted(starts)
+        starts = [t.start_s if t.start_s is not None else -1.0 for t in e.turns]
+        assert min(starts) >= 0 and starts == sorted(starts)
         assert all(t.end_s is not None and t.start_s is not None and t.end_s >= t.start_s for t in e.turns)
         assert {t.speaker for t in e.turns} == {"doctor", "patient"}
     first = encounters[0]
     assert first.encounter_id == "day1_consultation01"
     # "<UNSURE>Hello how</UNSURE>" keeps its words; "<UNIN/>" vanishes.
     assert first.turns[0].text.startswith("Hello? Hi. Um, should we start? Yeah, okay. Hello how um.")
-    assert first.reference_note.startswith("3/7 hx of diarrhea")
+    assert (first.reference_note or "").startswith("3/7 hx of diarrhea")
 
 
 def test_acibench_challenge_data(real: Real) -> None:
@@ -78,7 +78,7 @@ def test_acibench_challenge_data(real: Real) -> None:
     assert len(encounters) == 67 + 20 + 40 + 40
     _check_clean(encounters)
     assert all(e.reference_note and len(e.reference_note) > 200 for e in encounters)
-    assert by_id_note_start(encounters) >= {"CHIEF COMPLAINT", "HISTORY OF PRESENT ILLNESS", "CC:"}
+    assert _note_first_lines(encounters) >= {"CHIEF COMPLAINT", "HISTORY OF PRESENT ILLNESS", "CC:"}
     by_id = {e.encounter_id: e for e in encounters}
     # D2N131 opens without a tag; the next tag is [patient], so the opener is the doctor.
     assert by_id["D2N131"].turns[0].speaker == "doctor"
@@ -103,7 +103,7 @@ def test_acibench_src_experiment_data_ids_prefixed(corpora: Path) -> None:
     assert len(one) == 8 and all(re.fullmatch(r"VS\d+", e.encounter_id) for e in one)
 
 
-def by_id_note_start(encounters: list[Encounter]) -> set[str]:
+def _note_first_lines(encounters: list[Encounter]) -> set[str]:
     return {(e.reference_note or "").split("\n")[0] for e in encounters}
 
 
