@@ -298,6 +298,18 @@ class AlignedPair:
         """Reference token position aligned with hypothesis position ``j`` (mirror of the above)."""
         return self._hyp_to_ref[j]
 
+    def hyp_range_for_ref(self, i: int, j: int) -> tuple[int, int]:
+        """Hypothesis token range aligned with reference tokens ``[i, j)`` (may be empty)."""
+        a = self._ref_to_hyp[i]
+        b = self._ref_to_hyp[j] if j > i else a
+        return a, max(a, b)
+
+    def ref_range_for_hyp(self, i: int, j: int) -> tuple[int, int]:
+        """Reference token range aligned with hypothesis tokens ``[i, j)`` (may be empty)."""
+        a = self._hyp_to_ref[i]
+        b = self._hyp_to_ref[j] if j > i else a
+        return a, max(a, b)
+
     @cached_property
     def _ref_to_hyp(self) -> list[int]:
         out: list[int] = []
