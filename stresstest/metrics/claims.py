@@ -113,7 +113,7 @@ def _extra_synonyms() -> dict[str, str]:
             from stresstest.errors import GoldError
 
             raise GoldError(f"{SYNONYMS_EXTRA}:{n}: expected 'surface<TAB>canonical', got {line!r}")
-        out[_basic(parts[0])] = parts[1].strip()
+        out[_lookup_form(parts[0])] = parts[1].strip()
     return out
 
 
@@ -124,14 +124,20 @@ def _basic(text: str) -> str:
     return " ".join(t.split())
 
 
+def _lookup_form(term: str) -> str:
+    """The shared lexicon's phrase normalisation (lower case, American spelling, single spaces)."""
+    from stresstest.clinical.text import norm_phrase
+
+    return norm_phrase(term)
+
+
 @functools.lru_cache(maxsize=8192)
 def canonical_concept_name(term: str) -> str:
     """Canonical concept for a claim concept or flag name (extra table, then the shared lexicon)."""
     from stresstest.clinical.lexicon import canonical_concept
 
-    basic = _basic(term)
-    extra = _extra_synonyms().get(basic)
-    return canonical_concept(extra if extra is not None else term) or basic
+    extra = _extra_synonyms().get(_lookup_form(term))
+    return canonical_concept(extra if extra is not None else term) or _basic(term)
 
 
 def _numbers(text: str) -> str:
