@@ -195,5 +195,6 @@ class AmbientNoise:
             "waveform_seed": child_seed(rng),
             "n_samples": n,
         }
-        return NoiseSegment(audio=render_ambient(recipe), source=f"builtin:ambient/{name}", offset_s=0.0,
-                            recipe=recipe)
+        return NoiseSegment(
+            audio=render_ambient(recipe), source=f"builtin:ambient/{name}", offset_s=0.0, recipe=recipe
+        )

@@ -181,5 +181,6 @@ class MusanSpeechNoise:
             "crossfade_s": self.crossfade_s,
             "n_samples": n,
         }
-        return NoiseSegment(audio=audio.astype(np.float32), source=str(first),
-                            offset_s=start / SAMPLE_RATE_HZ, recipe=recipe)
+        return NoiseSegment(
+            audio=audio.astype(np.float32), source=str(first), offset_s=start / SAMPLE_RATE_HZ, recipe=recipe
+        )

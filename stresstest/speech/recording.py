@@ -44,8 +44,10 @@ def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, fl
         return ()
     frames = np.asarray(x[: n * hop], dtype=np.float64).reshape(n, hop)
     level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
-    thr = max(float(np.percentile(level, VAD_FLOOR_PERCENTILE)) + VAD_ABOVE_FLOOR_DB,
-              float(level.max()) - VAD_BELOW_PEAK_DB)
+    thr = max(
+        float(np.percentile(level, VAD_FLOOR_PERCENTILE)) + VAD_ABOVE_FLOOR_DB,
+        float(level.max()) - VAD_BELOW_PEAK_DB,
+    )
     active = level > thr
     runs: list[list[float]] = []
     i = 0
@@ -63,9 +65,7 @@ def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, fl
             runs.append([start, end])
         i = j
     dur = len(x) / sr
-    out = [
-        (max(0.0, s - VAD_PAD_S), min(dur, e + VAD_PAD_S)) for s, e in runs if e - s >= VAD_MIN_RUN_S
-    ]
+    out = [(max(0.0, s - VAD_PAD_S), min(dur, e + VAD_PAD_S)) for s, e in runs if e - s >= VAD_MIN_RUN_S]
     return tuple(_merge(out))
 
 

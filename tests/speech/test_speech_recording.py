@@ -32,12 +32,21 @@ def _recording(path: Path) -> Path:
 
 def _enc(audio: Path | None, timed: bool) -> Encounter:
     turns = tuple(
-        Turn(speaker="doctor" if i % 2 == 0 else "patient", text=f"turn {i}",
-             start_s=s if timed else None, end_s=e if timed else None)
+        Turn(
+            speaker="doctor" if i % 2 == 0 else "patient",
+            text=f"turn {i}",
+            start_s=s if timed else None,
+            end_s=e if timed else None,
+        )
         for i, (s, e) in enumerate(BURSTS)
     )
-    return Encounter(encounter_id="REC1", corpus="manifest", source_path="mem", turns=turns,
-                     audio_path=str(audio) if audio else None)
+    return Encounter(
+        encounter_id="REC1",
+        corpus="manifest",
+        source_path="mem",
+        turns=turns,
+        audio_path=str(audio) if audio else None,
+    )
 
 
 def test_vad_mask_finds_bursts(tmp_path: Path) -> None:
