@@ -1,0 +1,1 @@
+"""Versioned instruction files of the Draft and Guard roles (package data)."""
