@@ -1,0 +1,66 @@
+"""Draft a gold record from a clean *human* transcript with the configured LLM (``stresstest gold draft``).
+
+Uses the instruction ``prompts/gold_draft_vN.md`` (exhaustive atomic facts,
+verbatim quotes) and the schema S, through the same client, cache and φ as the
+structuring stage. The result is only a *draft*: the gold workflow writes it to
+an editable file that a clinician audits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stresstest.errors import StructureError
+from stresstest.structure.config import StructureConfig
+from stresstest.structure.instructions import load_prompt
+from stresstest.structure.roles import LLMCall, LLMSession
+from stresstest.structure.schema import ClinicalRecord, record_json_schema
+from stresstest.structure.stage import transcript_sha256
+
+GOLD_DRAFT_PROMPT = "gold_draft"
+
+
+def draft_gold_with_llm(
+    transcript: str,
+    config: StructureConfig,
+    *,
+    cache_dir: str | Path,
+    log_dir: str | Path,
+    item_id: str = "gold",
+) -> ClinicalRecord:
+    """Decompose a human transcript into a draft gold record.
+
+    Args:
+        transcript: the clean human transcript.
+        config: structure config of the drafting model (backend 'openai' or 'vllm-offline').
+        cache_dir: cache root.
+        log_dir: where a managed server writes its log.
+        item_id: id for log lines (e.g. the encounter id).
+
+    Raises:
+        StructureError: backend 'rules', or the model gave no valid record after retries (the message
+            carries the reason and the start of the raw text).
+    """
+    if config.backend == "rules":
+        raise StructureError(
+            "gold draft with an LLM: structure backend is 'rules'; expected 'openai' or 'vllm-offline'"
+        )
+    prompt = load_prompt(GOLD_DRAFT_PROMPT, config.prompt_version)
+    call = LLMCall(
+        item_id, (transcript_sha256(transcript), prompt.sha256), prompt.messages(transcript=transcript)
+    )
+    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
+        (res,) = session.run(
+            [call],
+            ClinicalRecord,
+            namespace="gold-draft",
+            schema_name="ClinicalRecord",
+            schema=record_json_schema(),
+            desc="gold draft",
+        )
+    if res.parsed is None:
+        raw = (res.raw_text or "")[:200]
+        raise StructureError(
+            f"gold draft for {item_id}: no valid record: {res.error}; raw text starts {raw!r}"
+        )
+    return res.parsed
