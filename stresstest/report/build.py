@@ -1,0 +1,415 @@
+"""``build_report``: a run directory → report/ (HTML, Markdown, PNG plots, CSV/Parquet tables)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stresstest.cache import atomic_write_text
+from stresstest.metrics.bootstrap import bootstrap_cis
+from stresstest.metrics.summary import METRIC_COLUMNS, aggregate
+from stresstest.report import examples as ex_mod
+from stresstest.report import plots as plot_mod
+from stresstest.report import predictive as pred_mod
+from stresstest.report.content import ReportContent
+from stresstest.report.render import render_html, render_markdown
+from stresstest.report.rundir import CLEAN, RunData, load_run
+from stresstest.report.tables import (
+    METRIC_HEADERS,
+    TRIGGER_TYPES,
+    Row,
+    check_against_summary,
+    check_trigger_rates,
+    fmt,
+    fmt_ci,
+    noise_source,
+    table2_records,
+    table2_rows,
+    trigger_rates,
+    write_table,
+)
+
+ALPHA = 0.05
+
+
+@dataclass
+class ReportPaths:
+    """Files written by :func:`build_report` (absolute paths)."""
+
+    report_dir: Path
+    html: Path
+    markdown: Path
+    plots: list[Path] = field(default_factory=list)
+    tables: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    summary_sentence: str = ""
+    text_table: str = ""
+
+
+def _s(v: Any) -> str:
+    if v is None or v == "":
+        return "–"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_s(x)}" for k, x in v.items()) or "–"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_s(x) for x in v) or "–"
+    return str(v)
+
+
+def judge_description(run: RunData) -> str:
+    """Which judge produced Mean Score / Unsafe (or that none did)."""
+    scored = [it for it in run.items if it.get("judge_score") is not None]
+    if not scored:
+        return "not computed in this run (no judge scores)"
+    j = run.manifest.get("judge")
+    models = sorted(
+        {
+            str(it["judge"].get("model"))
+            for it in scored
+            if isinstance(it.get("judge"), dict) and it["judge"].get("model")
+        }
+    )
+    desc = _s(j) if j else "judge not named in the manifest"
+    if models:
+        desc += f" (model {', '.join(models)})"
+    return f"judge {desc}"
+
+
+def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]]:
+    """Key/value run facts (corpus, models, decoding, hashes, seeds, failures, time)."""
+    m = run.manifest
+    corpus = m.get("corpus") or {}
+    asr = m.get("asr") or {}
+    st = m.get("structure") or {}
+    eids = {str(it["encounter_id"]) for it in run.items}
+    fails = m.get("failures") if isinstance(m.get("failures"), list) else None
+    n_failed_items = sum(1 for it in run.items if it.get("failed"))
+    stage = m.get("stage_seconds") or {}
+    facts = [
+        ("Run", run.run_id),
+        ("Created", _s(m.get("created"))),
+        ("stresstest version", _s(m.get("stresstest_version"))),
+        ("Corpus", f"{_s(corpus.get('kind'))} ({_s(corpus.get('path'))})"),
+        (
+            "Encounters",
+            f"{_s(corpus.get('n_encounters', len(eids)))} in the manifest, {len(eids)} in items.jsonl",
+        ),
+        ("Conditions", ", ".join(str(c["condition"]) for c in run.conditions)),
+        ("ASR", f"{_s(asr.get('backend'))} / {_s(asr.get('model'))}"),
+        ("ASR decoding", _s(asr.get("decoding"))),
+        ("Structuring LLM", f"{_s(st.get('backend'))} / {_s(st.get('model'))}"),
+        ("Structuring decoding", _s(st.get("decoding"))),
+        ("Prompt hash", _s(st.get("prompt_hash"))),
+        ("Schema hash", _s(st.get("schema_hash"))),
+        ("Judge", judge_description(run)),
+        ("Run seed", _s(m.get("seed"))),
+        (
+            "Bootstrap",
+            f"{n_resamples} paired resamples of encounters, seed {seed}, "
+            f"{100 * (1 - ALPHA):.0f}% percentile CIs",
+        ),
+    ]
+    for fam in sorted({str(c["family"]) for c in run.conditions if c["family"] != "clean"}):
+        facts.append((f"Noise ({fam})", noise_source(m, fam) or "–"))
+    facts.append(
+        (
+            "Failures",
+            f"{len(fails) if fails is not None else n_failed_items} recorded in the manifest; "
+            f"{n_failed_items} failed item rows",
+        )
+    )
+    if isinstance(stage, dict) and stage:
+        total = stage.get("total")
+        facts.append(
+            (
+                "Wall time",
+                f"{float(total):.1f} s total"
+                if isinstance(total, (int, float))
+                else f"{sum(float(v) for v in stage.values() if isinstance(v, (int, float))):.1f} s "
+                "(sum of stages)",
+            )
+        )
+    return facts
+
+
+def _failures(run: RunData) -> list[dict[str, Any]]:
+    raw = run.manifest.get("failures")
+    if isinstance(raw, list) and raw:
+        return [dict(f) for f in raw if isinstance(f, dict)]
+    return [
+        {
+            "encounter_id": it["encounter_id"],
+            "condition": it["condition"],
+            "stage": it.get("failed_stage"),
+            "error": it.get("error"),
+        }
+        for it in run.items
+        if it.get("failed")
+    ]
+
+
+def _mitigation(run: RunData) -> list[dict[str, Any]]:
+    out = []
+    for c in run.conditions:
+        if not c["mitigated"]:
+            continue
+        its = run.ok_items(str(c["condition"]))
+        ab = [float(it["abstention_rate"]) for it in its if it.get("abstention_rate") is not None]
+        qd = [int(it["quotes_discarded"]) for it in its if it.get("quotes_discarded") is not None]
+        out.append(
+            {
+                "condition": c["condition"],
+                "n": len(its),
+                "mean_abstention_rate": sum(ab) / len(ab) if ab else None,
+                "quotes_discarded": sum(qd) if qd else None,
+            }
+        )
+    return out
+
+
+def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, Any]]:
+    """The per-item table (one row per item; predictors and endpoints joined in)."""
+    extra = {(r["encounter_id"], r["condition"]): r for r in pred.rows()}
+    rows = []
+    for it in run.items:
+        key = (str(it["encounter_id"]), str(it["condition"]))
+        tc = it.get("trigger_counts") if isinstance(it.get("trigger_counts"), dict) else {}
+        ev = it.get("triggers_vs_clean") if isinstance(it.get("triggers_vs_clean"), list) else None
+        row: dict[str, Any] = {
+            "encounter_id": key[0],
+            "condition": key[1],
+            "family": it.get("family"),
+            "snr_db": it.get("snr_db"),
+            "mitigated": bool(it.get("mitigated")),
+            "failed": bool(it.get("failed")),
+            "error": it.get("error"),
+            "target_snr_db": it.get("target_snr_db"),
+            "measured_snr_db": it.get("measured_snr_db"),
+            "item_wer": aggregate([it])["wer"],
+            "delta_wer": extra.get(key, {}).get("delta_wer"),
+        }
+        for f in (
+            "asr_sub",
+            "asr_del",
+            "asr_ins",
+            "ref_words",
+            "neg_err",
+            "triage_match",
+            "under_triage_new",
+            "scer_new",
+            "err_new",
+            "asr_delta_e",
+            "judge_score",
+            "triage",
+            "triage_clean",
+            "triage_gold",
+            "abstention_rate",
+            "quotes_discarded",
+        ):
+            row[f] = it.get(f)
+        for t in TRIGGER_TYPES:
+            row[f"ref_{t}"] = tc.get(t) if tc else None
+            row[f"vs_clean_{t}"] = (
+                None if ev is None else sum(1 for e in ev if isinstance(e, dict) and e.get("type") == t)
+            )
+        row["vs_clean_total"] = None if ev is None else len(ev)
+        ncf = it.get("new_critical_flags")
+        row["new_critical_flags"] = "; ".join(map(str, ncf)) if isinstance(ncf, list) else None
+        row["record_path"] = it.get("record_path")
+        rows.append(row)
+    return rows
+
+
+def format_text_table(rows: Sequence[Row]) -> str:
+    """Plain-text Table 2 with CIs (what the CLI prints)."""
+    head = ["Condition", "n"] + [METRIC_HEADERS[m][0] for m in METRIC_COLUMNS]
+    body: list[list[str]] = []
+    for r in rows:
+        if r.condition is None:
+            body.append([r.label])
+            continue
+        cells = [r.label, str(r.n)]
+        for m in METRIC_COLUMNS:
+            ci = fmt_ci(r.cis.get(m), 1)
+            cells.append(fmt(r.values.get(m)) + (f" {ci}" if ci and r.values.get(m) is not None else ""))
+        body.append(cells)
+    widths = [max(len(h), *(len(b[i]) for b in body if len(b) > 1)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head))]
+    lines.append("-" * len(lines[0]))
+    for b in body:
+        lines.append(
+            b[0]
+            if len(b) == 1
+            else "  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b))
+        )
+    return "\n".join(lines)
+
+
+def _cis(run: RunData, n_resamples: int, seed: int) -> Mapping[str, Mapping[str, Any]]:
+    by_cond = run.items_by_condition()
+    return bootstrap_cis(
+        by_cond,
+        [str(c["condition"]) for c in run.conditions],
+        n_resamples=n_resamples,
+        seed=seed,
+        alpha=ALPHA,
+        clean_condition=CLEAN,
+    )
+
+
+def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int = 0) -> ReportPaths:
+    """Write ``RUN_DIR/report/`` and return its paths.
+
+    Args:
+        run_dir: a run directory written by the runner.
+        n_resamples: bootstrap resamples for every CI.
+        seed: bootstrap seed (the same seed gives the same report).
+
+    Raises:
+        ReportError: the run directory is missing or malformed.
+    """
+    run = load_run(run_dir)
+    rdir = Path(run_dir) / "report"
+    plot_dir, table_dir = rdir / "plots", rdir / "tables"
+    cis = _cis(run, n_resamples, seed)
+    rows = table2_rows(run, cis)
+    problems = check_against_summary(run, rows)
+    trig = trigger_rates(run, n_resamples, seed, ALPHA)
+    problems += check_trigger_rates(run, trig)
+    examples = ex_mod.mine_examples(run)
+    pred_items = pred_mod.collect(run)
+    pred = pred_mod.analyse(pred_items, n_resamples, seed, ALPHA)
+
+    plots = {f"{m}_vs_snr": p for m, p in plot_mod.all_metric_plots(rows, plot_dir).items()}
+    plots["wer_vs_triggers"] = plot_mod.predictive_plot(pred_items, plot_dir / "wer_vs_triggers.png")
+
+    tables: list[Path] = []
+    tables += write_table(table_dir / "table2", table2_records(rows))
+    trig_rows = []
+    for cond, per in trig.items():
+        for t, (v, ci) in per.items():
+            trig_rows.append(
+                {
+                    "condition": cond,
+                    "trigger_type": t,
+                    "rate": v,
+                    "rate_lo": ci[0] if ci else None,
+                    "rate_hi": ci[1] if ci else None,
+                }
+            )
+    tables += write_table(table_dir / "trigger_rates", trig_rows)
+    tables += write_table(table_dir / "items", item_table(run, pred_items))
+    tables += write_table(
+        table_dir / "trigger_events",
+        ex_mod.trigger_event_rows(run.items),
+        [
+            "encounter_id",
+            "condition",
+            "family",
+            "snr_db",
+            "mitigated",
+            "event",
+            "type",
+            "ref_span",
+            "hyp_span",
+            "concept",
+            "explanation",
+        ],
+    )
+    tables += write_table(
+        table_dir / "examples",
+        [e.as_row() for lst in examples.values() for e in lst],
+        [
+            "trigger_type",
+            "encounter_id",
+            "condition",
+            "ref_span",
+            "hyp_span",
+            "concept",
+            "clean_context",
+            "noisy_context",
+            "effects",
+            "linked_to_record_change",
+            "other_events_in_item",
+            "record_path",
+        ],
+    )
+    tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in pred])
+    tables += write_table(
+        table_dir / "wer_vs_safety_items",
+        pred_items.rows(),
+        ["encounter_id", "condition", "delta_wer", "trigger_count"] + [n for n, _ in pred_mod.ENDPOINTS],
+    )
+
+    stage = run.manifest.get("stage_seconds") or {}
+    content = ReportContent(
+        run_id=run.run_id,
+        title=f"Paired acoustic stress test — {run.run_id}",
+        facts=run_facts(run, n_resamples, seed),
+        table2=rows,
+        judge=judge_description(run),
+        n_resamples=n_resamples,
+        seed=seed,
+        alpha=ALPHA,
+        problems=problems,
+        trigger_rates=trig,
+        trigger_rows=rows,
+        examples=examples,
+        predictive=pred,
+        predictive_sentences=[pred_mod.sentence(r) for r in pred],
+        predictive_summary=pred_mod.summary_sentence(pred),
+        predictive_n_items=len(pred_items.encounter_ids),
+        mitigation=_mitigation(run),
+        failures=_failures(run),
+        stage_seconds=[(str(k), float(v)) for k, v in stage.items() if isinstance(v, (int, float))]
+        if isinstance(stage, dict)
+        else [],
+        plots={k: p.relative_to(rdir) for k, p in plots.items()},
+        tables=[p.relative_to(rdir) for p in tables],
+    )
+    html_path, md_path = rdir / "report.html", rdir / "report.md"
+    atomic_write_text(html_path, render_html(content, rdir))
+    atomic_write_text(md_path, render_markdown(content))
+    atomic_write_text(
+        rdir / "report.json",
+        json.dumps(
+            {
+                "run_id": run.run_id,
+                "n_resamples": n_resamples,
+                "seed": seed,
+                "alpha": ALPHA,
+                "problems": problems,
+                "table2": table2_records(rows),
+                "wer_vs_safety": [r.as_row() for r in pred],
+                "wer_vs_safety_summary": content.predictive_summary,
+            },
+            indent=2,
+            ensure_ascii=False,
+            default=str,
+        )
+        + "\n",
+    )
+    return ReportPaths(
+        report_dir=rdir,
+        html=html_path,
+        markdown=md_path,
+        plots=list(plots.values()),
+        tables=tables,
+        problems=problems,
+        summary_sentence=content.predictive_summary,
+        text_table=format_text_table(rows),
+    )
+
+
+def cli_report(run_dir: str | Path, *, n_resamples: int = 1000, seed: int = 0) -> str:
+    """Build the report and return the text the CLI prints (table, finding, paths)."""
+    paths = build_report(Path(run_dir), n_resamples=n_resamples, seed=seed)
+    lines = [paths.text_table, "", f"Does WER predict safety? {paths.summary_sentence}"]
+    if paths.problems:
+        lines += ["", f"WARNING: {len(paths.problems)} disagreement(s) with summary.csv:"]
+        lines += [f"  - {p}" for p in paths.problems[:20]]
+    lines += ["", f"report: {paths.html}", f"        {paths.markdown}"]
+    return "\n".join(lines)

@@ -1,0 +1,280 @@
+"""Side-by-side comparison of two runs (e.g. two ASR models or two prompts).
+
+For every condition both runs have, the SPEC §6 metrics of A and B are
+aggregated on the encounters that have a non-failed item in *both* runs, and
+the difference B − A gets a paired cluster-bootstrap CI (the same resampled
+encounters for A and B). Values can therefore differ slightly from each run's
+own summary.csv when the runs do not cover the same encounters; the table
+says how many encounters were compared.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stresstest.cache import atomic_write_text
+from stresstest.errors import ReportError
+from stresstest.metrics.bootstrap import paired_differences
+from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS
+from stresstest.report.render import CSS
+from stresstest.report.rundir import CLEAN, RunData, load_run
+from stresstest.report.tables import DASH, METRIC_HEADERS, arrow, fmt, write_table
+
+ALPHA = 0.05
+# Manifest facts worth showing side by side (dotted paths).
+FACT_KEYS: tuple[str, ...] = (
+    "run_id",
+    "corpus.kind",
+    "corpus.path",
+    "corpus.n_encounters",
+    "asr.backend",
+    "asr.model",
+    "asr.decoding",
+    "structure.backend",
+    "structure.model",
+    "structure.prompt_hash",
+    "structure.schema_hash",
+    "structure.decoding",
+    "judge",
+    "seed",
+)
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare_runs` computed and wrote."""
+
+    run_a: Path
+    run_b: Path
+    rows: list[dict[str, Any]]
+    facts: list[tuple[str, str, str]]
+    out_dir: Path
+    html: Path
+    markdown: Path
+    tables: list[Path] = field(default_factory=list)
+    text: str = ""
+
+
+def _get(d: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(d, dict):
+            return None
+        d = d.get(part)
+    return d
+
+
+def _s(v: Any) -> str:
+    if v is None:
+        return DASH
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_s(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _verdict(metric: str, diff: float | None, ci: tuple[float, float] | None) -> str:
+    """'better'/'worse' for B when the CI excludes 0, else 'n.s.' (or '' when not computed)."""
+    if diff is None or ci is None:
+        return ""
+    if ci[0] > 0 or ci[1] < 0:
+        up = ci[0] > 0
+        return "better" if up == HIGHER_IS_BETTER[metric] else "worse"
+    return "n.s."
+
+
+def compare_runs(
+    run_a: Path, run_b: Path, out: Path | None = None, *, n_resamples: int = 1000, seed: int = 0
+) -> CompareResult:
+    """Compare run B against run A; writes compare.html, compare.md and tables/compare.{csv,parquet}.
+
+    Args:
+        run_a: the baseline run directory.
+        run_b: the run compared against it.
+        out: output directory (default ``RUN_B/compare/vs_<A's name>``).
+        n_resamples: bootstrap resamples.
+        seed: bootstrap seed.
+
+    Raises:
+        ReportError: a run directory is malformed, or the runs share no condition or no encounter.
+    """
+    a, b = load_run(run_a), load_run(run_b)
+    conds_b = {str(c["condition"]) for c in b.conditions}
+    common = [c for c in a.conditions if str(c["condition"]) in conds_b]
+    if not common:
+        raise ReportError(
+            f"compare: runs {run_a} and {run_b} share no condition (A has "
+            f"{[c['condition'] for c in a.conditions]}, B has {sorted(conds_b)})"
+        )
+    rows: list[dict[str, Any]] = []
+    for k, c in enumerate(common):
+        name = str(c["condition"])
+        d = paired_differences(
+            a.ok_items(name),
+            b.ok_items(name),
+            n_resamples=n_resamples,
+            seed=seed,
+            alpha=ALPHA,
+            is_clean_a=name == CLEAN,
+            is_clean_b=name == CLEAN,
+        )
+        row: dict[str, Any] = {
+            "condition": name,
+            "family": c["family"],
+            "snr_db": c["snr_db"],
+            "mitigated": c["mitigated"],
+            "n_common": d[METRIC_COLUMNS[0]]["n"],
+        }
+        for m in METRIC_COLUMNS:
+            ci = d[m]["ci"]
+            row.update(
+                {
+                    f"{m}_a": d[m]["a"],
+                    f"{m}_b": d[m]["b"],
+                    f"{m}_diff": d[m]["diff"],
+                    f"{m}_diff_lo": ci[0] if ci else None,
+                    f"{m}_diff_hi": ci[1] if ci else None,
+                    f"{m}_verdict": _verdict(m, d[m]["diff"], ci),
+                }
+            )
+        rows.append(row)
+        del k
+    if all(r["n_common"] == 0 for r in rows):
+        raise ReportError(f"compare: runs {run_a} and {run_b} have no encounter in common (by encounter_id)")
+    facts = [(key, _s(_get(a.manifest, key)), _s(_get(b.manifest, key))) for key in FACT_KEYS]
+    out_dir = Path(out) if out is not None else Path(run_b) / "compare" / f"vs_{Path(run_a).resolve().name}"
+    tables = write_table(out_dir / "tables" / "compare", rows)
+    text = format_compare_text(a, b, rows)
+    html_path, md_path = out_dir / "compare.html", out_dir / "compare.md"
+    atomic_write_text(html_path, _html(a, b, rows, facts, n_resamples, seed))
+    atomic_write_text(md_path, _markdown(a, b, rows, facts, n_resamples, seed))
+    return CompareResult(Path(run_a), Path(run_b), rows, facts, out_dir, html_path, md_path, tables, text)
+
+
+def _cell_text(r: dict[str, Any], m: str, nd: int = 2) -> str:
+    diff = r[f"{m}_diff"]
+    if diff is None:
+        return DASH
+    lo, hi = r[f"{m}_diff_lo"], r[f"{m}_diff_hi"]
+    return f"{diff:+.{nd}f}" + (f" [{lo:+.{nd}f}, {hi:+.{nd}f}]" if lo is not None else "")
+
+
+def format_compare_text(a: RunData, b: RunData, rows: list[dict[str, Any]]) -> str:
+    """Plain-text table of B − A per condition (what ``stresstest compare`` prints)."""
+    head = ["Condition", "n"] + [METRIC_HEADERS[m][0] for m in METRIC_COLUMNS]
+    body = [
+        [r["condition"], str(r["n_common"])] + [_cell_text(r, m, 1) for m in METRIC_COLUMNS] for r in rows
+    ]
+    widths = [max(len(h), *(len(x[i]) for x in body)) for i, h in enumerate(head)]
+    lines = [
+        f"B − A with 95% paired bootstrap CIs; A = {a.run_id}, B = {b.run_id}",
+        "  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head)),
+    ]
+    lines.append("-" * len(lines[-1]))
+    lines += [
+        "  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(x)) for x in body
+    ]
+    return "\n".join(lines)
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _html(
+    a: RunData,
+    b: RunData,
+    rows: list[dict[str, Any]],
+    facts: list[tuple[str, str, str]],
+    n_resamples: int,
+    seed: int,
+) -> str:
+    colour = {"better": "#1e8449", "worse": "#c0392b", "n.s.": "#717d7e", "": "#717d7e"}
+    head = (
+        "<tr><th>Condition</th><th>n</th>"
+        + "".join(
+            f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}"
+            f"<span class='unit'>({_e(METRIC_HEADERS[m][1])})</span></th>"
+            for m in METRIC_COLUMNS
+        )
+        + "</tr>"
+    )
+    body = []
+    for r in rows:
+        cells = [f"<td><code>{_e(r['condition'])}</code></td><td>{r['n_common']}</td>"]
+        for m in METRIC_COLUMNS:
+            diff = r[f"{m}_diff"]
+            if diff is None:
+                cells.append(f"<td data-condition='{_e(r['condition'])}' data-metric='{m}'>{DASH}</td>")
+                continue
+            lo, hi, v = r[f"{m}_diff_lo"], r[f"{m}_diff_hi"], r[f"{m}_verdict"]
+            ci = f"[{lo:+.2f}, {hi:+.2f}]" if lo is not None else ""
+            cells.append(
+                f"<td data-condition='{_e(r['condition'])}' data-metric='{m}'>"
+                f"<span class='v' style='color:{colour[v]}'>{diff:+.2f}</span><span class='ci'>{ci}</span>"
+                f"<span class='ci'>{fmt(r[f'{m}_a'])} → {fmt(r[f'{m}_b'])}</span></td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    fact_rows = "".join(
+        f"<tr><td>{_e(k)}</td><td>{_e(va)}</td><td>{_e(vb)}</td><td>{'differs' if va != vb else ''}</td></tr>"
+        for k, va, vb in facts
+    )
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Compare {_e(a.run_id)} vs "
+        f"{_e(b.run_id)}</title><style>{CSS}</style></head><body>"
+        f"<h1>Run comparison: B − A</h1><div class='sub'>A = <code>{_e(a.run_id)}</code> · B = "
+        f"<code>{_e(b.run_id)}</code> · paired over the encounters both runs completed · 95% CIs from "
+        f"{n_resamples} paired cluster-bootstrap resamples (seed {seed}). Green: B better (CI excludes 0); "
+        "red: B "
+        "worse; grey: not resolved. Second line of a cell: A → B on the common encounters.</div>"
+        f"<h2>Differences</h2><table class='main' id='compare'><thead>{head}</thead>"
+        f"<tbody>{''.join(body)}</tbody></table><h2>What differs between the runs</h2>"
+        "<table class='kv'><tr><td></td><td><b>A</b></td><td><b>B</b>"
+        f"</td><td></td></tr>{fact_rows}</table></body></html>"
+    )
+
+
+def _markdown(
+    a: RunData,
+    b: RunData,
+    rows: list[dict[str, Any]],
+    facts: list[tuple[str, str, str]],
+    n_resamples: int,
+    seed: int,
+) -> str:
+    head = ["Condition", "n"] + [f"Δ {METRIC_HEADERS[m][0]} {arrow(m)}" for m in METRIC_COLUMNS]
+    lines = [
+        "# Run comparison: B − A",
+        "",
+        f"A = `{a.run_id}`, B = `{b.run_id}`; paired over the encounters both runs completed; 95% CIs from "
+        f"{n_resamples} paired cluster-bootstrap resamples (seed {seed}). Each cell: Δ [CI] (A → B).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "| :-- | " + " | ".join("--:" for _ in head[1:]) + " |",
+    ]
+    for r in rows:
+        cells = [f"`{r['condition']}`", str(r["n_common"])]
+        for m in METRIC_COLUMNS:
+            t = _cell_text(r, m)
+            if r[f"{m}_diff"] is not None:
+                verdict = f", {r[f'{m}_verdict']}" if r[f"{m}_verdict"] else ""
+                t += f" ({fmt(r[f'{m}_a'])} → {fmt(r[f'{m}_b'])}{verdict})"
+            cells.append(t)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## What differs between the runs", "", "| fact | A | B | |", "| :-- | :-- | :-- | :-- |"]
+    lines += [
+        f"| {k} | {va.replace('|', '/')} | {vb.replace('|', '/')} | {'differs' if va != vb else ''} |"
+        for k, va, vb in facts
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cli_compare(
+    a: str | Path, b: str | Path, out: str | Path | None = None, *, n_resamples: int = 1000, seed: int = 0
+) -> str:
+    """Run :func:`compare_runs` and return the text the CLI prints."""
+    res = compare_runs(
+        Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed
+    )
+    return f"{res.text}\n\ncompare: {res.html}\n         {res.markdown}"

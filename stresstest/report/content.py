@@ -1,0 +1,39 @@
+"""The report's content, computed once and rendered to HTML and Markdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stresstest.metrics.bootstrap import Interval
+from stresstest.report.examples import Example
+from stresstest.report.predictive import EndpointResult
+from stresstest.report.tables import Row
+
+
+@dataclass
+class ReportContent:
+    """Everything both renderers show."""
+
+    run_id: str
+    title: str
+    facts: list[tuple[str, str]]
+    table2: list[Row]
+    judge: str
+    n_resamples: int
+    seed: int
+    alpha: float
+    problems: list[str]
+    trigger_rates: dict[str, dict[str, tuple[float | None, Interval | None]]]
+    trigger_rows: list[Row]
+    examples: dict[str, list[Example]]
+    predictive: list[EndpointResult]
+    predictive_sentences: list[str]
+    predictive_summary: str
+    predictive_n_items: int
+    mitigation: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    stage_seconds: list[tuple[str, float]]
+    plots: dict[str, Path]  # name -> PNG path (relative to the report dir when rendered)
+    tables: list[Path] = field(default_factory=list)

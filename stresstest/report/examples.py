@@ -1,0 +1,285 @@
+"""Paired cause→effect examples mined from a run (the report's Table-1 analogue).
+
+Cause: a trigger event in ``triggers_vs_clean`` (clean-ASR span → noisy-ASR span).
+Effect: what changed between the clean-ASR record and this condition's record
+of the same encounter. Claims are matched on (category, normalised concept,
+status); a concept present in both with another status is reported as a
+status flip, and a matched claim whose value/unit/time differ as changed.
+Everything is deterministic: candidates are ranked by a fixed key and ties
+broken by (encounter id, condition).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stresstest.report.rundir import CLEAN, RunData
+from stresstest.report.tables import TRIGGER_TYPES
+from stresstest.structure.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, flag_key, triage_ord
+
+_WS = re.compile(r"[^a-z0-9]+")
+CONTEXT_WORDS = 8  # words of transcript shown either side of a span
+
+
+def _norm(text: str | None) -> str:
+    return _WS.sub(" ", (text or "").lower()).strip()
+
+
+@dataclass
+class RecordDiff:
+    """What changed from the clean-ASR record to a condition's record."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    flipped: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    flags_added: list[str] = field(default_factory=list)
+    flags_removed: list[str] = field(default_factory=list)
+    triage: tuple[str, str] | None = None
+    available: bool = True
+    concepts: set[str] = field(default_factory=set)
+
+    @property
+    def n_changes(self) -> int:
+        return (
+            len(self.added)
+            + len(self.removed)
+            + len(self.flipped)
+            + len(self.changed)
+            + len(self.flags_added)
+            + len(self.flags_removed)
+            + (1 if self.triage else 0)
+        )
+
+    @property
+    def critical_added(self) -> list[str]:
+        return [f for f in self.flags_added if f.split(":", 1)[0] in CRITICAL_FLAG_KINDS]
+
+    def describe(self, gold_triage: str | None = None) -> list[str]:
+        """Human-readable effect lines, most consequential first."""
+        if not self.available:
+            return ["record not available (structuring failed or file missing)"]
+        lines: list[str] = []
+        if self.triage:
+            a, b = self.triage
+            moved = (
+                "under-triage"
+                if gold_triage and triage_ord(b) < triage_ord(gold_triage)
+                else ("down" if triage_ord(b) < triage_ord(a) else "up")
+            )
+            lines.append(f"triage {a} → {b} ({moved}{', gold ' + gold_triage if gold_triage else ''})")
+        lines += [f"critical flag added: {f}" for f in self.critical_added]
+        lines += [f"flag added: {f}" for f in self.flags_added if f not in self.critical_added]
+        lines += [f"flag removed: {f}" for f in self.flags_removed]
+        lines += [f"status flipped: {s}" for s in self.flipped]
+        lines += [f"claim changed: {s}" for s in self.changed]
+        lines += [f"claim added: {s}" for s in self.added]
+        lines += [f"claim removed: {s}" for s in self.removed]
+        return lines or ["no change in the structured record"]
+
+
+def _detail(value: str | None, unit: str | None, time: str | None) -> str:
+    return " ".join(p for p in (value, unit, f"({time})" if time else None) if p)
+
+
+def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> RecordDiff:
+    """Diff two records of the same encounter (clean-ASR → condition)."""
+    if clean is None or noisy is None:
+        return RecordDiff(available=False)
+
+    def claim_map(rec: ClinicalRecord) -> dict[tuple[str, str, str], str]:
+        out: dict[tuple[str, str, str], list[str]] = {}
+        for c in rec.claims:
+            out.setdefault((c.category, _norm(c.concept), c.status), []).append(
+                _detail(c.value, c.unit, c.time)
+            )
+        return {k: "; ".join(sorted(set(v))) for k, v in out.items()}
+
+    a, b = claim_map(clean), claim_map(noisy)
+    d = RecordDiff()
+    only_a = sorted(set(a) - set(b))
+    only_b = sorted(set(b) - set(a))
+    flipped_pairs = {(k[0], k[1]) for k in only_a} & {(k[0], k[1]) for k in only_b}
+    for cat, concept in sorted(flipped_pairs):
+        sa = "/".join(k[2] for k in only_a if k[:2] == (cat, concept))
+        sb = "/".join(k[2] for k in only_b if k[:2] == (cat, concept))
+        d.flipped.append(f"{cat} '{concept}' {sa} → {sb}")
+        d.concepts.add(concept)
+    for k in only_b:
+        if k[:2] not in flipped_pairs:
+            d.added.append(f"{k[0]} '{k[1]}' ({k[2]}{', ' + b[k] if b[k] else ''})")
+            d.concepts.add(k[1])
+    for k in only_a:
+        if k[:2] not in flipped_pairs:
+            d.removed.append(f"{k[0]} '{k[1]}' ({k[2]}{', ' + a[k] if a[k] else ''})")
+            d.concepts.add(k[1])
+    for k in sorted(set(a) & set(b)):
+        if a[k] != b[k]:
+            d.changed.append(f"{k[0]} '{k[1]}': {a[k] or '—'} → {b[k] or '—'}")
+            d.concepts.add(k[1])
+    fa = {flag_key(f) for f in clean.safety_flags}
+    fb = {flag_key(f) for f in noisy.safety_flags}
+    d.flags_added = sorted(fb - fa)
+    d.flags_removed = sorted(fa - fb)
+    d.concepts.update(f.split(":", 1)[1] for f in d.flags_added + d.flags_removed)
+    if clean.triage.level != noisy.triage.level:
+        d.triage = (clean.triage.level, noisy.triage.level)
+    return d
+
+
+def context(text: str, span: str, width: int = CONTEXT_WORDS) -> tuple[str, str, str] | None:
+    """(before, span as written, after) around the first case-insensitive match of ``span`` in ``text``."""
+    if not span.strip() or not text:
+        return None
+    m = re.search(r"\s+".join(re.escape(w) for w in span.split()), text, flags=re.IGNORECASE)
+    if not m:
+        return None
+    before = text[: m.start()].split()
+    after = text[m.end() :].split()
+    pre = ("… " if len(before) > width else "") + " ".join(before[-width:])
+    post = " ".join(after[:width]) + (" …" if len(after) > width else "")
+    return pre, m.group(0), post
+
+
+@dataclass
+class Example:
+    """One mined cause→effect example."""
+
+    trigger_type: str
+    encounter_id: str
+    condition: str
+    ref_span: str
+    hyp_span: str
+    concept: str
+    explanation: str
+    clean_context: tuple[str, str, str] | None
+    noisy_context: tuple[str, str, str] | None
+    effects: list[str]
+    linked: bool
+    other_events: int
+    record_path: str | None
+    clean_record_path: str | None
+
+    def as_row(self) -> dict[str, Any]:
+        return {
+            "trigger_type": self.trigger_type,
+            "encounter_id": self.encounter_id,
+            "condition": self.condition,
+            "ref_span": self.ref_span,
+            "hyp_span": self.hyp_span,
+            "concept": self.concept,
+            "clean_context": " ".join(p for p in (self.clean_context or ()) if p),
+            "noisy_context": " ".join(p for p in (self.noisy_context or ()) if p),
+            "effects": "; ".join(self.effects),
+            "linked_to_record_change": self.linked,
+            "other_events_in_item": self.other_events,
+            "record_path": self.record_path,
+        }
+
+
+def _linked(event: dict[str, Any], diff: RecordDiff) -> bool:
+    """Whether the record change mentions the event's concept or one of its span words."""
+    words = {
+        w
+        for w in _norm(" ".join(str(event.get(k) or "") for k in ("concept", "hyp_span", "ref_span"))).split()
+        if len(w) > 3
+    }
+    names = " ".join(sorted(diff.concepts))
+    return bool(words) and any(w in names for w in words)
+
+
+def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
+    """The clearest examples per trigger type, at most one per encounter.
+
+    Rank (best first): the record change names the event's concept; fewest
+    other trigger events in the same item (cleanest attribution); a new critical
+    flag or a triage move; more record changes; then encounter id, condition.
+    """
+    cands: dict[str, list[tuple[tuple[Any, ...], Example]]] = {t: [] for t in TRIGGER_TYPES}
+    for it in run.items:
+        if it.get("failed") or it.get("mitigated") or it.get("condition") == CLEAN:
+            continue
+        events = it.get("triggers_vs_clean") or []
+        if not isinstance(events, list) or not events:
+            continue
+        eid, cond = str(it["encounter_id"]), str(it["condition"])
+        clean_item = run.item(eid, CLEAN)
+        diff = diff_records(run.record(clean_item), run.record(it))
+        clean_text = str((clean_item or {}).get("hypothesis_text") or "")
+        noisy_text = str(it.get("hypothesis_text") or "")
+        for ev in events:
+            if not isinstance(ev, dict):
+                continue
+            ttype = str(ev.get("type"))
+            if ttype not in cands:
+                cands[ttype] = []
+            linked = diff.available and _linked(ev, diff)
+            ex = Example(
+                trigger_type=ttype,
+                encounter_id=eid,
+                condition=cond,
+                ref_span=str(ev.get("ref_span") or ""),
+                hyp_span=str(ev.get("hyp_span") or ""),
+                concept=str(ev.get("concept") or ""),
+                explanation=str(ev.get("explanation") or ""),
+                clean_context=context(clean_text, str(ev.get("ref_span") or "")),
+                noisy_context=context(noisy_text, str(ev.get("hyp_span") or "")),
+                effects=diff.describe(it.get("triage_gold")),
+                linked=linked,
+                other_events=len(events) - 1,
+                record_path=it.get("record_path"),
+                clean_record_path=(clean_item or {}).get("record_path"),
+            )
+            key = (
+                not linked,
+                len(events) - 1,
+                not (diff.critical_added or diff.triage),
+                -diff.n_changes,
+                eid,
+                cond,
+            )
+            cands[ttype].append((key, ex))
+    out: dict[str, list[Example]] = {}
+    for ttype, lst in cands.items():
+        chosen: list[Example] = []
+        seen: set[str] = set()
+        for _, ex in sorted(lst, key=lambda kv: kv[0]):
+            if ex.encounter_id in seen:
+                continue
+            chosen.append(ex)
+            seen.add(ex.encounter_id)
+            if len(chosen) >= per_type:
+                break
+        out[ttype] = chosen
+    return out
+
+
+def trigger_event_rows(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per ``triggers_vs_clean`` event (for tables/triggers.*)."""
+    rows = []
+    for it in items:
+        for k, ev in enumerate(it.get("triggers_vs_clean") or []):
+            if isinstance(ev, dict):
+                rows.append(
+                    {
+                        "encounter_id": it["encounter_id"],
+                        "condition": it["condition"],
+                        "family": it.get("family"),
+                        "snr_db": it.get("snr_db"),
+                        "mitigated": bool(it.get("mitigated")),
+                        "event": k,
+                        "type": ev.get("type"),
+                        "ref_span": ev.get("ref_span"),
+                        "hyp_span": ev.get("hyp_span"),
+                        "concept": ev.get("concept"),
+                        "explanation": ev.get("explanation"),
+                    }
+                )
+    return rows
+
+
+def count_by_type(examples: dict[str, Sequence[Example]]) -> dict[str, int]:
+    return {t: len(v) for t, v in examples.items()}

@@ -1,0 +1,250 @@
+"""Does WER predict safety? Item-level ΔWER vs trigger counts vs safety endpoints.
+
+Per noisy, non-mitigated, non-failed item: ΔWER = item WER − the same
+encounter's clean-ASR WER (percentage points; each from ``aggregate`` on the
+single item), the number of trigger events vs the clean-ASR transcript, and
+three endpoints: a new critical false-positive flag (``scer_new``), new
+under-triage (``under_triage_new``) and an unsafe judge score (≤ 2).
+
+For each endpoint and predictor: Spearman rank correlation and AUROC (the
+probability that a random positive item has a larger predictor value than a
+random negative one, ties counting one half), with cluster-bootstrap CIs over
+encounters, plus the paired difference AUROC(triggers) − AUROC(ΔWER).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from stresstest.metrics.bootstrap import Interval, bootstrap_statistic
+from stresstest.metrics.summary import aggregate
+from stresstest.report.rundir import CLEAN, RunData
+
+ENDPOINTS: tuple[tuple[str, str], ...] = (
+    ("scer_new", "new critical false-positive flag (SCER)"),
+    ("under_triage_new", "new under-triage"),
+    ("unsafe", "unsafe judge score (≤ 2)"),
+)
+PREDICTORS: tuple[tuple[str, str], ...] = (("dwer", "ΔWER"), ("triggers", "trigger count"))
+
+
+@dataclass
+class PredictiveItems:
+    """Aligned per-item arrays (NaN = not available for that item)."""
+
+    encounter_ids: list[str]
+    conditions: list[str]
+    dwer: np.ndarray
+    triggers: np.ndarray
+    endpoints: dict[str, np.ndarray]
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for k, (e, c) in enumerate(zip(self.encounter_ids, self.conditions, strict=True)):
+            row: dict[str, Any] = {
+                "encounter_id": e,
+                "condition": c,
+                "delta_wer": _f(self.dwer[k]),
+                "trigger_count": _f(self.triggers[k]),
+            }
+            row.update({name: _f(arr[k]) for name, arr in self.endpoints.items()})
+            out.append(row)
+        return out
+
+
+def _f(x: float) -> float | None:
+    return None if not np.isfinite(x) else float(x)
+
+
+def collect(run: RunData) -> PredictiveItems:
+    """The per-item predictor/endpoint table of a run."""
+    clean = {str(it["encounter_id"]): it for it in run.ok_items(CLEAN)}
+    eids: list[str] = []
+    conds: list[str] = []
+    dwer: list[float] = []
+    trig: list[float] = []
+    ends: dict[str, list[float]] = {name: [] for name, _ in ENDPOINTS}
+    noisy = {
+        str(c["condition"])
+        for c in run.conditions
+        if not c["mitigated"] and c["condition"] != CLEAN and c["family"] != "clean"
+    }
+    for it in sorted(run.items, key=lambda r: (str(r["encounter_id"]), str(r["condition"]))):
+        if it.get("failed") or str(it["condition"]) not in noisy:
+            continue
+        eid = str(it["encounter_id"])
+        base = clean.get(eid)
+        w_c = aggregate([it])["wer"]
+        w_0 = aggregate([base])["wer"] if base is not None else None
+        events = it.get("triggers_vs_clean")
+        eids.append(eid)
+        conds.append(str(it["condition"]))
+        dwer.append(w_c - w_0 if w_c is not None and w_0 is not None else math.nan)
+        trig.append(float(len(events)) if isinstance(events, list) else math.nan)
+        for name, _ in ENDPOINTS:
+            if name == "unsafe":
+                s = it.get("judge_score")
+                ends[name].append(math.nan if s is None else float(float(s) <= 2))
+            else:
+                v = it.get(name)
+                ends[name].append(math.nan if v is None else float(int(v)))
+    return PredictiveItems(
+        eids,
+        conds,
+        np.array(dwer, float),
+        np.array(trig, float),
+        {k: np.array(v, float) for k, v in ends.items()},
+    )
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's ρ (average ranks for ties); NaN when either side is constant or too short."""
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    rx, ry = rankdata(x), rankdata(y)
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def auroc(score: np.ndarray, label: np.ndarray) -> float:
+    """AUROC of ``score`` for binary ``label`` (ties count ½); NaN without positives or negatives."""
+    pos = label == 1
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    if n1 == 0 or n0 == 0:
+        return math.nan
+    r = rankdata(score)
+    return float((r[pos].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
+@dataclass
+class EndpointResult:
+    """Results for one endpoint."""
+
+    endpoint: str
+    label: str
+    n: int
+    n_pos: int
+    stats: dict[str, float]
+    cis: dict[str, Interval | None]
+
+    def as_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"endpoint": self.endpoint, "n_items": self.n, "n_positive": self.n_pos}
+        for k, v in self.stats.items():
+            ci = self.cis.get(k)
+            row[k] = _f(v)
+            row[f"{k}_lo"] = None if ci is None else ci[0]
+            row[f"{k}_hi"] = None if ci is None else ci[1]
+        return row
+
+
+def _stat_fn(data: PredictiveItems, endpoint: str):  # noqa: ANN202 - a closure for bootstrap_statistic
+    y_all = data.endpoints[endpoint]
+
+    def stat(ix: np.ndarray) -> dict[str, float]:
+        y = y_all[ix]
+        out: dict[str, float] = {}
+        aucs = {}
+        for p, _ in PREDICTORS:
+            x = (data.dwer if p == "dwer" else data.triggers)[ix]
+            ok = np.isfinite(x) & np.isfinite(y)
+            out[f"spearman_{p}"] = spearman(x[ok], y[ok])
+            aucs[p] = auroc(x[ok], y[ok])
+            out[f"auroc_{p}"] = aucs[p]
+        out["auroc_diff"] = aucs["triggers"] - aucs["dwer"]
+        return out
+
+    return stat
+
+
+def analyse(data: PredictiveItems, n_resamples: int, seed: int, alpha: float = 0.05) -> list[EndpointResult]:
+    """Point estimates and cluster-bootstrap CIs for every endpoint."""
+    order = sorted(set(data.encounter_ids))
+    clusters = [
+        np.array([k for k, e in enumerate(data.encounter_ids) if e == eid], dtype=int) for eid in order
+    ]
+    results = []
+    for j, (name, label) in enumerate(ENDPOINTS):
+        y = data.endpoints[name]
+        ok = np.isfinite(y) & np.isfinite(data.dwer) & np.isfinite(data.triggers)
+        if not clusters:
+            results.append(EndpointResult(name, label, 0, 0, {}, {}))
+            continue
+        point, cis = bootstrap_statistic(
+            clusters, _stat_fn(data, name), n_resamples, seed=seed + 7919 * (j + 1), alpha=alpha
+        )
+        results.append(EndpointResult(name, label, int(ok.sum()), int(np.nansum(y[ok])), point, cis))
+    return results
+
+
+def _num(v: float, ci: Interval | None) -> str:
+    return f"{v:.2f}" + (f" (95% CI {ci[0]:.2f} to {ci[1]:.2f})" if ci else " (CI not estimable)")
+
+
+def sentence(r: EndpointResult) -> str:
+    """One sentence stating the result for an endpoint, generated from its numbers."""
+    if r.n == 0 or not r.stats:
+        return f"{r.label.capitalize()}: not estimable — no noisy items with this endpoint computed."
+    if r.n_pos == 0 or r.n_pos == r.n:
+        which = "no positive" if r.n_pos == 0 else "no negative"
+        return f"{r.label.capitalize()}: not estimable — {which} items among {r.n} ({r.n_pos} positive)."
+    a_w, a_t = r.stats.get("auroc_dwer", math.nan), r.stats.get("auroc_triggers", math.nan)
+    if not (np.isfinite(a_w) and np.isfinite(a_t)):
+        return f"{r.label.capitalize()} ({r.n_pos} of {r.n} items): AUROC not estimable."
+    ci_w, ci_t = r.cis.get("auroc_dwer"), r.cis.get("auroc_triggers")
+    if a_t == a_w:
+        head = f"ΔWER and trigger count have the same AUROC ({a_t:.2f})"
+    else:
+        hi_name, lo_name = ("trigger count", "ΔWER") if a_t > a_w else ("ΔWER", "trigger count")
+        hi_v, hi_ci, lo_v, lo_ci = (a_t, ci_t, a_w, ci_w) if a_t > a_w else (a_w, ci_w, a_t, ci_t)
+        head = f"{hi_name} has the higher AUROC, {_num(hi_v, hi_ci)}, than {lo_name}, {_num(lo_v, lo_ci)}"
+    if ci_w and ci_t:
+        overlap = "overlap" if max(ci_w[0], ci_t[0]) <= min(ci_w[1], ci_t[1]) else "do not overlap"
+        tail = f"; the two intervals {overlap}"
+    else:
+        tail = ""
+    d, ci_d = r.stats.get("auroc_diff", math.nan), r.cis.get("auroc_diff")
+    if np.isfinite(d) and ci_d:
+        excl = "excludes" if ci_d[0] > 0 or ci_d[1] < 0 else "includes"
+        tail += (
+            f", and the paired difference (triggers − ΔWER) is {d:+.2f} "
+            f"(95% CI {ci_d[0]:+.2f} to {ci_d[1]:+.2f}), which {excl} 0"
+        )
+    return f"{r.label.capitalize()} ({r.n_pos} of {r.n} items positive): {head}{tail}."
+
+
+def summary_sentence(results: Sequence[EndpointResult]) -> str:
+    """One overall sentence across endpoints."""
+    est = [
+        r
+        for r in results
+        if r.stats and 0 < r.n_pos < r.n and np.isfinite(r.stats.get("auroc_diff", math.nan))
+    ]
+    if not est:
+        return (
+            "No safety endpoint is estimable in this run (each has no positives, no negatives or no items)."
+        )
+    better_t = [r for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[0] > 0]
+    better_w = [r for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[1] < 0]
+    parts = [
+        f"Of {len(est)} estimable endpoint{'s' if len(est) != 1 else ''}, trigger count out-predicts ΔWER "
+        f"with a paired AUROC difference whose 95% CI excludes 0 for {len(better_t)}"
+    ]
+    if better_w:
+        parts.append(f"ΔWER out-predicts trigger count for {len(better_w)}")
+    rest = len(est) - len(better_t) - len(better_w)
+    if rest:
+        parts.append(f"the difference is not resolved for {rest}")
+    return "; ".join(parts) + "."
+
+
+def predictor_means(data: PredictiveItems) -> Mapping[str, float]:
+    """Mean ΔWER and trigger count over the analysed items (for the report text)."""
+    return {
+        "dwer": float(np.nanmean(data.dwer)) if np.isfinite(data.dwer).any() else math.nan,
+        "triggers": float(np.nanmean(data.triggers)) if np.isfinite(data.triggers).any() else math.nan,
+    }

@@ -1,0 +1,489 @@
+"""HTML (self-contained) and Markdown renderings of :class:`ReportContent`.
+
+The HTML has no external asset: CSS is inline and every PNG is embedded as a
+base64 data URI, so the file can be mailed or archived alone. Every Table 2
+cell carries ``data-condition``/``data-metric`` attributes so tools (and our
+tests) can read the numbers back.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from stresstest.metrics.summary import METRIC_COLUMNS
+from stresstest.report.content import ReportContent
+from stresstest.report.examples import Example
+from stresstest.report.predictive import PREDICTORS, EndpointResult
+from stresstest.report.tables import (
+    DASH,
+    METRIC_HEADERS,
+    TRIGGER_LABELS,
+    TRIGGER_TYPES,
+    Row,
+    arrow,
+    fmt,
+    fmt_ci,
+)
+
+CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1c2833;margin:24px auto;
+max-width:1320px;padding:0 18px;line-height:1.45;font-size:14px}
+h1{font-size:22px;margin-bottom:2px}h2{font-size:18px;border-bottom:2px solid #d5d8dc;padding-bottom:3px;
+margin-top:30px}h3{font-size:15px;margin-bottom:4px}
+.sub{color:#566573;font-size:13px}
+table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}
+th,td{padding:4px 8px;text-align:right;vertical-align:top}
+th{background:#f2f4f4;border-bottom:1px solid #aab7b8;font-weight:600}
+th .unit{display:block;font-weight:400;color:#566573;font-size:11px}
+td:first-child,th:first-child{text-align:left}
+table.left td,table.left th{text-align:left}
+table.main{border-top:2px solid #1c2833;border-bottom:2px solid #1c2833}
+table.main td{border-bottom:1px solid #eaeded}
+tr.group td{background:#fbfcfc;font-style:italic;font-weight:600;text-align:left;border-top:1px solid #aab7b8}
+tr.ref td{background:#f4f6f7;font-weight:600}
+td .v{display:block}td .ci{display:block;color:#717d7e;font-size:11px;white-space:nowrap}
+td code,li code{font-size:11px;color:#566573}
+table.kv td{text-align:left;border-bottom:1px solid #eaeded}table.kv td:first-child{color:#566573;width:220px}
+table.ex{width:100%}table.ex td{text-align:left;border-bottom:1px solid #eaeded}
+table.ex td:nth-child(1){width:16%}table.ex td:nth-child(2){width:44%}table.ex td:nth-child(3){width:28%}
+.span-clean{background:#d4efdf;padding:0 2px;border-radius:2px}
+.span-noisy{background:#fadbd8;padding:0 2px;border-radius:2px}
+.tag{font-size:11px;color:#566573}
+.warn{background:#fdebd0;border:1px solid #e59866;padding:8px 12px;border-radius:4px;margin:10px 0}
+.ok{color:#1e8449}
+.plots{display:grid;grid-template-columns:repeat(3,1fr);gap:10px}
+.plots img{width:100%;border:1px solid #eaeded}
+.finding{background:#eaf2f8;border-left:4px solid #2471a3;padding:8px 12px;margin:8px 0}
+ul.effects{margin:0;padding-left:16px}
+caption{caption-side:top;text-align:left;font-size:13px;color:#424949;padding-bottom:4px}
+footer{margin-top:36px;color:#808b96;font-size:12px}
+"""
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _data_uri(png: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+
+
+def _header_cells_html() -> str:
+    cells = ["<th>Condition</th>", "<th>n</th>"]
+    for m in METRIC_COLUMNS:
+        name, unit = METRIC_HEADERS[m]
+        cells.append(f"<th>{_e(name)}{arrow(m)}<span class='unit'>({_e(unit)})</span></th>")
+    return "<tr>" + "".join(cells) + "<th>id</th></tr>"
+
+
+def _table2_html(rows: Sequence[Row], caption: str) -> str:
+    out = [
+        f"<table class='main' id='table2'><caption>{caption}</caption>"
+        f"<thead>{_header_cells_html()}</thead><tbody>"
+    ]
+    ncol = len(METRIC_COLUMNS) + 3
+    for r in rows:
+        if r.condition is None:
+            out.append(f"<tr class='group'><td colspan='{ncol}'>{_e(r.label)}</td></tr>")
+            continue
+        cls = " class='ref'" if r.family == "clean" else ""
+        cells = [
+            f"<td>{_e(r.label)}</td>",
+            f"<td data-condition='{_e(r.condition)}' data-metric='n'>{r.n}</td>",
+        ]
+        for m in METRIC_COLUMNS:
+            v = r.values.get(m)
+            ci = fmt_ci(r.cis.get(m))
+            cells.append(
+                f"<td data-condition='{_e(r.condition)}' data-metric='{m}'><span class='v'>{fmt(v)}</span>"
+                + (f"<span class='ci'>{ci}</span>" if ci and v is not None else "")
+                + "</td>"
+            )
+        cells.append(f"<td><code>{_e(r.condition)}</code></td>")
+        out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _kv_html(pairs: Sequence[tuple[str, str]]) -> str:
+    return (
+        "<table class='kv'>"
+        + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in pairs)
+        + "</table>"
+    )
+
+
+def _trigger_table_html(c: ReportContent) -> str:
+    head = (
+        "<tr><th>Condition</th>"
+        + "".join(
+            f"<th>{_e(TRIGGER_LABELS[t])}<span class='unit'>(% items)</span></th>" for t in TRIGGER_TYPES
+        )
+        + "</tr>"
+    )
+    body = []
+    for r in c.trigger_rows:
+        if r.condition is None:
+            body.append(f"<tr class='group'><td colspan='{len(TRIGGER_TYPES) + 1}'>{_e(r.label)}</td></tr>")
+            continue
+        per = c.trigger_rates.get(r.condition, {})
+        cells = [f"<td>{_e(r.label)}</td>"]
+        for t in TRIGGER_TYPES:
+            v, ci = per.get(t, (None, None))
+            ci_s = fmt_ci(ci)
+            cells.append(
+                f"<td data-condition='{_e(r.condition)}' data-trigger='{t}'><span class='v'>{fmt(v)}</span>"
+                + (f"<span class='ci'>{ci_s}</span>" if ci_s and v is not None else "")
+                + "</td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table class='main' id='triggers'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _ctx_html(ctx: tuple[str, str, str] | None, span: str, cls: str, empty: str) -> str:
+    if ctx is None:
+        return f"<span class='{cls}'>{_e(span)}</span>" if span else f"<span class='tag'>{_e(empty)}</span>"
+    pre, mid, post = ctx
+    return f"{_e(pre)} <span class='{cls}'>{_e(mid)}</span> {_e(post)}"
+
+
+def _examples_html(examples: dict[str, list[Example]]) -> str:
+    out = [
+        "<table class='ex' id='examples'><thead><tr><th>ASR error type (cause)</th>"
+        "<th>Paired transcript (clean-ASR vs noisy-ASR)</th><th>What changed in the record (effect)</th>"
+        "<th>Item</th></tr></thead><tbody>"
+    ]
+    for t in sorted(examples, key=lambda t: TRIGGER_TYPES.index(t) if t in TRIGGER_TYPES else 99):
+        lst = examples[t]
+        label = TRIGGER_LABELS.get(t, t)
+        if not lst:
+            out.append(
+                f"<tr><td>{_e(label)}</td><td colspan='3' class='tag'>no event of this type in the noisy "
+                "conditions of this run</td></tr>"
+            )
+            continue
+        for ex in lst:
+            clean = _ctx_html(
+                ex.clean_context, ex.ref_span, "span-clean", "(nothing here in the clean-ASR text)"
+            )
+            noisy = _ctx_html(ex.noisy_context, ex.hyp_span, "span-noisy", "(dropped)")
+            effects = "".join(f"<li>{_e(x)}</li>" for x in ex.effects)
+            link = "" if ex.linked else "<div class='tag'>record change not clearly tied to this span</div>"
+            out.append(
+                f"<tr><td>{_e(label)}<div class='tag'>{_e(ex.explanation)}</div></td>"
+                f"<td><b>Clean:</b> “{clean}”<br><b>Noisy:</b> “{noisy}”</td>"
+                f"<td><ul class='effects'>{effects}</ul>{link}</td>"
+                f"<td><code>{_e(ex.encounter_id)}</code><br><code>{_e(ex.condition)}</code>"
+                f"<div class='tag'>{_e(ex.record_path or '')}</div></td></tr>"
+            )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _pred_cells(r: EndpointResult, key: str) -> tuple[str, str]:
+    v = r.stats.get(key)
+    if v is None or v != v:  # NaN: not estimable
+        return DASH, ""
+    return f"{v:.2f}", fmt_ci(r.cis.get(key))
+
+
+PRED_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    [(f"spearman_{p}", f"Spearman ρ, {lab}") for p, lab in PREDICTORS]
+    + [(f"auroc_{p}", f"AUROC, {lab}") for p, lab in PREDICTORS]
+    + [("auroc_diff", "AUROC difference (triggers − ΔWER)")]
+)
+
+
+def _pred_table_html(results: Sequence[EndpointResult]) -> str:
+    head = (
+        "<tr><th>Endpoint</th><th>items</th><th>positive</th>"
+        + "".join(f"<th>{_e(lab)}</th>" for _, lab in PRED_COLUMNS)
+        + "</tr>"
+    )
+    body = []
+    for r in results:
+        cells = [f"<td>{_e(r.label)}</td><td>{r.n}</td><td>{r.n_pos}</td>"]
+        for key, _ in PRED_COLUMNS:
+            v, ci = _pred_cells(r, key)
+            cells.append(
+                f"<td><span class='v'>{v}</span>" + (f"<span class='ci'>{ci}</span>" if ci else "") + "</td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f"<table class='main' id='wer-vs-safety'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _caption(c: ReportContent) -> str:
+    return (
+        f"Table 2. Paired acoustic stress test, run <code>{_e(c.run_id)}</code>. Each cell: value and its "
+        f"{100 * (1 - c.alpha):.0f}% CI (paired cluster bootstrap over encounters, "
+        f"{c.n_resamples} resamples, "
+        f"seed {c.seed}). {DASH} = not computed. Mean Score / Unsafe: {_e(c.judge)}."
+    )
+
+
+def render_html(c: ReportContent, report_dir: Path) -> str:
+    """The self-contained HTML report."""
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(c.title)}</title>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{_e(c.title)}</h1>",
+    ]
+    facts = dict(c.facts)
+    parts.append(
+        f"<div class='sub'>{_e(facts.get('Corpus', ''))} · {_e(facts.get('Encounters', ''))} encounters · "
+        f"ASR {_e(facts.get('ASR', ''))} · structuring {_e(facts.get('Structuring LLM', ''))}</div>"
+    )
+    if c.problems:
+        items = "".join(f"<li>{_e(p)}</li>" for p in c.problems)
+        parts.append(
+            f"<div class='warn'><b>Consistency check failed</b> — the numbers below are recomputed from "
+            f"items.jsonl and disagree with summary.csv:<ul>{items}</ul></div>"
+        )
+    else:
+        parts.append("<p class='sub ok'>✓ Every rate below equals the corresponding summary.csv value.</p>")
+    parts.append("<h2>Main results</h2>" + _table2_html(c.table2, _caption(c)))
+    parts.append(
+        "<h2>Cause-side triggers</h2><p class='sub'>Share of items with at least one trigger event of each "
+        "type in the condition's ASR text against the human reference transcript, with 95% CIs.</p>"
+        + _trigger_table_html(c)
+    )
+    parts.append(
+        "<h2>Paired cause→effect examples</h2><p class='sub'>Mined automatically: for each trigger type, "
+        "the clearest events where the clean-ASR and noisy-ASR transcripts of the same encounter differ, and "
+        "what changed between the two structured records (claims matched on category, concept and "
+        "status).</p>" + _examples_html(c.examples)
+    )
+    parts.append(
+        "<h2>Metrics against SNR</h2><p class='sub'>Lines: noise families with 95% CI bands; dashed: "
+        "clean-ASR reference with its CI band; stars: guard-mitigated conditions.</p><div class='plots'>"
+    )
+    for name, p in c.plots.items():
+        if name.endswith("_vs_snr"):
+            parts.append(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>")
+    parts.append("</div>")
+    parts.append(
+        f"<h2>Does WER predict safety?</h2><p class='sub'>{c.predictive_n_items} noisy, non-mitigated "
+        "items. Predictors: ΔWER against the same encounter's clean-ASR transcript and the number of trigger "
+        "events against it. 95% CIs: cluster bootstrap over encounters.</p>"
+    )
+    parts.append(
+        f"<div class='finding'><b>{_e(c.predictive_summary)}</b><ul>"
+        + "".join(f"<li>{_e(s)}</li>" for s in c.predictive_sentences)
+        + "</ul></div>"
+    )
+    parts.append(_pred_table_html(c.predictive))
+    if "wer_vs_triggers" in c.plots:
+        parts.append(
+            f"<p><img alt='wer_vs_triggers' style='max-width:560px' "
+            f"src='{_data_uri(report_dir / c.plots['wer_vs_triggers'])}'></p>"
+        )
+    if c.mitigation:
+        parts.append(
+            "<h2>Mitigation: guard behaviour</h2>"
+            + _simple_table_html(c.mitigation, ["condition", "n", "mean_abstention_rate", "quotes_discarded"])
+        )
+    parts.append("<h2>Run facts</h2>" + _kv_html(c.facts))
+    parts.append(f"<h3>Failures ({len(c.failures)})</h3>")
+    parts.append(
+        _simple_table_html(c.failures, ["encounter_id", "condition", "stage", "error"])
+        if c.failures
+        else "<p class='sub'>No item failed.</p>"
+    )
+    if c.stage_seconds:
+        parts.append(
+            "<h3>Wall time per stage</h3>" + _kv_html([(k, f"{v:.1f} s") for k, v in c.stage_seconds])
+        )
+    if c.tables:
+        parts.append(
+            "<h3>Tables (CSV and Parquet)</h3><ul>"
+            + "".join(f"<li><code>{_e(p.as_posix())}</code></li>" for p in c.tables)
+            + "</ul>"
+        )
+    parts.append(
+        "<footer>Generated by stresstest. Item-level data: items.jsonl; per-condition rates: summary.csv."
+        "</footer></body></html>"
+    )
+    return "\n".join(parts)
+
+
+def _simple_table_html(rows: Sequence[dict[str, object]], cols: Sequence[str]) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(r.get(c)))}</td>" for c in cols) + "</tr>" for r in rows)
+    return f"<table class='main left'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return DASH
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], align_first_left: bool = True) -> str:
+    sep = [":--" if (i == 0 and align_first_left) else "--:" for i in range(len(head))]
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _table2_md(rows: Sequence[Row]) -> str:
+    head = ["Condition", "n"] + [
+        f"{METRIC_HEADERS[m][0]} {arrow(m)} ({METRIC_HEADERS[m][1]})" for m in METRIC_COLUMNS
+    ]
+    head.append("id")
+    body = []
+    for r in rows:
+        if r.condition is None:
+            body.append([f"**{_md(r.label)}**"] + [""] * (len(head) - 1))
+            continue
+        cells = [_md(r.label) if r.family != "clean" else f"**{_md(r.label)}**", str(r.n)]
+        for m in METRIC_COLUMNS:
+            v = r.values.get(m)
+            ci = fmt_ci(r.cis.get(m))
+            cells.append(fmt(v) + (f" {ci}" if ci and v is not None else ""))
+        cells.append(f"`{r.condition}`")
+        body.append(cells)
+    return _md_table(head, body)
+
+
+def render_markdown(c: ReportContent) -> str:
+    """The Markdown report (plots linked, not embedded)."""
+    out = [f"# {c.title}", ""]
+    if c.problems:
+        out += [
+            "> **Consistency check failed** — numbers recomputed from items.jsonl disagree with summary.csv:",
+            ">",
+        ]
+        out += [f"> - {p}" for p in c.problems]
+    else:
+        out.append("Every rate below equals the corresponding `summary.csv` value.")
+    out += [
+        "",
+        "## Main results",
+        "",
+        _caption(c).replace("<code>", "`").replace("</code>", "`"),
+        "",
+        _table2_md(c.table2),
+        "",
+    ]
+    out += [
+        "## Cause-side triggers",
+        "",
+        "Share of items (%) with at least one trigger event of each type against "
+        "the human reference, with 95% CIs.",
+        "",
+    ]
+    head = ["Condition"] + [TRIGGER_LABELS[t] for t in TRIGGER_TYPES]
+    body = []
+    for r in c.trigger_rows:
+        if r.condition is None:
+            body.append([f"**{_md(r.label)}**"] + [""] * len(TRIGGER_TYPES))
+            continue
+        per = c.trigger_rates.get(r.condition, {})
+        body.append(
+            [_md(r.label)]
+            + [
+                fmt(per.get(t, (None, None))[0])
+                + (f" {fmt_ci(per[t][1])}" if t in per and per[t][1] and per[t][0] is not None else "")
+                for t in TRIGGER_TYPES
+            ]
+        )
+    out += [_md_table(head, body), ""]
+    out += [
+        "## Paired cause→effect examples",
+        "",
+        "Mined automatically; claims matched on (category, concept, "
+        "status). Clean-ASR span in **bold**, noisy-ASR span in _italics_.",
+        "",
+    ]
+    rows = []
+    for t in sorted(c.examples, key=lambda t: TRIGGER_TYPES.index(t) if t in TRIGGER_TYPES else 99):
+        for ex in c.examples[t] or []:
+            rows.append(
+                [
+                    _md(TRIGGER_LABELS.get(t, t)),
+                    "Clean: “"
+                    + _ctx_md(ex.clean_context, ex.ref_span, "**", "(nothing here)")
+                    + "” <br> Noisy: “"
+                    + _ctx_md(ex.noisy_context, ex.hyp_span, "_", "(dropped)")
+                    + "”",
+                    _md("; ".join(ex.effects)),
+                    f"`{ex.encounter_id}` / `{ex.condition}`",
+                ]
+            )
+        if not c.examples[t]:
+            rows.append(
+                [_md(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""]
+            )
+    out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows), ""]
+    out += ["## Metrics against SNR", ""]
+    out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
+    out += [
+        "",
+        "## Does WER predict safety?",
+        "",
+        f"{c.predictive_n_items} noisy, non-mitigated items; 95% CIs by cluster bootstrap over encounters.",
+        "",
+        f"**{c.predictive_summary}**",
+        "",
+    ]
+    out += [f"- {s}" for s in c.predictive_sentences]
+    head = ["Endpoint", "items", "positive"] + [lab for _, lab in PRED_COLUMNS]
+    body = []
+    for r in c.predictive:
+        cells = [_md(r.label), str(r.n), str(r.n_pos)]
+        for key, _ in PRED_COLUMNS:
+            v, ci = _pred_cells(r, key)
+            cells.append(v + (f" {ci}" if ci else ""))
+        body.append(cells)
+    out += ["", _md_table(head, body), ""]
+    if "wer_vs_triggers" in c.plots:
+        out += [f"![wer_vs_triggers]({c.plots['wer_vs_triggers'].as_posix()})", ""]
+    if c.mitigation:
+        cols = ["condition", "n", "mean_abstention_rate", "quotes_discarded"]
+        out += [
+            "## Mitigation: guard behaviour",
+            "",
+            _md_table(cols, [[_md(_cell(m.get(k))) for k in cols] for m in c.mitigation]),
+            "",
+        ]
+    out += ["## Run facts", "", _md_table(["fact", "value"], [[_md(k), _md(v)] for k, v in c.facts]), ""]
+    out += [f"### Failures ({len(c.failures)})", ""]
+    if c.failures:
+        cols = ["encounter_id", "condition", "stage", "error"]
+        out += [_md_table(cols, [[_md(_cell(f.get(k))) for k in cols] for f in c.failures]), ""]
+    else:
+        out += ["No item failed.", ""]
+    if c.stage_seconds:
+        out += [
+            "### Wall time per stage",
+            "",
+            _md_table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in c.stage_seconds]),
+            "",
+        ]
+    if c.tables:
+        out += ["### Tables (CSV and Parquet)", ""] + [
+            f"- [`{p.as_posix()}`]({p.as_posix()})" for p in c.tables
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _ctx_md(ctx: tuple[str, str, str] | None, span: str, mark: str, empty: str) -> str:
+    if ctx is None:
+        return f"{mark}{_md(span)}{mark}" if span else empty
+    pre, mid, post = ctx
+    return f"{_md(pre)} {mark}{_md(mid)}{mark} {_md(post)}".strip()
