@@ -1,0 +1,71 @@
+"""Shared fixtures for structuring tests: a stand-in rules extractor and records."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+
+
+def sample_record() -> ClinicalRecord:
+    """A small valid record whose quotes come from SAMPLE_TRANSCRIPT."""
+    return ClinicalRecord(
+        chief_complaint="chest pain",
+        triage=Triage(level="emergency", rationale="chest pain radiating to the arm"),
+        claims=[
+            Claim(id="c1", category="symptom", concept="chest pain", status="present", time="2 hours"),
+            Claim(id="c2", category="medication", concept="warfarin", status="present", value="5", unit="mg"),
+            Claim(id="c3", category="symptom", concept="shortness of breath", status="absent"),
+        ],
+        safety_flags=[
+            SafetyFlag(id="f1", kind="allergy", name="penicillin", detail="rash"),
+            SafetyFlag(id="f2", kind="high_risk_medication", name="warfarin", detail="5 mg daily"),
+        ],
+        field_evidence={
+            "triage": ["chest pain for two hours"],
+            "c2": ["I take warfarin 5 mg daily"],
+            "f1": ["I'm allergic to penicillin"],
+            "f2": ["I take warfarin 5 mg daily"],
+        },
+    )
+
+
+SAMPLE_TRANSCRIPT = (
+    "Doctor: What brings you in today? Patient: I've had chest pain for two hours, it goes to my left arm. "
+    "I'm allergic to penicillin, I get a rash. I take warfarin 5 mg daily. Doctor: Any shortness of breath? "
+    "Patient: No."
+)
+
+
+@pytest.fixture
+def fake_rules(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Install a stand-in ``stresstest.structure.rules`` (the real one belongs to another module owner);
+    returns the list of transcripts it was called with."""
+    calls: list[str] = []
+    mod = types.ModuleType("stresstest.structure.rules")
+    mod.RULES_VERSION = "test1"  # type: ignore[attr-defined]
+
+    def rules_fingerprint() -> str:
+        return "fp-test1"
+
+    def extract_record(transcript: str) -> ClinicalRecord:
+        calls.append(transcript)
+        return sample_record()
+
+    mod.rules_fingerprint = rules_fingerprint  # type: ignore[attr-defined]
+    mod.extract_record = extract_record  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "stresstest.structure.rules", mod)
+    return calls
+
+
+@pytest.fixture
+def record() -> ClinicalRecord:
+    return sample_record()
+
+
+@pytest.fixture
+def transcript() -> str:
+    return SAMPLE_TRANSCRIPT
