@@ -23,9 +23,12 @@ from typing import Any
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ
+from stresstest.cache import hash_obj
 from stresstest.errors import NoiseError
 from stresstest.noise.base import NoiseSegment, NoiseSource, child_seed, n_samples
 
+#: Bumped whenever a change here changes the audio a recipe produces.
+AMBIENT_CODE_VERSION = "ambient-1"
 AMBIENT_RECIPES = ("hvac", "ventilation", "drone", "traffic", "office", "cafeteria")
 
 
@@ -176,6 +179,7 @@ class AmbientNoise:
             )
         self.recipes = tuple(recipes)
         self.family = family
+        self.cache_token = hash_obj("ambient", AMBIENT_CODE_VERSION, self.recipes)[:16]
 
     def for_encounter(self, encounter_id: str) -> NoiseSource:
         """Ambient noise does not depend on the encounter: returns ``self``."""

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, read_wav_exact, write_wav
-from stresstest.cache import hash_obj
+from stresstest.cache import hash_obj, sha256_array
 from stresstest.errors import AudioError, NoiseError
 from stresstest.noise.base import NoiseSegment, NoiseSource, n_samples
 from stresstest.records import Encounter
@@ -116,7 +116,9 @@ class BabbleBank:
         if not sentences:
             raise NoiseError("babble bank is empty: no sentence of 4+ words in the given encounters")
         self.sentences = tuple(sentences)
-        self.bank_id = hash_obj(BABBLE_CODE_VERSION, [(s.sentence_id, s.text) for s in self.sentences])[:16]
+        # Audio is hashed too, so a bank rendered with another voice gets another id.
+        content = [(s.sentence_id, s.text, sha256_array(s.audio)) for s in self.sentences]
+        self.bank_id = hash_obj(BABBLE_CODE_VERSION, content)[:16]
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -231,6 +233,8 @@ class BabbleNoise:
         self.n_talkers_min = n_talkers_min
         self.n_talkers_max = n_talkers_max
         self.family = family
+        # The target is not part of the token: the mixer keys items by encounter id already.
+        self.cache_token = hash_obj(self.bank.bank_id, n_talkers_min, n_talkers_max)[:16]
 
     def for_encounter(self, encounter_id: str) -> NoiseSource:
         """The same source bound to ``encounter_id`` (its sentences are excluded)."""

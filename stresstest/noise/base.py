@@ -42,6 +42,8 @@ class NoiseSource(Protocol):
     """Anything that can cut a deterministic noise segment of a given duration."""
 
     family: str
+    cache_token: str
+    """Identifies the source's content (bank, file list, recipes): part of mixture cache keys."""
 
     def segment(
         self, duration_s: float, rng: np.random.Generator, *, exclude_encounter_id: str | None = None

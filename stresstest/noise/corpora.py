@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, load_audio
+from stresstest.cache import hash_obj
 from stresstest.errors import AudioError, NoiseError
 from stresstest.noise.base import NoiseSegment, NoiseSource, crossfade_concat, loop_from, n_samples
 
@@ -88,6 +89,8 @@ class DemandNoise:
                 )
             self.files[sub] = chans
         self.subsets = tuple(subsets)
+        listing = {sub: [(f.name, f.stat().st_size) for f in fs] for sub, fs in self.files.items()}
+        self.cache_token = hash_obj("demand", str(self.root), listing, crossfade_s)[:16]
 
     def for_encounter(self, encounter_id: str) -> NoiseSource:
         """DEMAND segments do not depend on the encounter: returns ``self``."""
@@ -148,6 +151,8 @@ class MusanSpeechNoise:
                 f"MUSAN: no .wav files under {speech}/{{librivox,us-gov}}; layout {MUSAN_LAYOUT}"
             )
         self.files = files
+        listing = [(str(f.relative_to(self.root)), f.stat().st_size) for f in files]
+        self.cache_token = hash_obj("musan", str(self.root), listing, crossfade_s)[:16]
 
     def for_encounter(self, encounter_id: str) -> NoiseSource:
         """MUSAN segments do not depend on the encounter: returns ``self``."""

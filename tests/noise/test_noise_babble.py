@@ -136,3 +136,10 @@ def test_spec_validation() -> None:
         NoiseSpec(family="babble", talkers=4)  # type: ignore[call-arg]
     with pytest.raises(ValidationError):
         NoiseSpec(family="music")  # type: ignore[arg-type]
+
+
+def test_cache_tokens_identify_content(bank: BabbleBank) -> None:
+    smaller = BabbleBank(bank.sentences[:-1])
+    assert BabbleNoise(bank).cache_token == BabbleNoise(bank).for_encounter("E1").cache_token
+    assert BabbleNoise(bank).cache_token != BabbleNoise(smaller).cache_token
+    assert AmbientNoise().cache_token != AmbientNoise(("hvac",)).cache_token
