@@ -334,6 +334,15 @@ def _norm(text: str) -> str:
     return " ".join("".join(ch.lower() if ch.isalnum() or ch in " .'" else " " for ch in text).split())
 
 
+def _csv_cell(v: Any) -> Any:
+    """As the runner writes summary.csv: floats with at most 4 decimals, empty for None."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}".rstrip("0").rstrip(".")
+    return v
+
+
 def make_run(  # noqa: C901 - one linear recipe reads better than many small helpers here
     run_dir: Path,
     *,
@@ -571,7 +580,7 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
             trig = [
                 100.0 * sum(1 for it in ok if it["trigger_counts"][t] > 0) / len(ok) for t in TRIGGER_TYPES
             ]
-            w.writerow(["" if r[c] is None else r[c] for c in SUMMARY_COLUMNS] + trig)
+            w.writerow([_csv_cell(r[c]) for c in SUMMARY_COLUMNS] + [_csv_cell(x) for x in trig])
         (run_dir / "summary.csv").write_text(buf.getvalue(), "utf-8")
     manifest = {
         "run_id": f"synthetic-{seed}",

@@ -1,0 +1,288 @@
+"""build_report on a synthetic run: files, numbers vs summary.csv, CIs, examples, determinism."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import N_RESAMPLES, SEED
+from synthetic_run import make_run
+
+from stresstest.errors import ReportError
+from stresstest.metrics.bootstrap import bootstrap_cis
+from stresstest.metrics.summary import METRIC_COLUMNS, SUMMARY_COLUMNS, aggregate
+from stresstest.report import ReportPaths, build_report, cli_report
+from stresstest.report.rundir import load_run
+
+NUM = re.compile(r"^(-?\d+\.\d+)(?: \[(-?\d+\.\d+), (-?\d+\.\d+)\])?$")
+
+
+def _summary(run_dir: Path) -> dict[str, dict[str, str]]:
+    with open(run_dir / "summary.csv", encoding="utf-8") as fh:
+        return {r["condition"]: r for r in csv.DictReader(fh)}
+
+
+def _md_table2(md: str) -> tuple[list[str], dict[str, list[str]]]:
+    """Header and {condition id: cells} of the Markdown Table 2."""
+    section = md.split("## Main results", 1)[1].split("## ", 1)[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    split = [[c.strip() for c in ln.strip().strip("|").split(" | ")] for ln in lines]
+    header = split[0]
+    rows = {}
+    for cells in split[2:]:
+        m = re.fullmatch(r"`([^`]+)`", cells[-1])
+        if m:
+            rows[m.group(1)] = cells
+    return header, rows
+
+
+class _CellParser(HTMLParser):
+    """Collects Table 2 cells (value text and CI text) keyed by (condition, metric)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: dict[tuple[str, str], list[str]] = {}
+        self._key: tuple[str, str] | None = None
+        self._in_table2 = False
+        self.imgs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table":
+            self._in_table2 = a.get("id") == "table2"
+        if tag == "img":
+            self.imgs.append(a.get("src") or "")
+        if tag == "td" and self._in_table2 and a.get("data-metric"):
+            self._key = (str(a["data-condition"]), str(a["data-metric"]))
+            self.cells[self._key] = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._key = None
+        if tag == "table":
+            self._in_table2 = False
+
+    def handle_data(self, data: str) -> None:
+        if self._key is not None and data.strip():
+            self.cells[self._key].append(data.strip())
+
+
+def _close(shown: str, csv_cell: str) -> None:
+    # summary.csv holds 4 decimals, the report 2: equal to display precision.
+    assert abs(float(shown) - float(csv_cell)) <= 0.005 + 1e-4, (shown, csv_cell)
+
+
+def test_files_written(report: ReportPaths) -> None:
+    assert report.html.is_file() and report.markdown.is_file()
+    names = {p.name for p in report.plots}
+    assert {f"{m}_vs_snr.png" for m in METRIC_COLUMNS} <= names
+    for p in report.plots:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    stems = {p.with_suffix("").name for p in report.tables}
+    assert {"table2", "items", "trigger_events", "trigger_rates", "examples", "wer_vs_safety"} <= stems
+    for p in report.tables:
+        if p.suffix == ".parquet":
+            t = pq.read_table(p)
+            with open(p.with_suffix(".csv"), encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))
+            assert t.num_rows == len(rows) - 1
+            assert t.column_names == rows[0]
+    t2 = pq.read_table(report.report_dir / "tables" / "table2.parquet").to_pylist()
+    assert [r["condition"] for r in t2][0] == "clean"
+    assert {"wer", "wer_lo", "wer_hi"} <= set(t2[0])
+
+
+def test_markdown_numbers_equal_summary_csv(run_dir: Path, report: ReportPaths) -> None:
+    summary = _summary(run_dir)
+    header, rows = _md_table2(report.markdown.read_text("utf-8"))
+    assert set(rows) == set(summary)
+    metric_col = {m: 2 + k for k, m in enumerate(METRIC_COLUMNS)}
+    assert header[1] == "n"
+    run = load_run(run_dir)
+    checked = 0
+    for cond, cells in rows.items():
+        assert cells[1] == summary[cond]["n"]
+        point = aggregate(run.ok_items(cond), is_clean=cond == "clean")
+        for m, col in metric_col.items():
+            shown = cells[col]
+            if summary[cond][m] == "":
+                assert shown == "–", (cond, m, shown)
+                assert point[m] is None
+                continue
+            mt = NUM.match(shown)
+            assert mt, (cond, m, shown)
+            _close(mt.group(1), summary[cond][m])
+            assert mt.group(1) == f"{point[m]:.2f}"
+            checked += 1
+    assert checked >= 70  # 9 conditions × 9 metrics minus the clean ErrProp
+
+
+def test_markdown_headers_have_arrows_and_units(report: ReportPaths) -> None:
+    header, _ = _md_table2(report.markdown.read_text("utf-8"))
+    assert "WER ↓ (%)" in header and "TriageMatch ↑ (%)" in header and "Mean Score ↑ (1–5 scale)" in header
+    md = report.markdown.read_text("utf-8")
+    assert "**Non-Stationary Semantic Interference (babble" in md
+    assert "**Stationary Ambient Interference (ambient" in md
+    assert "**Mitigation Study" in md
+    assert "judge backend=openai, model=synthetic-judge" in md
+
+
+def test_html_numbers_and_cis(run_dir: Path, report: ReportPaths) -> None:
+    summary = _summary(run_dir)
+    p = _CellParser()
+    p.feed(report.html.read_text("utf-8"))
+    run = load_run(run_dir)
+    conds = [str(c["condition"]) for c in run.conditions]
+    cis = bootstrap_cis(run.items_by_condition(), conds, n_resamples=N_RESAMPLES, seed=SEED)
+    for cond in conds:
+        assert p.cells[(cond, "n")] == [summary[cond]["n"]]
+        for m in METRIC_COLUMNS:
+            cell = p.cells[(cond, m)]
+            if summary[cond][m] == "":
+                assert cell == ["–"]
+                continue
+            _close(cell[0], summary[cond][m])
+            lo, hi = cis[cond][m]
+            assert cell[1] == f"[{lo:.2f}, {hi:.2f}]", (cond, m, cell)
+
+
+def test_trigger_rates_equal_summary(run_dir: Path, report: ReportPaths) -> None:
+    summary = _summary(run_dir)
+    rows = pq.read_table(report.report_dir / "tables" / "trigger_rates.parquet").to_pylist()
+    assert rows
+    for r in rows:
+        _close(f"{r['rate']:.2f}", summary[r["condition"]][f"trig_{r['trigger_type']}"])
+        assert r["rate_lo"] <= r["rate"] <= r["rate_hi"]
+    assert not report.problems
+
+
+def test_html_is_self_contained(report: ReportPaths) -> None:
+    text = report.html.read_text("utf-8")
+    p = _CellParser()
+    p.feed(text)
+    assert len(p.imgs) >= len(METRIC_COLUMNS) + 1
+    assert all(src.startswith("data:image/png;base64,") for src in p.imgs)
+    assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//)""", text)
+    assert "<script" not in text and "<link" not in text
+    # user text is escaped: the fixture transcripts contain '<' and '&'
+    assert "<92%" not in text
+
+
+def test_examples_cover_trigger_types(report: ReportPaths) -> None:
+    rows = pq.read_table(report.report_dir / "tables" / "examples.parquet").to_pylist()
+    types = {r["trigger_type"] for r in rows}
+    assert types == {
+        "negation_flip",
+        "number_unit_conflict",
+        "temporal_distortion",
+        "nonspeech_pollution",
+        "entity_substitution",
+    }
+    for r in rows:
+        assert r["condition"] != "clean" and not r["condition"].endswith("_guard")
+        assert r["effects"]
+    neg = [r for r in rows if r["trigger_type"] == "negation_flip"]
+    assert any("status flipped" in r["effects"] for r in neg)
+    md = report.markdown.read_text("utf-8")
+    assert "## Paired cause→effect examples" in md
+
+
+def test_run_facts_and_failures(report: ReportPaths) -> None:
+    md = report.markdown.read_text("utf-8")
+    for needle in (
+        "whisper-small.en",
+        "synthetic-structurer",
+        "p" * 64,
+        "s" * 64,
+        "| Run seed | 7 |",
+        "### Failures (1)",
+        "enc003",
+        "babble_10db",
+        "not valid JSON",
+        "### Wall time per stage",
+        "| asr | 140.0 |",
+    ):
+        assert needle in md, needle
+
+
+def test_wer_vs_safety_section(report: ReportPaths) -> None:
+    md = report.markdown.read_text("utf-8")
+    sec = md.split("## Does WER predict safety?", 1)[1].split("\n## ", 1)[0]
+    assert "AUROC" in sec and "Spearman" in sec
+    rows = pq.read_table(report.report_dir / "tables" / "wer_vs_safety.parquet").to_pylist()
+    assert [r["endpoint"] for r in rows] == ["scer_new", "under_triage_new", "unsafe"]
+    for r in rows:
+        assert 0 < r["n_positive"] < r["n_items"]
+        for k in ("auroc_dwer", "auroc_triggers"):
+            assert 0.0 <= r[f"{k}_lo"] <= r[k] <= r[f"{k}_hi"] <= 1.0
+            assert f"{r[k]:.2f}" in sec
+
+
+def test_report_is_deterministic(tmp_path: Path, run_dir: Path, report: ReportPaths) -> None:
+    copy = shutil.copytree(run_dir, tmp_path / "copy", ignore=shutil.ignore_patterns("report"))
+    again = build_report(copy, n_resamples=N_RESAMPLES, seed=SEED)
+    assert again.markdown.read_text("utf-8") == report.markdown.read_text("utf-8")
+    other = build_report(copy, n_resamples=N_RESAMPLES, seed=SEED + 1)
+    assert other.markdown.read_text("utf-8") != report.markdown.read_text("utf-8")
+
+
+def test_no_judge_shows_dash(tmp_path: Path) -> None:
+    rd = make_run(tmp_path / "nojudge", n_encounters=6, seed=3, with_judge=False, mitigation=False, failed=())
+    rp = build_report(rd, n_resamples=50, seed=0)
+    _, rows = _md_table2(rp.markdown.read_text("utf-8"))
+    score_col = 2 + METRIC_COLUMNS.index("mean_score")
+    assert all(cells[score_col] == "–" and cells[score_col + 1] == "–" for cells in rows.values())
+    md = rp.markdown.read_text("utf-8")
+    assert "not computed in this run (no judge scores)" in md
+    assert "Unsafe judge score (≤ 2): not estimable" in md
+    assert "Mitigation Study" not in md
+    assert "No item failed." in md
+
+
+def test_summary_disagreement_is_reported(tmp_path: Path) -> None:
+    rd = make_run(tmp_path / "tampered", n_encounters=6, seed=4)
+    text = (rd / "summary.csv").read_text("utf-8").splitlines()
+    cols = text[0].split(",")
+    cells = text[2].split(",")
+    cells[cols.index("wer")] = "99.5"
+    text[2] = ",".join(cells)
+    (rd / "summary.csv").write_text("\n".join(text) + "\n", "utf-8")
+    rp = build_report(rd, n_resamples=30, seed=0)
+    assert any(".wer:" in p and "99.5" in p for p in rp.problems)
+    assert "Consistency check failed" in rp.markdown.read_text("utf-8")
+    assert "WARNING" in cli_report(rd, n_resamples=30)
+
+
+def test_cli_report_text(run_dir: Path, tmp_path: Path) -> None:
+    copy = shutil.copytree(run_dir, tmp_path / "c", ignore=shutil.ignore_patterns("report"))
+    out = cli_report(copy, n_resamples=30, seed=1)
+    assert "Reference (clean-ASR)" in out and "report.html" in out and "Does WER predict safety?" in out
+    assert out.splitlines()[0].split()[:3] == ["Condition", "n", "WER"]
+
+
+def test_summary_columns_in_fixture(run_dir: Path) -> None:
+    # the fixture mirrors the runner's layout: SPEC §10 columns first, then trig_*
+    header = (run_dir / "summary.csv").read_text("utf-8").splitlines()[0].split(",")
+    assert tuple(header[: len(SUMMARY_COLUMNS)]) == SUMMARY_COLUMNS
+
+
+def test_errors_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="does not exist"):
+        build_report(tmp_path / "nope")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "manifest.json").write_text("{}", "utf-8")
+    with pytest.raises(ReportError, match="items.jsonl is missing"):
+        build_report(tmp_path / "half")
+    (tmp_path / "half" / "items.jsonl").write_text(
+        '{"encounter_id": "a", "condition": "clean"}\n{bad\n', "utf-8"
+    )
+    with pytest.raises(ReportError, match=r"items.jsonl:2"):
+        build_report(tmp_path / "half")
+    (tmp_path / "half" / "items.jsonl").write_text('{"condition": "clean"}\n', "utf-8")
+    with pytest.raises(ReportError, match="no 'encounter_id'"):
+        build_report(tmp_path / "half")

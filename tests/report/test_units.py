@@ -1,0 +1,139 @@
+"""Unit tests of the report's building blocks: record diff, span context, AUROC/Spearman, sentences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from stresstest.report.examples import context, diff_records
+from stresstest.report.predictive import EndpointResult, auroc, sentence, spearman, summary_sentence
+from stresstest.report.tables import noise_source, write_table
+from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+
+
+def _rec(
+    claims: list[tuple[str, str, str, str | None]], flags: list[tuple[str, str]], level: str
+) -> ClinicalRecord:
+    return ClinicalRecord(
+        triage=Triage(level=level),  # type: ignore[arg-type]
+        claims=[
+            Claim(id=f"c{i}", category=c[0], concept=c[1], status=c[2], value=c[3])  # type: ignore[arg-type]
+            for i, c in enumerate(claims)
+        ],
+        safety_flags=[SafetyFlag(id=f"f{i}", kind=k, name=n) for i, (k, n) in enumerate(flags)],  # type: ignore[arg-type]
+    )
+
+
+def test_diff_records_categories() -> None:
+    clean = _rec(
+        [
+            ("symptom", "Chest pain", "absent", None),
+            ("finding", "exercise tolerance", "present", "3-4"),
+            ("medication", "metoprolol", "present", None),
+        ],
+        [("allergy", "penicillin")],
+        "urgent",
+    )
+    noisy = _rec(
+        [
+            ("symptom", "chest  pain", "present", None),
+            ("finding", "exercise tolerance", "present", "1"),
+            ("medication", "metformin", "present", None),
+        ],
+        [("allergy", "penicillin"), ("red_flag", "chest pain")],
+        "routine",
+    )
+    d = diff_records(clean, noisy)
+    assert d.flipped == ["symptom 'chest pain' absent → present"]
+    assert d.changed == ["finding 'exercise tolerance': 3-4 → 1"]
+    assert d.added == ["medication 'metformin' (present)"]
+    assert d.removed == ["medication 'metoprolol' (present)"]
+    assert d.flags_added == ["red_flag:chest pain"] and d.critical_added == ["red_flag:chest pain"]
+    assert d.triage == ("urgent", "routine")
+    lines = d.describe("urgent")
+    assert lines[0] == "triage urgent → routine (under-triage, gold urgent)"
+    assert lines[1] == "critical flag added: red_flag:chest pain"
+    assert diff_records(clean, clean).describe() == ["no change in the structured record"]
+    assert not diff_records(None, noisy).available
+
+
+def test_context_window() -> None:
+    text = "one two three four five six seven eight nine ten eleven twelve I DON'T see it now and more words"
+    pre, mid, post = context(text, "don't  see", width=3)  # type: ignore[misc]
+    assert (pre, mid, post) == ("… eleven twelve I", "DON'T see", "it now and …")
+    assert context(text, "absent") is None
+    assert context(text, "") is None
+
+
+def test_auroc_and_spearman() -> None:
+    y = np.array([0, 0, 1, 1])
+    assert auroc(np.array([1.0, 2.0, 3.0, 4.0]), y) == 1.0
+    assert auroc(np.array([4.0, 3.0, 2.0, 1.0]), y) == 0.0
+    assert auroc(np.array([1.0, 1.0, 1.0, 1.0]), y) == 0.5  # ties count one half
+    assert math.isnan(auroc(np.array([1.0, 2.0]), np.array([1, 1])))
+    assert spearman(np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0, 20.0, 30.0, 45.0])) == pytest.approx(1.0)
+    assert math.isnan(spearman(np.array([1.0, 1.0, 1.0]), np.array([0.0, 1.0, 0.0])))
+
+
+def _res(
+    n: int,
+    pos: int,
+    aw: float,
+    at: float,
+    ciw: tuple[float, float],
+    cit: tuple[float, float],
+    cid: tuple[float, float],
+) -> EndpointResult:
+    return EndpointResult(
+        "scer_new",
+        "new critical false-positive flag (SCER)",
+        n,
+        pos,
+        {"auroc_dwer": aw, "auroc_triggers": at, "auroc_diff": at - aw},
+        {"auroc_dwer": ciw, "auroc_triggers": cit, "auroc_diff": cid},
+    )
+
+
+def test_sentences_follow_the_numbers() -> None:
+    s = sentence(_res(100, 20, 0.55, 0.81, (0.45, 0.65), (0.72, 0.90), (0.12, 0.40)))
+    assert "trigger count has the higher AUROC, 0.81" in s and "than ΔWER, 0.55" in s
+    assert "do not overlap" in s and "excludes 0" in s and "20 of 100" in s
+    s2 = sentence(_res(100, 20, 0.70, 0.66, (0.60, 0.80), (0.55, 0.75), (-0.15, 0.07)))
+    assert "ΔWER has the higher AUROC" in s2 and "intervals overlap" in s2 and "includes 0" in s2
+    assert "not estimable — no positive items" in sentence(
+        _res(50, 0, math.nan, math.nan, (0, 0), (0, 0), (0, 0))
+    )
+    assert "not estimable — no negative items" in sentence(
+        _res(50, 50, math.nan, math.nan, (0, 0), (0, 0), (0, 0))
+    )
+    both = [
+        _res(100, 20, 0.55, 0.81, (0.45, 0.65), (0.72, 0.90), (0.12, 0.40)),
+        _res(100, 20, 0.70, 0.66, (0.60, 0.80), (0.55, 0.75), (-0.15, 0.07)),
+    ]
+    assert summary_sentence(both).startswith(
+        "Of 2 estimable endpoints, trigger count out-predicts ΔWER with a "
+        "paired AUROC difference whose 95% CI excludes 0 for 1"
+    )
+    assert "not resolved for 1" in summary_sentence(both)
+
+
+def test_noise_source_description() -> None:
+    assert (
+        noise_source(
+            {"noise": {"ambient": {"corpus": "DEMAND", "subsets": ["OOFFICE", "PCAFETER"]}}}, "ambient"
+        )
+        == "DEMAND · OOFFICE, PCAFETER"
+    )
+    assert noise_source({}, "babble") == ""
+
+
+def test_write_table_types(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow.parquet as pq
+
+    paths = write_table(tmp_path / "t", [{"a": 1, "b": "x", "c": True}, {"a": 2.5, "b": None, "c": None}])
+    t = pq.read_table(paths[1])
+    assert str(t.schema.field("a").type) == "double" and str(t.schema.field("c").type) == "bool"
+    assert t.to_pylist() == [{"a": 1.0, "b": "x", "c": True}, {"a": 2.5, "b": None, "c": None}]
+    assert paths[0].read_text("utf-8") == "a,b,c\n1,x,True\n2.5,,\n"
