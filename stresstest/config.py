@@ -108,9 +108,11 @@ class RunConfig(_Strict):
     @field_validator("noise")
     @classmethod
     def _families(cls, v: dict[str, NoiseSpec]) -> dict[str, NoiseSpec]:
-        for name in v:
+        for name, spec in v.items():
             if name not in FAMILIES:
                 raise ValueError(f"noise families are {FAMILIES}, got {name!r}")
+            if spec.family != name:
+                raise ValueError(f"noise.{name}.family is {spec.family!r}; it must equal its key {name!r}")
         return v
 
     @model_validator(mode="after")

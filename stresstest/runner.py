@@ -156,7 +156,8 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     from stresstest.structure.stage import StructureItem, structure_many
 
     log_dir = state.out / "logs"
-    plain = [StructureItem(eid, cond, t.text) for (eid, cond), t in sorted(state.transcripts.items())]
+    plain = [StructureItem(encounter_id=eid, condition=cond, transcript_text=t.text)
+             for (eid, cond), t in sorted(state.transcripts.items())]
     envs = structure_many(plain, state.cfg.structure, cache_dir=cache, log_dir=log_dir)
     mitigated = []
     for c in state.cfg.conditions():
@@ -164,7 +165,7 @@ def _structure_stage(state: RunState, cache: Path) -> None:
             base = c["condition"].removesuffix("_guard")
             for (eid, cond), t in sorted(state.transcripts.items()):
                 if cond == base:
-                    mitigated.append(StructureItem(eid, c["condition"], t.text))
+                    mitigated.append(StructureItem(encounter_id=eid, condition=c["condition"], transcript_text=t.text))
     if mitigated:
         envs = list(envs) + list(mitigate_many(mitigated, state.cfg.structure, cache_dir=cache, log_dir=log_dir))
     for env in envs:

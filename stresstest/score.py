@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 from stresstest.cache import atomic_write_json
 from stresstest.config import GoldConfig
 from stresstest.errors import GoldError
-from stresstest.metrics.negation import negation_mismatches
-from stresstest.metrics.triggers import TRIGGER_TYPES, detect_triggers, trigger_counts
 from stresstest.metrics.wer import asr_errors
 
 if TYPE_CHECKING:
@@ -46,7 +44,9 @@ def _rel(state: RunState, p: Path) -> str:
 def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
     """Build one row per (encounter, condition) of the grid, failed ones included."""
     from stresstest.metrics.judge_rules import rule_judge
+    from stresstest.metrics.negation import negation_mismatches
     from stresstest.metrics.safety import item_safety
+    from stresstest.metrics.triggers import detect_triggers, trigger_counts
 
     cfg = state.cfg
     rows: list[dict[str, Any]] = []
@@ -143,6 +143,8 @@ def _llm_judge(state: RunState, cache: Path, rows: list[dict[str, Any]], pairs: 
 
 def trigger_rate_columns(items: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Extra summary columns ``trig_<type>``: % of items with ≥ 1 event of that type (vs reference)."""
+    from stresstest.metrics.triggers import TRIGGER_TYPES
+
     extra = []
     for r in rows:
         its = [it for it in items if it["condition"] == r["condition"] and not it.get("failed")
