@@ -176,9 +176,20 @@ class LLMSession:
             else:
                 pending.append(i)
         if pending:
-            fresh = self._execute([calls[i] for i in pending], model_cls, schema_name, schema, desc)
-            for i, res in zip(pending, fresh, strict=True):
-                results[i] = res
+            # Identical requests in one batch (same key) are sent once and share the result.
+            first_of: dict[str, int] = {}
+            for i in pending:
+                first_of.setdefault(keys[i], i)
+            unique = list(first_of.values())
+            fresh = dict(
+                zip(
+                    unique,
+                    self._execute([calls[i] for i in unique], model_cls, schema_name, schema, desc),
+                    strict=True,
+                )
+            )
+            for i in unique:
+                res = fresh[i]
                 if res.parsed is not None:
                     cache.put(
                         keys[i],
@@ -190,6 +201,8 @@ class LLMSession:
                             "written": time.time(),
                         },
                     )
+            for i in pending:
+                results[i] = fresh[first_of[keys[i]]]
         return [r for r in results if r is not None]
 
     def _execute(
