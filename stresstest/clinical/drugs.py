@@ -21,30 +21,39 @@ from __future__ import annotations
 import functools
 
 from stresstest.clinical.lexicon import Mention
-from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix_set, read_table, tokenize
 
 _MAX_SPAN = 4
 
 
 @functools.lru_cache(maxsize=1)
-def _index() -> dict[tuple[str, ...], str]:
+def _index() -> tuple[dict[tuple[str, ...], str], frozenset[tuple[str, ...]]]:
     """Token-tuple surface -> canonical generic (empty string = suppressed)."""
     # Imported lazily: unpickling the dictionary takes ~1.5 s.
     from drug_named_entity_recognition import drugs_finder
+    from drug_named_entity_recognition.util import stopwords
 
     index: dict[tuple[str, ...], str] = {}
     for variant, canonicals in sorted(drugs_finder.drug_variant_to_canonical.items()):
         if not canonicals:
             continue
         key = tuple(norm_phrase(variant).split())
-        if 0 < len(key) <= _MAX_SPAN and key not in index:
-            index[key] = str(canonicals[0]).lower()
+        if not 0 < len(key) <= _MAX_SPAN or key in index:
+            continue
+        # The dictionary holds lab codes and abbreviations ("he", "at10", "il-2") that collide with
+        # ordinary speech; short single words, number-led variants and the package's own stopwords
+        # are dropped (data/drug_overrides.tsv re-adds the few real short names: asa, hctz, gtn...).
+        if key[0][0].isdigit() or (len(key) == 1 and (len(key[0]) <= 4 or key[0] in stopwords)):
+            continue
+        if all(w in stopwords for w in key):
+            continue
+        index[key] = str(canonicals[0]).lower()
     for row in read_table("drug_overrides.tsv"):
         if len(row) < 2:
             continue
         key = tuple(norm_phrase(row[0]).split())
         index[key] = "" if row[1] == "-" else row[1].lower()
-    return index
+    return index, prefix_set(index)
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,27 +63,15 @@ def _classes() -> dict[str, str]:
 
 def match_drug_tokens(text: str, tokens: list[Token]) -> list[Mention]:
     """Longest-match drug lookup over an already tokenised text."""
-    index = _index()
+    index, prefixes = _index()
     out: list[Mention] = []
-    n = len(tokens)
-    i = 0
-    while i < n:
-        hit: tuple[int, str] | None = None
-        for j in range(min(n, i + _MAX_SPAN), i, -1):
-            generic = index.get(tuple(t.norm for t in tokens[i:j]))
-            if generic is not None:
-                hit = (j, generic)
-                break
-        if hit is None:
-            i += 1
-            continue
-        j, generic = hit
-        if generic:
-            start, end = tokens[i].start, tokens[j - 1].end
-            cls = _classes().get(generic)
-            out.append(Mention(start, end, text[start:end], generic, "medication", False,
-                               None if cls is None else "high_risk"))
-        i = j
+    for i, j, generic in longest_matches(text, tokens, [t.norm for t in tokens], index, prefixes):
+        if not generic:
+            continue  # suppressed entry ("caps", recreational drugs...)
+        start, end = tokens[i].start, tokens[j - 1].end
+        cls = _classes().get(generic)
+        out.append(Mention(start, end, text[start:end], generic, "medication", False,
+                           None if cls is None else "high_risk"))
     return out
 
 
@@ -103,9 +100,10 @@ def resolve_drug(name: str) -> str | None:
         name is not a known medication.
     """
     key = tuple(norm_phrase(name).split())
-    generic = _index().get(key)
+    index = _index()[0]
+    generic = index.get(key)
     if generic is None and key and key[-1].endswith("s"):
-        generic = _index().get((*key[:-1], key[-1][:-1]))
+        generic = index.get((*key[:-1], key[-1][:-1]))
     return generic or None
 
 

@@ -13,10 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
-
-#: Longest surface form, in tokens; bounds the inner matching loop.
-_MAX_SPAN = 10
+from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix_set, read_table, tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +65,7 @@ class _Lexicon:
                 # First definition wins so the file order resolves overlaps deterministically.
                 self.surfaces.setdefault(key, concept)
                 self.vocab.update(key)
+        self.prefixes = prefix_set(self.surfaces)
 
     def token_key(self, tok: Token) -> str:
         """Lookup form with a plural fallback restricted to lexicon words."""
@@ -95,30 +93,27 @@ def lexicon_concepts() -> list[ConceptInfo]:
     return list(_lexicon().concepts.values())
 
 
+def surfaces_by_category(category: str) -> dict[str, str]:
+    """Normalised surface form -> concept, for every concept of one category (e.g. "body_site")."""
+    lex = _lexicon()
+    return {
+        " ".join(key): concept
+        for key, concept in lex.surfaces.items()
+        if lex.concepts[concept].category == category
+    }
+
+
 def match_tokens(text: str, tokens: list[Token]) -> list[Mention]:
     """Longest-match lexicon lookup over an already tokenised text."""
     lex = _lexicon()
     keys = [lex.token_key(t) for t in tokens]
     out: list[Mention] = []
-    i = 0
-    n = len(tokens)
-    while i < n:
-        found: tuple[int, str] | None = None
-        for j in range(min(n, i + _MAX_SPAN), i, -1):
-            concept = lex.surfaces.get(tuple(keys[i:j]))
-            if concept is not None:
-                found = (j, concept)
-                break
-        if found is None:
-            i += 1
-            continue
-        j, concept = found
+    for i, j, concept in longest_matches(text, tokens, keys, lex.surfaces, lex.prefixes):
         info = lex.concepts[concept]
         start, end = tokens[i].start, tokens[j - 1].end
         out.append(
             Mention(start, end, text[start:end], concept, info.category, info.red_flag, info.triage_hint)
         )
-        i = j
     return out
 
 

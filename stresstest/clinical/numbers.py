@@ -263,6 +263,14 @@ def find_quantities(text: str) -> list[Quantity]:
                 emit(i, j + 1, None, " ".join(x.text for x in ws[i + 1 : j + 1]), anchor, "time")
                 i = j + 1
                 continue
+        # "2 drinks a day", "10 cigarettes per day": the rate of the quantity just before.
+        if w in ("a", "an", "per", "each", "every") and out and i > 0 and out[-1].end == ws[i - 1].end \
+                and out[-1].kind in ("count", "dose"):
+            per = _period(ws, i)
+            if per is not None:
+                emit(i, per[1], 1.0, " ".join(x.text for x in ws[i : per[1]]), per[0], "frequency")
+                i = per[1]
+                continue
         # A number (digits, words, "a"/"an" before a time unit, "half", "a couple of").
         start = i
         value: float | None = None

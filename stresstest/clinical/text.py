@@ -78,3 +78,66 @@ def tokenize(text: str) -> list[Token]:
 def norm_phrase(text: str) -> str:
     """Normalised phrase: lookup forms of the tokens joined by single spaces."""
     return " ".join(t.norm for t in tokenize(text))
+
+
+_JOIN_GAP = re.compile(r"[\s\-/]*")
+
+
+def joinable(text: str, tokens: list[Token], i: int, j: int) -> bool:
+    """True when tokens[i:j] are separated only by spaces, hyphens or slashes.
+
+    Multi-word terms must not match across punctuation ("sodium, oxalate").
+    """
+    return all(_JOIN_GAP.fullmatch(text, tokens[k].end, tokens[k + 1].start) for k in range(i, j - 1))
+
+
+def longest_matches(
+    text: str,
+    tokens: list[Token],
+    keys: list[str],
+    table: dict[tuple[str, ...], str],
+    prefixes: frozenset[tuple[str, ...]],
+) -> list[tuple[int, int, str]]:
+    """Non-overlapping longest matches of ``table`` keys over ``keys`` (one per token), left to right.
+
+    Args:
+        text: The text the tokens index into (to refuse matches across punctuation).
+        tokens: Its tokens.
+        keys: Lookup form of each token.
+        table: Token-tuple -> value.
+        prefixes: Every proper and full prefix of every table key (lets the scan stop early).
+
+    Returns:
+        (first token, one past last token, value) triples in text order.
+    """
+    out: list[tuple[int, int, str]] = []
+    n = len(tokens)
+    i = 0
+    while i < n:
+        best: tuple[int, str] | None = None
+        j = i + 1
+        while j <= n:
+            if j - i > 1 and not _JOIN_GAP.fullmatch(text, tokens[j - 2].end, tokens[j - 1].start):
+                break
+            key = tuple(keys[i:j])
+            if key not in prefixes:
+                break
+            value = table.get(key)
+            if value is not None:
+                best = (j, value)
+            j += 1
+        if best is None:
+            i += 1
+            continue
+        out.append((i, best[0], best[1]))
+        i = best[0]
+    return out
+
+
+def prefix_set(keys: object) -> frozenset[tuple[str, ...]]:
+    """All non-empty prefixes of the given token tuples."""
+    out: set[tuple[str, ...]] = set()
+    for key in keys:  # type: ignore[attr-defined]
+        for n in range(1, len(key) + 1):
+            out.add(tuple(key[:n]))
+    return frozenset(out)

@@ -1,0 +1,658 @@
+"""The deterministic ``rules`` structurer: transcript -> schema S with exact evidence.
+
+A fully traceable baseline built on :mod:`stresstest.clinical`. Every claim and
+flag cites quotes that are exact substrings of the input (the sentence around
+the mention, capped to a window in unpunctuated ASR text, plus the answer for
+dialogue questions). Pure, deterministic and fast (no model, no I/O after the
+data tables are loaded).
+
+Claims
+    * symptoms / findings / history / social / risk concepts from the lexicon,
+      one claim per (category, concept); "pain" next to a body site composes
+      "<site> pain"; family members in the sentence make it ``family_history``;
+    * status: present if any mention is asserted present, else absent if any is
+      negated (or answered "no"), else uncertain; questions with no readable
+      answer assert nothing;
+    * value/unit (dose, count, measure such as "3 flights of stairs", "7 out of
+      10") and time (duration, onset anchor or frequency) from quantities in
+      the same sentence or the answer; laterality from left/right/both next to
+      a body site;
+    * medications (concept = generic name) with dose and frequency; drugs in a
+      prescribing sentence are ``plan`` claims; allergies ("allergic to
+      penicillin") are ``allergy`` claims and never medication claims.
+
+Flags
+    red-flag symptom present -> ``red_flag`` (plus composite red flags: chest
+    pain at rest or radiating, shortness of breath at rest, GI bleeding with
+    dizziness/fainting, fever with neck stiffness); allergy present ->
+    ``allergy``; high-risk drug class -> ``high_risk_medication``; any other
+    present medication -> ``current_medication``; suicidal ideation / self-harm
+    -> ``self_harm_risk``; current smoking, heavy alcohol, recreational drug
+    use -> ``social_risk``.
+
+Triage rule (documented, deterministic)
+    1. ``emergency`` if any present red flag has an emergency hint
+       (hemoptysis, hematemesis, stridor, cyanosis, suicidal ideation...) or a
+       composite emergency red flag is present;
+    2. ``urgent`` if any other red flag is present, or a present symptom has an
+       acute onset (duration in minutes/hours, at most 2 days, or anchored to
+       today / yesterday / last night / this morning);
+    3. ``routine`` otherwise.
+    ``field_evidence["triage"]`` quotes what drove the level (for routine: the
+    chief complaint's quote, when there is one).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, field
+from importlib import metadata, resources
+
+from stresstest.clinical.drugs import high_risk_class, match_drug_tokens
+from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, surfaces_by_category
+from stresstest.clinical.negation import Assertion, ContextAnalyzer
+from stresstest.clinical.numbers import Quantity, find_quantities
+from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+
+#: Bump on any behaviour change: it is part of the structure cache key.
+RULES_VERSION = 1
+
+# Sentences longer than this (run-on ASR text) are quoted as a window around the mention.
+_MAX_QUOTE_TOKENS = 30
+_QUOTE_SIDE = 12
+_QTY_WINDOW = 8  # tokens between a mention and a quantity that may belong to it
+
+_CATEGORY = {
+    "symptom": "symptom", "finding": "finding", "history": "history", "social": "social", "risk": "symptom",
+}
+_PAIN_WORDS = frozenset({"pain", "pains", "painful", "ache", "aches", "aching", "hurts", "hurt", "hurting",
+                         "sore", "soreness", "discomfort", "tender"})
+_SITE_PAIN = {
+    "chest": "chest pain", "abdomen": "abdominal pain", "back": "back pain", "neck": "neck pain",
+    "head": "headache", "throat": "sore throat", "knee": "knee pain", "hip": "hip pain",
+    "shoulder": "shoulder pain", "ankle": "ankle pain", "foot": "foot pain", "wrist": "wrist pain",
+    "hand": "hand pain", "elbow": "elbow pain", "leg": "leg pain", "arm": "arm pain",
+}
+_FAMILY = frozenset({"mother", "mom", "mum", "father", "dad", "sister", "brother", "sisters", "brothers",
+                     "parents", "parent", "grandmother", "grandfather", "grandma", "grandpa", "aunt", "uncle",
+                     "cousin", "siblings", "sibling", "family", "son", "daughter", "aunts", "uncles",
+                     "cousins",
+                     "grandparents", "sons", "daughters", "mother's", "father's", "mom's", "dad's", "mum's"})
+_ALLERGY_CUES = frozenset({"allergic", "allergy", "allergies", "anaphylaxis", "anaphylactic"})
+_PLAN_CUES = ("prescribe", "prescribing", "i'll give you", "we'll start", "we will start", "i'll start you",
+              "start you on", "recommend", "i'd like you to take", "we can try", "we could try", "i'll send")
+_FORMER_CUES = frozenset({"quit", "quitted", "stopped", "former", "ex", "used"})
+_REST_CUES = ("at rest", "while resting", "when resting", "when i'm resting", "sitting down", "sitting still",
+              "lying down", "doing nothing", "not doing anything", "even at rest", "all the time")
+_RADIATION = frozenset({"radiate", "radiates", "radiating", "radiated", "spreads", "spreading", "spread",
+                        "travels", "moves", "goes"})
+_RADIATION_SITES = frozenset({"arm", "arms", "jaw", "neck", "shoulder", "shoulders", "back"})
+_HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily", "a bottle", "binge",
+                "too much")
+_DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
+_GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
+_ACUTE_ANCHORS = frozenset({"today", "yesterday", "last night", "this morning", "tonight", "this afternoon",
+                            "this evening"})
+
+
+@dataclass
+class _Group:
+    """All mentions of one (category, concept), accumulated in text order."""
+
+    category: str
+    concept: str
+    mentions: list[tuple[Mention, Assertion]] = field(default_factory=list)
+    red_flag: bool = False
+    triage_hint: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=1)
+def _site_words() -> dict[str, str]:
+    return {k: v for k, v in surfaces_by_category("body_site").items() if " " not in k}
+
+
+@functools.lru_cache(maxsize=1)
+def _allergens() -> dict[tuple[str, ...], str]:
+    return {tuple(norm_phrase(r[0]).split()): r[1] for r in read_table("allergens.tsv") if len(r) >= 2}
+
+
+def rules_fingerprint() -> str:
+    """sha256 of the rules version, every shipped clinical data file and the drug dictionary version."""
+    h = hashlib.sha256(f"rules-{RULES_VERSION}".encode())
+    data = resources.files("stresstest.clinical").joinpath("data")
+    for entry in sorted(data.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".tsv"):
+            h.update(entry.name.encode())
+            h.update(entry.read_bytes())
+    try:
+        h.update(metadata.version("drug-named-entity-recognition").encode())
+    except metadata.PackageNotFoundError:  # pragma: no cover - it is a hard dependency
+        h.update(b"no-drug-ner")
+    return h.hexdigest()
+
+
+def _fmt_num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def _fmt_value(q: Quantity) -> str:
+    assert q.value is not None  # callers check; internal invariant, not user input
+    return _fmt_num(q.value) + (f"-{_fmt_num(q.value_max)}" if q.value_max is not None else "")
+
+
+def _fmt_qty(q: Quantity) -> str:
+    if q.value is None:
+        anchor = q.unit_canonical or ""
+        return anchor if anchor.startswith(("last", "this", "yesterday")) else f"since {anchor}"
+    val = _fmt_value(q)
+    return f"{val} {q.unit_canonical}" if q.unit_canonical else val
+
+
+class _Extractor:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens: list[Token] = tokenize(text)
+        self.words = [t.norm for t in self.tokens]
+        self.ctx = ContextAnalyzer(text, self.tokens)
+        self.quantities = find_quantities(text)
+        self.qty_tok = [self._tok_index(q.start) for q in self.quantities]
+
+    # ---- token / sentence helpers
+    def _tok_index(self, char: int) -> int:
+        import bisect
+
+        return max(0, bisect.bisect_right(self.ctx.starts, char) - 1)
+
+    def span(self, m: Mention) -> tuple[int, int]:
+        i = self._tok_index(m.start)
+        j = self._tok_index(m.end - 1) + 1
+        return i, j
+
+    def sentence_of(self, tok: int) -> int:
+        return self.ctx.sent_id[tok]
+
+    def sentence_bounds(self, s: int) -> tuple[int, int]:
+        lo = self.ctx.sent_start[s]
+        hi = self.ctx.sent_start[s + 1] if s + 1 < len(self.ctx.sent_start) else len(self.tokens)
+        while lo < hi and lo in self.ctx.skip:
+            lo += 1  # never quote a speaker label as part of the sentence
+        return lo, hi
+
+    def quote(self, i: int, j: int, lo: int, hi: int) -> str:
+        """Exact substring: the sentence [lo, hi) around tokens [i, j), capped for run-on text."""
+        if hi - lo > _MAX_QUOTE_TOKENS:
+            lo = max(lo, i - _QUOTE_SIDE)
+            hi = min(hi, j + _QUOTE_SIDE)
+        return self.text[self.tokens[lo].start : self.tokens[hi - 1].end]
+
+    def evidence(self, m: Mention, a: Assertion) -> list[str]:
+        i, j = self.span(m)
+        s = self.sentence_of(i)
+        lo, hi = self.sentence_bounds(s)
+        quotes = [self.quote(i, j, lo, hi)]
+        if a.source == "answer" and a.cue_start is not None:
+            k = self._tok_index(a.cue_start)
+            s2 = self.sentence_of(k)
+            lo2, hi2 = self.sentence_bounds(s2)
+            if s2 != s and lo2 < hi2:
+                quotes.append(self.quote(k, k + 1, lo2, min(hi2, lo2 + _MAX_QUOTE_TOKENS)))
+        return quotes
+
+    def sentence_text_norm(self, s: int) -> str:
+        lo, hi = self.sentence_bounds(s)
+        return " " + " ".join(self.words[lo:hi]) + " "
+
+    def scope_sentences(self, m: Mention, a: Assertion) -> list[int]:
+        s = self.sentence_of(self.span(m)[0])
+        out = [s]
+        if a.source == "answer" and a.cue_start is not None:
+            s2 = self.sentence_of(self._tok_index(a.cue_start))
+            if s2 != s:
+                out.append(s2)
+        return out
+
+    # ---- attributes
+    def quantities_near(self, m: Mention, a: Assertion, after_only: bool = False) -> list[Quantity]:
+        i, j = self.span(m)
+        sents = self.scope_sentences(m, a)
+        out: list[tuple[int, Quantity]] = []
+        for q, k in zip(self.quantities, self.qty_tok, strict=True):
+            s = self.sentence_of(min(k, len(self.tokens) - 1))
+            if s not in sents:
+                continue
+            if s == sents[0]:
+                if after_only and k < j:
+                    continue
+                dist = (i - k) if k < i else (k - j)
+                if k >= i and k < j:
+                    continue  # inside the mention itself ("type 2 diabetes")
+                if dist > _QTY_WINDOW:
+                    continue
+                out.append((dist, q))
+            else:
+                out.append((_QTY_WINDOW + 1 + k, q))  # in the answer: after same-sentence ones
+        return [q for _, q in sorted(out, key=lambda t: (t[0], t[1].start))]
+
+    def laterality(self, m: Mention) -> str | None:
+        i, j = self.span(m)
+        s = self.sentence_of(i)
+        lo, hi = self.sentence_bounds(s)
+        sites = _site_words()
+        found: set[str] = set()
+        for k in range(max(lo, i - 4), min(hi, j + 4)):
+            w = self.words[k]
+            if w not in ("left", "right", "both", "bilateral"):
+                continue
+            nxt = self.words[k + 1 : min(hi, k + 3)]
+            if w == "bilateral" or any(x in sites or x in ("side", "sided", "sides") for x in nxt):
+                found.add("bilateral" if w in ("both", "bilateral") else w)
+        if "bilateral" in found or {"left", "right"} <= found:
+            return "bilateral"
+        return next(iter(sorted(found)), None)
+
+
+def _compose_pain(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """'pain' / 'hurts' near a body site that no lexicon surface covered -> '<site> pain'."""
+    covered = [False] * len(ex.tokens)
+    for m in mentions:
+        if m.category == "body_site":
+            continue  # sites are what we pair with, not what blocks pairing
+        i, j = ex.span(m)
+        for k in range(i, j):
+            covered[k] = True
+    sites = _site_words()
+    out: list[Mention] = []
+    used: set[int] = set()
+    for k, w in enumerate(ex.words):
+        if w not in _PAIN_WORDS or covered[k] or k in used:
+            continue
+        s = ex.sentence_of(k)
+        lo, hi = ex.sentence_bounds(s)
+        best: tuple[int, int] | None = None
+        for d in range(1, 6):
+            for kk in (k + d, k - d):
+                if lo <= kk < hi and ex.words[kk] in sites and not covered[kk]:
+                    best = (kk, d)
+                    break
+            if best:
+                break
+        if best is None:
+            continue
+        kk = best[0]
+        site = sites[ex.words[kk]]
+        concept = _SITE_PAIN.get(site, f"{site} pain")
+        info = concept_info(concept)
+        a, b = min(k, kk), max(k, kk)
+        start, end = ex.tokens[a].start, ex.tokens[b].end
+        out.append(Mention(start, end, ex.text[start:end], concept, "symptom",
+                           bool(info and info.red_flag), info.triage_hint if info else None))
+        used.update(range(a, b + 1))
+    return out
+
+
+def _is_family(ex: _Extractor, m: Mention) -> bool:
+    i, _ = ex.span(m)
+    s = ex.sentence_of(i)
+    lo, _hi = ex.sentence_bounds(s)
+    _, j = ex.span(m)
+    _lo, hi = ex.sentence_bounds(s)
+    near = ex.words[max(lo, i - 8) : i] + ex.words[j : min(hi, j + 4)]
+    if any(w in _FAMILY for w in near):
+        return True
+    # Answer to "any family history of ...?": the family word comes in the answer sentence.
+    return "family history" in ex.sentence_text_norm(s)
+
+
+def _allergy_context(ex: _Extractor, tok: int) -> bool:
+    """True when the token sits in an allergy statement or the answer to an allergy question."""
+    s = ex.sentence_of(tok)
+    lo, hi = ex.sentence_bounds(s)
+    if any(w in _ALLERGY_CUES for w in ex.words[max(lo, tok - 8) : min(hi, tok + 3)]):
+        return True
+    # Answer to "Any allergies?", which may take two sentences ("Yeah, I do. Penicillin.").
+    for back in (1, 2):
+        q = s - back
+        if q < 0:
+            break
+        if ex.ctx.ends_q[q]:
+            plo, phi = ex.sentence_bounds(q)
+            return any(w in _ALLERGY_CUES for w in ex.words[plo:phi]) and tok - phi <= 16
+    return False
+
+
+def _find_allergens(ex: _Extractor, drugs: list[Mention]) -> tuple[list[Mention], set[int]]:
+    """Allergen mentions (drugs and common non-drug allergens) in allergy context."""
+    out: list[Mention] = []
+    consumed: set[int] = set()
+    for idx, d in enumerate(drugs):
+        if _allergy_context(ex, ex.span(d)[0]):
+            out.append(Mention(d.start, d.end, d.surface, d.concept, "allergy"))
+            consumed.add(idx)
+    table = _allergens()
+    drug_toks = {k for d in drugs for k in range(*ex.span(d))}
+    k = 0
+    n = len(ex.tokens)
+    while k < n:
+        hit = None
+        for ln in (2, 1):
+            key = tuple(ex.words[k : k + ln])
+            if len(key) == ln and key in table and k not in drug_toks:
+                hit = (ln, table[key])
+                break
+        if hit and _allergy_context(ex, k):
+            ln, canon = hit
+            start, end = ex.tokens[k].start, ex.tokens[k + ln - 1].end
+            out.append(Mention(start, end, ex.text[start:end], canon, "allergy"))
+            k += ln
+        else:
+            k += 1
+    out.sort(key=lambda m: m.start)
+    return out, consumed
+
+
+def _no_allergy_statements(ex: _Extractor) -> list[Mention]:
+    """'allergies' / 'allergic' cue tokens, used for 'no allergies' (absent) claims."""
+    out = []
+    for k, w in enumerate(ex.words):
+        if w in ("allergies", "allergic", "nkda"):
+            t = ex.tokens[k]
+            out.append(Mention(t.start, t.end, t.text, "allergies", "allergy"))
+    return out
+
+
+def _aggregate_status(items: list[tuple[Mention, Assertion]]) -> str | None:
+    statuses = [a.status for _, a in items if a.source != "unanswered"]
+    if not statuses:
+        return None
+    for st in ("present", "absent", "uncertain"):
+        if st in statuses:
+            return st
+    return None  # pragma: no cover
+
+
+def _supporting(items: list[tuple[Mention, Assertion]], status: str) -> list[tuple[Mention, Assertion]]:
+    return [(m, a) for m, a in items if a.status == status and a.source != "unanswered"]
+
+
+def _has_any(norm: str, phrases: tuple[str, ...]) -> bool:
+    return any(f" {p} " in norm for p in phrases)
+
+
+def extract_record(transcript: str) -> ClinicalRecord:
+    """Structure one transcript into schema S, deterministically, with exact evidence.
+
+    Args:
+        transcript: The transcript text (human reference or ASR hypothesis),
+            with or without punctuation and speaker labels.
+
+    Returns:
+        A valid :class:`ClinicalRecord`; every ``field_evidence`` quote is an
+        exact substring of ``transcript``; claims are ``c1..`` and flags
+        ``f1..`` in text order.
+    """
+    ex = _Extractor(transcript)
+    all_mentions = match_tokens(transcript, ex.tokens)
+    drug_mentions = match_drug_tokens(transcript, ex.tokens)
+    lex_mentions = [m for m in all_mentions if m.category != "body_site"]
+    lex_mentions += _compose_pain(ex, all_mentions)
+    allergens, consumed = _find_allergens(ex, drug_mentions)
+    # Lexicon mentions that are the allergen itself (e.g. "cats") are not symptoms.
+    allergen_spans = [(a.start, a.end) for a in allergens]
+
+    groups: dict[tuple[str, str], _Group] = {}
+
+    def add(category: str, concept: str, m: Mention, red: bool = False, hint: str | None = None) -> _Group:
+        g = groups.get((category, concept))
+        if g is None:
+            g = groups[(category, concept)] = _Group(category, concept, red_flag=red, triage_hint=hint)
+        g.mentions.append((m, ex.ctx.assertion(m)))
+        return g
+
+    for m in sorted(lex_mentions, key=lambda x: x.start):
+        if any(a <= m.start < b for a, b in allergen_spans):
+            continue
+        category = _CATEGORY.get(m.category, "symptom")
+        if category == "history" and _is_family(ex, m):
+            category = "family_history"
+        add(category, m.concept, m, m.red_flag and category == "symptom", m.triage_hint)
+    for idx, d in enumerate(drug_mentions):
+        if idx in consumed:
+            continue
+        s = ex.sentence_of(ex.span(d)[0])
+        category = "plan" if _has_any(ex.sentence_text_norm(s), _PLAN_CUES) else "medication"
+        add(category, d.concept, d)
+    for a in allergens:
+        add("allergy", a.concept, a)
+    if not allergens:
+        for a in _no_allergy_statements(ex):
+            asr = ex.ctx.assertion(a)
+            if asr.status == "absent":
+                g = groups.setdefault(("allergy", "allergies"), _Group("allergy", "allergies"))
+                g.mentions.append((a, asr))
+
+    claims: list[tuple[int, Claim, list[str], _Group]] = []
+    for g in groups.values():
+        status = _aggregate_status(g.mentions)
+        if status is None:
+            continue
+        support = _supporting(g.mentions, status)
+        first_m, first_a = support[0]
+        evidence: list[str] = []
+        for m, a in support[:2]:
+            for q in ex.evidence(m, a):
+                if q not in evidence:
+                    evidence.append(q)
+        value = unit = time = None
+        for m, a in support:
+            qs = ex.quantities_near(m, a, after_only=g.category in ("medication", "plan"))
+            for q in qs:
+                if q.kind in ("time", "frequency") and time is None:
+                    time = _fmt_qty(q)
+                elif q.kind in ("dose", "count", "measure") and value is None and q.value is not None:
+                    if q.unit_canonical is None and g.category not in ("medication", "plan", "social"):
+                        continue  # a bare number next to a symptom is rarely its value
+                    value = _fmt_value(q)
+                    unit = q.unit_canonical
+            if value is not None or time is not None:
+                break
+        if g.category == "social" and status == "present":
+            norm = " ".join(ex.sentence_text_norm(s) for m, a in support for s in ex.scope_sentences(m, a))
+            if any(f" {w} " in norm for w in _FORMER_CUES) and g.concept == "smoking":
+                g.extra["former"] = "1"
+                value = value or "former"
+            if g.concept == "alcohol" and _has_any(norm, _HEAVY_DRINK):
+                g.extra["heavy"] = "1"
+            if g.concept == "alcohol" and unit in _DRINK_UNITS and value:
+                try:
+                    n = float(value.split("-")[-1])
+                except ValueError:
+                    n = 0.0
+                per_week = time is not None and "week" in time
+                if (per_week and n >= 14) or (not per_week and time is not None and n >= 4):
+                    g.extra["heavy"] = "1"
+        laterality = None
+        if g.category in ("symptom", "finding"):
+            for m, _a in support:
+                laterality = ex.laterality(m)
+                if laterality:
+                    break
+        claim = Claim(id="", category=g.category, concept=g.concept, status=status,  # type: ignore[arg-type]
+                      value=value, unit=unit, time=time, laterality=laterality)  # type: ignore[arg-type]
+        claims.append((first_m.start, claim, evidence, g))
+
+    claims.sort(key=lambda t: (t[0], t[1].category, t[1].concept))
+    record_claims: list[Claim] = []
+    field_evidence: dict[str, list[str]] = {}
+    present_by_concept: dict[str, tuple[Claim, list[str], _Group]] = {}
+    for n, (_, claim, evidence, g) in enumerate(claims, start=1):
+        claim = claim.model_copy(update={"id": f"c{n}"})
+        record_claims.append(claim)
+        field_evidence[claim.id] = evidence
+        if claim.status == "present":
+            present_by_concept.setdefault(claim.concept, (claim, evidence, g))
+
+    # ---- safety flags
+    # (text position, kind, name, detail, evidence, triage hint)
+    flag_rows: list[tuple[int, str, str, str | None, list[str], str | None]] = []
+
+    def flag(
+        kind: str, name: str, detail: str | None, ev: list[str], g: _Group, hint: str | None = None
+    ) -> None:
+        pos = _supporting(g.mentions, "present")[0][0].start if _supporting(g.mentions, "present") else 0
+        flag_rows.append((pos, kind, name, detail, ev, hint))
+
+    for claim, evidence, g in present_by_concept.values():
+        amount = f"{claim.value} {claim.unit or ''}".strip() if claim.value else None
+        det_parts = [p for p in (amount, claim.time) if p]
+        detail = "; ".join(det_parts) or None
+        if claim.category == "symptom" and g.red_flag:
+            if claim.concept in ("suicidal ideation", "self-harm"):
+                flag("self_harm_risk", claim.concept, detail, evidence, g, g.triage_hint)
+            else:
+                flag("red_flag", claim.concept, detail, evidence, g, g.triage_hint)
+        elif claim.category == "symptom" and claim.concept in ("suicidal ideation", "self-harm"):
+            flag("self_harm_risk", claim.concept, detail, evidence, g, g.triage_hint)
+        elif claim.category == "allergy":
+            reaction = _reaction(ex, g)
+            flag("allergy", claim.concept, reaction, evidence, g)
+        elif claim.category == "medication":
+            cls = high_risk_class(claim.concept)
+            if cls is not None:
+                flag("high_risk_medication", claim.concept, "; ".join([cls, *det_parts]), evidence, g)
+            else:
+                flag("current_medication", claim.concept, detail, evidence, g)
+        elif claim.category == "social":
+            if claim.concept == "smoking" and "former" not in g.extra:
+                flag("social_risk", "smoking", detail, evidence, g)
+            elif claim.concept == "alcohol" and "heavy" in g.extra:
+                flag("social_risk", "heavy alcohol use", detail, evidence, g)
+            elif claim.concept == "recreational drug use":
+                flag("social_risk", "recreational drug use", detail, evidence, g)
+
+    for name, hint, ev, g in _composite_red_flags(ex, present_by_concept):
+        flag("red_flag", name, None, ev, g, hint)
+
+    flag_rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    flags: list[SafetyFlag] = []
+    seen: set[tuple[str, str]] = set()
+    triage_drivers: list[tuple[str, str, list[str]]] = []  # level, name, evidence
+    for pos_kind in flag_rows:
+        _, kind, name, detail, ev, hint = pos_kind
+        if (kind, name) in seen:
+            continue
+        seen.add((kind, name))
+        f = SafetyFlag(id=f"f{len(flags) + 1}", kind=kind, name=name, detail=detail)  # type: ignore[arg-type]
+        flags.append(f)
+        field_evidence[f.id] = ev
+        if kind in ("red_flag", "self_harm_risk"):
+            triage_drivers.append(("emergency" if hint == "emergency" else "urgent", name, ev))
+
+    # ---- triage
+    chief = next((c for c in record_claims if c.category == "symptom" and c.status == "present"), None)
+    level = "routine"
+    driving: list[tuple[str, list[str]]] = []
+    if any(lv == "emergency" for lv, _, _ in triage_drivers):
+        level = "emergency"
+        driving = [(nm, ev) for lv, nm, ev in triage_drivers if lv == "emergency"]
+    elif triage_drivers:
+        level = "urgent"
+        driving = [(nm, ev) for _, nm, ev in triage_drivers]
+    else:
+        acute = [
+            c for c in record_claims
+            if c.category == "symptom" and c.status == "present" and _is_acute(c.time)
+        ]
+        if acute:
+            level = "urgent"
+            driving = [(f"{c.concept} ({c.time})", field_evidence[c.id]) for c in acute]
+    if driving:
+        names = ", ".join(nm for nm, _ in driving[:4])
+        why = "present emergency red flag" if level == "emergency" else (
+            "present red flag" if triage_drivers else "acute onset")
+        rationale = f"{level}: {why}: {names}."
+        tri_ev: list[str] = []
+        for _, ev in driving:
+            for q in ev[:1]:
+                if q not in tri_ev:
+                    tri_ev.append(q)
+    else:
+        rationale = "routine: no red flag and no acute onset documented."
+        tri_ev = field_evidence.get(chief.id, [])[:1] if chief else []
+    if tri_ev:
+        field_evidence["triage"] = tri_ev
+
+    # Guarantee the exact-substring contract even if a helper above misbehaves.
+    field_evidence = {k: [q for q in v if q and q in transcript] for k, v in field_evidence.items()}
+    return ClinicalRecord(
+        chief_complaint=chief.concept if chief else None,
+        triage=Triage(level=level, rationale=rationale),  # type: ignore[arg-type]
+        claims=record_claims,
+        safety_flags=flags,
+        field_evidence=field_evidence,
+    )
+
+
+def _is_acute(time: str | None) -> bool:
+    if not time:
+        return False
+    if time in _ACUTE_ANCHORS or time.replace("since ", "") in _ACUTE_ANCHORS:
+        return True
+    parts = time.split()
+    if len(parts) != 2:
+        return False
+    try:
+        value = float(parts[0].split("-")[-1])
+    except ValueError:
+        return False
+    unit = parts[1]
+    return unit in ("minutes", "hours", "seconds") or (unit == "days" and value <= 2)
+
+
+def _reaction(ex: _Extractor, g: _Group) -> str | None:
+    """Reaction named after the allergen in its sentence ('gives me hives')."""
+    for m, a in _supporting(g.mentions, "present"):
+        for s in ex.scope_sentences(m, a):
+            lo, hi = ex.sentence_bounds(s)
+            seg = ex.text[ex.tokens[lo].start : ex.tokens[hi - 1].end] if hi > lo else ""
+            for r in match_tokens(seg, tokenize(seg)):
+                if r.category in ("symptom", "finding") and r.concept != g.concept:
+                    return r.concept
+    return None
+
+
+def _composite_red_flags(
+    ex: _Extractor, present: dict[str, tuple[Claim, list[str], _Group]]
+) -> list[tuple[str, str, list[str], _Group]]:
+    """Red flags that need a modifier or a combination of present concepts."""
+    out: list[tuple[str, str, list[str], _Group]] = []
+
+    def sent_norms(g: _Group) -> list[str]:
+        return [ex.sentence_text_norm(s) for m, a in _supporting(g.mentions, "present")
+                for s in ex.scope_sentences(m, a)]
+
+    if "chest pain" in present:
+        claim, ev, g = present["chest pain"]
+        norms = sent_norms(g)
+        if any(_has_any(nm, _REST_CUES) for nm in norms):
+            out.append(("chest pain at rest", "emergency", ev, g))
+        if any(any(f" {r} " in nm for r in _RADIATION) and any(f" {s} " in nm for s in _RADIATION_SITES)
+               for nm in norms):
+            out.append(("radiating chest pain", "emergency", ev, g))
+    if "shortness of breath" in present and "shortness of breath at rest" not in present:
+        claim, ev, g = present["shortness of breath"]
+        if any(_has_any(nm, ("at rest", "while resting", "when resting", "even resting", "sitting still",
+                              "doing nothing")) for nm in sent_norms(g)):
+            out.append(("shortness of breath at rest", "emergency", ev, g))
+    bleed = sorted(_GI_BLEED & present.keys())
+    faint = sorted({"dizziness", "fainting"} & present.keys())
+    if bleed and faint:
+        _, ev1, g = present[bleed[0]]
+        ev2 = present[faint[0]][1]
+        out.append((f"{bleed[0]} with {faint[0]}", "emergency", ev1[:1] + ev2[:1], g))
+    if "fever" in present and "neck stiffness" in present:
+        _, ev1, g = present["neck stiffness"]
+        out.append(("fever with neck stiffness", "emergency", present["fever"][1][:1] + ev1[:1], g))
+    return out

@@ -1,0 +1,174 @@
+"""The deterministic ``rules`` structurer: schema validity, exact evidence, negation, drugs, triage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stresstest.structure import rules
+from stresstest.structure.rules import extract_record, rules_fingerprint
+from stresstest.structure.schema import ClinicalRecord
+
+CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
+# Ten real interviews across the five OSCE specialties (plus one general case).
+OSCE_IDS = ["CAR0001", "CAR0002", "DER0001", "GAS0001", "GAS0002", "GEN0001", "MSK0001", "MSK0004",
+            "RES0002", "RES0007"]
+
+
+@pytest.fixture(scope="module")
+def osce_texts() -> dict[str, str]:
+    if not (CORPORA / "osce").is_dir():
+        pytest.skip(f"OSCE corpus not found at {CORPORA / 'osce'} (real corpora live in ../shared/corpora)")
+    from stresstest.corpus import load_corpus
+
+    encs = load_corpus("osce", CORPORA / "osce", ids=OSCE_IDS)
+    assert [e.encounter_id for e in encs] == sorted(OSCE_IDS)
+    return {e.encounter_id: e.reference_text() for e in encs}
+
+
+def _check_record(text: str, rec: ClinicalRecord) -> None:
+    ClinicalRecord.model_validate(rec.model_dump(mode="json"))
+    assert [c.id for c in rec.claims] == [f"c{i}" for i in range(1, len(rec.claims) + 1)]
+    assert [f.id for f in rec.safety_flags] == [f"f{i}" for i in range(1, len(rec.safety_flags) + 1)]
+    for c in rec.claims:
+        assert rec.field_evidence.get(c.id), f"claim {c.id} ({c.concept}) has no evidence"
+    for f in rec.safety_flags:
+        assert rec.field_evidence.get(f.id), f"flag {f.id} ({f.name}) has no evidence"
+    for key, quotes in rec.field_evidence.items():
+        for q in quotes:
+            assert q and q in text, f"{key}: quote is not an exact substring: {q!r}"
+
+
+def test_real_osce_records_are_valid_grounded_and_deterministic(osce_texts: dict[str, str]) -> None:
+    n_claims = 0
+    for eid, text in osce_texts.items():
+        first = extract_record(text)
+        second = extract_record(text)
+        assert first == second, eid
+        assert first.model_dump_json() == second.model_dump_json(), eid
+        _check_record(text, first)
+        n_claims += len(first.claims)
+        assert first.chief_complaint is not None, eid
+    assert n_claims >= 10 * 10  # real interviews are full of claims
+
+
+def test_real_negated_findings_come_out_absent(osce_texts: dict[str, str]) -> None:
+    # GAS0001: "have you noticed any blood in your stools?" - "No."
+    rec = extract_record(osce_texts["GAS0001"])
+    status = {(c.category, c.concept): c.status for c in rec.claims}
+    assert status[("symptom", "rectal bleeding")] == "absent"
+    assert status[("symptom", "chest pain")] == "absent"
+    # CAR0001 is a chest pain presentation: present, flagged, and at least urgent.
+    rec = extract_record(osce_texts["CAR0001"])
+    assert any(c.concept == "chest pain" and c.status == "present" for c in rec.claims)
+    assert any(f.kind == "red_flag" and f.name == "chest pain" for f in rec.safety_flags)
+    assert rec.triage.level in ("urgent", "emergency")
+
+
+def test_real_allergy_answer_is_an_allergy_not_a_medication(osce_texts: dict[str, str]) -> None:
+    # DER0001: "Do you have any allergies? Um, yeah, I do actually. Penicillin, can't take that."
+    rec = extract_record(osce_texts["DER0001"])
+    assert any(c.category == "allergy" and c.concept == "penicillin" for c in rec.claims)
+    assert any(f.kind == "allergy" and f.name == "penicillin" for f in rec.safety_flags)
+    assert not any(c.category == "medication" and c.concept == "penicillin" for c in rec.claims)
+
+
+def test_no_blood_in_the_stool_is_absent() -> None:
+    text = "I've had diarrhoea for three days. There's no blood in the stool and no black stools."
+    rec = extract_record(text)
+    status = {c.concept: c.status for c in rec.claims}
+    assert status["rectal bleeding"] == "absent"
+    assert status["melena"] == "absent"
+    assert status["diarrhea"] == "present"
+    assert not any(f.kind == "red_flag" for f in rec.safety_flags)
+    _check_record(text, rec)
+
+
+def test_trade_and_generic_names_resolve_to_one_concept() -> None:
+    text = "I take Eliquis, 5 mg twice a day. Yes, the apixaban, for my atrial fibrillation."
+    rec = extract_record(text)
+    meds = [c for c in rec.claims if c.category == "medication"]
+    assert [c.concept for c in meds] == ["apixaban"]
+    assert meds[0].value == "5" and meds[0].unit == "mg" and meds[0].time == "2 per day"
+    (flag,) = [f for f in rec.safety_flags if f.kind == "high_risk_medication"]
+    assert flag.name == "apixaban" and flag.detail is not None and flag.detail.startswith("anticoagulant")
+    a = extract_record("She is on Tylenol for the pain.")
+    b = extract_record("She is on paracetamol for the pain.")
+    assert [c.concept for c in a.claims if c.category == "medication"] == ["acetaminophen"]
+    assert [c.concept for c in b.claims if c.category == "medication"] == ["acetaminophen"]
+
+
+def test_allergy_statement_gives_claim_and_flag() -> None:
+    text = "I'm allergic to penicillin, it gives me hives. I don't take any medications."
+    rec = extract_record(text)
+    (claim,) = [c for c in rec.claims if c.category == "allergy"]
+    assert claim.concept == "penicillin" and claim.status == "present"
+    (flag,) = [f for f in rec.safety_flags if f.kind == "allergy"]
+    assert flag.name == "penicillin" and flag.detail == "rash"
+    _check_record(text, rec)
+
+
+def test_no_allergies_is_an_absent_allergy_claim_without_flag() -> None:
+    rec = extract_record("Do you have any allergies? No, none.")
+    assert [(c.category, c.concept, c.status) for c in rec.claims] == [("allergy", "allergies", "absent")]
+    assert rec.safety_flags == []
+
+
+@pytest.mark.parametrize(
+    ("text", "level", "driver"),
+    [
+        ("I get this chest pain at rest and it goes to my left arm.", "emergency", "chest pain"),
+        ("I've been coughing up blood since yesterday.", "emergency", "coughing up blood"),
+        ("I've had chest pain on and off for a month.", "urgent", "chest pain"),
+        ("The tummy pain started this morning.", "urgent", "tummy pain"),
+        ("I've had an itchy rash on my arm for three weeks.", "routine", "rash"),
+        ("There's blood in my stools and I feel dizzy when I stand.", "emergency", "blood in my stools"),
+        ("I have had thoughts of ending my life.", "emergency", "thoughts of ending my life"),
+    ],
+)
+def test_triage_rule(text: str, level: str, driver: str) -> None:
+    rec = extract_record(text)
+    assert rec.triage.level == level, rec.triage.rationale
+    assert any(driver in q for q in rec.field_evidence.get("triage", [])), rec.field_evidence
+    _check_record(text, rec)
+
+
+def test_quantities_and_laterality_attach_to_the_claim() -> None:
+    text = "I get short of breath after 3 or 4 flights of stairs. I also have pain in my left knee."
+    rec = extract_record(text)
+    sob = next(c for c in rec.claims if c.concept == "shortness of breath")
+    assert (sob.value, sob.unit) == ("3-4", "flights of stairs")
+    knee = next(c for c in rec.claims if c.concept == "knee pain")
+    assert knee.laterality == "left"
+    assert (sob.status, knee.status) == ("present", "present")
+
+
+def test_unpunctuated_lowercase_asr_text() -> None:
+    text = "um so do you have any chest pain no i don't and any cough yeah i've been coughing for two days"
+    rec = extract_record(text)
+    status = {c.concept: c for c in rec.claims}
+    assert status["chest pain"].status == "absent"
+    assert status["cough"].status == "present" and status["cough"].time == "2 days"
+    _check_record(text, rec)
+
+
+def test_social_history_flags() -> None:
+    rec = extract_record("I smoke about 10 cigarettes a day. I don't drink alcohol.")
+    claims = {c.concept: c for c in rec.claims}
+    assert claims["smoking"].status == "present" and claims["alcohol"].status == "absent"
+    assert [(f.kind, f.name) for f in rec.safety_flags] == [("social_risk", "smoking")]
+    rec = extract_record("I used to smoke but I quit ten years ago.")
+    assert not rec.safety_flags
+
+
+def test_empty_transcript_gives_a_routine_empty_record() -> None:
+    rec = extract_record("")
+    assert rec.claims == [] and rec.safety_flags == [] and rec.triage.level == "routine"
+
+
+def test_fingerprint_depends_on_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    fp = rules_fingerprint()
+    assert len(fp) == 64 and fp == rules_fingerprint()
+    monkeypatch.setattr(rules, "RULES_VERSION", rules.RULES_VERSION + 1)
+    assert rules_fingerprint() != fp
