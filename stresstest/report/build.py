@@ -65,8 +65,10 @@ def judge_description(run: RunData) -> str:
     if not scored:
         return "not computed in this run (no judge scores)"
     j = run.manifest.get("judge")
+    # Items name their judge either as a string or as an object with a model.
     models = sorted(
-        {
+        {str(it["judge"]) for it in scored if isinstance(it.get("judge"), str) and it["judge"]}
+        | {
             str(it["judge"].get("model"))
             for it in scored
             if isinstance(it.get("judge"), dict) and it["judge"].get("model")
@@ -74,7 +76,7 @@ def judge_description(run: RunData) -> str:
     )
     desc = _s(j) if j else "judge not named in the manifest"
     if models:
-        desc += f" (model {', '.join(models)})"
+        desc += f" (items name: {', '.join(models)})"
     return f"judge {desc}"
 
 
@@ -98,7 +100,7 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
             f"{_s(corpus.get('n_encounters', len(eids)))} in the manifest, {len(eids)} in items.jsonl",
         ),
         ("Conditions", ", ".join(str(c["condition"]) for c in run.conditions)),
-        ("ASR", f"{_s(asr.get('backend'))} / {_s(asr.get('model'))}"),
+        ("ASR", f"{_s(asr.get('backend'))} / {_s(asr.get('model') or asr.get('models_used'))}"),
         ("ASR decoding", _s(asr.get("decoding"))),
         ("Structuring LLM", f"{_s(st.get('backend'))} / {_s(st.get('model'))}"),
         ("Structuring decoding", _s(st.get("decoding"))),

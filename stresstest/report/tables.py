@@ -85,6 +85,16 @@ def noise_source(manifest: Mapping[str, Any], family: str) -> str:
         return spec
     if not isinstance(spec, dict):
         return ""
+    kind = spec.get("kind")
+    if kind == "builtin":
+        # Corpus subsets may sit in a builtin spec as defaults; they do not apply, so they are not shown.
+        recipes = spec.get("ambient_recipes")
+        lo, hi = spec.get("n_talkers_min"), spec.get("n_talkers_max")
+        if family == "ambient" and isinstance(recipes, list) and recipes:
+            return "built-in generators: " + ", ".join(str(r) for r in recipes)
+        if family == "babble" and lo is not None and hi is not None:
+            return f"built-in synthetic talkers ({lo}–{hi} voices)"
+        return "built-in generator"
     parts = [str(spec[k]) for k in ("corpus", "source", "kind", "generator") if isinstance(spec.get(k), str)]
     subsets = spec.get("subsets")
     if isinstance(subsets, list) and subsets:

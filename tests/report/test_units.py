@@ -127,6 +127,16 @@ def test_noise_source_description() -> None:
         == "DEMAND · OOFFICE, PCAFETER"
     )
     assert noise_source({}, "babble") == ""
+    builtin = {
+        "kind": "builtin",
+        "subsets": ["OOFFICE"],
+        "ambient_recipes": ["hvac", "drone"],
+        "n_talkers_min": 3,
+        "n_talkers_max": 7,
+    }
+    man = {"noise": {"ambient": builtin, "babble": builtin}}
+    assert noise_source(man, "ambient") == "built-in generators: hvac, drone"
+    assert noise_source(man, "babble") == "built-in synthetic talkers (3–7 voices)"
 
 
 def test_write_table_types(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -137,3 +147,14 @@ def test_write_table_types(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert str(t.schema.field("a").type) == "double" and str(t.schema.field("c").type) == "bool"
     assert t.to_pylist() == [{"a": 1.0, "b": "x", "c": True}, {"a": 2.5, "b": None, "c": None}]
     assert paths[0].read_text("utf-8") == "a,b,c\n1,x,True\n2.5,,\n"
+
+
+def test_rankdata_matches_scipy() -> None:
+    from scipy.stats import rankdata as scipy_rankdata
+
+    from stresstest.report.predictive import rankdata
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        x = rng.integers(0, 5, size=int(rng.integers(1, 40))).astype(float)
+        assert np.array_equal(rankdata(x), scipy_rankdata(x)), x
