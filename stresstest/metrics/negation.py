@@ -20,9 +20,9 @@ with the hypothesis mention of C at the aligned position (word alignment of
 
 1. exactly one side is ``absent`` (present↔absent, absent↔uncertain; the
    latter covers a "no" answer to a symptom question lost or gained), and
-2. the change is caused by words: on one side or the other, a token from
-   the deciding cue (or answer) to the mention differs between the texts (a
-   deleted, inserted or substituted word). So differences of punctuation, casing,
+2. the change is caused by words: the cue or answer that decided one side's
+   status lies on words that differ between the texts (deleted, inserted or
+   substituted: "don't" lost, "no" gained, "no" heard as "know"). So differences of punctuation, casing,
    fillers or contractions — which the alignment does not see — never count,
    even when they move a sentence boundary that the ConText scope depends on.
 
@@ -175,6 +175,13 @@ def _changed(n: int, spans: Iterable[tuple[int, int]]) -> list[bool]:
     return flags
 
 
+def _cue_changed(tt: TokenizedText, changed: list[bool], a: Assertion) -> bool:
+    if a.cue_start is None or a.cue_end is None:
+        return False
+    i, j = tt.tokens_in(a.cue_start, a.cue_end)
+    return any(changed[i:j])
+
+
 def _prefix(flags: list[bool]) -> list[int]:
     out = [0]
     for f in flags:
@@ -283,16 +290,18 @@ def mismatches_from_mentions(
         ha = ctx["hyp"].assertion(h.mention)
         if (ra.status == "absent") == (ha.status == "absent"):
             continue
-        # One region on both sides: each side's cue..mention span plus the projection of the other's.
+        # Caused by words: the cue or answer that decided a side lies on changed words (lost,
+        # gained or replaced). A flip with both cues on unchanged words comes from punctuation moving
+        # a sentence boundary, which the normalised texts do not see.
+        if not (_cue_changed(pair.ref, ref_changed, ra) or _cue_changed(pair.hyp, hyp_changed, ha)):
+            continue
+        # Quote one region on both sides: each side's cue..mention span plus the projection of the other's.
         r_i, r_j = _token_range(pair.ref, *_quote(r.mention, ra))
         h_i, h_j = _token_range(pair.hyp, *_quote(h.mention, ha))
         p_i, p_j = pair.ref_range_for_hyp(h_i, h_j)
         q_i, q_j = pair.hyp_range_for_ref(r_i, r_j)
         r_i, r_j = min(r_i, p_i), max(r_j, p_j)
         h_i, h_j = min(h_i, q_i), max(h_j, q_j)
-        # Caused by words: some token of that region differs between the texts.
-        if not (any(ref_changed[r_i:r_j]) or any(hyp_changed[h_i:h_j])):
-            continue
         rs, re_ = _widen(pair.ref, r_i, r_j, *_quote(r.mention, ra))
         hs, he = _widen(pair.hyp, h_i, h_j, *_quote(h.mention, ha))
         out.append(

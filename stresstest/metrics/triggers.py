@@ -1,0 +1,596 @@
+"""Cause-side trigger events: the transcript distortions that can change a clinical conclusion.
+
+:func:`detect_triggers` aligns a reference and a hypothesis word by word (on the
+documented normalisation, :mod:`stresstest.metrics.align`), groups adjacent
+edits into *regions*, and types each region by what it does to clinical
+content (SPEC §6, §10):
+
+``negation_flip``
+    A clinical entity's negation status changes because words changed: a cue
+    lost, gained or moved off its target ("I don't see the rash" -> "I see the
+    rash"), or a "no" answer to a symptom question dropped. Same decision as
+    NegErr (:mod:`stresstest.metrics.negation`), so the two always agree.
+``number_unit_conflict``
+    A number, dose, count, measure or frequency changes value or unit ("3 or 4
+    flights of stairs" -> "three or four steps", "twice a day" -> "twice a
+    week"). Equal values in other spellings ("3"/"three", "mg"/"milligrams")
+    are not conflicts.
+``temporal_distortion``
+    A duration or time anchor changes ("two hours" -> "two days", "since
+    Monday" -> "since Sunday", "yesterday" -> "today").
+``entity_substitution``
+    One clinical entity replaced by a different one of the same kind (drug ->
+    other drug, symptom -> other symptom, body site -> other site), a
+    laterality swap (left <-> right) or a hypo-/hyper- swap. Trade and generic
+    names of one drug are the same entity.
+``nonspeech_pollution``
+    Content absent from the reference appears in the hypothesis: an inserted
+    clinical entity or drug not mentioned nearby in the reference, or an
+    inserted run of at least three content words found nowhere near in the
+    reference (a background talker, a hallucinated phrase).
+
+Benign differences produce no event: they vanish in normalisation (casing,
+punctuation, contractions, British/American spelling, number words vs digits,
+hesitation fillers) or are filtered per region (compound splits such as
+"workup"/"work up" and "all right"/"alright", discourse fillers such as "okay",
+"you know", immediate word repetitions, function-word edits, unit spellings).
+
+Each event quotes the ORIGINAL texts (``ref_span == ref[ref_start:ref_end]``,
+likewise for the hypothesis). A side with no words in the region (a pure
+deletion or insertion) is quoted with two words of context either side so a
+reader can find the spot. The detector is deterministic: events are sorted by
+position and type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from stresstest.clinical.drugs import find_drugs
+from stresstest.clinical.lexicon import Mention, find_mentions
+from stresstest.clinical.numbers import Quantity, find_quantities
+from stresstest.metrics.align import AlignedPair, TokenizedText, align
+from stresstest.metrics.negation import entity_mentions, mismatches_from_mentions
+
+__all__ = ["TRIGGER_TYPES", "TriggerEvent", "TriggerType", "detect_triggers", "trigger_counts"]
+
+TriggerType = Literal[
+    "negation_flip",
+    "number_unit_conflict",
+    "temporal_distortion",
+    "nonspeech_pollution",
+    "entity_substitution",
+]
+#: The five trigger types, in the order reports list them.
+TRIGGER_TYPES: tuple[TriggerType, ...] = (
+    "negation_flip",
+    "number_unit_conflict",
+    "temporal_distortion",
+    "nonspeech_pollution",
+    "entity_substitution",
+)
+
+
+class TriggerEvent(BaseModel):
+    """One typed cause-side distortion with quotes of both texts.
+
+    Attributes:
+        type: one of :data:`TRIGGER_TYPES`.
+        ref_span: quote of the reference (original text).
+        hyp_span: quote of the hypothesis (original text).
+        explanation: one sentence saying what changed.
+        ref_start, ref_end: character offsets of ``ref_span`` in the reference.
+        hyp_start, hyp_end: character offsets of ``hyp_span`` in the hypothesis.
+        concept: the clinical concept involved (lexicon concept, generic drug,
+            ``laterality``, a canonical unit...), or None when there is none.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    type: TriggerType
+    ref_span: str
+    hyp_span: str
+    explanation: str
+    ref_start: int
+    ref_end: int
+    hyp_start: int
+    hyp_end: int
+    concept: str | None = None
+
+
+def trigger_counts(events: Iterable[TriggerEvent]) -> dict[str, int]:
+    """Number of events per type, with all five types present (zeros included)."""
+    counts = dict.fromkeys(TRIGGER_TYPES, 0)
+    for e in events:
+        counts[e.type] += 1
+    return counts
+
+
+# --- word classes (normalised tokens) -------------------------------------------------------------
+
+# Discourse fillers and backchannels that ASR drops or adds freely; the normaliser already removes
+# um/uh/hmm. Polarity words (no, yes, not) are NOT here: negation is judged separately.
+_FILLERS = frozenset(
+    "okay ok alright oh ah huh well so like just actually basically really right yeah yep um uh hmm mm "
+    "mhm er erm".split()
+)
+_FILLER_BIGRAMS = frozenset(
+    {("you", "know"), ("i", "mean"), ("kind", "of"), ("sort", "of"), ("all", "right")}
+)
+
+# Function words: edits confined to these carry no clinical content of their own.
+_FUNCTION = frozenset(
+    """a an the this that these those there here it its it's i me my mine we us our you your yours he him his
+    she her they them their what which who whom whose where when why how whatever whenever
+    am is are was were be been being do does did done have has had having will would shall should can could
+    may might must ca wo let lets gonna wanna gotta na
+    and or but if then than because as so of to in on at by for with from up down out over into onto about
+    off through just also too very much more most some any all each both either such only own same other
+    another again still even ever yet already not no yes yeah nope
+    go going goes went get got gets getting make made take took say said says tell told see saw seen know
+    knew think thought want wanted need needed feel felt look looking looks come came coming back
+    thing things stuff something anything nothing everything lot bit little kind sort way time
+    good great fine nice sure oh okay ok alright well like right now then today um uh hmm""".split()
+)
+
+_NUM = re.compile(r"^\$?\d+(?:\.\d+)?(?:st|nd|rd|th|%)?$")
+_WORD_NUMS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "once": "1", "twice": "2",
+}
+_TIME_WORDS = frozenset(
+    """minute minutes hour hours day days week weeks month months year years decade decades fortnight
+    yesterday today tomorrow tonight overnight morning mornings afternoon afternoons evening evenings night
+    nights weekend weekends midnight noon monday tuesday wednesday thursday friday saturday sunday
+    january february april june july august september october november december""".split()
+)
+# "am"/"pm" are clock times only after a number ("i am" is not a time).
+_CLOCK = frozenset({"am", "pm"})
+# Time words that also start greetings ("good morning") are not time expressions there.
+_GREETING = frozenset({"good"})
+_LATERALITY = {"left": "left", "right": "right", "bilateral": "bilateral", "both": "bilateral"}
+_SIDE_NOUNS = frozenset(
+    """side sided arm arms leg legs knee knees ankle ankles foot feet hand hands hip hips shoulder shoulders
+    eye eyes ear ears lung lungs kidney breast chest wrist wrists elbow elbows lower upper flank""".split()
+)
+_ENTITY_GROUPS = {
+    "medication": "medication",
+    "body_site": "body_site",
+    "symptom": "clinical",
+    "finding": "clinical",
+    "history": "clinical",
+    "risk": "clinical",
+    "social": "clinical",
+}
+# Inserted material is "absent from the reference" when not found within this many reference tokens.
+_NOVELTY_WINDOW = 40
+_POLLUTION_MIN_WORDS = 3
+_CONTEXT = 2
+
+
+def _canon(tok: str) -> str:
+    return _WORD_NUMS.get(tok, tok)
+
+
+def _strip_fillers(words: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    k = 0
+    while k < len(words):
+        if k + 1 < len(words) and (words[k], words[k + 1]) in _FILLER_BIGRAMS:
+            k += 2
+            continue
+        if words[k] not in _FILLERS:
+            out.append(_canon(words[k]))
+        k += 1
+    return out
+
+
+def _is_content(tok: str) -> bool:
+    return tok not in _FUNCTION and tok not in _FILLERS and not _NUM.match(tok) and len(tok) > 1
+
+
+# --- regions ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Region:
+    """Adjacent non-equal alignment blocks merged: reference tokens [r0, r1), hypothesis [h0, h1)."""
+
+    r0: int
+    r1: int
+    h0: int
+    h1: int
+    ref_words: list[str] = field(default_factory=list)
+    hyp_words: list[str] = field(default_factory=list)
+
+
+def _regions(pair: AlignedPair) -> list[_Region]:
+    out: list[_Region] = []
+    for o in pair.ops:
+        if o.op == "equal":
+            continue
+        if out and out[-1].r1 == o.ref_start and out[-1].h1 == o.hyp_start:
+            out[-1].r1, out[-1].h1 = o.ref_end, o.hyp_end
+        else:
+            out.append(_Region(o.ref_start, o.ref_end, o.hyp_start, o.hyp_end))
+    for g in out:
+        g.ref_words = pair.ref.words[g.r0 : g.r1]
+        g.hyp_words = pair.hyp.words[g.h0 : g.h1]
+    return out
+
+
+def _drop_repeats(words: list[str], all_words: list[str], start: int) -> list[str]:
+    """Region words minus immediate repetitions of a neighbour ("i i think", "the the")."""
+    out = []
+    for k, w in enumerate(words):
+        pos = start + k
+        prev = all_words[pos - 1] if pos > 0 else None
+        nxt = all_words[pos + 1] if pos + 1 < len(all_words) else None
+        if w != prev and w != nxt:
+            out.append(w)
+    return out
+
+
+def _is_benign(g: _Region, pair: AlignedPair) -> bool:
+    """True when the region cannot carry any trigger except a negation flip."""
+    ref = _strip_fillers(_drop_repeats(g.ref_words, pair.ref.words, g.r0))
+    hyp = _strip_fillers(_drop_repeats(g.hyp_words, pair.hyp.words, g.h0))
+    # Compound splits and joins: "work up"/"workup", "all right"/"alright", "9 17"/"917".
+    if "".join(ref) == "".join(hyp):
+        return True
+    # Only function words changed ("a couple days" / "a couple of days", "the" / "a").
+    return all(w in _FUNCTION and w not in _TIME_WORDS for w in (*ref, *hyp))
+
+
+# --- annotations of one text ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Ann:
+    """A mention or quantity placed on the alignment tokens [i, j)."""
+
+    i: int
+    j: int
+    start: int
+    end: int
+    item: Mention | Quantity
+
+
+def _place(tt: TokenizedText, items: Iterable[Mention | Quantity]) -> list[_Ann]:
+    out = []
+    for it in items:
+        i, j = tt.tokens_in(it.start, it.end)
+        if i < j:
+            out.append(_Ann(i, j, it.start, it.end, it))
+    return out
+
+
+def _overlapping(anns: Sequence[_Ann], i: int, j: int) -> list[_Ann]:
+    if i == j:
+        return []
+    return [a for a in anns if a.i < j and a.j > i]
+
+
+@dataclass
+class _Side:
+    tt: TokenizedText
+    mentions: list[_Ann]
+    quantities: list[_Ann]
+
+
+def _annotate(tt: TokenizedText, found: list[Mention]) -> _Side:
+    return _Side(tt, _place(tt, found), _place(tt, find_quantities(tt.original)))
+
+
+def _found(text: str) -> list[Mention]:
+    """Lexicon and drug mentions of a text, minus dictionary hits on ordinary words."""
+    return [m for m in (*find_mentions(text), *find_drugs(text)) if _plausible(m)]
+
+
+def _plausible(m: Mention) -> bool:
+    """Drop dictionary hits on ordinary words ("he" is helium in the drug dictionary)."""
+    words = m.surface.lower().split()
+    return len(m.surface) > 2 and not all(w in _FUNCTION for w in words)
+
+
+# --- event construction -----------------------------------------------------------------------------
+
+
+def _side_span(tt: TokenizedText, i: int, j: int, extra: Iterable[_Ann] = ()) -> tuple[int, int]:
+    """Character span of tokens [i, j) widened to cover ``extra``; context words when empty."""
+    extra = list(extra)
+    if extra:
+        i = min([i, *(a.i for a in extra)]) if j > i else min(a.i for a in extra)
+        j = max([j, *(a.j for a in extra)])
+    if i == j:
+        lo, hi = max(0, i - _CONTEXT), min(len(tt), i + _CONTEXT)
+        return tt.char_span(lo, hi)
+    return tt.char_span(i, j)
+
+
+def _event(
+    kind: TriggerType,
+    pair: AlignedPair,
+    g: _Region,
+    explanation: str,
+    concept: str | None,
+    ref_extra: Iterable[_Ann] = (),
+    hyp_extra: Iterable[_Ann] = (),
+) -> TriggerEvent:
+    rs, re_ = _side_span(pair.ref, g.r0, g.r1, ref_extra)
+    hs, he = _side_span(pair.hyp, g.h0, g.h1, hyp_extra)
+    return TriggerEvent(
+        type=kind,
+        ref_span=pair.ref.original[rs:re_],
+        hyp_span=pair.hyp.original[hs:he],
+        explanation=explanation,
+        ref_start=rs,
+        ref_end=re_,
+        hyp_start=hs,
+        hyp_end=he,
+        concept=concept,
+    )
+
+
+def _q_sig(a: _Ann) -> tuple[float | None, float | None, str | None]:
+    q = a.item
+    if isinstance(q, Quantity):
+        return (q.value, q.value_max, q.unit_canonical)
+    return (None, None, None)
+
+
+def _q_text(anns: Sequence[_Ann], tt: TokenizedText) -> str:
+    return ", ".join(repr(tt.original[a.start : a.end]) for a in anns) or "nothing"
+
+
+_YEAR = re.compile(r"^(?:19|20)(\d\d)$")
+_ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
+
+
+def _digits(words: Iterable[str]) -> str:
+    """The number content of some tokens, compared across spellings.
+
+    Number words are digits already (normaliser); "once"/"twice" count as 1/2;
+    a four-digit year compares equal to its two-digit form ("2007"/"07"); the
+    digits are concatenated so "146"/"1 46" and "1000"/"1,000" agree.
+    """
+    out = []
+    for w in words:
+        c = _canon(w)
+        if _NUM.match(c):
+            c = _ORDINAL.sub("", c.lstrip("$").rstrip("%"))
+            m = _YEAR.match(c)
+            if m:
+                c = m.group(1)
+            out.append(str(int(c)) if c.isdigit() else c)  # "07" is 7
+    return "".join(out)
+
+
+def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
+    """Canonical units of some quantities.
+
+    A rate "per day" is left out when the other side says "day" right there:
+    the quantity finder reads "milligrams per day" but not "mg/day".
+    """
+    other = {w[:-1] if w.endswith("s") else w for w in other_words}
+    return Counter(
+        a.item.unit_canonical for a in anns
+        if isinstance(a.item, Quantity) and a.item.unit_canonical
+        and not (a.item.unit_canonical.startswith("per ") and a.item.unit_canonical[4:] in other)
+    )
+
+
+def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list[TriggerEvent]:
+    rq = _overlapping(ref.quantities, g.r0, g.r1)
+    hq = _overlapping(hyp.quantities, g.h0, g.h1)
+    # Widen to whole quantities on both sides, so "2 hours" vs "2 days" compares both whole.
+    r0, r1 = min([g.r0, *(a.i for a in rq)]), max([g.r1, *(a.j for a in rq)])
+    h0, h1 = min([g.h0, *(a.i for a in hq)]), max([g.h1, *(a.j for a in hq)])
+    if rq or hq:
+        pi, pj = pair.hyp_range_for_ref(r0, r1)
+        qi, qj = pair.ref_range_for_hyp(h0, h1)
+        rq = sorted(set(rq) | set(_overlapping(ref.quantities, qi, qj)), key=lambda a: a.i)
+        hq = sorted(set(hq) | set(_overlapping(hyp.quantities, pi, pj)), key=lambda a: a.i)
+        r0, r1 = min([r0, *(a.i for a in rq)]), max([r1, *(a.j for a in rq)])
+        h0, h1 = min([h0, *(a.i for a in hq)]), max([h1, *(a.j for a in hq)])
+    ref_digits, hyp_digits = _digits(pair.ref.words[r0:r1]), _digits(pair.hyp.words[h0:h1])
+    ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
+    hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
+    ref_time = _time_words(pair.ref.words, g.r0, g.r1)
+    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1)
+    inserted = len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS
+    if inserted and not ref_digits and not ref_units and not ref_time:
+        return []  # numbers inside a long inserted run are that run's content: see nonspeech_pollution
+    ref_text = pair.ref.original[slice(*pair.ref.char_span(r0, r1))] if r1 > r0 else ""
+    hyp_text = pair.hyp.original[slice(*pair.hyp.char_span(h0, h1))] if h1 > h0 else ""
+    what = f"{ref_text or 'nothing'!r} became {hyp_text or 'nothing'!r}"
+    kinds = {a.item.kind for a in (*rq, *hq) if isinstance(a.item, Quantity)}
+    if ref_digits != hyp_digits or ref_units != hyp_units:
+        concept = next(iter(ref_units or hyp_units), None)
+        if ref_units == hyp_units and not (ref_units or hyp_units) and (ref_time or hyp_time):
+            kinds.add("time")
+        if "time" in kinds and "frequency" not in kinds:
+            why = f"time expression changed: {what}"
+            return [_event("temporal_distortion", pair, g, why, concept, rq, hq)]
+        return [_event("number_unit_conflict", pair, g, f"quantity changed: {what}", concept, rq, hq)]
+    if ref_time != hyp_time and not (rq or hq):
+        concept = next(iter(ref_time or hyp_time))
+        return [_event("temporal_distortion", pair, g, f"time expression changed: {what}", concept)]
+    return []
+
+
+def _time_words(words: list[str], i: int, j: int) -> Counter[str]:
+    """Time words of tokens [i, j) in singular form, except greetings ("good morning") and "i am"."""
+    out: Counter[str] = Counter()
+    for k in range(i, j):
+        w, prev = words[k], words[k - 1] if k > 0 else ""
+        if w in _CLOCK:
+            if _NUM.match(prev):
+                out[w] += 1
+            continue
+        # "hours"/"hour" and "fridays"/"friday" are the same time word.
+        base = w[:-1] if w.endswith("s") and w[:-1] in _TIME_WORDS else w
+        if base in _TIME_WORDS and prev not in _GREETING:
+            out[base] += 1
+    return out
+
+
+def _group_concepts(anns: Sequence[_Ann]) -> dict[str, dict[str, _Ann]]:
+    out: dict[str, dict[str, _Ann]] = {}
+    for a in anns:
+        m = a.item
+        if isinstance(m, Mention) and m.category in _ENTITY_GROUPS:
+            out.setdefault(_ENTITY_GROUPS[m.category], {}).setdefault(m.concept, a)
+    return out
+
+
+def _near_concepts(side: _Side, i: int, j: int, window: int) -> set[str]:
+    return {
+        a.item.concept for a in side.mentions
+        if isinstance(a.item, Mention) and a.i < j + window and a.j > i - window
+    }
+
+
+def _laterality(words: Sequence[str]) -> set[str]:
+    return {_LATERALITY[w] for w in words if w in _LATERALITY}
+
+
+def _entities(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> tuple[list[TriggerEvent], set[str]]:
+    """Entity substitutions in a region; also returns the hypothesis concepts they explain."""
+    events: list[TriggerEvent] = []
+    explained: set[str] = set()
+    rg = _group_concepts(_overlapping(ref.mentions, g.r0, g.r1))
+    hg = _group_concepts(_overlapping(hyp.mentions, g.h0, g.h1))
+    ref_near = _near_concepts(ref, g.r0, g.r1, 3)
+    hyp_near = _near_concepts(hyp, g.h0, g.h1, 3)
+    for group in sorted(set(rg) & set(hg)):
+        lost = [c for c in rg[group] if c not in hyp_near]
+        new = [c for c in hg[group] if c not in ref_near]
+        if lost and new:
+            a, b = rg[group][lost[0]], hg[group][new[0]]
+            why = f"{group} {_named(lost[0], pair.ref.original[a.start:a.end])} replaced by "
+            why += _named(new[0], pair.hyp.original[b.start : b.end])
+            events.append(_event("entity_substitution", pair, g, why, lost[0], [a], [b]))
+            explained.update(new)
+    rl, hl = _laterality(g.ref_words), _laterality(g.hyp_words)
+    if rl and hl and rl != hl and _sided(pair, g):
+        events.append(_event(
+            "entity_substitution", pair, g,
+            f"laterality {'/'.join(sorted(rl))} replaced by {'/'.join(sorted(hl))}", "laterality",
+        ))
+    for rw in g.ref_words:
+        for hw in g.hyp_words:
+            if _hypo_hyper(rw, hw):
+                events.append(_event(
+                    "entity_substitution", pair, g, f"{rw!r} replaced by its opposite {hw!r}", rw,
+                ))
+                explained.add(hw)
+    return events, explained
+
+
+def _named(concept: str, surface: str) -> str:
+    return repr(concept) if surface.lower() == concept else f"{concept!r} ({surface!r})"
+
+
+def _sided(pair: AlignedPair, g: _Region) -> bool:
+    """'right' is a laterality only next to a body part ("right knee", "on the left side")."""
+    words = [*pair.ref.words[max(0, g.r0 - 3) : g.r1 + 3], *pair.hyp.words[max(0, g.h0 - 3) : g.h1 + 3]]
+    return any(w in _SIDE_NOUNS or w.rstrip("s") in _SIDE_NOUNS for w in words)
+
+
+def _hypo_hyper(a: str, b: str) -> bool:
+    for x, y in (("hypo", "hyper"), ("hyper", "hypo")):
+        if a.startswith(x) and b.startswith(y) and a[len(x):] == b[len(y):] and len(a) > len(x) + 3:
+            return True
+    return False
+
+
+def _pollution(
+    pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side, explained: set[str]
+) -> list[TriggerEvent]:
+    n_ins = len(g.hyp_words) - len(g.ref_words)
+    ref_content = [w for w in g.ref_words if _is_content(w)]
+    if n_ins <= 0 and ref_content:
+        return []  # a like-for-like substitution, not inserted material
+    lo, hi = max(0, g.r0 - _NOVELTY_WINDOW), g.r1 + _NOVELTY_WINDOW
+    ref_vocab = set(pair.ref.words[lo:hi])
+    ref_concepts = _near_concepts(ref, g.r0, g.r1, _NOVELTY_WINDOW)
+    new_entities = [
+        a for a in _overlapping(hyp.mentions, g.h0, g.h1)
+        if isinstance(a.item, Mention) and a.item.category != "body_site"
+        and a.item.concept not in ref_concepts and a.item.concept not in explained
+    ]
+    if new_entities:
+        names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
+        return [_event(
+            "nonspeech_pollution", pair, g,
+            f"hypothesis inserts clinical content absent from the reference: {names}",
+            new_entities[0].item.concept if isinstance(new_entities[0].item, Mention) else None,
+        )]
+    novel = [w for w in g.hyp_words if _is_content(w) and w not in ref_vocab]
+    if n_ins >= _POLLUTION_MIN_WORDS and len(novel) >= _POLLUTION_MIN_WORDS:
+        return [_event(
+            "nonspeech_pollution", pair, g,
+            f"hypothesis inserts {n_ins} words absent from the reference ({' '.join(novel[:8])})", None,
+        )]
+    return []
+
+
+def _negation_events(pair: AlignedPair, ref_found: list[Mention], hyp_found: list[Mention],
+                     concepts: Sequence[str]) -> list[TriggerEvent]:
+    ref_ents = entity_mentions(pair.ref.original, concepts, found=ref_found)
+    hyp_ents = entity_mentions(pair.hyp.original, concepts, found=hyp_found)
+    out = []
+    for m in mismatches_from_mentions(pair, ref_ents, hyp_ents):
+        why = f"{m.concept!r} is {m.ref_status} in the reference"
+        why += f" (cue {m.ref_cue!r})" if m.ref_cue else ""
+        why += f" but {m.hyp_status} in the hypothesis"
+        why += f" (cue {m.hyp_cue!r})" if m.hyp_cue else ""
+        out.append(TriggerEvent(
+            type="negation_flip", ref_span=m.ref_quote, hyp_span=m.hyp_quote, explanation=why,
+            ref_start=m.ref_start, ref_end=m.ref_end, hyp_start=m.hyp_start, hyp_end=m.hyp_end,
+            concept=m.concept,
+        ))
+    return out
+
+
+def detect_triggers(reference: str, hypothesis: str, concepts: Iterable[str] = ()) -> list[TriggerEvent]:
+    """Typed trigger events between a reference transcript and a hypothesis.
+
+    Args:
+        reference: reference (human / clean) transcript, original text.
+        hypothesis: hypothesis (ASR / noisy) transcript, original text.
+        concepts: the encounter's gold concepts, if known (widens the entities
+            whose negation is checked, as NegErr does).
+
+    Returns:
+        Events sorted by reference position, hypothesis position and type.
+        Empty when the texts differ only in benign ways.
+    """
+    pair = align(reference, hypothesis)
+    return detect_in_pair(pair, concepts)
+
+
+def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[TriggerEvent]:
+    """:func:`detect_triggers` on an existing alignment (lets callers reuse one)."""
+    if all(o.op == "equal" for o in pair.ops):
+        return []
+    regions = [g for g in _regions(pair) if not _is_benign(g, pair)]
+    ref_found = _found(pair.ref.original)
+    hyp_found = _found(pair.hyp.original)
+    ref = _annotate(pair.ref, ref_found)
+    hyp = _annotate(pair.hyp, hyp_found)
+    events = _negation_events(pair, ref_found, hyp_found, list(concepts))
+    for g in regions:
+        events += _numbers_and_time(pair, g, ref, hyp)
+        subs, explained = _entities(pair, g, ref, hyp)
+        events += subs
+        events += _pollution(pair, g, ref, hyp, explained)
+    unique = {(e.type, e.ref_start, e.ref_end, e.hyp_start, e.hyp_end): e for e in events}
+    return sorted(unique.values(), key=lambda e: (e.ref_start, e.hyp_start, TRIGGER_TYPES.index(e.type)))
