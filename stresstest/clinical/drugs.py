@@ -18,34 +18,70 @@ classes that raise a safety-critical flag.
 
 from __future__ import annotations
 
+import bz2
 import functools
+import importlib.util
+import pickle
+from pathlib import Path
 
 from stresstest.clinical.lexicon import Mention
-from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix_set, read_table, tokenize
+from stresstest.clinical.text import (
+    Token,
+    longest_matches,
+    norm_phrase,
+    norm_word,
+    norm_words,
+    prefix_set,
+    read_table,
+    tokenize,
+)
 
 _MAX_SPAN = 4
+
+
+def _package_dir() -> Path:
+    spec = importlib.util.find_spec("drug_named_entity_recognition")
+    if spec is None or spec.origin is None:
+        raise ImportError(
+            "drug-named-entity-recognition is not installed; expected it as a dependency "
+            "(pip install drug-named-entity-recognition)"
+        )
+    return Path(spec.origin).parent
+
+
+def _package_variants() -> dict[str, list[str]]:
+    """The package's variant -> canonical table, read straight from its shipped dictionary.
+
+    Importing the package also builds a fuzzy-matching n-gram index over all 107k variants
+    (several seconds) that we never use, so we unpickle its data file ourselves. The file
+    is part of the installed wheel (trusted, offline).
+    """
+    with bz2.open(_package_dir() / "drug_ner_dictionary.pkl.bz2", "rb") as fh:
+        data = pickle.load(fh)  # noqa: S301 - the installed package's own data file
+    return dict(data["drug_variant_to_canonical"])
 
 
 @functools.lru_cache(maxsize=1)
 def _index() -> tuple[dict[tuple[str, ...], str], frozenset[tuple[str, ...]]]:
     """Token-tuple surface -> canonical generic (empty string = suppressed)."""
-    # Imported lazily: unpickling the dictionary takes ~1.5 s.
-    from drug_named_entity_recognition import drugs_finder
-    from drug_named_entity_recognition.util import stopwords
+    variants = _package_variants()
 
     index: dict[tuple[str, ...], str] = {}
-    for variant, canonicals in sorted(drugs_finder.drug_variant_to_canonical.items()):
+    for variant, canonicals in sorted(variants.items()):
         if not canonicals:
             continue
-        key = tuple(norm_phrase(variant).split())
+        if variant.count(" ") >= _MAX_SPAN:
+            continue
+        low = variant.lower()
+        key = (norm_word(low),) if low.isalpha() and low.isascii() else tuple(norm_words(variant))
         if not 0 < len(key) <= _MAX_SPAN or key in index:
             continue
         # The dictionary holds lab codes and abbreviations ("he", "at10", "il-2") that collide with
-        # ordinary speech; short single words, number-led variants and the package's own stopwords
-        # are dropped (data/drug_overrides.tsv re-adds the few real short names: asa, hctz, gtn...).
-        if key[0][0].isdigit() or (len(key) == 1 and (len(key[0]) <= 4 or key[0] in stopwords)):
-            continue
-        if all(w in stopwords for w in key):
+        # ordinary speech: short single words and number-led variants are dropped
+        # (data/drug_overrides.tsv re-adds the few real short names: asa, hctz, gtn...). Of the
+        # package's own English stopword list only "colgate" (longer than 4) is a variant; it is
+        # suppressed in the overrides table.
+        if key[0][0].isdigit() or (len(key) == 1 and len(key[0]) <= 4):
             continue
         index[key] = str(canonicals[0]).lower()
     for row in read_table("drug_overrides.tsv"):

@@ -77,7 +77,12 @@ def tokenize(text: str) -> list[Token]:
 
 def norm_phrase(text: str) -> str:
     """Normalised phrase: lookup forms of the tokens joined by single spaces."""
-    return " ".join(t.norm for t in tokenize(text))
+    return " ".join(norm_words(text))
+
+
+def norm_words(text: str) -> list[str]:
+    """Lookup forms of the tokens of ``text`` (no offsets; the fast path for building tables)."""
+    return [norm_word(w) for w in _TOKEN.findall(text)]
 
 
 _JOIN_GAP = re.compile(r"[\s\-/]*")
