@@ -65,11 +65,12 @@ class RecordDiff:
         lines: list[str] = []
         if self.triage:
             a, b = self.triage
-            moved = (
-                "under-triage"
-                if gold_triage and triage_ord(b) < triage_ord(gold_triage)
-                else ("down" if triage_ord(b) < triage_ord(a) else "up")
-            )
+            if gold_triage and triage_ord(b) < triage_ord(gold_triage):
+                moved = "under-triage"
+            elif gold_triage and triage_ord(b) > triage_ord(gold_triage):
+                moved = "over-triage"
+            else:
+                moved = "down" if triage_ord(b) < triage_ord(a) else "up"
             lines.append(f"triage {a} → {b} ({moved}{', gold ' + gold_triage if gold_triage else ''})")
         lines += [f"critical flag added: {f}" for f in self.critical_added]
         lines += [f"flag added: {f}" for f in self.flags_added if f not in self.critical_added]
@@ -96,7 +97,8 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
             out.setdefault((c.category, _norm(c.concept), c.status), []).append(
                 _detail(c.value, c.unit, c.time)
             )
-        return {k: "; ".join(sorted(set(v))) for k, v in out.items()}
+        # Several claims can share one identity; show each one's details, "no value" for an empty one.
+        return {k: "; ".join(sorted({x or "no value" for x in v})) if any(v) else "" for k, v in out.items()}
 
     a, b = claim_map(clean), claim_map(noisy)
     d = RecordDiff()
@@ -131,16 +133,25 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
 
 
 def context(text: str, span: str, width: int = CONTEXT_WORDS) -> tuple[str, str, str] | None:
-    """(before, span as written, after) around the first case-insensitive match of ``span`` in ``text``."""
+    """(before, span as written, after) around the first case-insensitive match of ``span`` in ``text``.
+
+    ``before`` ends with a space and ``after`` starts with one exactly where the
+    transcript had whitespace, so "penicillin," stays "penicillin," when the
+    three parts are concatenated.
+    """
     if not span.strip() or not text:
         return None
     m = re.search(r"\s+".join(re.escape(w) for w in span.split()), text, flags=re.IGNORECASE)
     if not m:
         return None
-    before = text[: m.start()].split()
-    after = text[m.end() :].split()
+    head, tail = text[: m.start()], text[m.end() :]
+    before, after = head.split(), tail.split()
     pre = ("… " if len(before) > width else "") + " ".join(before[-width:])
     post = " ".join(after[:width]) + (" …" if len(after) > width else "")
+    if pre and head[-1:].isspace():
+        pre += " "
+    if post and tail[:1].isspace():
+        post = " " + post
     return pre, m.group(0), post
 
 

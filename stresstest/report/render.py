@@ -147,7 +147,7 @@ def _ctx_html(ctx: tuple[str, str, str] | None, span: str, cls: str, empty: str)
     if ctx is None:
         return f"<span class='{cls}'>{_e(span)}</span>" if span else f"<span class='tag'>{_e(empty)}</span>"
     pre, mid, post = ctx
-    return f"{_e(pre)} <span class='{cls}'>{_e(mid)}</span> {_e(post)}"
+    return f"{_e(pre)}<span class='{cls}'>{_e(mid)}</span>{_e(post)}"
 
 
 def _examples_html(examples: dict[str, list[Example]]) -> str:
@@ -333,8 +333,9 @@ def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], align_first_left: bool = True) -> str:
-    sep = [":--" if (i == 0 and align_first_left) else "--:" for i in range(len(head))]
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], text: bool = False) -> str:
+    """A Markdown table: first column left, numbers right; ``text`` aligns every column left."""
+    sep = [":--" if (i == 0 or text) else "--:" for i in range(len(head))]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
@@ -429,7 +430,7 @@ def render_markdown(c: ReportContent) -> str:
             rows.append(
                 [_md(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""]
             )
-    out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows), ""]
+    out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows, text=True), ""]
     out += ["## Metrics against SNR", ""]
     out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
     out += [
@@ -461,11 +462,16 @@ def render_markdown(c: ReportContent) -> str:
             _md_table(cols, [[_md(_cell(m.get(k))) for k in cols] for m in c.mitigation]),
             "",
         ]
-    out += ["## Run facts", "", _md_table(["fact", "value"], [[_md(k), _md(v)] for k, v in c.facts]), ""]
+    out += [
+        "## Run facts",
+        "",
+        _md_table(["fact", "value"], [[_md(k), _md(v)] for k, v in c.facts], text=True),
+        "",
+    ]
     out += [f"### Failures ({len(c.failures)})", ""]
     if c.failures:
         cols = ["encounter_id", "condition", "stage", "error"]
-        out += [_md_table(cols, [[_md(_cell(f.get(k))) for k in cols] for f in c.failures]), ""]
+        out += [_md_table(cols, [[_md(_cell(f.get(k))) for k in cols] for f in c.failures], text=True), ""]
     else:
         out += ["No item failed.", ""]
     if c.stage_seconds:
@@ -486,4 +492,4 @@ def _ctx_md(ctx: tuple[str, str, str] | None, span: str, mark: str, empty: str) 
     if ctx is None:
         return f"{mark}{_md(span)}{mark}" if span else empty
     pre, mid, post = ctx
-    return f"{_md(pre)} {mark}{_md(mid)}{mark} {_md(post)}".strip()
+    return f"{_md(pre)}{mark}{_md(mid)}{mark}{_md(post)}".strip()

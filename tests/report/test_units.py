@@ -62,7 +62,7 @@ def test_diff_records_categories() -> None:
 def test_context_window() -> None:
     text = "one two three four five six seven eight nine ten eleven twelve I DON'T see it now and more words"
     pre, mid, post = context(text, "don't  see", width=3)  # type: ignore[misc]
-    assert (pre, mid, post) == ("… eleven twelve I", "DON'T see", "it now and …")
+    assert (pre, mid, post) == ("… eleven twelve I ", "DON'T see", " it now and …")
     assert context(text, "absent") is None
     assert context(text, "") is None
 
@@ -158,3 +158,8 @@ def test_rankdata_matches_scipy() -> None:
     for _ in range(100):
         x = rng.integers(0, 5, size=int(rng.integers(1, 40))).astype(float)
         assert np.array_equal(rankdata(x), scipy_rankdata(x)), x
+
+
+def test_context_keeps_punctuation_attached() -> None:
+    pre, mid, post = context("I'm allergic to penicillin, it gives me hives.", "penicillin")  # type: ignore[misc]
+    assert pre + mid + post == "I'm allergic to penicillin, it gives me hives."
