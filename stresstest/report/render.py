@@ -445,10 +445,10 @@ def render_markdown(c: ReportContent) -> str:
     out += [f"- {s}" for s in c.predictive_sentences]
     head = ["Endpoint", "items", "positive"] + [lab for _, lab in PRED_COLUMNS]
     body = []
-    for r in c.predictive:
-        cells = [_md(r.label), str(r.n), str(r.n_pos)]
+    for res in c.predictive:
+        cells = [_md(res.label), str(res.n), str(res.n_pos)]
         for key, _ in PRED_COLUMNS:
-            v, ci = _pred_cells(r, key)
+            v, ci = _pred_cells(res, key)
             cells.append(v + (f" {ci}" if ci else ""))
         body.append(cells)
     out += ["", _md_table(head, body), ""]
