@@ -39,6 +39,12 @@ Status = Literal["present", "absent", "uncertain"]
 PRE_WINDOW = 8
 #: Tokens after the mention a post-cue may be in.
 POST_WINDOW = 4
+#: Words of a listed question that may sit between a target and a bare yes/no ("or chills").
+QA_SKIP = 5
+_CLAUSE_START = frozenset({
+    "i", "i'm", "i've", "i'd", "you", "you're", "he", "she", "we", "they", "it", "it's", "my", "your",
+    "what", "when", "how", "where", "why",
+})
 _SENT_PUNCT = frozenset(".!?;\n")
 _ANSWER_KINDS = ("answer_no", "answer_unsure", "answer_yes", "confirm")
 _SPEAKER_LABELS = frozenset({"D", "P", "Doctor", "Patient", "DOCTOR", "PATIENT"})
@@ -190,6 +196,25 @@ class ContextAnalyzer:
             return None
         return None
 
+    def _bare_answer(self, j: int, hi: int) -> tuple[str, int, int] | None:
+        """A yes/no right after a question's target in unpunctuated text.
+
+        Skips the rest of a listed question ("or chills", "at all", "recently") for at most
+        :data:`QA_SKIP` words and gives up when a new clause starts (a pronoun), so that a
+        later "no" is not taken as the answer to this question.
+        """
+        r = _rules()
+        k = j
+        limit = min(hi, j + QA_SKIP + 1)
+        while k < limit:
+            kind, n = r.match_at(self.words, k, ("answer_no", "answer_yes"), "post", min(hi, k + 2))
+            if kind:
+                return kind, k, k + n
+            if self.words[k] in _CLAUSE_START:
+                return None
+            k += 1
+        return None
+
     def _is_question_lead(self, lo: int, i: int) -> bool:
         r = _rules()
         for k in range(max(lo, i - PRE_WINDOW), i):
@@ -228,9 +253,9 @@ class ContextAnalyzer:
                 status = "present"
             return self._make(status, "answer", a, b)
         if self._is_question_lead(lo, i):
-            # Unpunctuated dialogue: "do you have any chest pain no i don't".
-            ans = self._answer(j, min(hi, j + 2))
-            if ans is not None and ans[0] in ("answer_no", "answer_yes"):
+            # Unpunctuated dialogue: "do you have any chest pain no i don't", "any fevers or chills nope".
+            ans = self._bare_answer(j, hi)
+            if ans is not None:
                 kind, a, b = ans
                 return self._make("absent" if kind == "answer_no" else "present", "answer", a, b)
         if pre is not None:

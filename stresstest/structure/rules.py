@@ -201,9 +201,19 @@ class _Extractor:
                 quotes.append(self.quote(k, k + 1, lo2, min(hi2, lo2 + _MAX_QUOTE_TOKENS)))
         return quotes
 
-    def sentence_text_norm(self, s: int) -> str:
+    def context_norms(self, m: Mention, a: Assertion | None = None, side: int = _QUOTE_SIDE) -> list[str]:
+        """Normalised words around the mention (its sentence, capped to ``side`` tokens each way) and,
+        for an answered question, the start of the answer. Capping keeps run-on ASR text local."""
+        i, j = self.span(m)
+        s = self.sentence_of(i)
         lo, hi = self.sentence_bounds(s)
-        return " " + " ".join(self.words[lo:hi]) + " "
+        out = [" " + " ".join(self.words[max(lo, i - side) : min(hi, j + side)]) + " "]
+        if a is not None and a.source == "answer" and a.cue_start is not None:
+            # The answer sentence only: the doctor's next question must not count as the answer.
+            k = self._tok_index(a.cue_start)
+            _alo, ahi = self.sentence_bounds(self.sentence_of(k))
+            out.append(" " + " ".join(self.words[k : min(ahi, k + 2 * side)]) + " ")
+        return out
 
     def scope_sentences(self, m: Mention, a: Assertion) -> list[int]:
         s = self.sentence_of(self.span(m)[0])
@@ -303,7 +313,7 @@ def _is_family(ex: _Extractor, m: Mention) -> bool:
     if any(w in _FAMILY for w in near):
         return True
     # Answer to "any family history of ...?": the family word comes in the answer sentence.
-    return "family history" in ex.sentence_text_norm(s)
+    return any("family history" in c or " in the family " in c for c in ex.context_norms(m))
 
 
 def _allergy_context(ex: _Extractor, tok: int) -> bool:
@@ -414,6 +424,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
     for m in sorted(lex_mentions, key=lambda x: x.start):
         if any(a <= m.start < b for a, b in allergen_spans):
             continue
+        if m.category in ("symptom", "finding") and allergens and _allergy_context(ex, ex.span(m)[0]):
+            continue  # the reaction to an allergen ("gives me hives"), not a current symptom
         category = _CATEGORY.get(m.category, "symptom")
         if category == "history" and _is_family(ex, m):
             category = "family_history"
@@ -421,8 +433,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
     for idx, d in enumerate(drug_mentions):
         if idx in consumed:
             continue
-        s = ex.sentence_of(ex.span(d)[0])
-        category = "plan" if _has_any(ex.sentence_text_norm(s), _PLAN_CUES) else "medication"
+        category = "plan" if _has_any(ex.context_norms(d, side=8)[0], _PLAN_CUES) else "medication"
         add(category, d.concept, d)
     for a in allergens:
         add("allergy", a.concept, a)
@@ -459,7 +470,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
             if value is not None or time is not None:
                 break
         if g.category == "social" and status == "present":
-            norm = " ".join(ex.sentence_text_norm(s) for m, a in support for s in ex.scope_sentences(m, a))
+            norm = " ".join(c for m, a in support for c in ex.context_norms(m, a))
             if any(f" {w} " in norm for w in _FORMER_CUES) and g.concept == "smoking":
                 g.extra["former"] = "1"
                 value = value or "former"
@@ -630,8 +641,7 @@ def _composite_red_flags(
     out: list[tuple[str, str, list[str], _Group]] = []
 
     def sent_norms(g: _Group) -> list[str]:
-        return [ex.sentence_text_norm(s) for m, a in _supporting(g.mentions, "present")
-                for s in ex.scope_sentences(m, a)]
+        return [c for m, a in _supporting(g.mentions, "present") for c in ex.context_norms(m, a)]
 
     if "chest pain" in present:
         claim, ev, g = present["chest pain"]
