@@ -1,0 +1,89 @@
+"""Lexicon: synonyms, lay terms, spellings, longest match, offsets, canonical concepts."""
+
+from __future__ import annotations
+
+import pytest
+
+from stresstest.clinical import canonical_concept, concept_info, find_mentions, lexicon_concepts
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("I've been short of breath", "shortness of breath"),
+        ("feeling breathless", "shortness of breath"),
+        ("dyspnoea on exertion", "shortness of breath"),
+        ("dyspnea on exertion", "shortness of breath"),
+        ("I have tummy pain", "abdominal pain"),
+        ("a bad stomach ache", "abdominal pain"),
+        ("there was blood in the stool", "rectal bleeding"),
+        ("I've had bloody stools", "rectal bleeding"),
+        ("haematochezia", "rectal bleeding"),
+        ("coughing up blood", "hemoptysis"),
+        ("haemoptysis", "hemoptysis"),
+        ("hemoptysis", "hemoptysis"),
+        ("black tarry stools", "melena"),
+        ("my ankles are swollen, oedema", "leg swelling"),
+        ("bad diarrhoea", "diarrhea"),
+        ("I've been throwing up", "vomiting"),
+        ("I felt lightheaded", "dizziness"),
+        ("I passed out", "fainting"),
+        ("my heart is racing", "palpitations"),
+        ("high blood pressure", "hypertension"),
+        ("I get heartburn", "heartburn"),
+        ("Headaches", "headache"),
+        ("SHORTNESS OF BREATH", "shortness of breath"),
+    ],
+)
+def test_surface_forms_map_to_concepts(text: str, concept: str) -> None:
+    assert concept in [m.concept for m in find_mentions(text)]
+
+
+def test_offsets_and_surface_are_exact() -> None:
+    text = "Well, I’ve had Chest Pain and blood in the stool."
+    for m in find_mentions(text):
+        assert text[m.start : m.end] == m.surface
+    assert [m.surface for m in find_mentions(text)] == ["Chest Pain", "blood in the stool"]
+
+
+def test_longest_match_wins() -> None:
+    (m,) = find_mentions("short of breath at rest")
+    assert m.concept == "shortness of breath at rest" and m.red_flag and m.triage_hint == "emergency"
+    (m,) = find_mentions("productive cough")
+    assert m.concept == "productive cough"
+
+
+def test_whole_words_only_and_no_match_across_punctuation() -> None:
+    assert find_mentions("coughing") != [] and find_mentions("scoughing") == []
+    assert [m.concept for m in find_mentions("the chest. Pain came later")] == ["chest"]  # body site only
+
+
+def test_red_flags_are_marked() -> None:
+    flags = {m.concept: m.red_flag for m in find_mentions("chest pain, a cough and coughing up blood")}
+    assert flags == {"chest pain": True, "cough": False, "hemoptysis": True}
+
+
+def test_lexicon_covers_the_five_specialties_and_body_sites() -> None:
+    cats = {c.category for c in lexicon_concepts()}
+    assert {"symptom", "history", "body_site", "social"} <= cats
+    for concept in ["wheeze", "palpitations", "dysphagia", "joint swelling", "itch", "rash", "back pain"]:
+        assert concept_info(concept) is not None, concept
+
+
+@pytest.mark.parametrize(
+    ("term", "canonical"),
+    [
+        ("breathless", "shortness of breath"),
+        ("Dyspnoea", "shortness of breath"),
+        ("SOB", "sob"),  # deliberately not in the lexicon (too ambiguous in speech)
+        ("Bloody stools", "rectal bleeding"),
+        ("tummy pain", "abdominal pain"),
+        ("Eliquis", "apixaban"),
+        ("Tylenol", "acetaminophen"),
+        ("paracetamol", "acetaminophen"),
+        ("  Some  Unknown-Term! ", "some unknown term"),
+        ("haemoglobin", "hemoglobin"),
+    ],
+)
+def test_canonical_concept(term: str, canonical: str) -> None:
+    assert canonical_concept(term) == canonical

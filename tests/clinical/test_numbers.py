@@ -1,0 +1,92 @@
+"""Numbers, units, durations, doses, frequencies."""
+
+from __future__ import annotations
+
+import pytest
+
+from stresstest.clinical import Quantity, find_quantities, normalise_numbers
+
+
+def _one(text: str) -> Quantity:
+    qs = find_quantities(text)
+    assert len(qs) == 1, qs
+    q = qs[0]
+    assert text[q.start : q.end]  # offsets point into the text
+    return q
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("three or four flights of stairs", "3 or 4 flights of stairs"),
+        ("twenty five years", "25 years"),
+        ("a couple of days", "a couple of days"),
+        ("no one came", "no one came"),
+    ],
+)
+def test_normalise_numbers(text: str, expected: str) -> None:
+    assert normalise_numbers(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "vmax", "unit", "kind"),
+    [
+        ("3 or 4 flights of stairs", 3, 4, "flights of stairs", "count"),
+        ("three or four flights of stairs", 3, 4, "flights of stairs", "count"),
+        ("three or four steps", 3, 4, "steps", "count"),
+        ("about 100 yards", 100, None, "yards", "count"),
+        ("two hours", 2, None, "hours", "time"),
+        ("2 hrs", 2, None, "hours", "time"),
+        ("two days", 2, None, "days", "time"),
+        ("for twenty five years", 25, None, "years", "time"),
+        ("half an hour", 0.5, None, "hours", "time"),
+        ("an hour and a half", 1.5, None, "hours", "time"),
+        ("a couple of days", 2, None, "days", "time"),
+        ("5 mg", 5, None, "mg", "dose"),
+        ("five milligrams", 5, None, "mg", "dose"),
+        ("500mg", 500, None, "mg", "dose"),
+        ("100 micrograms", 100, None, "mcg", "dose"),
+        ("two puffs", 2, None, "puffs", "dose"),
+        ("38.5 degrees", 38.5, None, "degrees", "measure"),
+        ("I'm 45 years old", 45, None, "years of age", "measure"),
+        ("7 out of 10", 7, None, "out of 10", "measure"),
+        ("twice a day", 2, None, "per day", "frequency"),
+        ("three times a week", 3, None, "per week", "frequency"),
+        ("BD", 2, None, "per day", "frequency"),
+        ("every 4 hours", 0.25, None, "per hour", "frequency"),
+        ("one hundred and twenty", 120, None, None, "count"),
+    ],
+)
+def test_quantities(text: str, value: float, vmax: float | None, unit: str | None, kind: str) -> None:
+    q = _one(text)
+    assert (q.value, q.value_max, q.unit_canonical, q.kind) == (value, vmax, unit, kind)
+
+
+def test_digit_and_word_forms_agree_and_units_differ() -> None:
+    a, b = _one("3 days"), _one("three days")
+    assert (a.value, a.unit_canonical) == (b.value, b.unit_canonical)
+    assert _one("two hours").unit_canonical != _one("two days").unit_canonical
+
+
+@pytest.mark.parametrize(("text", "anchor"), [("since Monday", "monday"), ("since last week", "last week"),
+                                              ("yesterday", "yesterday"), ("last night", "last night")])
+def test_time_anchors(text: str, anchor: str) -> None:
+    q = _one(text)
+    assert q.kind == "time" and q.value is None and q.unit_canonical == anchor
+
+
+def test_rates_after_counts_and_doses() -> None:
+    qs = find_quantities("one or two drinks a day and 10 cigarettes per day")
+    assert [(q.unit_canonical, q.kind) for q in qs] == [
+        ("drinks", "count"), ("per day", "frequency"), ("cigarettes", "count"), ("per day", "frequency")
+    ]
+
+
+def test_bare_articles_are_not_numbers() -> None:
+    assert find_quantities("I had a cough and one of them") == []
+    assert find_quantities("") == []
+
+
+def test_deterministic() -> None:
+    text = "5 mg twice a day for 3 days, since Monday"
+    assert find_quantities(text) == find_quantities(text)
