@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from stresstest.clinical.drugs import find_drugs
 from stresstest.clinical.lexicon import Mention, canonical_concept, find_mentions
 from stresstest.clinical.negation import Assertion, ContextAnalyzer, Status
-from stresstest.clinical.text import norm_phrase
+from stresstest.clinical.text import Token, norm_phrase
 from stresstest.clinical.text import tokenize as clinical_tokenize
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 
@@ -246,7 +246,11 @@ def negation_mismatches(
 
 
 def mismatches_from_mentions(
-    pair: AlignedPair, ref_mentions: Sequence[Mention], hyp_mentions: Sequence[Mention]
+    pair: AlignedPair,
+    ref_mentions: Sequence[Mention],
+    hyp_mentions: Sequence[Mention],
+    *,
+    tokens: tuple[list[Token], list[Token]] | None = None,
 ) -> list[NegationMismatch]:
     """:func:`negation_mismatches` on already found entity mentions (the trigger detector shares them).
 
@@ -254,6 +258,7 @@ def mismatches_from_mentions(
         pair: the aligned reference/hypothesis.
         ref_mentions: entity mentions of ``pair.ref.original`` (see :func:`entity_mentions`).
         hyp_mentions: entity mentions of ``pair.hyp.original``.
+        tokens: the clinical tokenisation of both texts, when the caller has it.
     """
     reference, hypothesis = pair.ref.original, pair.hyp.original
     ref_changed = _changed(len(pair.ref), ((o.ref_start, o.ref_end) for o in pair.ops if o.op != "equal"))
@@ -285,7 +290,8 @@ def mismatches_from_mentions(
         h = min(cands, key=lambda e: (abs((e.tok_start + e.tok_end) / 2 - centre), e.tok_start))
         used.add(id(h))
         if not ctx:
-            ctx["ref"], ctx["hyp"] = ContextAnalyzer(reference), ContextAnalyzer(hypothesis)
+            rt, ht = tokens if tokens is not None else (None, None)
+            ctx["ref"], ctx["hyp"] = ContextAnalyzer(reference, rt), ContextAnalyzer(hypothesis, ht)
         ra = ctx["ref"].assertion(r.mention)
         ha = ctx["hyp"].assertion(h.mention)
         if (ra.status == "absent") == (ha.status == "absent"):

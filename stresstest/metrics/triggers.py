@@ -52,9 +52,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from stresstest.clinical.drugs import find_drugs
-from stresstest.clinical.lexicon import Mention, find_mentions
+from stresstest.clinical.drugs import match_drug_tokens
+from stresstest.clinical.lexicon import Mention, match_tokens
 from stresstest.clinical.numbers import Quantity, find_quantities
+from stresstest.clinical.text import Token as ClinicalToken
+from stresstest.clinical.text import tokenize as clinical_tokenize
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 from stresstest.metrics.negation import entity_mentions, mismatches_from_mentions
 
@@ -149,6 +151,11 @@ _TIME_WORDS = frozenset(
     yesterday today tomorrow tonight overnight morning mornings afternoon afternoons evening evenings night
     nights weekend weekends midnight noon monday tuesday wednesday thursday friday saturday sunday
     january february april june july august september october november december""".split()
+)
+# Words that start or make a quantity without being a digit or a time word.
+_QUANTITY_CUES = frozenset(
+    """once twice thrice daily nightly weekly monthly hourly yearly annually od bd bid tds tid qds qid qd prn
+    nocte since last ago half couple few several dozen hundred thousand""".split()
 )
 # "am"/"pm" are clock times only after a number ("i am" is not a time).
 _CLOCK = frozenset({"am", "pm"})
@@ -281,16 +288,21 @@ def _overlapping(anns: Sequence[_Ann], i: int, j: int) -> list[_Ann]:
 class _Side:
     tt: TokenizedText
     mentions: list[_Ann]
-    quantities: list[_Ann]
+    _quantities: list[_Ann] | None = None
+
+    @property
+    def quantities(self) -> list[_Ann]:
+        # Found on first use: most regions hold no number or time word and never need them.
+        if self._quantities is None:
+            self._quantities = _place(self.tt, find_quantities(self.tt.original))
+        return self._quantities
 
 
-def _annotate(tt: TokenizedText, found: list[Mention]) -> _Side:
-    return _Side(tt, _place(tt, found), _place(tt, find_quantities(tt.original)))
-
-
-def _found(text: str) -> list[Mention]:
-    """Lexicon and drug mentions of a text, minus dictionary hits on ordinary words."""
-    return [m for m in (*find_mentions(text), *find_drugs(text)) if _plausible(m)]
+def _found(text: str) -> tuple[list[Mention], list[ClinicalToken]]:
+    """Lexicon and drug mentions of a text (minus dictionary hits on ordinary words), and its tokens."""
+    toks = clinical_tokenize(text)
+    found = [m for m in (*match_tokens(text, toks), *match_drug_tokens(text, toks)) if _plausible(m)]
+    return found, toks
 
 
 def _plausible(m: Mention) -> bool:
@@ -386,7 +398,17 @@ def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
     )
 
 
+def _may_quantify(words: Sequence[str], i: int, j: int) -> bool:
+    """Could tokens [i, j), or the few around them, belong to a quantity or time expression?"""
+    for w in words[max(0, i - 3) : j + 3]:
+        if _NUM.match(w) or w in _QUANTITY_CUES or w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS:
+            return True
+    return False
+
+
 def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list[TriggerEvent]:
+    if not (_may_quantify(pair.ref.words, g.r0, g.r1) or _may_quantify(pair.hyp.words, g.h0, g.h1)):
+        return []
     rq = _overlapping(ref.quantities, g.r0, g.r1)
     hq = _overlapping(hyp.quantities, g.h0, g.h1)
     # Widen to whole quantities on both sides, so "2 hours" vs "2 days" compares both whole.
@@ -542,12 +564,17 @@ def _pollution(
     return []
 
 
-def _negation_events(pair: AlignedPair, ref_found: list[Mention], hyp_found: list[Mention],
-                     concepts: Sequence[str]) -> list[TriggerEvent]:
+def _negation_events(
+    pair: AlignedPair,
+    ref_found: list[Mention],
+    hyp_found: list[Mention],
+    concepts: Sequence[str],
+    tokens: tuple[list[ClinicalToken], list[ClinicalToken]],
+) -> list[TriggerEvent]:
     ref_ents = entity_mentions(pair.ref.original, concepts, found=ref_found)
     hyp_ents = entity_mentions(pair.hyp.original, concepts, found=hyp_found)
     out = []
-    for m in mismatches_from_mentions(pair, ref_ents, hyp_ents):
+    for m in mismatches_from_mentions(pair, ref_ents, hyp_ents, tokens=tokens):
         why = f"{m.concept!r} is {m.ref_status} in the reference"
         why += f" (cue {m.ref_cue!r})" if m.ref_cue else ""
         why += f" but {m.hyp_status} in the hypothesis"
@@ -582,11 +609,11 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
     if all(o.op == "equal" for o in pair.ops):
         return []
     regions = [g for g in _regions(pair) if not _is_benign(g, pair)]
-    ref_found = _found(pair.ref.original)
-    hyp_found = _found(pair.hyp.original)
-    ref = _annotate(pair.ref, ref_found)
-    hyp = _annotate(pair.hyp, hyp_found)
-    events = _negation_events(pair, ref_found, hyp_found, list(concepts))
+    ref_found, ref_toks = _found(pair.ref.original)
+    hyp_found, hyp_toks = _found(pair.hyp.original)
+    ref = _Side(pair.ref, _place(pair.ref, ref_found))
+    hyp = _Side(pair.hyp, _place(pair.hyp, hyp_found))
+    events = _negation_events(pair, ref_found, hyp_found, list(concepts), (ref_toks, hyp_toks))
     for g in regions:
         events += _numbers_and_time(pair, g, ref, hyp)
         subs, explained = _entities(pair, g, ref, hyp)
