@@ -132,19 +132,35 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
     return d
 
 
-def context(text: str, span: str, width: int = CONTEXT_WORDS) -> tuple[str, str, str] | None:
-    """(before, span as written, after) around the first case-insensitive match of ``span`` in ``text``.
-
-    ``before`` ends with a space and ``after`` starts with one exactly where the
-    transcript had whitespace, so "penicillin," stays "penicillin," when the
-    three parts are concatenated.
-    """
-    if not span.strip() or not text:
+def _offsets(text: str, span: str, start: Any, end: Any) -> tuple[int, int] | None:
+    """Where ``span`` sits in ``text``: the event's own offsets when they agree, else the first match."""
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text):
+        if text[start:end].lower() == span.lower():
+            return start, end  # also an empty span: an insertion point
+    if not span.strip():
         return None
     m = re.search(r"\s+".join(re.escape(w) for w in span.split()), text, flags=re.IGNORECASE)
-    if not m:
+    return (m.start(), m.end()) if m else None
+
+
+def context(
+    text: str, span: str, width: int = CONTEXT_WORDS, start: Any = None, end: Any = None
+) -> tuple[str, str, str] | None:
+    """(before, span as written, after) around ``span`` in ``text``.
+
+    The event's character offsets are used when they point at the span (so a
+    repeated phrase is shown where the event is); otherwise the first
+    case-insensitive match. An empty span with offsets is an insertion point
+    (``span`` comes back empty). ``before`` ends with a space and ``after``
+    starts with one exactly where the transcript had whitespace, so
+    "penicillin," stays "penicillin," when the three parts are concatenated.
+    """
+    if not text:
         return None
-    head, tail = text[: m.start()], text[m.end() :]
+    pos = _offsets(text, span, start, end)
+    if pos is None:
+        return None
+    head, mid, tail = text[: pos[0]], text[pos[0] : pos[1]], text[pos[1] :]
     before, after = head.split(), tail.split()
     pre = ("… " if len(before) > width else "") + " ".join(before[-width:])
     post = " ".join(after[:width]) + (" …" if len(after) > width else "")
@@ -152,7 +168,7 @@ def context(text: str, span: str, width: int = CONTEXT_WORDS) -> tuple[str, str,
         pre += " "
     if post and tail[:1].isspace():
         post = " " + post
-    return pre, m.group(0), post
+    return pre, mid, post
 
 
 @dataclass
@@ -236,8 +252,18 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
                 hyp_span=str(ev.get("hyp_span") or ""),
                 concept=str(ev.get("concept") or ""),
                 explanation=str(ev.get("explanation") or ""),
-                clean_context=context(clean_text, str(ev.get("ref_span") or "")),
-                noisy_context=context(noisy_text, str(ev.get("hyp_span") or "")),
+                clean_context=context(
+                    clean_text,
+                    str(ev.get("ref_span") or ""),
+                    start=ev.get("ref_start"),
+                    end=ev.get("ref_end"),
+                ),
+                noisy_context=context(
+                    noisy_text,
+                    str(ev.get("hyp_span") or ""),
+                    start=ev.get("hyp_start"),
+                    end=ev.get("hyp_end"),
+                ),
                 effects=diff.describe(it.get("triage_gold")),
                 linked=linked,
                 other_events=len(events) - 1,

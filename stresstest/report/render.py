@@ -147,6 +147,8 @@ def _ctx_html(ctx: tuple[str, str, str] | None, span: str, cls: str, empty: str)
     if ctx is None:
         return f"<span class='{cls}'>{_e(span)}</span>" if span else f"<span class='tag'>{_e(empty)}</span>"
     pre, mid, post = ctx
+    if not mid:  # an insertion point: nothing was said here
+        return f"{_e(pre)}<span class='{cls}' title='{_e(empty)}'>∅</span>{_e(post)}"
     return f"{_e(pre)}<span class='{cls}'>{_e(mid)}</span>{_e(post)}"
 
 
@@ -492,4 +494,4 @@ def _ctx_md(ctx: tuple[str, str, str] | None, span: str, mark: str, empty: str) 
     if ctx is None:
         return f"{mark}{_md(span)}{mark}" if span else empty
     pre, mid, post = ctx
-    return f"{_md(pre)}{mark}{_md(mid)}{mark}{_md(post)}".strip()
+    return f"{_md(pre)}{mark}{_md(mid) or '∅'}{mark}{_md(post)}".strip()

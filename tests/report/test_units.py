@@ -163,3 +163,17 @@ def test_rankdata_matches_scipy() -> None:
 def test_context_keeps_punctuation_attached() -> None:
     pre, mid, post = context("I'm allergic to penicillin, it gives me hives.", "penicillin")  # type: ignore[misc]
     assert pre + mid + post == "I'm allergic to penicillin, it gives me hives."
+
+
+def test_context_uses_event_offsets() -> None:
+    text = "no pain today. no pain yesterday."
+    pre, mid, post = context(text, "no pain", width=2, start=15, end=22)  # type: ignore[misc]
+    assert (pre, mid, post) == ("… pain today. ", "no pain", " yesterday.")
+    # offsets that do not point at the span fall back to the first match
+    assert context(text, "no pain", width=2, start=3, end=9) == ("", "no pain", " today. no …")
+    # an empty span with offsets is an insertion point
+    assert context("ache in my ankle. Thanks.", "", width=3, start=18, end=18) == (
+        "in my ankle. ",
+        "",
+        "Thanks.",
+    )
