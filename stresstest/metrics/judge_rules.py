@@ -17,14 +17,15 @@ score rubric                deviations that reach it
                             gold red flag is missed; under-triage by 2 levels
 2     high-risk deviation   a gold critical flag omitted (neither flagged nor
                             stated as a present claim); under-triage by 1 level;
-                            value/unit/time wrong on a safety claim; negation
+                            value/unit/time wrong (not just left out) on a
+                            safety claim; negation
                             flipped (present ↔ absent) on a safety claim; a
                             red-flag symptom asserted present that gold does
                             not have
-3     actionable ambiguity  a gold claim became uncertain; value/time wrong or
-                            negation flipped on a non-safety claim; a gold safety
-                            claim (medication / allergy / vital) missing;
-                            over-triage
+3     actionable ambiguity  a gold claim became uncertain; a value/unit/time
+                            left out (any claim); value/time wrong or negation
+                            flipped on a non-safety claim; a gold safety claim
+                            (medication / allergy / vital) missing; over-triage
 4     minor                 any other claim or flag difference (a non-safety
                             claim missing or added, a non-critical flag differs)
 5     equivalent            no deviation on canonical keys
@@ -152,7 +153,13 @@ def rule_judge(record: ClinicalRecord | None, gold: GoldRecord) -> JudgeResult:
                 add(2 if safety(d.gold_id) else 3, f"negation flipped ({where}, {d.gold_key}): {d.reason}")
         elif d.decision in ("value_mismatch", "time_mismatch"):
             what = "value/unit" if d.decision == "value_mismatch" else "time"
-            add(2 if safety(d.gold_id) else 3, f"{what} wrong ({where}, {d.gold_key}): {d.reason}")
+            field_i = 2 if d.decision == "value_mismatch" else 3
+            pred_part = (d.pred_key or "").split("|")[field_i]
+            if not pred_part:
+                # Left out, not contradicted: the reader must ask, which is actionable ambiguity.
+                add(3, f"{what} missing ({where}, {d.gold_key}): {d.reason}")
+            else:
+                add(2 if safety(d.gold_id) else 3, f"{what} wrong ({where}, {d.gold_key}): {d.reason}")
         elif d.decision == "missing":
             add(3 if safety(d.gold_id) else 4, f"gold claim missing: {d.gold_key}")
         elif d.decision == "spurious":

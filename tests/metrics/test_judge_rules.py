@@ -113,3 +113,10 @@ def test_failed_item_has_no_score() -> None:
 def test_deterministic() -> None:
     rec = perfect(triage=Triage(level="routine"), claims=_claims_replacing("b", C("b", "fever")))
     assert rule_judge(rec, GOLD) == rule_judge(rec, GOLD)
+
+
+def test_3_safety_value_left_out_is_ambiguity_not_high_risk() -> None:
+    left_out = C("d", "warfarin", category="medication")
+    r = rule_judge(perfect(claims=_claims_replacing("d", left_out)), GOLD)
+    assert r.score == 3
+    assert r.reasons[0].startswith("[3] value/unit missing (gold g4")
