@@ -173,7 +173,7 @@ def test_context_uses_event_offsets() -> None:
     assert context(text, "no pain", width=2, start=3, end=9) == ("", "no pain", " today. no …")
     # an empty span with offsets is an insertion point
     assert context("ache in my ankle. Thanks.", "", width=3, start=18, end=18) == (
-        "in my ankle. ",
+        "… in my ankle. ",
         "",
         "Thanks.",
     )
