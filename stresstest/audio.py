@@ -7,6 +7,7 @@ deterministic.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -87,21 +88,30 @@ def load_audio(path: str | Path, normalise: bool = True) -> np.ndarray:
     return peak_normalise(x) if normalise else x
 
 
-def write_wav(path: str | Path, x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> None:
-    """Write float32 WAV atomically (temp file + rename)."""
-    import os
-    import tempfile
+def float_wav_bytes(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> bytes:
+    """A mono 32-bit IEEE-float WAV, byte-for-byte a function of the samples.
 
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".wav", dir=p.parent)
-    os.close(fd)
-    try:
-        sf.write(tmp, np.asarray(x, dtype=np.float32), sr, subtype="FLOAT")
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    Written by hand rather than through libsndfile, whose float WAVs carry a
+    PEAK chunk with a wall-clock timestamp: identical audio would then give
+    different files, and "same seed ⇒ bit-identical mixtures" would be false.
+    """
+    data = np.ascontiguousarray(x, dtype="<f4").tobytes()
+    n = len(data) // 4
+    fmt = struct.pack("<HHIIHHH", 3, 1, sr, sr * 4, 4, 32, 0)  # IEEE float, mono, cbSize 0
+    fact = struct.pack("<I", n)
+    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"fact" + struct.pack("<I", 4) + fact
+            + b"data" + struct.pack("<I", len(data)) + data)
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def write_wav(path: str | Path, x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> None:
+    """Write a deterministic float32 mono WAV atomically (temp file + rename)."""
+    from stresstest.cache import atomic_write_bytes
+
+    x = np.asarray(x)
+    if x.ndim != 1:
+        raise AudioError(f"{path}: expected mono audio, got shape {x.shape}")
+    atomic_write_bytes(path, float_wav_bytes(x, sr))
 
 
 def read_wav_exact(path: str | Path) -> np.ndarray:
