@@ -47,6 +47,8 @@ _CLAUSE_START = frozenset({
 })
 _SENT_PUNCT = frozenset(".!?;\n")
 _ANSWER_KINDS = ("answer_no", "answer_unsure", "answer_yes", "confirm")
+_OPENERS = frozenset({"and", "but", "now", "alright", "all", "right", "great", "good", "yeah", "yes", "okay"})
+_BRACKET_LABELS = frozenset({"doctor", "patient", "speaker", "clinician", "nurse"})  # "[doctor]" (ACI-BENCH)
 _SPEAKER_LABELS = frozenset({"D", "P", "Doctor", "Patient", "DOCTOR", "PATIENT"})
 
 
@@ -121,7 +123,12 @@ class ContextAnalyzer:
         # Speaker labels ("D:", "P:") open a new sentence and are not words of it.
         skip = {
             k for k, tok in enumerate(self.tokens)
-            if tok.text in _SPEAKER_LABELS and text.startswith(":", tok.end)
+            if (tok.text in _SPEAKER_LABELS and text.startswith(":", tok.end))
+            or (
+                tok.norm in _BRACKET_LABELS
+                and text.startswith("]", tok.end)
+                and text[tok.start - 1 : tok.start] == "["
+            )
         }
         for k, tok in enumerate(self.tokens):
             nxt = self.tokens[k + 1].start if k + 1 < len(self.tokens) else len(text)
@@ -215,6 +222,15 @@ class ContextAnalyzer:
             k += 1
         return None
 
+    def _opens_question(self, lo: int, i: int) -> bool:
+        """The sentence starts like a yes/no question ("do you have", "any", "have you had")."""
+        r = _rules()
+        k = lo
+        while k < i and (k in self.skip or self.words[k] in r.fillers or self.words[k] in _OPENERS):
+            k += 1
+        kind, _ = r.match_at(self.words, k, ("question",), "pre", i)
+        return bool(kind)
+
     def _is_question_lead(self, lo: int, i: int) -> bool:
         r = _rules()
         for k in range(max(lo, i - PRE_WINDOW), i):
@@ -231,12 +247,13 @@ class ContextAnalyzer:
         s = self.sent_id[min(i, len(self.sent_id) - 1)]
         lo, hi = self._sentence(s)
         pre = self._cue(max(lo, i - PRE_WINDOW), i, "pre", near_end=True)
-        if self.ends_q[s]:
+        ans = None
+        if s + 1 < len(self.sent_start) and (self.ends_q[s] or self._opens_question(lo, i)):
+            a_lo, a_hi = self._sentence(s + 1)
+            ans = self._answer(a_lo, a_hi)
+        if self.ends_q[s] or ans is not None:
+            # A question: marked by "?", or (unpunctuated turns) opened like one and answered yes/no.
             negated_q = pre is not None and pre[0] == "negated"
-            ans = None
-            if s + 1 < len(self.sent_start):
-                a_lo, a_hi = self._sentence(s + 1)
-                ans = self._answer(a_lo, a_hi)
             if ans is None:
                 return Assertion("uncertain", "unanswered")
             kind, a, b = ans
