@@ -56,6 +56,7 @@ class CompareResult:
     markdown: Path
     tables: list[Path] = field(default_factory=list)
     text: str = ""
+    warnings: list[str] = field(default_factory=list)
 
 
 def _get(d: Any, dotted: str) -> Any:
@@ -143,13 +144,23 @@ def compare_runs(
     if all(r["n_common"] == 0 for r in rows):
         raise ReportError(f"compare: runs {run_a} and {run_b} have no encounter in common (by encounter_id)")
     facts = [(key, _s(_get(a.manifest, key)), _s(_get(b.manifest, key))) for key in FACT_KEYS]
+    # Pairing is by encounter id: it only means "same dialogue" when both runs read the same corpus.
+    warnings = [
+        f"{key} differs (A: {va}, B: {vb}); encounters are paired by id, check they are the same dialogues"
+        for key, va, vb in facts
+        if key in ("corpus.kind", "corpus.path") and va != vb
+    ]
     out_dir = Path(out) if out is not None else Path(run_b) / "compare" / f"vs_{Path(run_a).resolve().name}"
     tables = write_table(out_dir / "tables" / "compare", rows)
     text = format_compare_text(a, b, rows)
+    if warnings:
+        text += "\n" + "\n".join(f"WARNING: {w}" for w in warnings)
     html_path, md_path = out_dir / "compare.html", out_dir / "compare.md"
-    atomic_write_text(html_path, _html(a, b, rows, facts, n_resamples, seed))
-    atomic_write_text(md_path, _markdown(a, b, rows, facts, n_resamples, seed))
-    return CompareResult(Path(run_a), Path(run_b), rows, facts, out_dir, html_path, md_path, tables, text)
+    atomic_write_text(html_path, _html(a, b, rows, facts, n_resamples, seed, warnings))
+    atomic_write_text(md_path, _markdown(a, b, rows, facts, n_resamples, seed, warnings))
+    return CompareResult(
+        Path(run_a), Path(run_b), rows, facts, out_dir, html_path, md_path, tables, text, warnings
+    )
 
 
 def _cell_text(r: dict[str, Any], m: str, nd: int = 2) -> str:
@@ -189,6 +200,7 @@ def _html(
     facts: list[tuple[str, str, str]],
     n_resamples: int,
     seed: int,
+    warnings: list[str],
 ) -> str:
     colour = {"better": "#1e8449", "worse": "#c0392b", "n.s.": "#717d7e", "": "#717d7e"}
     head = (
@@ -228,7 +240,8 @@ def _html(
         f"{n_resamples} paired cluster-bootstrap resamples (seed {seed}). Green: B better (CI excludes 0); "
         "red: B "
         "worse; grey: not resolved. Second line of a cell: A → B on the common encounters.</div>"
-        f"<h2>Differences</h2><table class='main' id='compare'><thead>{head}</thead>"
+        + "".join(f"<div class='warn'>{_e(w)}</div>" for w in warnings)
+        + f"<h2>Differences</h2><table class='main' id='compare'><thead>{head}</thead>"
         f"<tbody>{''.join(body)}</tbody></table><h2>What differs between the runs</h2>"
         "<table class='kv'><tr><td></td><td><b>A</b></td><td><b>B</b>"
         f"</td><td></td></tr>{fact_rows}</table></body></html>"
@@ -242,6 +255,7 @@ def _markdown(
     facts: list[tuple[str, str, str]],
     n_resamples: int,
     seed: int,
+    warnings: list[str],
 ) -> str:
     head = ["Condition", "n"] + [f"Δ {METRIC_HEADERS[m][0]} {arrow(m)}" for m in METRIC_COLUMNS]
     lines = [
@@ -250,6 +264,7 @@ def _markdown(
         f"A = `{a.run_id}`, B = `{b.run_id}`; paired over the encounters both runs completed; 95% CIs from "
         f"{n_resamples} paired cluster-bootstrap resamples (seed {seed}). Each cell: Δ [CI] (A → B).",
         "",
+        *[f"> **Warning:** {w}\n" for w in warnings],
         "| " + " | ".join(head) + " |",
         "| :-- | " + " | ".join("--:" for _ in head[1:]) + " |",
     ]

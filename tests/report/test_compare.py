@@ -76,3 +76,18 @@ def test_no_common_condition(tmp_path: Path) -> None:
     (b / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(ReportError, match="share no condition"):
         compare_runs(a, b, tmp_path / "o", n_resamples=10)
+
+
+def test_different_corpora_warn(tmp_path: Path) -> None:
+    import json
+
+    a = make_run(tmp_path / "a", n_encounters=3, seed=1, failed=())
+    b = make_run(tmp_path / "b", n_encounters=3, seed=2, failed=())
+    man = json.loads((b / "manifest.json").read_text())
+    man["corpus"]["path"] = "corpora/other"
+    (b / "manifest.json").write_text(json.dumps(man))
+    res = compare_runs(a, b, tmp_path / "o", n_resamples=10)
+    assert res.warnings and "corpus.path differs" in res.warnings[0]
+    assert "WARNING: corpus.path differs" in res.text
+    assert "corpus.path differs" in res.markdown.read_text("utf-8")
+    assert "corpus.path differs" in res.html.read_text("utf-8")
