@@ -82,7 +82,10 @@ _FAMILY = frozenset({"mother", "mom", "mum", "father", "dad", "sister", "brother
                      "grandparents", "sons", "daughters", "mother's", "father's", "mom's", "dad's", "mum's"})
 _ALLERGY_CUES = frozenset({"allergic", "allergy", "allergies", "anaphylaxis", "anaphylactic"})
 _PLAN_CUES = ("prescribe", "prescribing", "i'll give you", "we'll start", "we will start", "i'll start you",
-              "start you on", "recommend", "i'd like you to take", "we can try", "we could try", "i'll send")
+              "start you on", "recommend", "i'd like you to take", "we can try", "we could try", "i'll send",
+              "you can take", "you could take", "you can try", "you could try", "try taking", "suggest",
+              "we'll give", "we can give", "we could give", "we'd give", "gon na prescribe",
+              "going to prescribe")
 _FORMER_CUES = frozenset({"quit", "quitted", "stopped", "former", "ex", "used"})
 _REST_CUES = ("at rest", "while resting", "when resting", "when i'm resting", "sitting down", "sitting still",
               "lying down", "doing nothing", "not doing anything", "even at rest", "all the time")
@@ -120,13 +123,21 @@ def _allergens() -> dict[tuple[str, ...], str]:
 
 
 def rules_fingerprint() -> str:
-    """sha256 of the rules version, every shipped clinical data file and the drug dictionary version."""
+    """sha256 of the rules version, the extractor's code, every shipped clinical data file and the
+    drug dictionary version.
+
+    Code is hashed too so that a behaviour change that forgot to bump :data:`RULES_VERSION`
+    still invalidates cached records.
+    """
     h = hashlib.sha256(f"rules-{RULES_VERSION}".encode())
-    data = resources.files("stresstest.clinical").joinpath("data")
-    for entry in sorted(data.iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".tsv"):
-            h.update(entry.name.encode())
-            h.update(entry.read_bytes())
+    clinical = resources.files("stresstest.clinical")
+    data = clinical.joinpath("data")
+    files = [(f"data/{e.name}", e) for e in data.iterdir() if e.name.endswith(".tsv")]
+    files += [(e.name, e) for e in clinical.iterdir() if e.name.endswith(".py")]
+    files.append(("rules.py", resources.files("stresstest.structure").joinpath("rules.py")))
+    for name, entry in sorted(files, key=lambda t: t[0]):
+        h.update(name.encode())
+        h.update(entry.read_bytes())
     try:
         h.update(metadata.version("drug-named-entity-recognition").encode())
     except metadata.PackageNotFoundError:  # pragma: no cover - it is a hard dependency
