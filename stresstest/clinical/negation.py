@@ -40,7 +40,9 @@ PRE_WINDOW = 8
 #: Tokens after the mention a post-cue may be in.
 POST_WINDOW = 4
 #: Words of a listed question that may sit between a target and a bare yes/no ("or chills").
-QA_SKIP = 5
+QA_SKIP = 8
+#: Tokens before a target in which a question opener ("any", "do you have") may sit.
+QA_LEAD_WINDOW = 12
 _CLAUSE_START = frozenset({
     "i", "i'm", "i've", "i'd", "you", "you're", "he", "she", "we", "they", "it", "it's", "my", "your",
     "what", "when", "how", "where", "why",
@@ -233,7 +235,7 @@ class ContextAnalyzer:
 
     def _is_question_lead(self, lo: int, i: int) -> bool:
         r = _rules()
-        for k in range(max(lo, i - PRE_WINDOW), i):
+        for k in range(max(lo, i - QA_LEAD_WINDOW), i):
             kind, _ = r.match_at(self.words, k, ("question",), "pre", i)
             if kind:
                 return True

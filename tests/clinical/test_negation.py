@@ -40,6 +40,14 @@ CASES: list[tuple[str, str, str]] = [
     ("do you have any chest pain no i don't", "chest pain", "absent"),
     ("do you have any chest pain yeah sometimes", "chest pain", "present"),
     ("i dont have any fever", "fever", "absent"),
+    ("any recreational drugs like marijuana cocaine heroin anything like that before no i've never",
+     "recreational drug use", "absent"),
+    ("ok and how about anybody in the family have a stroke no strokes", "stroke", "absent"),
+    ("I feel hot, no idea about a fever", "fever", "uncertain"),
+    ("the pain is not as bad as the headache", "headache", "present"),
+    ("[doctor] do you have any nausea\n[patient] no", "nausea", "absent"),
+    ("[doctor] do you have any nausea\n[patient] yeah a little", "nausea", "present"),
+    ("any chest pain when you walk i get tired", "chest pain", "present"),
     ("The ibuprofen doesn't help the back pain.", "back pain", "present"),
     ("no fever and i have a cough", "cough", "present"),
 ]
@@ -72,3 +80,9 @@ def test_negation_applies_to_drugs_too() -> None:
     text = "I'm not on any warfarin."
     (m,) = find_drugs(text)
     assert mention_status(text, m) == "absent"
+
+
+def test_unpunctuated_drug_question_answered_no() -> None:
+    text = "ok are you on insulin right now no are you on any other medications"
+    (m,) = find_drugs(text)
+    assert m.concept == "insulin" and mention_status(text, m) == "absent"
