@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -181,15 +181,12 @@ class LLMSession:
             for i in pending:
                 first_of.setdefault(keys[i], i)
             unique = list(first_of.values())
-            fresh = dict(
-                zip(
-                    unique,
-                    self._execute([calls[i] for i in unique], model_cls, schema_name, schema, desc),
-                    strict=True,
-                )
-            )
-            for i in unique:
-                res = fresh[i]
+            fresh: dict[int, CallResult[M]] = {}
+
+            def done(j: int, res: CallResult[M]) -> None:
+                # Written as each call finishes, so a crash loses only the calls in flight.
+                i = unique[j]
+                fresh[i] = res
                 if res.parsed is not None:
                     cache.put(
                         keys[i],
@@ -201,6 +198,8 @@ class LLMSession:
                             "written": time.time(),
                         },
                     )
+
+            self._execute([calls[i] for i in unique], model_cls, schema_name, schema, desc, done)
             for i in pending:
                 results[i] = fresh[first_of[keys[i]]]
         return [r for r in results if r is not None]
@@ -212,11 +211,16 @@ class LLMSession:
         schema_name: str,
         schema: dict[str, Any],
         desc: str,
-    ) -> list[CallResult[M]]:
+        done: Callable[[int, CallResult[M]], None],
+    ) -> None:
         if self.config.backend == "vllm-offline":
             from stresstest.structure.vllm_offline import generate_offline
 
-            return generate_offline([c.messages for c in calls], model_cls, schema, self.config)
+            for j, res in enumerate(
+                generate_offline([c.messages for c in calls], model_cls, schema, self.config)
+            ):
+                done(j, res)
+            return
         client = self._chat_client()
 
         def one(call: LLMCall) -> CallResult[M]:
@@ -228,8 +232,7 @@ class LLMSession:
             ThreadPoolExecutor(max_workers=self.config.concurrency) as pool,
             tqdm(total=len(calls), desc=desc, unit="call", leave=False) as bar,
         ):
-            out: list[CallResult[M]] = []
-            for res in pool.map(one, calls):
-                out.append(res)
+            futures = {pool.submit(one, c): j for j, c in enumerate(calls)}
+            for fut in as_completed(futures):
+                done(futures[fut], fut.result())
                 bar.update(1)
-        return out
