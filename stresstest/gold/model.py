@@ -52,7 +52,7 @@ class GoldRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: Literal[1] = GOLD_SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     encounter_id: str = Field(description="Id of the encounter, equal to the file name's stem.")
     corpus: str = Field(description="Corpus the encounter comes from: osce, primock57, ...")
     scope_turns: int | None = Field(

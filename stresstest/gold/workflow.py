@@ -112,13 +112,14 @@ def check_gold(record: GoldRecord | Mapping[str, Any], transcript_text: str | No
 
     issues: list[GoldIssue] = []
     seen_ids: dict[str, str] = {}
-    for kind, items in (("claims", record.claims), ("safety_flags", record.safety_flags)):
-        for i, it in enumerate(items):
-            if it.id in seen_ids:
-                issues.append(GoldIssue("duplicate_id", f"{kind}[{i}].id",
-                                        f"id {it.id!r} is already used by {seen_ids[it.id]}"))
-            else:
-                seen_ids[it.id] = f"{kind}[{i}]"
+    ids = [("claims", i, c.id) for i, c in enumerate(record.claims)]
+    ids += [("safety_flags", i, f.id) for i, f in enumerate(record.safety_flags)]
+    for kind, i, ident in ids:
+        if ident in seen_ids:
+            issues.append(GoldIssue("duplicate_id", f"{kind}[{i}].id",
+                                    f"id {ident!r} is already used by {seen_ids[ident]}"))
+        else:
+            seen_ids[ident] = f"{kind}[{i}]"
     keys: dict[str, str] = {}
     for i, c in enumerate(record.claims):
         key = canonical_claim(c).key
