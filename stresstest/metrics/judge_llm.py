@@ -9,6 +9,9 @@ commits to a score; ``score`` is an enum 1–5). The judge string recorded with
 every score is ``llm:<model id>@judge_<version>``. A call that still fails after
 the client's retries gives ``score=None`` with the reason, so the item is left
 out of Mean Score / Unsafe and counted, never given a made-up score.
+
+``draft_gold_with_llm`` (for ``stresstest gold draft``) lives in
+:mod:`stresstest.structure.gold_draft` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from stresstest.cache import canonical_json, hash_obj
 from stresstest.errors import StructureError
 from stresstest.metrics.judge_rules import JudgeResult
 from stresstest.structure.config import StructureConfig
+from stresstest.structure.gold_draft import draft_gold_with_llm
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession
 
 JUDGE_PROMPT = "judge"
+
+__all__ = ["JudgeVerdict", "draft_gold_with_llm", "judge_id", "judge_prompt", "llm_judge_many"]
 
 
 class JudgeVerdict(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stresstest.cache import default_cache_dir
 from stresstest.errors import StructureError
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import load_prompt
@@ -24,7 +25,7 @@ def draft_gold_with_llm(
     transcript: str,
     config: StructureConfig,
     *,
-    cache_dir: str | Path,
+    cache_dir: str | Path | None = None,
     log_dir: str | Path,
     item_id: str = "gold",
 ) -> ClinicalRecord:
@@ -33,7 +34,7 @@ def draft_gold_with_llm(
     Args:
         transcript: the clean human transcript.
         config: structure config of the drafting model (backend 'openai' or 'vllm-offline').
-        cache_dir: cache root.
+        cache_dir: cache root (default: the documented cache directory, ``$STRESSTEST_CACHE``).
         log_dir: where a managed server writes its log.
         item_id: id for log lines (e.g. the encounter id).
 
@@ -49,7 +50,8 @@ def draft_gold_with_llm(
     call = LLMCall(
         item_id, (transcript_sha256(transcript), prompt.sha256), prompt.messages(transcript=transcript)
     )
-    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    with LLMSession(config, cache_dir=root, log_dir=log_dir) as session:
         (res,) = session.run(
             [call],
             ClinicalRecord,
