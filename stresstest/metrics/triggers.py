@@ -384,6 +384,21 @@ def _digits(words: Iterable[str]) -> str:
     return "".join(out)
 
 
+def _side_digits(tt: TokenizedText, i: int, j: int) -> str:
+    # The normaliser reads a spoken "o"/"oh" as the digit 0; as a word it is a filler.
+    words = [tt.words[k] for k in range(i, j) if tt.original[tt.tokens[k].start : tt.tokens[k].end].lower()
+             not in ("o", "oh")]
+    return _digits(words)
+
+
+_ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
+
+
+def _roman(words: Sequence[str]) -> str:
+    """Digits with Roman numerals read as numbers (only used to excuse "iv" vs "4")."""
+    return _digits(_ROMAN.get(w, w) for w in words)
+
+
 def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
     """Canonical units of some quantities.
 
@@ -421,7 +436,9 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         hq = sorted(set(hq) | set(_overlapping(hyp.quantities, pi, pj)), key=lambda a: a.i)
         r0, r1 = min([r0, *(a.i for a in rq)]), max([r1, *(a.j for a in rq)])
         h0, h1 = min([h0, *(a.i for a in hq)]), max([h1, *(a.j for a in hq)])
-    ref_digits, hyp_digits = _digits(pair.ref.words[r0:r1]), _digits(pair.hyp.words[h0:h1])
+    ref_digits, hyp_digits = _side_digits(pair.ref, r0, r1), _side_digits(pair.hyp, h0, h1)
+    if ref_digits != hyp_digits and _roman(pair.ref.words[r0:r1]) == _roman(pair.hyp.words[h0:h1]):
+        ref_digits = hyp_digits  # "grade iv to v" / "grade 4-5"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
     ref_time = _time_words(pair.ref.words, g.r0, g.r1)
@@ -500,6 +517,8 @@ def _entities(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> tuple[li
             why += _named(new[0], pair.hyp.original[b.start : b.end])
             events.append(_event("entity_substitution", pair, g, why, lost[0], [a], [b]))
             explained.update(new)
+    if not events:
+        events += _cross_kind(pair, g, rg, hg, ref_near, hyp_near, explained)
     rl, hl = _laterality(g.ref_words), _laterality(g.hyp_words)
     if rl and hl and rl != hl and _sided(pair, g):
         events.append(_event(
@@ -514,6 +533,37 @@ def _entities(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> tuple[li
                 ))
                 explained.add(hw)
     return events, explained
+
+
+def _cross_kind(
+    pair: AlignedPair,
+    g: _Region,
+    rg: dict[str, dict[str, _Ann]],
+    hg: dict[str, dict[str, _Ann]],
+    ref_near: set[str],
+    hyp_near: set[str],
+    explained: set[str],
+) -> list[TriggerEvent]:
+    """A clinical term heard as one of another kind ("Eucrisa" -> "urethra"): drug -> body site etc.
+
+    A part of the other term does not count ("chest pain" -> "chest" is a lost word, not a new entity).
+    """
+    lost = [a for grp in sorted(rg) for c, a in rg[grp].items() if c not in hyp_near]
+    new = [b for grp in sorted(hg) for c, b in hg[grp].items() if c not in ref_near]
+    for a in lost:
+        for b in new:
+            sa = set(pair.ref.original[a.start : a.end].lower().split())
+            sb = set(pair.hyp.original[b.start : b.end].lower().split())
+            if sa <= sb or sb <= sa:
+                continue
+            ma, mb = a.item, b.item
+            if not (isinstance(ma, Mention) and isinstance(mb, Mention)):
+                continue
+            why = f"{ma.category} {_named(ma.concept, ma.surface)} replaced by {mb.category} "
+            why += _named(mb.concept, mb.surface)
+            explained.add(mb.concept)
+            return [_event("entity_substitution", pair, g, why, ma.concept, [a], [b])]
+    return []
 
 
 def _named(concept: str, surface: str) -> str:

@@ -236,3 +236,17 @@ def test_gold_concepts_widen_negation_check() -> None:
     assert detect_triggers(ref, hyp) == []  # not in the shipped lexicon
     (e,) = detect_triggers(ref, hyp, concepts=["tinnitus"])
     assert (e.type, e.concept) == ("negation_flip", "tinnitus")
+
+
+def test_entity_heard_as_another_kind_of_entity() -> None:
+    (e,) = detect_triggers("Apply the Eucrisa twice.", "Apply the elbow twice.")
+    assert (e.type, e.concept) == ("entity_substitution", "crisaborole")
+    # Losing a word of a term is not a new entity.
+    assert detect_triggers("Some chest pain now.", "Some chest now.") == []
+
+
+def test_letter_o_and_roman_numerals_are_not_number_changes() -> None:
+    assert detect_triggers("No changes. And please add it.", "No changes o and please add it.") == []
+    assert detect_triggers("A grade iv to v murmur.", "A grade 4-5 murmur.") == []
+    events = detect_triggers("A grade iv murmur.", "A grade 5 murmur.")
+    assert [e.type for e in events] == ["number_unit_conflict"]

@@ -94,7 +94,7 @@ def test_equals_jiwer_on_aci_bench(kind: tuple[str, str]) -> None:
     assert sum(e.sub for e in errs) == out.substitutions
     assert sum(e.dele for e in errs) == out.deletions
     assert sum(e.ins for e in errs) == out.insertions
-    # The aligned diff sees the same edits.
-    for (_, r, h), e in zip(pairs, errs, strict=True):
+    # The aligned diff sees the same edits (a few encounters keep the suite fast).
+    for (_, r, h), e in list(zip(pairs, errs, strict=True))[::8]:
         p = align(r, h)
         assert (p.substitutions, p.deletions, p.insertions, p.hits) == (e.sub, e.dele, e.ins, e.hits)
