@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-LOOPBACK = "127.0.0.1"
+LOOPBACK: Literal["127.0.0.1"] = "127.0.0.1"
 
 
 class _Strict(BaseModel):
