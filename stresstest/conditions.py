@@ -34,8 +34,11 @@ class MixJob:
     conditions: tuple[str, ...]
 
 
-def mixture_key(speech_sha: str, family: str, noise_spec: dict[str, Any], seed: int, snr_db: float) -> str:
-    return hash_obj("mixture", MIX_CODE_VERSION, speech_sha, family, noise_spec, seed, float(snr_db))
+def mixture_key(
+    speech_sha: str, family: str, noise_spec: dict[str, Any], source_token: str | None, seed: int, snr_db: float
+) -> str:
+    """Cache key of one mixture: the source token covers what the spec does not (babble bank audio, corpus files)."""
+    return hash_obj("mixture", MIX_CODE_VERSION, speech_sha, family, noise_spec, source_token, seed, float(snr_db))
 
 
 def build_mixtures(
@@ -53,7 +56,7 @@ def build_mixtures(
     speech_sha = sha256_file(speech.path)
     todo: list[tuple[str, float, str, Path]] = []
     for cond, snr in zip(job.conditions, job.snrs_db):
-        key = mixture_key(speech_sha, job.family, noise_spec, seed, snr)
+        key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr)
         wav = cache.root / key[:2] / f"{key}.wav"
         hit = cache.get(key)
         if hit is not None and wav.is_file():

@@ -1,0 +1,78 @@
+"""Strict config: unknown or mistyped keys name the key path and the YAML line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stresstest.config import load_config
+from stresstest.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = """\
+run:
+  seed: 1
+corpus:
+  kind: osce
+  path: corpus
+noise:
+  ambient:
+    family: ambient
+snr_db: [15, 5]
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_valid_config_resolves_paths_and_conditions(tmp_path):
+    cfg = load_config(_write(tmp_path, BASE))
+    assert cfg.corpus.path == str((tmp_path / "corpus").resolve())
+    assert [c["condition"] for c in cfg.conditions()] == ["clean", "ambient_15db", "ambient_5db"]
+    assert cfg.asr.decoding.temperature == 0.0 and cfg.structure.decoding.temperature == 0.0
+
+
+def test_unknown_key_names_path_and_line(tmp_path):
+    text = BASE.replace("  seed: 1\n", "  seed: 1\n  sead: 2\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(_write(tmp_path, text))
+    msg = str(ei.value)
+    assert "c.yaml:3:" in msg and "run.sead" in msg and "unknown key" in msg
+
+
+def test_mistyped_value_names_path_line_and_value(tmp_path):
+    text = BASE.replace("snr_db: [15, 5]", "snr_db: [15, loud]")
+    with pytest.raises(ConfigError) as ei:
+        load_config(_write(tmp_path, text))
+    msg = str(ei.value)
+    assert "c.yaml:9:" in msg and "snr_db.1" in msg and "'loud'" in msg
+
+
+def test_nested_unknown_key_in_stage_config(tmp_path):
+    text = BASE + "asr:\n  decoding:\n    beam_size: 1\n    temprature: 0.2\n"
+    with pytest.raises(ConfigError, match=r"c\.yaml:13: asr\.decoding\.temprature: unknown key"):
+        load_config(_write(tmp_path, text))
+
+
+def test_family_key_must_match_and_mitigation_must_be_in_grid(tmp_path):
+    with pytest.raises(ConfigError, match="must equal its key"):
+        load_config(_write(tmp_path, BASE.replace("    family: ambient", "    family: babble")))
+    with pytest.raises(ConfigError, match="not in the grid"):
+        load_config(_write(tmp_path, BASE + "mitigation:\n  conditions: [babble_5db]\n"))
+
+
+def test_not_a_mapping_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(_write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_validate(path):
+    load_config(path)
