@@ -423,6 +423,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
     # Lexicon mentions that are the allergen itself (e.g. "cats") are not symptoms.
     allergen_spans = [(a.start, a.end) for a in allergens]
 
+    regions = _reaction_regions(ex, allergens)
+    reactions: dict[str, list[str]] = {}
     groups: dict[tuple[str, str], _Group] = {}
 
     def add(category: str, concept: str, m: Mention, red: bool = False, hint: str | None = None) -> _Group:
@@ -435,8 +437,15 @@ def extract_record(transcript: str) -> ClinicalRecord:
     for m in sorted(lex_mentions, key=lambda x: x.start):
         if any(a <= m.start < b for a, b in allergen_spans):
             continue
-        if m.category in ("symptom", "finding") and allergens and _allergy_context(ex, ex.span(m)[0]):
-            continue  # the reaction to an allergen ("gives me hives"), not a current symptom
+        if m.category in ("symptom", "finding"):
+            tok = ex.span(m)[0]
+            hit = next((r for r in regions if r[0] <= tok < r[1]), None)
+            if hit is not None:
+                # The reaction to an allergen ("gives me hives"), not a current symptom.
+                reactions.setdefault(hit[2], [])
+                if m.concept not in reactions[hit[2]]:
+                    reactions[hit[2]].append(m.concept)
+                continue
         category = _CATEGORY.get(m.category, "symptom")
         if category == "history" and _is_family(ex, m):
             category = "family_history"
@@ -538,7 +547,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
         elif claim.category == "symptom" and claim.concept in ("suicidal ideation", "self-harm"):
             flag("self_harm_risk", claim.concept, detail, evidence, g, g.triage_hint)
         elif claim.category == "allergy":
-            reaction = _reaction(ex, g)
+            reaction = ", ".join(reactions.get(claim.concept, [])[:3]) or None
             flag("allergy", claim.concept, reaction, evidence, g)
         elif claim.category == "medication":
             cls = high_risk_class(claim.concept)
@@ -633,16 +642,32 @@ def _is_acute(time: str | None) -> bool:
     return unit in ("minutes", "hours", "seconds") or (unit == "days" and value <= 2)
 
 
-def _reaction(ex: _Extractor, g: _Group) -> str | None:
-    """Reaction named after the allergen in its sentence ('gives me hives')."""
-    for m, a in _supporting(g.mentions, "present"):
-        for s in ex.scope_sentences(m, a):
-            lo, hi = ex.sentence_bounds(s)
-            seg = ex.text[ex.tokens[lo].start : ex.tokens[hi - 1].end] if hi > lo else ""
-            for r in match_tokens(seg, tokenize(seg)):
-                if r.category in ("symptom", "finding") and r.concept != g.concept:
-                    return r.concept
-    return None
+#: How far after an allergen its reaction may be described ("Penicillin. What happens? I get hives.").
+_REACTION_REACH = 30
+_REACTION_WORDS = frozenset({"happen", "happens", "happened", "reaction", "reactions", "react", "get"})
+
+
+def _reaction_regions(ex: _Extractor, allergens: list[Mention]) -> list[tuple[int, int, str]]:
+    """Token ranges where symptoms describe an allergen's reaction: (start, end, allergen concept).
+
+    From the allergen's sentence up to :data:`_REACTION_REACH` tokens after it, cut at the first
+    later question that is not about the reaction ("What happens?" keeps the region open).
+    """
+    out: list[tuple[int, int, str]] = []
+    for al in allergens:
+        i, j = ex.span(al)
+        s = ex.sentence_of(i)
+        lo, _hi = ex.sentence_bounds(s)
+        end = min(len(ex.tokens), j + _REACTION_REACH)
+        s2 = s + 1
+        while s2 < len(ex.ctx.sent_start) and ex.ctx.sent_start[s2] < end:
+            qlo, qhi = ex.sentence_bounds(s2)
+            if ex.ctx.ends_q[s2] and not any(w in _REACTION_WORDS for w in ex.words[qlo:qhi]):
+                end = qlo
+                break
+            s2 += 1
+        out.append((lo, end, al.concept))
+    return out
 
 
 def _composite_red_flags(

@@ -193,3 +193,16 @@ def test_random_word_salad_keeps_the_evidence_contract() -> None:
         rec = extract_record(text)
         _check_record(text, rec)
         assert rec == extract_record(text)
+
+
+def test_reaction_described_after_a_question_is_not_a_current_symptom() -> None:
+    text = ("Do you have any allergies? Yes, to peanuts. What happens? I get hives and throat swelling. "
+            "Any chest pain? No. I do have a rash on my back though.")
+    rec = extract_record(text)
+    (flag,) = [f for f in rec.safety_flags if f.kind == "allergy"]
+    assert flag.name == "peanuts" and flag.detail == "rash, throat swelling"
+    assert not any(f.kind == "red_flag" for f in rec.safety_flags)
+    # The later rash (after an unrelated question) is a current symptom again.
+    assert any(c.concept == "rash" and c.category == "symptom" and c.status == "present" for c in rec.claims)
+    assert rec.triage.level == "routine"
+    _check_record(text, rec)
