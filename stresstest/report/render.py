@@ -179,7 +179,13 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
                 f"<td><b>Clean:</b> “{clean}”<br><b>Noisy:</b> “{noisy}”</td>"
                 f"<td><ul class='effects'>{effects}</ul>{link}</td>"
                 f"<td><code>{_e(ex.encounter_id)}</code><br><code>{_e(ex.condition)}</code>"
-                f"<div class='tag'>{_e(ex.record_path or '')}</div></td></tr>"
+                + (
+                    f"<div class='tag'>records: <a href='../{_e(ex.clean_record_path)}'>clean</a> · "
+                    f"<a href='../{_e(ex.record_path)}'>noisy</a></div>"
+                    if ex.record_path and ex.clean_record_path
+                    else ""
+                )
+                + "</td></tr>"
             )
     out.append("</tbody></table>")
     return "".join(out)
@@ -425,7 +431,8 @@ def render_markdown(c: ReportContent) -> str:
                     + _ctx_md(ex.noisy_context, ex.hyp_span, "_", "(dropped)")
                     + "”",
                     _md("; ".join(ex.effects)),
-                    f"`{ex.encounter_id}` / `{ex.condition}`",
+                    f"`{ex.encounter_id}` / `{ex.condition}`"
+                    + (f" ([record](../{ex.record_path}))" if ex.record_path else ""),
                 ]
             )
         if not c.examples[t]:
