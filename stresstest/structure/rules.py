@@ -666,7 +666,8 @@ def _reaction_regions(ex: _Extractor, allergens: list[Mention]) -> list[tuple[in
                 end = qlo
                 break
             s2 += 1
-        out.append((lo, end, al.concept))
+        # Reactions named before the allergen stay in its clause ("hives from penicillin").
+        out.append((max(lo, i - 8), end, al.concept))
     return out
 
 
