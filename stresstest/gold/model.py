@@ -191,10 +191,41 @@ def _drop_none(obj: Any) -> Any:
 _KEEP_NONE = frozenset({"scope_turns", "chief_complaint", "audited_by"})
 
 
+class _Flow(dict):  # type: ignore[type-arg]
+    """A mapping or list written on one line: one claim / flag / quote list per line reads like a table."""
+
+
+class _FlowList(list):  # type: ignore[type-arg]
+    pass
+
+
+class _Quote(str):
+    """A transcript quote: always double-quoted, so apostrophes and colons need no escaping by hand."""
+
+    __slots__ = ()
+
+
+class _GoldDumper(yaml.SafeDumper):
+    pass
+
+
+_GoldDumper.add_representer(
+    _Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=True))
+_GoldDumper.add_representer(
+    _Quote, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", str(v), style='"'))
+_GoldDumper.add_representer(
+    _FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+
+
 def dump_gold(record: GoldRecord) -> str:
-    """The YAML text of a gold record, in the field order of the model."""
+    """The YAML text of a gold record: field order of the model, one claim / flag per line."""
     data = _drop_none(record.model_dump(mode="json"))
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110, default_flow_style=False)
+    data["claims"] = [_Flow(c) for c in data["claims"]]
+    data["safety_flags"] = [_Flow(f) for f in data["safety_flags"]]
+    data["field_evidence"] = {k: _FlowList(_Quote(q) for q in v) for k, v in data["field_evidence"].items()}
+    # No wrapping: a quote broken over lines with a trailing backslash is easy to damage by hand.
+    return yaml.dump(data, Dumper=_GoldDumper, sort_keys=False, allow_unicode=True, width=4096,
+                     default_flow_style=False)
 
 
 def _is_audited_file(p: Path) -> bool:
