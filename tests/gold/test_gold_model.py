@@ -113,6 +113,8 @@ def test_save_round_trips_and_omits_empty_optionals(tmp_path: Path) -> None:
     text = p.read_text(encoding="utf-8")
     assert "laterality" not in text and "unit:" not in text  # unset claim fields are left out
     assert "audited_by: null" in text and "scope_turns: null" in text  # slots the auditor fills stay
+    assert "- {id: c1, category: symptom, concept: cough, status: present}\n" in text  # one claim per line
+    assert 'f1: ["allergic to penicillin"]' in text  # quotes double-quoted, one list per field
     assert yaml.safe_load(dump_gold(_record()))["encounter_id"] == "E1"
 
 
