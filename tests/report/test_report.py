@@ -286,3 +286,39 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "half" / "items.jsonl").write_text('{"condition": "clean"}\n', "utf-8")
     with pytest.raises(ReportError, match="no 'encounter_id'"):
         build_report(tmp_path / "half")
+
+
+def test_minimal_run_dir_still_reports(tmp_path: Path) -> None:
+    # Only the SPEC §10 item fields, no summary.csv, no records, no triggers, no judge.
+    import json
+
+    rd = tmp_path / "minimal"
+    rd.mkdir()
+    rows = []
+    for e in range(4):
+        for cond, fam, snr in (("clean", "clean", None), ("ambient_5db", "ambient", 5.0)):
+            rows.append(
+                {
+                    "encounter_id": f"e{e}",
+                    "condition": cond,
+                    "family": fam,
+                    "snr_db": snr,
+                    "target_snr_db": snr,
+                    "measured_snr_db": snr,
+                    "reference_text": "no chest pain",
+                    "hypothesis_text": "no chest pain" if cond == "clean" else "chest pain",
+                    "asr_sub": 0,
+                    "asr_del": 0 if cond == "clean" else 1,
+                    "asr_ins": 0,
+                    "ref_words": 3,
+                }
+            )
+    (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    (rd / "manifest.json").write_text(json.dumps({"run_id": "minimal"}), "utf-8")
+    rp = build_report(rd, n_resamples=20, seed=0)
+    md = rp.markdown.read_text("utf-8")
+    assert "summary.csv is missing" in md
+    _, t2 = _md_table2(md)
+    assert t2["ambient_5db"][2].startswith("33.33")
+    assert "not estimable" in md
+    assert rp.html.is_file()
