@@ -250,8 +250,8 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     if c.problems:
         items = "".join(f"<li>{_e(p)}</li>" for p in c.problems)
         parts.append(
-            f"<div class='warn'><b>Consistency check failed</b> — the numbers below are recomputed from "
-            f"items.jsonl and disagree with summary.csv:<ul>{items}</ul></div>"
+            "<div class='warn'><b>Consistency check failed</b> — the numbers below are recomputed from "
+            f"items.jsonl and could not be matched with summary.csv:<ul>{items}</ul></div>"
         )
     else:
         parts.append("<p class='sub ok'>✓ Every rate below equals the corresponding summary.csv value.</p>")
@@ -374,7 +374,8 @@ def render_markdown(c: ReportContent) -> str:
     out = [f"# {c.title}", ""]
     if c.problems:
         out += [
-            "> **Consistency check failed** — numbers recomputed from items.jsonl disagree with summary.csv:",
+            "> **Consistency check failed** — numbers recomputed from items.jsonl could not be matched with "
+            "summary.csv:",
             ">",
         ]
         out += [f"> - {p}" for p in c.problems]
