@@ -7,7 +7,9 @@ Canonical key of a claim = ``concept | status | value | time`` where
   :func:`stresstest.clinical.lexicon.canonical_concept` (lay↔clinical synonyms,
   British/American spelling, trade→generic drug names). Category and laterality
   are *not* part of the key: two structurers may file "wheeze" under symptom or
-  finding, and that is not a clinical disagreement.
+  finding, and that is not a clinical disagreement. The one exception is
+  ``family_history``, whose concept becomes "family history of <concept>": a
+  relative's diabetes is not the patient's.
 * **status**: present / absent / uncertain, as is.
 * **value**: value and unit joined, number words as digits ("three" = "3"),
   unit spellings canonical ("milligrams" = "mg", "puffs" = "puff"), a number
@@ -204,8 +206,12 @@ class CanonicalClaim:
 
 def canonical_claim(claim: Claim) -> CanonicalClaim:
     """Canonical identity of one claim; deterministic, no model calls."""
+    concept = canonical_concept_name(claim.concept)
+    if claim.category == "family_history":
+        # "Mother has diabetes" is a different fact from "the patient has diabetes".
+        concept = f"family history of {concept}"
     return CanonicalClaim(
-        concept=canonical_concept_name(claim.concept),
+        concept=concept,
         status=claim.status,
         value=normalise_value(claim.value, claim.unit),
         time=normalise_time(claim.time),

@@ -129,3 +129,11 @@ def test_flag_keys_fold_trade_names_and_allergy_wording() -> None:
     a1 = SafetyFlag(id="a1", kind="allergy", name="Penicillin allergy")
     a2 = SafetyFlag(id="a2", kind="allergy", name="allergic to penicillin")
     assert canonical_flag_key(a1) == canonical_flag_key(a2) == "allergy:penicillin"
+
+
+def test_family_history_is_not_the_patients_own_history() -> None:
+    own = C("a", "diabetes", category="history")
+    mum = C("b", "diabetes", category="family_history")
+    assert claim_key(mum) == "family history of diabetes|present||"
+    assert claim_key(own) != claim_key(mum)
+    assert claim_key(own) == claim_key(C("c", "diabetes", category="symptom"))
