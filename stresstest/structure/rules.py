@@ -36,7 +36,8 @@ Triage rule (documented, deterministic)
        composite emergency red flag is present;
     2. ``urgent`` if any other red flag is present, or a present symptom has an
        acute onset (duration in minutes/hours, at most 2 days, or anchored to
-       today / yesterday / last night / this morning);
+       today / yesterday / last night / this morning), or a severity cue (pain
+       >= 8 out of 10; "severe", "excruciating", "worst"... within 3 words);
     3. ``routine`` otherwise.
     ``field_evidence["triage"]`` quotes what drove the level (for routine: the
     chief complaint's quote, when there is one).
@@ -95,6 +96,8 @@ _RADIATION_SITES = frozenset({"arm", "arms", "jaw", "neck", "shoulder", "shoulde
 _HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily", "a bottle", "binge",
                 "too much")
 _DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
+_SEVERE = frozenset({"severe", "severely", "excruciating", "unbearable", "agonizing", "agonising", "worst",
+                     "intense", "terrible"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
 _ACUTE_ANCHORS = frozenset({"today", "yesterday", "last night", "this morning", "tonight", "this afternoon",
                             "this evening"})
@@ -596,13 +599,18 @@ def extract_record(transcript: str) -> ClinicalRecord:
             c for c in record_claims
             if c.category == "symptom" and c.status == "present" and _is_acute(c.time)
         ]
-        if acute:
+        severe = [
+            (c, ev) for c, ev, g in present_by_concept.values()
+            if c.category == "symptom" and _is_severe(ex, c, g)
+        ]
+        if acute or severe:
             level = "urgent"
             driving = [(f"{c.concept} ({c.time})", field_evidence[c.id]) for c in acute]
+            driving += [(f"severe {c.concept}", ev) for c, ev in severe]
     if driving:
         names = ", ".join(nm for nm, _ in driving[:4])
         why = "present emergency red flag" if level == "emergency" else (
-            "present red flag" if triage_drivers else "acute onset")
+            "present red flag" if triage_drivers else "acute onset or severe symptom")
         rationale = f"{level}: {why}: {names}."
         tri_ev: list[str] = []
         for _, ev in driving:
@@ -610,7 +618,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
                 if q not in tri_ev:
                     tri_ev.append(q)
     else:
-        rationale = "routine: no red flag and no acute onset documented."
+        rationale = "routine: no red flag, acute onset or severe symptom documented."
         tri_ev = field_evidence.get(chief.id, [])[:1] if chief else []
     if tri_ev:
         field_evidence["triage"] = tri_ev
@@ -624,6 +632,24 @@ def extract_record(transcript: str) -> ClinicalRecord:
         safety_flags=flags,
         field_evidence=field_evidence,
     )
+
+
+def _is_severe(ex: _Extractor, claim: Claim, g: _Group) -> bool:
+    """Severity cue on a present symptom: >= 8 out of 10, or 'severe' / 'excruciating' / 'worst'."""
+    if claim.unit == "out of 10" and claim.value:
+        try:
+            if float(claim.value.split("-")[-1]) >= 8:
+                return True
+        except ValueError:
+            pass
+    for m, _a in _supporting(g.mentions, "present"):
+        i, j = ex.span(m)
+        lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+        # Only the words right before the mention or a few after ("severe pain", "the pain is severe").
+        near = ex.words[max(lo, i - 3) : i] + ex.words[j : min(hi, j + 3)]
+        if any(w in _SEVERE for w in near):
+            return True
+    return False
 
 
 def _is_acute(time: str | None) -> bool:

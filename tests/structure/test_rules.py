@@ -206,3 +206,17 @@ def test_reaction_described_after_a_question_is_not_a_current_symptom() -> None:
     assert any(c.concept == "rash" and c.category == "symptom" and c.status == "present" for c in rec.claims)
     assert rec.triage.level == "routine"
     _check_record(text, rec)
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("I've had severe back pain for three weeks.", "urgent"),
+        ("My knee pain is about 9 out of 10.", "urgent"),
+        ("My knee pain is about 3 out of 10, for a month now.", "routine"),
+        ("I've had mild back pain for three weeks.", "routine"),
+    ],
+)
+def test_triage_severity_cues(text: str, level: str) -> None:
+    rec = extract_record(text)
+    assert rec.triage.level == level, rec.triage.rationale
