@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from stresstest.errors import GoldError
 from stresstest.structure.schema import Claim, SafetyFlag, flag_key
 
 SYNONYMS_EXTRA = Path(__file__).resolve().parent.parent / "gold" / "data" / "synonyms_extra.tsv"
@@ -112,8 +113,6 @@ def _extra_synonyms() -> dict[str, str]:
             continue
         parts = line.split("\t")
         if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-            from stresstest.errors import GoldError
-
             raise GoldError(f"{SYNONYMS_EXTRA}:{n}: expected 'surface<TAB>canonical', got {line!r}")
         out[_lookup_form(parts[0])] = parts[1].strip()
     return out
@@ -167,6 +166,7 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=8192)
 def normalise_value(value: str | None, unit: str | None = None) -> str:
     """Canonical ``value unit`` string ('' when both are empty)."""
     raw = " ".join(x for x in (value, unit) if x)
@@ -178,6 +178,7 @@ def normalise_value(value: str | None, unit: str | None = None) -> str:
     return " ".join(w for w in s.split() if w not in _VALUE_FILLER)
 
 
+@functools.lru_cache(maxsize=8192)
 def normalise_time(time: str | None) -> str:
     """Canonical time/duration/frequency string ('' when empty)."""
     if not time or not time.strip():
