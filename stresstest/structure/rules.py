@@ -458,14 +458,14 @@ def extract_record(transcript: str) -> ClinicalRecord:
             continue
         category = "plan" if _has_any(ex.context_norms(d, side=8)[0], _PLAN_CUES) else "medication"
         add(category, d.concept, d)
-    for a in allergens:
-        add("allergy", a.concept, a)
+    for al in allergens:
+        add("allergy", al.concept, al)
     if not allergens:
-        for a in _no_allergy_statements(ex):
-            asr = ex.ctx.assertion(a)
+        for cue in _no_allergy_statements(ex):
+            asr = ex.ctx.assertion(cue)
             if asr.status == "absent":
                 g = groups.setdefault(("allergy", "allergies"), _Group("allergy", "allergies"))
-                g.mentions.append((a, asr))
+                g.mentions.append((cue, asr))
 
     claims: list[tuple[int, Claim, list[str], _Group]] = []
     for g in groups.values():
@@ -476,9 +476,9 @@ def extract_record(transcript: str) -> ClinicalRecord:
         first_m, first_a = support[0]
         evidence: list[str] = []
         for m, a in support[:2]:
-            for q in ex.evidence(m, a):
-                if q not in evidence:
-                    evidence.append(q)
+            for quote in ex.evidence(m, a):
+                if quote not in evidence:
+                    evidence.append(quote)
         value = unit = time = None
         for m, a in support:
             qs = ex.quantities_near(m, a, after_only=g.category in ("medication", "plan"))
@@ -573,8 +573,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
     flags: list[SafetyFlag] = []
     seen: set[tuple[str, str]] = set()
     triage_drivers: list[tuple[str, str, list[str]]] = []  # level, name, evidence
-    for pos_kind in flag_rows:
-        _, kind, name, detail, ev, hint = pos_kind
+    for row in flag_rows:
+        _, kind, name, detail, ev, flag_hint = row
         if (kind, name) in seen:
             continue
         seen.add((kind, name))
@@ -582,7 +582,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
         flags.append(f)
         field_evidence[f.id] = ev
         if kind in ("red_flag", "self_harm_risk"):
-            triage_drivers.append(("emergency" if hint == "emergency" else "urgent", name, ev))
+            triage_drivers.append(("emergency" if flag_hint == "emergency" else "urgent", name, ev))
 
     # ---- triage
     chief = next((c for c in record_claims if c.category == "symptom" and c.status == "present"), None)
@@ -614,9 +614,9 @@ def extract_record(transcript: str) -> ClinicalRecord:
         rationale = f"{level}: {why}: {names}."
         tri_ev: list[str] = []
         for _, ev in driving:
-            for q in ev[:1]:
-                if q not in tri_ev:
-                    tri_ev.append(q)
+            for quote in ev[:1]:
+                if quote not in tri_ev:
+                    tri_ev.append(quote)
     else:
         rationale = "routine: no red flag, acute onset or severe symptom documented."
         tri_ev = field_evidence.get(chief.id, [])[:1] if chief else []
