@@ -134,9 +134,27 @@ class TokenizedText:
         return [t.end for t in self.tokens]
 
 
+# Hesitations the normaliser deletes (it removes them as whole words).
+_HESITATIONS = frozenset({"hmm", "mm", "mhm", "mmm", "uh", "um"})
+
+
+@lru_cache(maxsize=1)
+def _spelling() -> dict[str, str]:
+    return dict(_normaliser().standardize_spellings.mapping)
+
+
 @lru_cache(maxsize=1 << 16)
 def _norm_word(word: str) -> tuple[str, ...]:
-    # Per-word normalisation repeats the same few thousand words; cache it.
+    """Per-word normalisation, used only as an anchor for offsets.
+
+    Plain words (letters only, edge punctuation aside) take a fast path: lower
+    case and the normaliser's own British->American map. It need not equal the
+    full normaliser: any disagreement is resolved by aligning with the
+    whole-text normalisation (see :func:`tokenize`), so spans stay correct.
+    """
+    core = word.lower().strip(_LEAD + _TRAIL)
+    if core.isascii() and core.isalpha() and not any(c in word for c in "[]<>()"):
+        return () if core in _HESITATIONS else (_spelling().get(core, core),)
     return tuple(_normaliser()(word).split())
 
 
@@ -149,8 +167,12 @@ def _trim(word: str, start: int) -> tuple[int, int]:
     return start + lo, start + hi
 
 
+@lru_cache(maxsize=256)
 def tokenize(text: str) -> TokenizedText:
     """Normalise ``text`` and map each normalised token back to original offsets.
+
+    Cached (256 texts; the result is immutable): a reference is aligned with
+    the hypothesis of every condition.
 
     Args:
         text: the original text.
