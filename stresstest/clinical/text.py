@@ -86,6 +86,7 @@ def norm_words(text: str) -> list[str]:
 
 
 _JOIN_GAP = re.compile(r"[\s\-/]*")
+_INNER_FILLERS = frozenset({"um", "umm", "uh", "uhh", "uhm", "erm", "er", "ah", "hmm"})
 
 
 def joinable(text: str, tokens: list[Token], i: int, j: int) -> bool:
@@ -120,16 +121,24 @@ def longest_matches(
     i = 0
     while i < n:
         best: tuple[int, str] | None = None
-        j = i + 1
-        while j <= n:
-            if j - i > 1 and not _JOIN_GAP.fullmatch(text, tokens[j - 2].end, tokens[j - 1].start):
+        key: list[str] = []
+        j = i
+        while j < n:
+            if j > i:
+                if not _JOIN_GAP.fullmatch(text, tokens[j - 1].end, tokens[j].start):
+                    break
+                # Disfluencies inside a term ("short of uh breath", "blood in the the stool") are
+                # stepped over so that speech and ASR output find the same term.
+                if keys[j] in _INNER_FILLERS or keys[j] == keys[j - 1]:
+                    j += 1
+                    continue
+            key.append(keys[j])
+            tkey = tuple(key)
+            if tkey not in prefixes:
                 break
-            key = tuple(keys[i:j])
-            if key not in prefixes:
-                break
-            value = table.get(key)
+            value = table.get(tkey)
             if value is not None:
-                best = (j, value)
+                best = (j + 1, value)
             j += 1
         if best is None:
             i += 1

@@ -87,3 +87,16 @@ def test_lexicon_covers_the_five_specialties_and_body_sites() -> None:
 )
 def test_canonical_concept(term: str, canonical: str) -> None:
     assert canonical_concept(term) == canonical
+
+
+@pytest.mark.parametrize(
+    ("text", "surface"),
+    [
+        ("short of uh breath", "short of uh breath"),
+        ("blood in the the stool", "blood in the the stool"),
+        ("um chest pain um", "chest pain"),
+    ],
+)
+def test_disfluencies_inside_a_term(text: str, surface: str) -> None:
+    (m,) = find_mentions(text)
+    assert m.surface == surface
