@@ -111,6 +111,13 @@ class ContextAnalyzer:
     Args:
         text: The text the mentions' offsets point into.
         tokens: Its tokens, if already computed with :func:`tokenize`.
+
+    Attributes (read-only, shared with the rules structurer):
+        tokens / words: the tokens and their lookup forms.
+        sent_id: sentence number of each token; sent_start: first token of each sentence.
+        ends_q: whether each sentence ends with "?".
+        skip: token indices that are speaker labels ("D:", "[doctor]").
+        starts: start offset of each token (for bisecting character offsets).
     """
 
     def __init__(self, text: str, tokens: list[Token] | None = None) -> None:
