@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stresstest.metrics.triggers import TRIGGER_TYPES, TriggerEvent, detect_triggers, trigger_counts
 
@@ -250,3 +252,22 @@ def test_letter_o_and_roman_numerals_are_not_number_changes() -> None:
     assert detect_triggers("A grade iv to v murmur.", "A grade 4-5 murmur.") == []
     events = detect_triggers("A grade iv murmur.", "A grade 5 murmur.")
     assert [e.type for e in events] == ["number_unit_conflict"]
+
+
+_VOCAB = [
+    "no", "not", "don't", "fever", "chest", "pain", "twenty", "five", "25mg", "mg", "twice", "a", "day",
+    "since", "Monday", "two", "hours", "left", "right", "knee", "metformin", "warfarin", "um", "uh-huh",
+    "[doctor]", "(laughs)", "colour", "3/4", "1,000", "?", ".", ",", "P:", "it's", "o", "iv", "\n", "—", "é",
+]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_VOCAB), max_size=25), st.lists(st.sampled_from(_VOCAB), max_size=25))
+def test_never_crashes_and_quotes_match(ref_words: list[str], hyp_words: list[str]) -> None:
+    ref, hyp = " ".join(ref_words), " ".join(hyp_words)
+    events = detect_triggers(ref, hyp)
+    for e in events:
+        assert e.type in TRIGGER_TYPES
+        assert ref[e.ref_start : e.ref_end] == e.ref_span
+        assert hyp[e.hyp_start : e.hyp_end] == e.hyp_span
+    assert detect_triggers(ref, ref) == []
