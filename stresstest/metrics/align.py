@@ -70,9 +70,9 @@ class TokenizedText:
     original: str
     tokens: tuple[Token, ...]
 
-    @property
+    @cached_property
     def words(self) -> list[str]:
-        """The normalised token strings."""
+        """The normalised token strings (computed once; do not mutate)."""
         return [t.text for t in self.tokens]
 
     def __len__(self) -> int:

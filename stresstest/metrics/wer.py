@@ -87,6 +87,10 @@ class AsrErrors:
         """E = S + D + I, the numerator of WER."""
         return self.sub + self.dele + self.ins
 
+    def item_fields(self) -> dict[str, int]:
+        """The ``items.jsonl`` fields :mod:`stresstest.metrics.summary` reads for WER and InsRate."""
+        return {"asr_sub": self.sub, "asr_del": self.dele, "asr_ins": self.ins, "ref_words": self.ref_words}
+
 
 def asr_errors(reference: str, hypothesis: str) -> AsrErrors:
     """Count S, D, I of ``hypothesis`` against ``reference`` after :func:`normalise`.

@@ -98,3 +98,14 @@ def test_equals_jiwer_on_aci_bench(kind: tuple[str, str]) -> None:
     for (_, r, h), e in list(zip(pairs, errs, strict=True))[::8]:
         p = align(r, h)
         assert (p.substitutions, p.deletions, p.insertions, p.hits) == (e.sub, e.dele, e.ins, e.hits)
+
+
+def test_item_fields_feed_the_summary() -> None:
+    from stresstest.metrics.summary import aggregate
+
+    items = [asr_errors("no chest pain today", "chest pain today now").item_fields(),
+             asr_errors("take 5 mg", "take 5 mg").item_fields()]
+    assert items[0] == {"asr_sub": 0, "asr_del": 1, "asr_ins": 1, "ref_words": 4}
+    rates = aggregate(items)
+    assert rates["wer"] == pytest.approx(100 * 2 / 7)
+    assert rates["ins_rate"] == pytest.approx(100 * 1 / 7)
