@@ -278,6 +278,11 @@ def _place(tt: TokenizedText, items: Iterable[Mention | Quantity]) -> list[_Ann]
     return out
 
 
+def _union(a: Sequence[_Ann], b: Sequence[_Ann]) -> list[_Ann]:
+    # Sorted on positions, never on set order (which follows string hashing and varies by process).
+    return sorted(set(a) | set(b), key=lambda x: (x.i, x.j, x.start, x.end))
+
+
 def _overlapping(anns: Sequence[_Ann], i: int, j: int) -> list[_Ann]:
     if i == j:
         return []
@@ -432,8 +437,8 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     if rq or hq:
         pi, pj = pair.hyp_range_for_ref(r0, r1)
         qi, qj = pair.ref_range_for_hyp(h0, h1)
-        rq = sorted(set(rq) | set(_overlapping(ref.quantities, qi, qj)), key=lambda a: a.i)
-        hq = sorted(set(hq) | set(_overlapping(hyp.quantities, pi, pj)), key=lambda a: a.i)
+        rq = _union(rq, _overlapping(ref.quantities, qi, qj))
+        hq = _union(hq, _overlapping(hyp.quantities, pi, pj))
         r0, r1 = min([r0, *(a.i for a in rq)]), max([r1, *(a.j for a in rq)])
         h0, h1 = min([h0, *(a.i for a in hq)]), max([h1, *(a.j for a in hq)])
     ref_digits, hyp_digits = _side_digits(pair.ref, r0, r1), _side_digits(pair.hyp, h0, h1)

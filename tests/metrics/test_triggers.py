@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -271,3 +274,20 @@ def test_never_crashes_and_quotes_match(ref_words: list[str], hyp_words: list[st
         assert ref[e.ref_start : e.ref_end] == e.ref_span
         assert hyp[e.hyp_start : e.hyp_end] == e.hyp_span
     assert detect_triggers(ref, ref) == []
+
+
+def test_same_events_under_another_hash_seed() -> None:
+    """Set and dict orders follow string hashing; the events must not."""
+    ref = "No fever since Monday, 25 mg of lisinopril twice a day for 2 weeks, left knee pain."
+    hyp = "Fever since Sunday, 50 mg of losartan twice a week for 2 days, right knee pain. Take warfarin."
+    code = (
+        "import json, sys; from stresstest.metrics.triggers import detect_triggers; "
+        "print(json.dumps([e.model_dump() for e in detect_triggers(sys.argv[1], sys.argv[2])]))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(  # noqa: S603 - fixed argv, no shell
+        [sys.executable, "-c", code, ref, hyp], env=env, capture_output=True, text=True, check=True
+    )
+    here = [e.model_dump() for e in detect_triggers(ref, hyp)]
+    assert json.loads(out.stdout) == here
+    assert {e["type"] for e in here} == set(TRIGGER_TYPES)
