@@ -108,7 +108,7 @@ class TriggerEvent(BaseModel):
 
 def trigger_counts(events: Iterable[TriggerEvent]) -> dict[str, int]:
     """Number of events per type, with all five types present (zeros included)."""
-    counts = dict.fromkeys(TRIGGER_TYPES, 0)
+    counts: dict[str, int] = dict.fromkeys(TRIGGER_TYPES, 0)
     for e in events:
         counts[e.type] += 1
     return counts
@@ -157,6 +157,9 @@ _QUANTITY_CUES = frozenset(
     """once twice thrice daily nightly weekly monthly hourly yearly annually od bd bid tds tid qds qid qd prn
     nocte since last ago half couple few several dozen hundred thousand""".split()
 )
+# Time relations: they count when one is heard as another ("after meals" -> "before meals"); ASR
+# drops and adds them too often for a lone deletion to mean anything.
+_RELATIONS = frozenset({"before", "after", "until", "during"})
 # "am"/"pm" are clock times only after a number ("i am" is not a time).
 _CLOCK = frozenset({"am", "pm"})
 # Time words that also start greetings ("good morning") are not time expressions there.
@@ -312,8 +315,7 @@ def _found(text: str) -> tuple[list[Mention], list[ClinicalToken]]:
 
 def _plausible(m: Mention) -> bool:
     """Drop dictionary hits on ordinary words ("he" is helium in the drug dictionary)."""
-    words = m.surface.lower().split()
-    return len(m.surface) > 2 and not all(w in _FUNCTION for w in words)
+    return not all(w in _FUNCTION for w in m.surface.lower().split())
 
 
 # --- event construction -----------------------------------------------------------------------------
@@ -421,7 +423,8 @@ def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
 def _may_quantify(words: Sequence[str], i: int, j: int) -> bool:
     """Could tokens [i, j), or the few around them, belong to a quantity or time expression?"""
     for w in words[max(0, i - 3) : j + 3]:
-        if _NUM.match(w) or w in _QUANTITY_CUES or w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS:
+        if (_NUM.match(w) or w in _QUANTITY_CUES or w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS
+                or w in _RELATIONS):
             return True
     return False
 
@@ -466,6 +469,11 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     if ref_time != hyp_time and not (rq or hq):
         concept = next(iter(ref_time or hyp_time))
         return [_event("temporal_distortion", pair, g, f"time expression changed: {what}", concept)]
+    ref_rel = {w for w in g.ref_words if w in _RELATIONS}
+    hyp_rel = {w for w in g.hyp_words if w in _RELATIONS}
+    if ref_rel and hyp_rel and ref_rel != hyp_rel:
+        why = f"time relation changed: {what}"
+        return [_event("temporal_distortion", pair, g, why, "/".join(sorted(ref_rel)))]
     return []
 
 

@@ -71,6 +71,7 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ("It began tonight.", "It began tomorrow."),
         ("The tightness lasts half an hour.", "The tightness lasts half a day."),
         ("It got worse over the weekend.", "It got worse over the week."),
+        ("The pain comes after meals.", "The pain comes before meals."),
     ],
     "entity_substitution": [
         ("I take lisinopril 10 mg daily.", "I take losartan 10 mg daily."),
@@ -152,6 +153,8 @@ BENIGN: list[tuple[str, str]] = [
     ("No fever. Cough is bad.", "No fever cough is bad"),
     ("It hurts for two hours.", "It hurts for 2 hours."),
     ("I've been like this since Monday.", "I have been like this since monday"),
+    ("It hurts after, um, after meals.", "It hurts after meals."),
+    ("Come back after that.", "Come back that."),
 ]
 
 
