@@ -142,7 +142,7 @@ class ContextAnalyzer:
         for k, tok in enumerate(self.tokens):
             nxt = self.tokens[k + 1].start if k + 1 < len(self.tokens) else len(text)
             gap = text[tok.end : nxt]
-            if k == 0 or k in skip or self._boundary(text[self.tokens[k - 1].end : tok.start]):
+            if k == 0 or k in skip or self._splits(k):
                 if k > 0:
                     sid += 1
                 self.sent_start.append(k)
@@ -156,6 +156,14 @@ class ContextAnalyzer:
     @staticmethod
     def _boundary(gap: str) -> bool:
         return any(ch in _SENT_PUNCT for ch in gap)
+
+    def _splits(self, k: int) -> bool:
+        """Whether a sentence boundary lies between tokens k-1 and k ("39.4" and "3.5" do not split)."""
+        prev, tok = self.tokens[k - 1], self.tokens[k]
+        gap = self.text[prev.end : tok.start]
+        if gap in (".", ",") and prev.text[-1].isdigit() and tok.text[0].isdigit():
+            return False
+        return self._boundary(gap)
 
     def _span(self, mention: Mention) -> tuple[int, int]:
         """Token index range [i, j) covered by the mention."""

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 
@@ -98,6 +99,17 @@ _HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily"
 _DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
 _SEVERE = frozenset({"severe", "severely", "excruciating", "unbearable", "agonizing", "agonising", "worst",
                      "intense", "terrible"})
+_BLOOD_WORDS = frozenset({"blood", "bloody", "bleeding"})
+_BLOOD_PARTNERS = {
+    **dict.fromkeys(("sputum", "phlegm", "mucus", "cough", "coughing", "coughed"), "hemoptysis"),
+    **dict.fromkeys(
+        ("stool", "stools", "poo", "poop", "bowel", "rectum", "bottom", "toilet", "wipe", "wiping"),
+        "rectal bleeding",
+    ),
+    **dict.fromkeys(("urine", "pee", "urinating"), "hematuria"),
+    **dict.fromkeys(("vomit", "vomiting", "vomited"), "hematemesis"),
+}
+_TEMP_REACH = 25
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
 _ACUTE_ANCHORS = frozenset({"today", "yesterday", "last night", "this morning", "tonight", "this afternoon",
                             "this evening"})
@@ -207,7 +219,7 @@ class _Extractor:
         s = self.sentence_of(i)
         lo, hi = self.sentence_bounds(s)
         quotes = [self.quote(i, j, lo, hi)]
-        if a.source == "answer" and a.cue_start is not None:
+        if a.cue_start is not None:  # an answer, or a cue such as a temperature reading
             k = self._tok_index(a.cue_start)
             s2 = self.sentence_of(k)
             lo2, hi2 = self.sentence_bounds(s2)
@@ -278,8 +290,22 @@ class _Extractor:
         return next(iter(sorted(found)), None)
 
 
-def _compose_pain(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
-    """'pain' / 'hurts' near a body site that no lexicon surface covered -> '<site> pain'."""
+def _compose(
+    ex: _Extractor,
+    mentions: list[Mention],
+    anchors: frozenset[str],
+    partner: Callable[[str], str | None],
+    reach: int = 5,
+    partner_may_be_covered: bool = False,
+) -> list[Mention]:
+    """Two words a few tokens apart that together name a concept no lexicon surface covered.
+
+    "pain ... in my left knee" -> knee pain; "any blood that you notice in the sputum" ->
+    hemoptysis. ``partner(word)`` gives the concept for a partner word (None otherwise); the
+    nearest partner in the same sentence within ``reach`` tokens wins. With
+    ``partner_may_be_covered`` the partner may be part of another mention ("sputum"), which the
+    caller then drops in favour of the composed one.
+    """
     covered = [False] * len(ex.tokens)
     for m in mentions:
         if m.category == "body_site":
@@ -287,27 +313,25 @@ def _compose_pain(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
         i, j = ex.span(m)
         for k in range(i, j):
             covered[k] = True
-    sites = _site_words()
     out: list[Mention] = []
     used: set[int] = set()
     for k, w in enumerate(ex.words):
-        if w not in _PAIN_WORDS or covered[k] or k in used:
+        if w not in anchors or covered[k] or k in used:
             continue
-        s = ex.sentence_of(k)
-        lo, hi = ex.sentence_bounds(s)
-        best: tuple[int, int] | None = None
-        for d in range(1, 6):
+        lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+        found: tuple[int, str] | None = None
+        for d in range(1, reach + 1):
             for kk in (k + d, k - d):
-                if lo <= kk < hi and ex.words[kk] in sites and not covered[kk]:
-                    best = (kk, d)
-                    break
-            if best:
+                if lo <= kk < hi and (partner_may_be_covered or not covered[kk]) and kk not in used:
+                    concept = partner(ex.words[kk])
+                    if concept is not None:
+                        found = (kk, concept)
+                        break
+            if found:
                 break
-        if best is None:
+        if found is None:
             continue
-        kk = best[0]
-        site = sites[ex.words[kk]]
-        concept = _SITE_PAIN.get(site, f"{site} pain")
+        kk, concept = found
         info = concept_info(concept)
         a, b = min(k, kk), max(k, kk)
         start, end = ex.tokens[a].start, ex.tokens[b].end
@@ -315,6 +339,70 @@ def _compose_pain(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
                            bool(info and info.red_flag), info.triage_hint if info else None))
         used.update(range(a, b + 1))
     return out
+
+
+def _pain_partner(word: str) -> str | None:
+    if word.startswith("swallow"):
+        return "dysphagia"
+    site = _site_words().get(word)
+    return None if site is None else _SITE_PAIN.get(site, f"{site} pain")
+
+
+def _blood_partner(word: str) -> str | None:
+    return _BLOOD_PARTNERS.get(word)
+
+
+def _temperature_claims(ex: _Extractor) -> list[tuple[Mention, Assertion]]:
+    """Fever from a measured temperature ("have you taken his temperature? ... it was 39.4").
+
+    A reading of 37.8-43 (Celsius) or 100-110 (Fahrenheit), or "high", within
+    :data:`_TEMP_REACH` tokens after the word makes fever present; a reading of
+    35-37.5 / 95-99.5 or "normal" makes it absent. The mention spans the word
+    "temperature" through the reading, so its quote holds both.
+    """
+    out: list[tuple[Mention, Assertion]] = []
+    for k, w in enumerate(ex.words):
+        if w not in ("temperature", "temp"):
+            continue
+        status: str | None = None
+        end_tok = k
+        for kk in range(k + 1, min(len(ex.words), k + _TEMP_REACH)):
+            x = ex.words[kk]
+            if x in ("high", "raised", "elevated", "spiking"):
+                status, end_tok = "present", kk
+                break
+            if x in ("normal", "fine"):
+                status, end_tok = "absent", kk
+                break
+            if x[0].isdigit():
+                v = _reading(ex, kk)
+                if v is None:
+                    continue
+                if 37.8 <= v <= 43 or 100 <= v <= 110:
+                    status, end_tok = "present", kk
+                elif 35 <= v <= 37.5 or 95 <= v <= 99.5:
+                    status, end_tok = "absent", kk
+                if status:
+                    break
+        if status is None:
+            continue
+        start, end = ex.tokens[k].start, ex.tokens[end_tok].end
+        m = Mention(start, end, ex.text[start:end], "fever", "symptom")
+        cue = ex.tokens[end_tok]
+        out.append((m, Assertion(status, "statement", cue.text, cue.start, cue.end)))  # type: ignore[arg-type]
+    return out
+
+
+def _reading(ex: _Extractor, k: int) -> float | None:
+    """The number starting at token k, joining "39" "." "4" back into 39.4."""
+    try:
+        v = float(ex.words[k])
+    except ValueError:
+        return None
+    if k + 1 < len(ex.tokens) and ex.text[ex.tokens[k].end : ex.tokens[k + 1].start] == "." \
+            and ex.words[k + 1].isdigit():
+        v = float(f"{ex.words[k]}.{ex.words[k + 1]}")
+    return v
 
 
 def _is_family(ex: _Extractor, m: Mention) -> bool:
@@ -421,7 +509,13 @@ def extract_record(transcript: str) -> ClinicalRecord:
     all_mentions = match_tokens(transcript, ex.tokens)
     drug_mentions = match_drug_tokens(transcript, ex.tokens)
     lex_mentions = [m for m in all_mentions if m.category != "body_site"]
-    lex_mentions += _compose_pain(ex, all_mentions)
+    composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner)
+    composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True)
+    # A composed term replaces what it swallowed ("blood ... in the sputum" is not "sputum").
+    lex_mentions = [
+        m for m in lex_mentions if not any(c.start <= m.start and m.end <= c.end for c in composed)
+    ]
+    lex_mentions += composed
     allergens, consumed = _find_allergens(ex, drug_mentions)
     # Lexicon mentions that are the allergen itself (e.g. "cats") are not symptoms.
     allergen_spans = [(a.start, a.end) for a in allergens]
@@ -430,11 +524,15 @@ def extract_record(transcript: str) -> ClinicalRecord:
     reactions: dict[str, list[str]] = {}
     groups: dict[tuple[str, str], _Group] = {}
 
-    def add(category: str, concept: str, m: Mention, red: bool = False, hint: str | None = None) -> _Group:
+    def add(
+        category: str, concept: str, m: Mention, red: bool = False, hint: str | None = None,
+        assertion: Assertion | None = None,
+    ) -> _Group:
         g = groups.get((category, concept))
         if g is None:
             g = groups[(category, concept)] = _Group(category, concept, red_flag=red, triage_hint=hint)
-        g.mentions.append((m, ex.ctx.assertion(m)))
+        g.red_flag = g.red_flag or red
+        g.mentions.append((m, assertion or ex.ctx.assertion(m)))
         return g
 
     for m in sorted(lex_mentions, key=lambda x: x.start):
@@ -453,6 +551,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
         if category == "history" and _is_family(ex, m):
             category = "family_history"
         add(category, m.concept, m, m.red_flag and category == "symptom", m.triage_hint)
+    for m, asr in _temperature_claims(ex):
+        add("symptom", "fever", m, assertion=asr)
     for idx, d in enumerate(drug_mentions):
         if idx in consumed:
             continue

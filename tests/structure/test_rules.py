@@ -220,3 +220,29 @@ def test_reaction_described_after_a_question_is_not_a_current_symptom() -> None:
 def test_triage_severity_cues(text: str, level: str) -> None:
     rec = extract_record(text)
     assert rec.triage.level == level, rec.triage.rationale
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("Have you taken his temperature? Yes, it was 39.4.", "fever", "present"),
+        ("His temperature was 36.8 this morning.", "fever", "absent"),
+        ("We checked her temperature and it was pretty high.", "fever", "present"),
+        ("Any blood that you notice in the sputum? No.", "hemoptysis", "absent"),
+        ("There's been some blood when I go to the toilet, in my stool.", "rectal bleeding", "present"),
+        ("Does it hurt when he swallows food? Yeah.", "dysphagia", "present"),
+        ("He's breathing too fast.", "tachypnea", "present"),
+    ],
+)
+def test_composed_and_measured_findings(text: str, concept: str, status: str) -> None:
+    rec = extract_record(text)
+    got = {c.concept: c.status for c in rec.claims}
+    assert got.get(concept) == status, got
+    assert "sputum" not in got  # "blood ... in the sputum" is about blood, not sputum
+    _check_record(text, rec)
+
+
+def test_decimal_point_is_not_a_sentence_end() -> None:
+    text = "His temperature was 36.8 this morning."
+    rec = extract_record(text)
+    assert rec.field_evidence["c1"] == ["His temperature was 36.8 this morning"]
