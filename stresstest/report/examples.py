@@ -22,6 +22,22 @@ from stresstest.structure.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, fla
 
 _WS = re.compile(r"[^a-z0-9]+")
 CONTEXT_WORDS = 8  # words of transcript shown either side of a span
+MAX_SPAN_WORDS = 24  # longer spans are shown as head … tail (real detectors can return whole turns)
+LONG_SPAN_WORDS = 16  # an event whose two spans together exceed this ranks below short, crisp ones
+MAX_EXPLANATION_CHARS = 200
+
+
+def clip_words(text: str, max_words: int = MAX_SPAN_WORDS) -> str:
+    """``text``, or its first and last words around an ellipsis when it has more than ``max_words``."""
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    keep = max(1, (max_words - 1) // 2)
+    return " ".join(words[:keep]) + " … " + " ".join(words[-keep:])
+
+
+def clip_chars(text: str, max_chars: int = MAX_EXPLANATION_CHARS) -> str:
+    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
 
 
 def _norm(text: str | None) -> str:
@@ -168,7 +184,7 @@ def context(
         pre += " "
     if post and tail[:1].isspace():
         post = " " + post
-    return pre, mid, post
+    return pre, clip_words(mid), post
 
 
 @dataclass
@@ -221,7 +237,8 @@ def _linked(event: dict[str, Any], diff: RecordDiff) -> bool:
 def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
     """The clearest examples per trigger type, at most one per encounter.
 
-    Rank (best first): the record change names the event's concept; fewest
+    Rank (best first): the record change names the event's concept; short
+    spans (a whole rewritten turn explains little); fewest
     other trigger events in the same item (cleanest attribution); a new critical
     flag or a triage move; more record changes; then encounter id, condition.
     """
@@ -248,10 +265,10 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
                 trigger_type=ttype,
                 encounter_id=eid,
                 condition=cond,
-                ref_span=str(ev.get("ref_span") or ""),
-                hyp_span=str(ev.get("hyp_span") or ""),
+                ref_span=clip_words(str(ev.get("ref_span") or "")),
+                hyp_span=clip_words(str(ev.get("hyp_span") or "")),
                 concept=str(ev.get("concept") or ""),
-                explanation=str(ev.get("explanation") or ""),
+                explanation=clip_chars(str(ev.get("explanation") or "")),
                 clean_context=context(
                     clean_text,
                     str(ev.get("ref_span") or ""),
@@ -270,8 +287,10 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
                 record_path=it.get("record_path"),
                 clean_record_path=(clean_item or {}).get("record_path"),
             )
+            n_words = len(str(ev.get("ref_span") or "").split()) + len(str(ev.get("hyp_span") or "").split())
             key = (
                 not linked,
+                n_words > LONG_SPAN_WORDS,
                 len(events) - 1,
                 not (diff.critical_added or diff.triage),
                 -diff.n_changes,

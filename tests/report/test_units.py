@@ -177,3 +177,16 @@ def test_context_uses_event_offsets() -> None:
         "",
         "Thanks.",
     )
+
+
+def test_long_spans_are_clipped() -> None:
+    from stresstest.report.examples import clip_chars, clip_words
+
+    long = " ".join(f"w{i}" for i in range(60))
+    clipped = clip_words(long, 24)
+    assert clipped.startswith("w0 w1") and clipped.endswith("w58 w59") and " … " in clipped
+    assert len(clipped.split()) <= 24
+    assert clip_words("a b c") == "a b c"
+    assert len(clip_chars("x" * 500, 200)) == 200
+    pre, mid, post = context("start " + long + " end", long)  # type: ignore[misc]
+    assert mid == clipped and post == " end"
