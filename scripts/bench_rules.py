@@ -66,6 +66,45 @@ def summarise(name: str, texts: list[str], recs: list[ClinicalRecord], elapsed: 
     ]
 
 
+def gold_agreement(corpus: Path) -> list[str] | None:
+    """Agreement with the shipped hand-written gold records (OSCE ones), or None when there are none.
+
+    Concept recall: gold concepts (canonical form, as the claim matcher sees them) that the
+    extractor also produced; status agreement on those; exact claim matches; triage agreement;
+    safety-critical flag recall/precision.
+    """
+    from stresstest.gold.model import default_gold_dir, load_gold
+    from stresstest.metrics.claims import canonical_claim, flag_keys, match_claims
+    from stresstest.structure.schema import CRITICAL_FLAG_KINDS
+
+    golds = {k: g for k, g in load_gold(default_gold_dir()).items() if g.corpus == "osce"}
+    if not golds:
+        return None
+    encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(golds))}
+    g_n = both = same = exact = n_pred = tri = fg = fp = fm = 0
+    for eid, g in sorted(golds.items()):
+        rec = extract_record(encs[eid].truncated(g.scope_turns).reference_text())
+        gcon = {canonical_claim(c).concept: c.status for c in g.claims}
+        pcon = {canonical_claim(c).concept: c.status for c in rec.claims}
+        common = gcon.keys() & pcon.keys()
+        g_n += len(gcon)
+        n_pred += len(pcon)
+        both += len(common)
+        same += sum(gcon[k] == pcon[k] for k in common)
+        exact += len(match_claims(rec.claims, g.claims).matched)
+        tri += rec.triage.level == g.triage.level
+        gf = flag_keys(g.safety_flags, CRITICAL_FLAG_KINDS)
+        pf = flag_keys(rec.safety_flags, CRITICAL_FLAG_KINDS)
+        fg, fp, fm = fg + len(gf), fp + len(pf), fm + len(gf & pf)
+    return [
+        f"{len(golds)} gold encounters (hand-written, not clinician-audited)",
+        f"concept recall {both}/{g_n} = {both / max(g_n, 1):.2f}; concept precision {both}/{n_pred} = "
+        f"{both / max(n_pred, 1):.2f}; status agreement on shared concepts {same}/{both} = "
+        f"{same / max(both, 1):.2f}; exact claim matches {exact}",
+        f"triage agreement {tri}/{len(golds)}; critical flags recall {fm}/{fg}, precision {fm}/{fp}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "osce"
@@ -104,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
           f"one-off table load {load_s:.2f} s; mean transcript {mean_chars:.0f} chars")
     for r in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    agreement = gold_agreement(args.corpus)
+    if agreement:
+        print("agreement with gold: " + "\n  ".join(agreement))
     return 0
 
 
