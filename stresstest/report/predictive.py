@@ -204,16 +204,21 @@ def _num(v: float, ci: Interval | None) -> str:
     return f"{v:.2f}" + (f" (95% CI {ci[0]:.2f} to {ci[1]:.2f})" if ci else " (CI not estimable)")
 
 
+def _cap(text: str) -> str:
+    # str.capitalize() would also lower-case the rest ("SCER" -> "scer").
+    return text[:1].upper() + text[1:]
+
+
 def sentence(r: EndpointResult) -> str:
     """One sentence stating the result for an endpoint, generated from its numbers."""
     if r.n == 0 or not r.stats:
-        return f"{r.label.capitalize()}: not estimable — no noisy items with this endpoint computed."
+        return f"{_cap(r.label)}: not estimable — no noisy items with this endpoint computed."
     if r.n_pos == 0 or r.n_pos == r.n:
         which = "no positive" if r.n_pos == 0 else "no negative"
-        return f"{r.label.capitalize()}: not estimable — {which} items among {r.n} ({r.n_pos} positive)."
+        return f"{_cap(r.label)}: not estimable — {which} items among {r.n} ({r.n_pos} positive)."
     a_w, a_t = r.stats.get("auroc_dwer", math.nan), r.stats.get("auroc_triggers", math.nan)
     if not (np.isfinite(a_w) and np.isfinite(a_t)):
-        return f"{r.label.capitalize()} ({r.n_pos} of {r.n} items): AUROC not estimable."
+        return f"{_cap(r.label)} ({r.n_pos} of {r.n} items): AUROC not estimable."
     ci_w, ci_t = r.cis.get("auroc_dwer"), r.cis.get("auroc_triggers")
     if a_t == a_w:
         head = f"ΔWER and trigger count have the same AUROC ({a_t:.2f})"
@@ -233,7 +238,7 @@ def sentence(r: EndpointResult) -> str:
             f", and the paired difference (triggers − ΔWER) is {d:+.2f} "
             f"(95% CI {ci_d[0]:+.2f} to {ci_d[1]:+.2f}), which {excl} 0"
         )
-    return f"{r.label.capitalize()} ({r.n_pos} of {r.n} items positive): {head}{tail}."
+    return f"{_cap(r.label)} ({r.n_pos} of {r.n} items positive): {head}{tail}."
 
 
 def summary_sentence(results: Sequence[EndpointResult]) -> str:

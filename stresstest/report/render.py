@@ -47,7 +47,7 @@ tr.ref td{background:#f4f6f7;font-weight:600}
 td .v{display:block}td .ci{display:block;color:#717d7e;font-size:11px;white-space:nowrap}
 td code,li code{font-size:11px;color:#566573}
 table.kv td{text-align:left;border-bottom:1px solid #eaeded}table.kv td:first-child{color:#566573;width:220px}
-table.ex{width:100%}table.ex td{text-align:left;border-bottom:1px solid #eaeded}
+table.ex{width:100%}table.ex td,table.ex th{text-align:left}table.ex td{border-bottom:1px solid #eaeded}
 table.ex td:nth-child(1){width:16%}table.ex td:nth-child(2){width:44%}table.ex td:nth-child(3){width:28%}
 .span-clean{background:#d4efdf;padding:0 2px;border-radius:2px}
 .span-noisy{background:#fadbd8;padding:0 2px;border-radius:2px}

@@ -102,6 +102,7 @@ def test_sentences_follow_the_numbers() -> None:
     assert "do not overlap" in s and "excludes 0" in s and "20 of 100" in s
     s2 = sentence(_res(100, 20, 0.70, 0.66, (0.60, 0.80), (0.55, 0.75), (-0.15, 0.07)))
     assert "ΔWER has the higher AUROC" in s2 and "intervals overlap" in s2 and "includes 0" in s2
+    assert s.startswith("New critical false-positive flag (SCER) (20 of 100 items positive)")
     assert "not estimable — no positive items" in sentence(
         _res(50, 0, math.nan, math.nan, (0, 0), (0, 0), (0, 0))
     )
