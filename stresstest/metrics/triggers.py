@@ -357,53 +357,60 @@ def _event(
     )
 
 
-def _q_sig(a: _Ann) -> tuple[float | None, float | None, str | None]:
-    q = a.item
-    if isinstance(q, Quantity):
-        return (q.value, q.value_max, q.unit_canonical)
-    return (None, None, None)
-
-
-def _q_text(anns: Sequence[_Ann], tt: TokenizedText) -> str:
-    return ", ".join(repr(tt.original[a.start : a.end]) for a in anns) or "nothing"
-
-
 _YEAR = re.compile(r"^(?:19|20)(\d\d)$")
 _ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
 
 
-def _digits(words: Iterable[str]) -> str:
-    """The number content of some tokens, compared across spellings.
+def _number(word: str) -> str | None:
+    """A number token in comparable form, or None.
 
     Number words are digits already (normaliser); "once"/"twice" count as 1/2;
-    a four-digit year compares equal to its two-digit form ("2007"/"07"); the
-    digits are concatenated so "146"/"1 46" and "1000"/"1,000" agree.
+    ordinals and currency/percent marks are dropped ("17th"/"17"); a four-digit
+    year compares equal to its two-digit form ("2007"/"07"); leading zeros go.
     """
-    out = []
-    for w in words:
-        c = _canon(w)
-        if _NUM.match(c):
-            c = _ORDINAL.sub("", c.lstrip("$").rstrip("%"))
-            m = _YEAR.match(c)
-            if m:
-                c = m.group(1)
-            out.append(str(int(c)) if c.isdigit() else c)  # "07" is 7
-    return "".join(out)
+    c = _canon(word)
+    if not _NUM.match(c):
+        return None
+    c = _ORDINAL.sub("", c.lstrip("$").rstrip("%"))
+    m = _YEAR.match(c)
+    if m:
+        c = m.group(1)
+    return str(int(c)) if c.isdigit() else c
 
 
-def _side_digits(tt: TokenizedText, i: int, j: int) -> str:
-    # The normaliser reads a spoken "o"/"oh" as the digit 0; as a word it is a filler.
-    words = [tt.words[k] for k in range(i, j) if tt.original[tt.tokens[k].start : tt.tokens[k].end].lower()
-             not in ("o", "oh")]
-    return _digits(words)
+def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str]:
+    """Numbers of tokens [i, j); digits written as one ("1:46", "9/17", "4/28/07") are joined.
+
+    The normaliser splits "1:46" into "1 46"; joining tokens separated in the
+    original only by ``: / , .`` makes it equal "146". A spoken "o"/"oh", which
+    the normaliser reads as 0, is a filler here. ``roman`` reads ii-ix as numbers.
+    """
+    out: list[str] = []
+    prev: tuple[int, int] | None = None  # span of the previous number token
+    for k in range(i, j):
+        tok = tt.tokens[k]
+        surface = tt.original[tok.start : tok.end]
+        word = _ROMAN.get(tt.words[k], tt.words[k]) if roman else tt.words[k]
+        n = None if surface.lower() in ("o", "oh") else _number(word)
+        if n is None:
+            prev = None
+            continue
+        if prev is None:
+            gap = None
+        elif prev == (tok.start, tok.end):
+            # Two tokens of one original word ("1:46" -> "1 46", "4-5" -> "4 5"): its non-digits.
+            gap = "".join(c for c in surface if not c.isalnum()) or " "
+        else:
+            gap = tt.original[prev[1] : tok.start]
+        if out and gap and all(c in ":/,." for c in gap):
+            out[-1] += n
+        else:
+            out.append(n)
+        prev = (tok.start, tok.end)
+    return out
 
 
 _ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
-
-
-def _roman(words: Sequence[str]) -> str:
-    """Digits with Roman numerals read as numbers (only used to excuse "iv" vs "4")."""
-    return _digits(_ROMAN.get(w, w) for w in words)
 
 
 def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
@@ -444,8 +451,8 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         hq = _union(hq, _overlapping(hyp.quantities, pi, pj))
         r0, r1 = min([r0, *(a.i for a in rq)]), max([r1, *(a.j for a in rq)])
         h0, h1 = min([h0, *(a.i for a in hq)]), max([h1, *(a.j for a in hq)])
-    ref_digits, hyp_digits = _side_digits(pair.ref, r0, r1), _side_digits(pair.hyp, h0, h1)
-    if ref_digits != hyp_digits and _roman(pair.ref.words[r0:r1]) == _roman(pair.hyp.words[h0:h1]):
+    ref_digits, hyp_digits = _numbers(pair.ref, r0, r1), _numbers(pair.hyp, h0, h1)
+    if ref_digits != hyp_digits and _numbers(pair.ref, r0, r1, True) == _numbers(pair.hyp, h0, h1, True):
         ref_digits = hyp_digits  # "grade iv to v" / "grade 4-5"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])

@@ -52,6 +52,7 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ("I lost 10 pounds.", "I lost 10 kilos."),
         ("I can walk about 100 yards.", "I can walk about 100 miles."),
         ("I am 45 years old.", "I am 55 years old."),
+        ("I can manage 3 or 4 flights.", "I can manage 34 flights."),
     ],
     "temporal_distortion": [
         ("The pain has been really intense for the last two hours.",
@@ -155,6 +156,9 @@ BENIGN: list[tuple[str, str]] = [
     ("I've been like this since Monday.", "I have been like this since monday"),
     ("It hurts after, um, after meals.", "It hurts after meals."),
     ("Come back after that.", "Come back that."),
+    ("It's been running at about 146 to 155.", "It's been running at about 1:46 to 1:55."),
+    ("It costs around 30 to $40.", "It costs around $30- $40."),
+    ("She scores 7 to 10 points.", "She scores 7-10 points."),
 ]
 
 
