@@ -37,7 +37,8 @@ Triage rule (documented, deterministic)
     2. ``urgent`` if any other red flag is present, or a present symptom has an
        acute onset (duration in minutes/hours, at most 2 days, or anchored to
        today / yesterday / last night / this morning), or a severity cue (pain
-       >= 8 out of 10; "severe", "excruciating", "worst"... within 3 words);
+       rated >= 8 out of 10, also as the answer to "on a scale of 1 to 10?";
+       "severe", "excruciating", "worst"... within 3 words);
     3. ``routine`` otherwise.
     ``field_evidence["triage"]`` quotes what drove the level (for routine: the
     chief complaint's quote, when there is one).
@@ -97,8 +98,16 @@ _RADIATION_SITES = frozenset({"arm", "arms", "jaw", "neck", "shoulder", "shoulde
 _HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily", "a bottle", "binge",
                 "too much")
 _DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
+_RATING_WORDS = frozenset({"rate", "rated", "rating", "scale", "severity"})
 _SEVERE = frozenset({"severe", "severely", "excruciating", "unbearable", "agonizing", "agonising", "worst",
                      "intense", "terrible"})
+# Partners more specific than their body-site concept ("ears" is a face site; ear pain is a concept).
+_PAIN_WORD_PARTNERS = {
+    **dict.fromkeys(("ear", "ears"), "ear pain"), **dict.fromkeys(("eye", "eyes"), "eye pain"),
+    "jaw": "jaw pain", **dict.fromkeys(("tooth", "teeth"), "dental pain"),
+    **dict.fromkeys(("calf", "calves"), "calf pain"), "groin": "groin pain",
+    **dict.fromkeys(("pee", "peeing", "urinate", "urinating", "urination", "wee"), "dysuria"),
+}
 _BLOOD_WORDS = frozenset({"blood", "bloody", "bleeding"})
 _BLOOD_PARTNERS = {
     **dict.fromkeys(("sputum", "phlegm", "mucus", "cough", "coughing", "coughed"), "hemoptysis"),
@@ -110,6 +119,7 @@ _BLOOD_PARTNERS = {
     **dict.fromkeys(("vomit", "vomiting", "vomited"), "hematemesis"),
 }
 _TEMP_REACH = 25
+_LIST_JOINERS = frozenset({"or", "and", "nor"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
 _ACUTE_ANCHORS = frozenset({"today", "yesterday", "last night", "this morning", "tonight", "this afternoon",
                             "this evening"})
@@ -323,6 +333,8 @@ def _compose(
         for d in range(1, reach + 1):
             for kk in (k + d, k - d):
                 if lo <= kk < hi and (partner_may_be_covered or not covered[kk]) and kk not in used:
+                    if any(ex.words[x] in _LIST_JOINERS for x in range(min(k, kk) + 1, max(k, kk))):
+                        continue  # "blood or any sputum" names two things, not bloody sputum
                     concept = partner(ex.words[kk])
                     if concept is not None:
                         found = (kk, concept)
@@ -344,6 +356,8 @@ def _compose(
 def _pain_partner(word: str) -> str | None:
     if word.startswith("swallow"):
         return "dysphagia"
+    if word in _PAIN_WORD_PARTNERS:
+        return _PAIN_WORD_PARTNERS[word]
     site = _site_words().get(word)
     return None if site is None else _SITE_PAIN.get(site, f"{site} pain")
 
@@ -703,10 +717,12 @@ def extract_record(transcript: str) -> ClinicalRecord:
             (c, ev) for c, ev, g in present_by_concept.values()
             if c.category == "symptom" and _is_severe(ex, c, g)
         ]
-        if acute or severe:
+        rated = [(v, ev) for v, ev in _severity_ratings(ex) if v >= 8]
+        if acute or severe or rated:
             level = "urgent"
             driving = [(f"{c.concept} ({c.time})", field_evidence[c.id]) for c in acute]
             driving += [(f"severe {c.concept}", ev) for c, ev in severe]
+            driving += [(f"pain rated {_fmt_num(v)}/10", ev) for v, ev in rated[:1]]
     if driving:
         names = ", ".join(nm for nm, _ in driving[:4])
         why = "present emergency red flag" if level == "emergency" else (
@@ -732,6 +748,37 @@ def extract_record(transcript: str) -> ClinicalRecord:
         safety_flags=flags,
         field_evidence=field_evidence,
     )
+
+
+def _severity_ratings(ex: _Extractor) -> list[tuple[float, list[str]]]:
+    """Pain ratings of 0-10 ("I'd rate it an 8"; "On a scale of 1 to 10? ... about an 8").
+
+    A number right after a rating word in the same sentence, or the first number in the answer
+    to a question that asks for a rating. Returns (rating, evidence quotes).
+    """
+    out: list[tuple[float, list[str]]] = []
+    n_sent = len(ex.ctx.sent_start)
+    for s in range(n_sent):
+        lo, hi = ex.sentence_bounds(s)
+        words = ex.words[lo:hi]
+        rate_at = [x for x, w in enumerate(words) if w in _RATING_WORDS]
+        if not rate_at:
+            continue
+        if ex.ctx.ends_q[s] and s + 1 < n_sent:
+            alo, ahi = ex.sentence_bounds(s + 1)
+            nums = [k for k in range(alo, min(ahi, alo + 12)) if ex.words[k].isdigit()]
+            if nums:
+                k = nums[-1] if ex.words[nums[0]] == "10" and len(nums) > 1 else nums[0]
+                v = float(ex.words[k])
+                if 0 <= v <= 10:
+                    out.append((v, [ex.quote(lo, hi, lo, hi), ex.quote(k, k + 1, alo, ahi)]))
+            continue
+        for x in rate_at:
+            nums = [k for k in range(lo + x + 1, min(hi, lo + x + 6)) if ex.words[k].isdigit()]
+            if nums and 0 <= float(ex.words[nums[0]]) <= 10 and not ex.ctx.ends_q[s]:
+                out.append((float(ex.words[nums[0]]), [ex.quote(lo + x, nums[0] + 1, lo, hi)]))
+                break
+    return out
 
 
 def _is_severe(ex: _Extractor, claim: Claim, g: _Group) -> bool:

@@ -86,3 +86,10 @@ def test_unpunctuated_drug_question_answered_no() -> None:
     text = "ok are you on insulin right now no are you on any other medications"
     (m,) = find_drugs(text)
     assert m.concept == "insulin" and mention_status(text, m) == "absent"
+
+
+@pytest.mark.parametrize("answer", ["Nothing that I've noticed.", "Nothing like that.", "I haven't noticed."])
+def test_nothing_answers_are_no(answer: str) -> None:
+    text = f"Any yellowing of your skin? {answer}"
+    (m,) = find_mentions(text)
+    assert m.concept == "jaundice" and mention_status(text, m) == "absent"

@@ -246,3 +246,23 @@ def test_decimal_point_is_not_a_sentence_end() -> None:
     text = "His temperature was 36.8 this morning."
     rec = extract_record(text)
     assert rec.field_evidence["c1"] == ["His temperature was 36.8 this morning"]
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("I have this stomach pain. On a scale of 1 to 10, how would you rate it? About an 8.", "urgent"),
+        ("I have this stomach pain. On a scale of 1 to 10, how would you rate it? Maybe a 3.", "routine"),
+        ("I have had stomach pain for weeks, I'd rate it a 9.", "urgent"),
+    ],
+)
+def test_pain_rating_scale(text: str, level: str) -> None:
+    rec = extract_record(text)
+    assert rec.triage.level == level, rec.triage.rationale
+    _check_record(text, rec)
+
+
+def test_list_joiners_keep_blood_and_sputum_apart() -> None:
+    rec = extract_record("You haven't brought up any blood or any sputum? No, no.")
+    got = {c.concept: c.status for c in rec.claims}
+    assert got == {"sputum": "absent"}  # a bare "blood" names nothing on its own
