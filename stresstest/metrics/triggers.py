@@ -382,7 +382,8 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str
     """Numbers of tokens [i, j); digits written as one ("1:46", "9/17", "4/28/07") are joined.
 
     The normaliser splits "1:46" into "1 46"; joining tokens separated in the
-    original only by ``: / , .`` makes it equal "146". A spoken "o"/"oh", which
+    original only by ``: / , .`` (or by dashes, two or more in one word, as in
+    "8-23-97") makes it equal "146". A spoken "o"/"oh", which
     the normaliser reads as 0, is a filler here. ``roman`` reads ii-ix as numbers.
     """
     out: list[str] = []
@@ -398,8 +399,11 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str
         if prev is None:
             gap = None
         elif prev == (tok.start, tok.end):
-            # Two tokens of one original word ("1:46" -> "1 46", "4-5" -> "4 5"): its non-digits.
+            # Two tokens of one original word ("1:46" -> "1 46", "4-5" -> "4 5"): its non-digits. One
+            # dash is a range ("4-5"); more are a date or an id ("8-23-97"), written as one number.
             gap = "".join(c for c in surface if not c.isalnum()) or " "
+            if gap.count("-") >= 2:
+                gap = gap.replace("-", "/")
         else:
             gap = tt.original[prev[1] : tok.start]
         if out and gap and all(c in ":/,." for c in gap):

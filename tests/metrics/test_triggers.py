@@ -159,6 +159,7 @@ BENIGN: list[tuple[str, str]] = [
     ("It's been running at about 146 to 155.", "It's been running at about 1:46 to 1:55."),
     ("It costs around 30 to $40.", "It costs around $30- $40."),
     ("She scores 7 to 10 points.", "She scores 7-10 points."),
+    ("Date of birth 8-23-97.", "Date of birth 8/23/1997."),
 ]
 
 
