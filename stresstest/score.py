@@ -73,7 +73,8 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
                 "measured_snr_db": mix.measured_snr_db if mix else None,
                 "reference_text": ref, "hypothesis_text": t.text if t else None,
                 "audio_path": str(audio) if audio else None,
-                "mix": mix.model_dump(mode="json") if mix else None,
+                # The full noise recipe (every babble sentence and pause) lives in manifest.json.
+                "mix": mix.model_dump(mode="json", exclude={"noise_recipe"}) if mix else None,
                 "transcript_path": f"transcripts/{base_cond}/{eid}.json" if t else None,
                 "record_path": f"records/{cond}/{eid}.json" if env else None,
                 "scores_path": f"scores/{cond}/{eid}.json",

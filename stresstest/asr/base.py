@@ -4,7 +4,10 @@ Decoding is pinned for every backend: greedy (beam 1, best_of 1), temperature
 exactly 0 with no temperature fallback, English, no conditioning on previous
 text, and **fixed 30-second windows**: the audio is cut into consecutive,
 non-overlapping 30 s windows (the last one shorter) and each window is decoded
-independently without timestamps. Because windows are independent, the
+independently. Timestamp tokens stay on (Whisper's native mode): measured on
+TTS dialogue, decoding a full 30-s window *without* timestamps often skips its
+first turns or stops after one sentence, which would be an artefact of the
+tool, not of the noise. Because windows are independent, the
 sequential and the batched paths decode exactly the same inputs, and a window's
 text never depends on what the model said in another window.
 """
@@ -31,7 +34,7 @@ class DecodingOptions(BaseModel):
     beam_size: int = Field(default=1, description="Greedy decoding.")
     best_of: int = 1
     condition_on_previous_text: bool = False
-    without_timestamps: bool = True
+    without_timestamps: bool = Field(default=False, description="Keep Whisper's timestamp mode (see module doc).")
     window_s: float = Field(default=WINDOW_S, description="Fixed window length; windows do not overlap.")
     no_speech_threshold: float | None = Field(
         default=0.6, description="Whisper's default silence skipping (window dropped if no-speech prob is high "
