@@ -59,8 +59,11 @@ def test_html_renders_in_chromium(report: ReportPaths, tmp_path: Path) -> None:
     assert nonwhite > 0.05, nonwhite
     assert len(np.unique((rgb[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
 
-    dom = _chromium(["--dump-dom", url], tmp_path / "p2")
+    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path / "p2")
     assert dom.returncode == 0, dom.stderr[-2000:]
+    # The page has no script: any console message (a JS error, a blocked resource) is a defect.
+    console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln]
+    assert not console, console
     html = dom.stdout
     assert 'id="table2"' in html and "Reference (clean-ASR)" in html
     assert html.count("<img") >= 10 and "data:image/png;base64," in html

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import re
 import shutil
@@ -167,6 +168,8 @@ def test_html_is_self_contained(report: ReportPaths) -> None:
     p.feed(text)
     assert len(p.imgs) >= len(METRIC_COLUMNS) + 1
     assert all(src.startswith("data:image/png;base64,") for src in p.imgs)
+    for src in p.imgs:
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//)""", text)
     assert "<script" not in text and "<link" not in text
     # user text is escaped: the fixture transcripts contain '<' and '&'
