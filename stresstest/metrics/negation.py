@@ -7,9 +7,9 @@ least one mismatch; the per-condition rate (100/M · Σ flags) is computed by
 Which entities: every clinical-lexicon mention whose category carries a
 meaningful assertion (symptom, finding, history, social, risk), every drug
 mention, and every mention of the encounter's gold concepts when given (gold
-concepts outside the lexicon are matched as phrases). Body-site mentions on
-their own are left out: "no, my arm is fine" is about the arm's symptom, which
-is an entity of its own.
+concepts outside the lexicon are matched as phrases). Body-site mentions are
+left out: in "no pain in my arm" the negated entity is the pain; counting the
+arm as well would only duplicate it.
 
 Status comes from the shared ConText implementation
 (:mod:`stresstest.clinical.negation`): present, absent, uncertain.
@@ -22,13 +22,14 @@ with the hypothesis mention of C at the aligned position (word alignment of
    latter covers a "no" answer to a symptom question lost or gained), and
 2. the change is caused by words: the cue or answer that decided one side's
    status lies on words that differ between the texts (deleted, inserted or
-   substituted: "don't" lost, "no" gained, "no" heard as "know"). So differences of punctuation, casing,
-   fillers or contractions — which the alignment does not see — never count,
-   even when they move a sentence boundary that the ConText scope depends on.
+   substituted: "don't" lost, "no" gained, "no" heard as "know"). So
+   differences of punctuation, casing, fillers or contractions, which the
+   alignment does not see, never count, even when they move a sentence
+   boundary that the ConText scope depends on.
 
 Not counted (by design): present↔uncertain (hedging is not negation); an
 entity negated in the reference whose mention is missing from the hypothesis
-(an omission: the claim-level metrics and the trigger detector see it); an
+(an omission, which the claim-level metrics measure); an
 entity that appears only in the hypothesis (inserted content; see the
 ``nonspeech_pollution`` trigger).
 """
