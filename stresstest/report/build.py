@@ -262,18 +262,23 @@ def _cis(run: RunData, n_resamples: int, seed: int) -> Mapping[str, Mapping[str,
     )
 
 
-def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int = 0) -> ReportPaths:
+def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> ReportPaths:
     """Write ``RUN_DIR/report/`` and return its paths.
 
     Args:
         run_dir: a run directory written by the runner.
         n_resamples: bootstrap resamples for every CI.
-        seed: bootstrap seed (the same seed gives the same report).
+        seed: bootstrap seed (the same seed gives the same report); default:
+            the run's own seed from the manifest (0 if it has none), so
+            ``stresstest report`` reproduces the report written at the end of the run.
 
     Raises:
         ReportError: the run directory is missing or malformed.
     """
     run = load_run(run_dir)
+    if seed is None:
+        s = run.manifest.get("seed")
+        seed = int(s) if isinstance(s, int) and not isinstance(s, bool) else 0
     rdir = Path(run_dir) / "report"
     plot_dir, table_dir = rdir / "plots", rdir / "tables"
     cis = _cis(run, n_resamples, seed)
@@ -406,7 +411,7 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int = 0) -> Re
     )
 
 
-def cli_report(run_dir: str | Path, *, n_resamples: int = 1000, seed: int = 0) -> str:
+def cli_report(run_dir: str | Path, *, n_resamples: int = 1000, seed: int | None = None) -> str:
     """Build the report and return the text the CLI prints (table, finding, paths)."""
     paths = build_report(Path(run_dir), n_resamples=n_resamples, seed=seed)
     lines = [paths.text_table, "", f"Does WER predict safety? {paths.summary_sentence}"]

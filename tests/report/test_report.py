@@ -325,3 +325,13 @@ def test_minimal_run_dir_still_reports(tmp_path: Path) -> None:
     assert t2["ambient_5db"][2].startswith("33.33")
     assert "not estimable" in md
     assert rp.html.is_file()
+
+
+def test_default_seed_is_the_runs_seed(tmp_path: Path, run_dir: Path) -> None:
+    copy = shutil.copytree(run_dir, tmp_path / "s", ignore=shutil.ignore_patterns("report"))
+    default = build_report(copy, n_resamples=40).markdown.read_text("utf-8")
+    explicit = build_report(copy, n_resamples=40, seed=7).markdown.read_text(
+        "utf-8"
+    )  # the fixture's run seed
+    assert default == explicit
+    assert "40 paired resamples of encounters, seed 7" in default
