@@ -9,25 +9,35 @@ content (SPEC §6, §10):
     A clinical entity's negation status changes because words changed: a cue
     lost, gained or moved off its target ("I don't see the rash" -> "I see the
     rash"), or a "no" answer to a symptom question dropped. Same decision as
-    NegErr (:mod:`stresstest.metrics.negation`), so the two always agree.
+    NegErr (:mod:`stresstest.metrics.negation`), so given the same gold
+    concepts the two always agree.
 ``number_unit_conflict``
     A number, dose, count, measure or frequency changes value or unit ("3 or 4
     flights of stairs" -> "three or four steps", "twice a day" -> "twice a
-    week"). Equal values in other spellings ("3"/"three", "mg"/"milligrams")
-    are not conflicts.
+    week", "15 mg" -> "50 mg"), or a number is lost or gained. Equal values in
+    other spellings ("3"/"three", "mg"/"milligrams", "1:46"/"146",
+    "4/28/07"/"4/28/2007", "17th"/"17") are not conflicts. Numbers inside a
+    long inserted run belong to that run (``nonspeech_pollution``).
 ``temporal_distortion``
     A duration or time anchor changes ("two hours" -> "two days", "since
-    Monday" -> "since Sunday", "yesterday" -> "today").
+    Monday" -> "since Sunday", "yesterday" -> "today"), is lost or is gained,
+    or a time relation is heard as another ("after meals" -> "before meals").
+    Frequencies ("twice a day" -> "twice a week") are number/unit conflicts.
 ``entity_substitution``
     One clinical entity replaced by a different one of the same kind (drug ->
     other drug, symptom -> other symptom, body site -> other site), a
-    laterality swap (left <-> right) or a hypo-/hyper- swap. Trade and generic
-    names of one drug are the same entity.
+    laterality swap (left <-> right) or a hypo-/hyper- swap; failing those, a
+    clinical term heard as one of another kind ("Eucrisa" -> "elbow"). Trade
+    and generic names of one drug are the same entity; losing a word of a term
+    ("chest pain" -> "chest") is not a substitution.
 ``nonspeech_pollution``
-    Content absent from the reference appears in the hypothesis: an inserted
-    clinical entity or drug not mentioned nearby in the reference, or an
-    inserted run of at least three content words found nowhere near in the
-    reference (a background talker, a hallucinated phrase).
+    Content absent from the reference appears in the hypothesis (a background
+    talker, a hallucinated phrase): where the hypothesis has more words than
+    the reference, or replaces only function words, either a clinical entity
+    or drug that the reference does not mention within 40 words, or a run of
+    at least three inserted words of which at least three are content words
+    the reference does not have within 40 words. (A like-for-like
+    misrecognition such as "mess" -> "mass" is not pollution.)
 
 Benign differences produce no event: they vanish in normalisation (casing,
 punctuation, contractions, British/American spelling, number words vs digits,
