@@ -144,3 +144,34 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
         else:
             assert not b.extra["cached"]
             assert b.error is None or "connection error" not in b.error
+
+
+def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path) -> None:
+    from stresstest.metrics.judge_llm import llm_judge_many
+    from stresstest.mitigation import mitigate_many
+
+    items = _osce_items(["CAR0001"], max_turns=6, condition="babble_5db")
+    cfg = _cfg()
+    (env,) = mitigate_many(items, cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs")
+    _check_outcome(env)
+    if not env.failed:
+        draft = ClinicalRecord.model_validate(env.extra["draft_record"])
+        ids = {c.id for c in env.record.claims} | {f.id for f in env.record.safety_flags}
+        assert ids <= {c.id for c in draft.claims} | {f.id for f in draft.safety_flags}
+        assert env.extra["fields_nulled"] <= env.extra["fields_total"]
+        print(
+            f"\nguard agent: {env.extra['fields_total']} draft fields, {env.extra['fields_nulled']} nulled, "
+            f"{env.extra['quotes_discarded']}/{env.extra['quotes_total']} quotes discarded, "
+            f"{env.extra['guard_added_dropped']} guard additions dropped"
+        )
+        (jr,) = llm_judge_many(
+            [("CAR0001/babble_5db_guard", env.record, draft)],
+            cfg,
+            cache_dir=tmp_path / "cache",
+            log_dir=tmp_path / "logs",
+        )
+        assert jr.judge.startswith("llm:SmolLM2-135M-Instruct.Q4_1.gguf#") and jr.judge.endswith("@judge_v1")
+        assert jr.score in {1, 2, 3, 4, 5} or (jr.score is None and "judge call failed" in jr.reasons[0])
+        print(f"LLM judge: score {jr.score}")
+    else:
+        print(f"\nguard agent: recorded failure: {env.error}")
