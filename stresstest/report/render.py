@@ -244,7 +244,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     ]
     facts = dict(c.facts)
     parts.append(
-        f"<div class='sub'>{_e(facts.get('Corpus', ''))} · {_e(facts.get('Encounters', ''))} encounters · "
+        f"<div class='sub'>{_e(facts.get('Corpus', ''))} · encounters: {_e(facts.get('Encounters', ''))} · "
         f"ASR {_e(facts.get('ASR', ''))} · structuring {_e(facts.get('Structuring LLM', ''))}</div>"
     )
     if c.problems:
