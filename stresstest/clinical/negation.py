@@ -78,14 +78,19 @@ class Assertion:
 class _Rules:
     def __init__(self) -> None:
         self.by_type: dict[str, dict[tuple[str, ...], str]] = {}
+        self.reach: dict[tuple[str, ...], int] = {}
         for row in read_table("context_rules.tsv"):
             if len(row) < 3:
                 continue
             phrase, kind, direction = row[0], row[1], row[2]
             key = tuple(norm_phrase(phrase).split())
             self.by_type.setdefault(kind, {})[key] = direction
+            if len(row) >= 4 and row[3]:
+                # Optional 4th column: how many tokens before its target a pre-cue reaches.
+                self.reach[key] = int(row[3])
         self.fillers = frozenset(row[0].lower() for row in read_table("fillers.tsv") if row)
         self.max_len = max(len(k) for table in self.by_type.values() for k in table)
+        self.max_reach = max([PRE_WINDOW, *self.reach.values()])
 
     def match_at(
         self, words: Sequence[str], i: int, kinds: tuple[str, ...], direction: str, limit: int
@@ -197,7 +202,10 @@ class ContextAnalyzer:
                 else:
                     break  # nothing after the terminator reaches back
             elif kind in ("negated", "uncertain"):
-                found.append((kind, k, k + n))
+                # A pre-cue reaches PRE_WINDOW tokens unless the table gives it more ("if ...").
+                reach = r.reach.get(tuple(words[k : k + n]), PRE_WINDOW)
+                if not near_end or hi - (k + n) < reach:
+                    found.append((kind, k, k + n))
             k += max(n, 1)
         if not found:
             return None
@@ -263,7 +271,7 @@ class ContextAnalyzer:
         i, j = self._span(mention)
         s = self.sent_id[min(i, len(self.sent_id) - 1)]
         lo, hi = self._sentence(s)
-        pre = self._cue(max(lo, i - PRE_WINDOW), i, "pre", near_end=True)
+        pre = self._cue(max(lo, i - _rules().max_reach), i, "pre", near_end=True)
         ans = None
         if s + 1 < len(self.sent_start) and (self.ends_q[s] or self._opens_question(lo, i)):
             a_lo, a_hi = self._sentence(s + 1)

@@ -50,6 +50,8 @@ CASES: list[tuple[str, str, str]] = [
     ("any chest pain when you walk i get tired", "chest pain", "present"),
     ("The ibuprofen doesn't help the back pain.", "back pain", "present"),
     ("no fever and i have a cough", "cough", "present"),
+    ("If I walk up two flights of stairs I get short of breath.", "shortness of breath", "present"),
+    ("If you start getting weakness or seizures or anything like that, come back.", "seizure", "uncertain"),
     ("I just don't feel quite right, like I've had this pain in my chest for days", "chest pain", "present"),
     ("Sometimes things can be associated with a cough, so we'll look into it.", "cough", "uncertain"),
 ]
