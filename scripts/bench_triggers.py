@@ -47,7 +47,8 @@ def utterance_pairs(reference: str, hypothesis: str) -> list[tuple[str, str]]:
         at_break = k == len(toks) or bool(_BREAK.search(reference[toks[k - 1].end : toks[k].start]))
         if (at_break and n >= _MIN_WORDS) or n >= _MAX_WORDS or k == len(toks):
             rs, re_ = pair.ref.char_span(start, k)
-            hi, hj = pair.hyp_range_for_ref(start, k)
+            # Cut points map to cut points, so the hypothesis pieces tile it (insertions included).
+            hi, hj = pair.hyp_index_for_ref(start), pair.hyp_index_for_ref(k)
             hs, he = pair.hyp.char_span(hi, hj)
             out.append((reference[rs:re_], hypothesis[hs:he]))
             start = k

@@ -321,16 +321,41 @@ class AlignedPair:
         return self._hyp_to_ref[j]
 
     def hyp_range_for_ref(self, i: int, j: int) -> tuple[int, int]:
-        """Hypothesis token range aligned with reference tokens ``[i, j)`` (may be empty)."""
-        a = self._ref_to_hyp[i]
-        b = self._ref_to_hyp[j] if j > i else a
-        return a, max(a, b)
+        """Hypothesis tokens aligned with reference tokens ``[i, j)``.
+
+        From the counterpart of token ``i`` to just after the counterpart of
+        token ``j-1``; empty (an insertion point) when they are all deleted.
+        Words inserted right after the range are not included.
+        """
+        return self._project(self._ref_to_hyp, self._ref_aligned, i, j)
 
     def ref_range_for_hyp(self, i: int, j: int) -> tuple[int, int]:
-        """Reference token range aligned with hypothesis tokens ``[i, j)`` (may be empty)."""
-        a = self._hyp_to_ref[i]
-        b = self._hyp_to_ref[j] if j > i else a
+        """Reference tokens aligned with hypothesis tokens ``[i, j)`` (mirror of the above)."""
+        return self._project(self._hyp_to_ref, self._hyp_aligned, i, j)
+
+    @staticmethod
+    def _project(mapping: list[int], aligned: list[bool], i: int, j: int) -> tuple[int, int]:
+        a = mapping[i]
+        if j <= i:
+            return a, a
+        b = mapping[j - 1] + (1 if aligned[j - 1] else 0)
         return a, max(a, b)
+
+    @cached_property
+    def _ref_aligned(self) -> list[bool]:
+        out = [False] * len(self.ref)
+        for o in self.ops:
+            if o.op in ("equal", "sub"):
+                out[o.ref_start : o.ref_end] = [True] * (o.ref_end - o.ref_start)
+        return out
+
+    @cached_property
+    def _hyp_aligned(self) -> list[bool]:
+        out = [False] * len(self.hyp)
+        for o in self.ops:
+            if o.op in ("equal", "sub"):
+                out[o.hyp_start : o.hyp_end] = [True] * (o.hyp_end - o.hyp_start)
+        return out
 
     @cached_property
     def _ref_to_hyp(self) -> list[int]:

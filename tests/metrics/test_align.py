@@ -142,3 +142,15 @@ def test_aci_bench_spans_read_as_their_tokens() -> None:
                     bad += t.text not in normalise(tt.original[t.start : t.end]).split()
     assert tot > 10_000
     assert bad / tot < 0.002, f"{bad} of {tot} token spans do not read as their token"
+
+
+def test_range_projection() -> None:
+    p = align("a b c d e g h", "a x c e g h f")  # b->x substituted, d deleted, f inserted at the end
+    assert [o.op for o in p.ops] == ["equal", "sub", "equal", "del", "equal", "ins"]
+    assert p.hyp_range_for_ref(0, 3) == (0, 3)  # a b c -> a x c
+    assert p.hyp_range_for_ref(3, 4) == (3, 3)  # d deleted: insertion point before e
+    assert p.hyp_range_for_ref(2, 5) == (2, 4)  # c d e -> c e
+    assert p.hyp_range_for_ref(5, 7) == (4, 6)  # g h -> g h (f, inserted after, is not included)
+    assert p.ref_range_for_hyp(4, 7) == (5, 7)  # g h f -> g h
+    assert p.ref_range_for_hyp(6, 7) == (7, 7)  # f inserted at the end
+    assert p.hyp_range_for_ref(1, 1) == (1, 1)
