@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_text
-from stresstest.metrics.bootstrap import bootstrap_cis
+from stresstest.metrics.bootstrap import bootstrap_cis, paired_differences
 from stresstest.metrics.summary import METRIC_COLUMNS, aggregate
 from stresstest.report import examples as ex_mod
 from stresstest.report import plots as plot_mod
@@ -169,6 +169,32 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
                 "quotes_discarded": sum(qd) if qd else None,
             }
         )
+    return out
+
+
+def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Guard − unmitigated, per metric, paired over the encounters both conditions completed.
+
+    The unmitigated twin of ``<cond>_guard`` is ``<cond>`` (the runner's naming); both
+    see the same transcript, so the difference isolates the guard.
+    """
+    names = {str(c["condition"]) for c in run.conditions}
+    out = []
+    for c in run.conditions:
+        name = str(c["condition"])
+        base = name.removesuffix("_guard")
+        if not c["mitigated"] or base == name or base not in names:
+            continue
+        d = paired_differences(
+            run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA
+        )
+        row: dict[str, Any] = {"condition": name, "baseline": base, "n_common": d["wer"]["n"]}
+        for m in METRIC_COLUMNS:
+            ci = d[m]["ci"]
+            row[m] = d[m]["diff"]
+            row[f"{m}_lo"] = ci[0] if ci else None
+            row[f"{m}_hi"] = ci[1] if ci else None
+        out.append(row)
     return out
 
 
@@ -345,6 +371,9 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         ],
     )
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in pred])
+    effects = mitigation_effects(run, n_resamples, seed)
+    if effects:
+        tables += write_table(table_dir / "mitigation_effect", effects)
     tables += write_table(
         table_dir / "wer_vs_safety_items",
         pred_items.rows(),
@@ -370,6 +399,7 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         predictive_summary=pred_mod.summary_sentence(pred),
         predictive_n_items=len(pred_items.encounter_ids),
         mitigation=_mitigation(run),
+        mitigation_effects=effects,
         failures=_failures(run),
         stage_seconds=[(str(k), float(v)) for k, v in stage.items() if isinstance(v, (int, float))]
         if isinstance(stage, dict)

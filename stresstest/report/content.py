@@ -33,6 +33,7 @@ class ReportContent:
     predictive_summary: str
     predictive_n_items: int
     mitigation: list[dict[str, Any]]
+    mitigation_effects: list[dict[str, Any]]
     failures: list[dict[str, Any]]
     stage_seconds: list[tuple[str, float]]
     plots: dict[str, Path]  # name -> PNG path (relative to the report dir when rendered)

@@ -296,6 +296,11 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
             "<h2>Mitigation: guard behaviour</h2>"
             + _simple_table_html(c.mitigation, ["condition", "n", "mean_abstention_rate", "quotes_discarded"])
         )
+    if c.mitigation_effects:
+        parts.append(
+            "<h3>Guard effect: guard − unmitigated (same transcripts), paired 95% CIs</h3>"
+            + _effects_html(c.mitigation_effects)
+        )
     parts.append("<h2>Run facts</h2>" + _kv_html(c.facts))
     parts.append(f"<h3>Failures ({len(c.failures)})</h3>")
     parts.append(
@@ -318,6 +323,40 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         "</footer></body></html>"
     )
     return "\n".join(parts)
+
+
+def _effect_text(r: dict[str, object], m: str) -> str:
+    d, lo, hi = r.get(m), r.get(f"{m}_lo"), r.get(f"{m}_hi")
+    if not isinstance(d, float):
+        return DASH
+    ci = f" [{lo:+.2f}, {hi:+.2f}]" if isinstance(lo, float) and isinstance(hi, float) else ""
+    return f"{d:+.2f}{ci}"
+
+
+def _effects_html(rows: Sequence[dict[str, object]]) -> str:
+    head = (
+        "<tr><th>Condition</th><th>vs</th><th>n</th>"
+        + "".join(f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}</th>" for m in METRIC_COLUMNS)
+        + "</tr>"
+    )
+    body = []
+    for r in rows:
+        cells = [
+            f"<td><code>{_e(r['condition'])}</code></td><td><code>{_e(r['baseline'])}</code></td>",
+            f"<td>{_e(r['n_common'])}</td>",
+        ]
+        for m in METRIC_COLUMNS:
+            txt = _effect_text(r, m)
+            v, _, ci = txt.partition(" ")
+            cells.append(
+                f"<td><span class='v'>{_e(v)}</span>"
+                + (f"<span class='ci'>{_e(ci)}</span>" if ci else "")
+                + "</td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f"<table class='main' id='guard-effect'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def _simple_table_html(rows: Sequence[dict[str, object]], cols: Sequence[str]) -> str:
@@ -470,6 +509,19 @@ def render_markdown(c: ReportContent) -> str:
             "## Mitigation: guard behaviour",
             "",
             _md_table(cols, [[_md(_cell(m.get(k))) for k in cols] for m in c.mitigation]),
+            "",
+        ]
+    if c.mitigation_effects:
+        head = ["Condition", "vs", "n"] + [f"Δ {METRIC_HEADERS[m][0]} {arrow(m)}" for m in METRIC_COLUMNS]
+        body = [
+            [f"`{r['condition']}`", f"`{r['baseline']}`", str(r["n_common"])]
+            + [_effect_text(r, m) for m in METRIC_COLUMNS]
+            for r in c.mitigation_effects
+        ]
+        out += [
+            "### Guard effect: guard − unmitigated (same transcripts), paired 95% CIs",
+            "",
+            _md_table(head, body),
             "",
         ]
     out += [

@@ -335,3 +335,21 @@ def test_default_seed_is_the_runs_seed(tmp_path: Path, run_dir: Path) -> None:
     )  # the fixture's run seed
     assert default == explicit
     assert "40 paired resamples of encounters, seed 7" in default
+
+
+def test_guard_effect_is_paired_difference(run_dir: Path, report: ReportPaths) -> None:
+    rows = pq.read_table(report.report_dir / "tables" / "mitigation_effect.parquet").to_pylist()
+    assert [r["condition"] for r in rows] == ["babble_5db_guard", "ambient_5db_guard"]
+    run = load_run(run_dir)
+    for r in rows:
+        base, guard = run.ok_items(r["baseline"]), run.ok_items(r["condition"])
+        both = {it["encounter_id"] for it in base} & {it["encounter_id"] for it in guard}
+        want = (
+            aggregate([it for it in guard if it["encounter_id"] in both])["scer"]
+            - aggregate([it for it in base if it["encounter_id"] in both])["scer"]
+        )
+        assert r["scer"] == pytest.approx(want)
+        assert r["scer_lo"] <= r["scer"] <= r["scer_hi"]
+        assert r["wer"] == 0.0  # same transcripts: the guard cannot change WER
+    md = report.markdown.read_text("utf-8")
+    assert "### Guard effect: guard − unmitigated" in md
