@@ -56,6 +56,15 @@ class _Lexicon:
         self.vocab: set[str] = set()
         for row in read_table("lexicon.tsv"):
             concept, category, red, hint, forms = (row + [""] * 5)[:5]
+            if concept == "-":
+                # Non-clinical phrases ("the confusion about the forms"): matched so that they
+                # shadow the clinical word inside them, never reported.
+                for form in forms.split("|"):
+                    key = tuple(norm_phrase(form).split())
+                    if key:
+                        self.surfaces.setdefault(key, "")
+                        self.vocab.update(key)
+                continue
             info = ConceptInfo(concept, category, red == "1", hint or None)
             self.concepts.setdefault(concept, info)
             for form in [concept, *forms.split("|")]:
@@ -99,7 +108,7 @@ def surfaces_by_category(category: str) -> dict[str, str]:
     return {
         " ".join(key): concept
         for key, concept in lex.surfaces.items()
-        if lex.concepts[concept].category == category
+        if concept and lex.concepts[concept].category == category
     }
 
 
@@ -109,6 +118,8 @@ def match_tokens(text: str, tokens: list[Token]) -> list[Mention]:
     keys = [lex.token_key(t) for t in tokens]
     out: list[Mention] = []
     for i, j, concept in longest_matches(text, tokens, keys, lex.surfaces, lex.prefixes):
+        if not concept:
+            continue  # a shadowing non-clinical phrase
         info = lex.concepts[concept]
         start, end = tokens[i].start, tokens[j - 1].end
         out.append(
@@ -154,7 +165,7 @@ def canonical_concept(term: str) -> str:
     concept = lex.surfaces.get(key)
     if concept is None and key:
         concept = lex.surfaces.get(tuple(lex.token_key(Token(0, 0, w, w)) for w in key))
-    if concept is not None:
+    if concept:
         return concept
     # Imported here: the drug dictionary takes a second or two to load.
     from stresstest.clinical.drugs import resolve_drug

@@ -100,3 +100,9 @@ def test_canonical_concept(term: str, canonical: str) -> None:
 def test_disfluencies_inside_a_term(text: str, surface: str) -> None:
     (m,) = find_mentions(text)
     assert m.surface == surface
+
+
+def test_non_clinical_phrases_shadow_clinical_words() -> None:
+    text = "We can clarify the confusion about the medications. Any confusion?"
+    assert [(m.surface, m.concept) for m in find_mentions(text)] == [("confusion", "confusion")]
+    assert all(c.concept != "-" for c in lexicon_concepts())
