@@ -17,7 +17,8 @@ content (SPEC §6, §10):
     week", "15 mg" -> "50 mg"), or a number is lost or gained. Equal values in
     other spellings ("3"/"three", "mg"/"milligrams", "1:46"/"146",
     "4/28/07"/"4/28/2007", "17th"/"17") are not conflicts. Numbers inside a
-    long inserted run belong to that run (``nonspeech_pollution``).
+    long inserted run belong to that run (``nonspeech_pollution``); numbers
+    and times inside a long deleted run are an omission, not a conflict.
 ``temporal_distortion``
     A duration or time anchor changes ("two hours" -> "two days", "since
     Monday" -> "since Sunday", "yesterday" -> "today"), is lost or is gained,
@@ -475,6 +476,9 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     inserted = len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS
     if inserted and not ref_digits and not ref_units and not ref_time:
         return []  # numbers inside a long inserted run are that run's content: see nonspeech_pollution
+    deleted = len(g.ref_words) - len(g.hyp_words) >= _POLLUTION_MIN_WORDS
+    if deleted and not hyp_digits and not hyp_units and not hyp_time:
+        return []  # a dropped stretch of speech is an omission, not a changed number
     ref_text = pair.ref.original[slice(*pair.ref.char_span(r0, r1))] if r1 > r0 else ""
     hyp_text = pair.hyp.original[slice(*pair.hyp.char_span(h0, h1))] if h1 > h0 else ""
     what = f"{ref_text or 'nothing'!r} became {hyp_text or 'nothing'!r}"

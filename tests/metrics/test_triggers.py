@@ -299,3 +299,10 @@ def test_same_events_under_another_hash_seed() -> None:
     here = [e.model_dump() for e in detect_triggers(ref, hyp)]
     assert json.loads(out.stdout) == here
     assert {e["type"] for e in here} == set(TRIGGER_TYPES)
+
+
+def test_dropped_stretch_is_an_omission_not_a_conflict() -> None:
+    # Not benign, but none of the five types: the claim-level metrics see omissions.
+    assert detect_triggers("I walk for 20 minutes every morning, then rest.", "I walk, then rest.") == []
+    # A number lost on its own is a change of that number.
+    assert [e.type for e in detect_triggers("I am 45.", "I am.")] == ["number_unit_conflict"]
