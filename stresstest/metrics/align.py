@@ -42,7 +42,7 @@ _TRAIL = "\"'.,;:!?)]}>”’»…"
 _RAPIDFUZZ_TAG: dict[str, OpKind] = {"equal": "equal", "replace": "sub", "delete": "del", "insert": "ins"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Token:
     """One normalised token and where it came from.
 
@@ -167,12 +167,12 @@ def _trim(word: str, start: int) -> tuple[int, int]:
     return start + lo, start + hi
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def tokenize(text: str) -> TokenizedText:
     """Normalise ``text`` and map each normalised token back to original offsets.
 
-    Cached (256 texts; the result is immutable): a reference is aligned with
-    the hypothesis of every condition.
+    Cached (the last 32 texts; the result is immutable): a reference is aligned
+    with the hypothesis of every condition in turn.
 
     Args:
         text: the original text.

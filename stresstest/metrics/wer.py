@@ -46,12 +46,12 @@ def _normaliser() -> EnglishTextNormalizer:
     return EnglishTextNormalizer()
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def normalise(text: str) -> str:
     """The project's one documented text normalisation for word-level scoring.
 
-    Results are cached (1,024 texts): a run compares each reference with every
-    condition's hypothesis, and the normaliser is the slowest step.
+    Results are cached (the last 256 texts): a run compares each reference with
+    every condition's hypothesis, and the normaliser is the slowest step.
 
     Args:
         text: any transcript text (reference or ASR hypothesis).
