@@ -187,15 +187,13 @@ def analyse(data: PredictiveItems, n_resamples: int, seed: int, alpha: float = 0
         np.array([k for k, e in enumerate(data.encounter_ids) if e == eid], dtype=int) for eid in order
     ]
     results = []
-    for j, (name, label) in enumerate(ENDPOINTS):
+    for name, label in ENDPOINTS:  # one seed: every endpoint sees the same resampled encounters
         y = data.endpoints[name]
         ok = np.isfinite(y) & np.isfinite(data.dwer) & np.isfinite(data.triggers)
         if not clusters:
             results.append(EndpointResult(name, label, 0, 0, {}, {}))
             continue
-        point, cis = bootstrap_statistic(
-            clusters, _stat_fn(data, name), n_resamples, seed=seed + 7919 * (j + 1), alpha=alpha
-        )
+        point, cis = bootstrap_statistic(clusters, _stat_fn(data, name), n_resamples, seed=seed, alpha=alpha)
         results.append(EndpointResult(name, label, int(ok.sum()), int(np.nansum(y[ok])), point, cis))
     return results
 
