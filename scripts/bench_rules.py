@@ -66,6 +66,25 @@ def summarise(name: str, texts: list[str], recs: list[ClinicalRecord], elapsed: 
     ]
 
 
+def robustness(human: list[ClinicalRecord], asr: list[ClinicalRecord]) -> str:
+    """How much of the record survives losing case and punctuation (same words, same order)."""
+    agree = common = only_h = only_a = same_triage = 0
+    for rh, ra in zip(human, asr, strict=True):
+        dh = {(c.category, c.concept): c.status for c in rh.claims}
+        da = {(c.category, c.concept): c.status for c in ra.claims}
+        both = dh.keys() & da.keys()
+        common += len(both)
+        agree += sum(dh[k] == da[k] for k in both)
+        only_h += len(dh.keys() - da.keys())
+        only_a += len(da.keys() - dh.keys())
+        same_triage += rh.triage.level == ra.triage.level
+    return (
+        f"claim status agreement on shared concepts {agree}/{common} = {agree / max(common, 1):.3f}; "
+        f"concepts only in human {only_h}, only in asr-like {only_a}; "
+        f"same triage {same_triage}/{len(human)}"
+    )
+
+
 def gold_agreement(corpus: Path) -> list[str] | None:
     """Agreement with the shipped hand-written gold records (OSCE ones), or None when there are none.
 
@@ -126,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - t0
 
     rows = []
+    outputs: list[list[ClinicalRecord]] = []
     for name, texts in (("human transcript", human), ("asr-like (lower, no punct)", asr)):
         recs, elapsed = run(texts)
         again, _ = run(texts)
@@ -133,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             print("bench_rules: non-deterministic output", file=sys.stderr)
             return 1
         rows.append(summarise(name, texts, recs, elapsed))
+        outputs.append(recs)
 
     header = ["input", "records/s", "claims/enc", "flags/enc", "claims w/ ev", "flags w/ ev",
               "exact quotes", "claim status", "triage"]
@@ -143,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
           f"one-off table load {load_s:.2f} s; mean transcript {mean_chars:.0f} chars")
     for r in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print("human vs asr-like: " + robustness(outputs[0], outputs[1]))
     agreement = gold_agreement(args.corpus)
     if agreement:
         print("agreement with gold: " + "\n  ".join(agreement))
