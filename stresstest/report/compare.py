@@ -109,7 +109,7 @@ def compare_runs(
             f"{[c['condition'] for c in a.conditions]}, B has {sorted(conds_b)})"
         )
     rows: list[dict[str, Any]] = []
-    for k, c in enumerate(common):
+    for c in common:
         name = str(c["condition"])
         d = paired_differences(
             a.ok_items(name),
@@ -140,7 +140,6 @@ def compare_runs(
                 }
             )
         rows.append(row)
-        del k
     if all(r["n_common"] == 0 for r in rows):
         raise ReportError(f"compare: runs {run_a} and {run_b} have no encounter in common (by encounter_id)")
     facts = [(key, _s(_get(a.manifest, key)), _s(_get(b.manifest, key))) for key in FACT_KEYS]
