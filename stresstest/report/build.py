@@ -307,6 +307,12 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         seed = int(s) if isinstance(s, int) and not isinstance(s, bool) else 0
     rdir = Path(run_dir) / "report"
     plot_dir, table_dir = rdir / "plots", rdir / "tables"
+    # A rebuilt report must not keep a previous build's plot or table that this build does not write.
+    for d, suffixes in ((plot_dir, {".png"}), (table_dir, {".csv", ".parquet"})):
+        if d.is_dir():
+            for p in d.iterdir():
+                if p.is_file() and p.suffix in suffixes:
+                    p.unlink()
     cis = _cis(run, n_resamples, seed)
     rows = table2_rows(run, cis)
     problems = check_against_summary(run, rows)

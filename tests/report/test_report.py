@@ -353,3 +353,14 @@ def test_guard_effect_is_paired_difference(run_dir: Path, report: ReportPaths) -
         assert r["wer"] == 0.0  # same transcripts: the guard cannot change WER
     md = report.markdown.read_text("utf-8")
     assert "### Guard effect: guard − unmitigated" in md
+
+
+def test_rebuild_drops_stale_outputs(tmp_path: Path, run_dir: Path) -> None:
+    copy = shutil.copytree(run_dir, tmp_path / "r", ignore=shutil.ignore_patterns("report"))
+    build_report(copy, n_resamples=20)
+    stale = copy / "report" / "tables" / "old_table.csv"
+    stale.write_text("x\n", "utf-8")
+    keep = copy / "report" / "notes.txt"
+    keep.write_text("mine", "utf-8")
+    build_report(copy, n_resamples=20)
+    assert not stale.exists() and keep.exists()
