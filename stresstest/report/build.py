@@ -114,6 +114,26 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
             f"{100 * (1 - ALPHA):.0f}% percentile CIs",
         ),
     ]
+    # One entry per mixture: a guard condition reuses its unmitigated twin's audio.
+    mixtures = {
+        (str(it["encounter_id"]), str(it.get("family")), float(it["target_snr_db"])): float(
+            it["measured_snr_db"]
+        )
+        for it in run.items
+        if isinstance(it.get("measured_snr_db"), (int, float))
+        and isinstance(it.get("target_snr_db"), (int, float))
+    }
+    snr_dev = [abs(measured - key[2]) for key, measured in mixtures.items()]
+    if snr_dev:
+        # SPEC §2: measured and target SNR must agree to ±0.1 dB; say so when they do not.
+        worst = max(snr_dev)
+        facts.append(
+            (
+                "SNR check",
+                f"max |measured − target| = {worst:.3f} dB over {len(snr_dev)} mixtures"
+                + ("" if worst <= 0.1 else " — EXCEEDS the ±0.1 dB tolerance"),
+            )
+        )
     for fam in sorted({str(c["family"]) for c in run.conditions if c["family"] != "clean"}):
         facts.append((f"Noise ({fam})", noise_source(m, fam) or "–"))
     facts.append(

@@ -209,6 +209,7 @@ def test_run_facts_and_failures(report: ReportPaths) -> None:
         "not valid JSON",
         "### Wall time per stage",
         "| asr | 140.0 |",
+        "| SNR check | max \\|measured − target\\| = 0.0",
     ):
         assert needle in md, needle
 
