@@ -49,6 +49,7 @@ _CLAUSE_START = frozenset({
 })
 _SENT_PUNCT = frozenset(".!?;\n")
 _ANSWER_KINDS = ("answer_no", "answer_unsure", "answer_yes", "confirm")
+_WH_WORDS = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's"})
 _OPENERS = frozenset({"and", "but", "now", "alright", "all", "right", "great", "good", "yeah", "yes", "okay"})
 _BRACKET_LABELS = frozenset({"doctor", "patient", "speaker", "clinician", "nurse"})  # "[doctor]" (ACI-BENCH)
 _SPEAKER_LABELS = frozenset({"D", "P", "Doctor", "Patient", "DOCTOR", "PATIENT"})
@@ -247,6 +248,19 @@ class ContextAnalyzer:
             k += 1
         return None
 
+    def _wh_question(self, lo: int, hi: int, i: int) -> bool:
+        """An open (wh-) question that takes its target for granted ("how long has the cough...").
+
+        Not when it opens like a yes/no question or asks "what/how about X" (a yes/no question too).
+        """
+        if self._opens_question(lo, i):
+            return False
+        words = self.words
+        for k in range(lo, hi):
+            if words[k] in _WH_WORDS:
+                return not (k + 1 < hi and words[k + 1] == "about")
+        return False
+
     def _opens_question(self, lo: int, i: int) -> bool:
         """The sentence starts like a yes/no question ("do you have", "any", "have you had")."""
         r = _rules()
@@ -276,8 +290,11 @@ class ContextAnalyzer:
         if s + 1 < len(self.sent_start) and (self.ends_q[s] or self._opens_question(lo, i)):
             a_lo, a_hi = self._sentence(s + 1)
             ans = self._answer(a_lo, a_hi)
-        if self.ends_q[s] or ans is not None:
+        presupposed = ans is None and self.ends_q[s] and self._wh_question(lo, hi, i)
+        if (self.ends_q[s] or ans is not None) and not presupposed:
             # A question: marked by "?", or (unpunctuated turns) opened like one and answered yes/no.
+            # A wh-question without a yes/no answer ("When did the cough start?") presupposes its
+            # target and is read as a statement below.
             negated_q = pre is not None and pre[0] == "negated"
             if ans is None:
                 return Assertion("uncertain", "unanswered")

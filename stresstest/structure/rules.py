@@ -91,7 +91,7 @@ _PLAN_CUES = ("prescribe", "prescribing", "i'll give you", "we'll start", "we wi
               "going to prescribe")
 _FORMER_CUES = frozenset({"quit", "quitted", "stopped", "former", "ex", "used"})
 _REST_CUES = ("at rest", "while resting", "when resting", "when i'm resting", "sitting down", "sitting still",
-              "lying down", "doing nothing", "not doing anything", "even at rest", "all the time")
+              "lying down", "doing nothing", "not doing anything", "even at rest")
 _RADIATION = frozenset({"radiate", "radiates", "radiating", "radiated", "spreads", "spreading", "spread",
                         "travels", "moves", "goes"})
 _RADIATION_SITES = frozenset({"arm", "arms", "jaw", "neck", "shoulder", "shoulders", "back"})
@@ -307,6 +307,7 @@ def _compose(
     partner: Callable[[str], str | None],
     reach: int = 5,
     partner_may_be_covered: bool = False,
+    back_reach: int | None = None,
 ) -> list[Mention]:
     """Two words a few tokens apart that together name a concept no lexicon surface covered.
 
@@ -330,8 +331,9 @@ def _compose(
             continue
         lo, hi = ex.sentence_bounds(ex.sentence_of(k))
         found: tuple[int, str] | None = None
+        back = reach if back_reach is None else back_reach
         for d in range(1, reach + 1):
-            for kk in (k + d, k - d):
+            for kk in (k + d, k - d) if d <= back else (k + d,):
                 if lo <= kk < hi and (partner_may_be_covered or not covered[kk]) and kk not in used:
                     if any(ex.words[x] in _LIST_JOINERS for x in range(min(k, kk) + 1, max(k, kk))):
                         continue  # "blood or any sputum" names two things, not bloody sputum
@@ -457,6 +459,10 @@ def _find_allergens(ex: _Extractor, drugs: list[Mention]) -> tuple[list[Mention]
         if _allergy_context(ex, ex.span(d)[0]):
             out.append(Mention(d.start, d.end, d.surface, d.concept, "allergy"))
             consumed.add(idx)
+    # Other mentions of a drug the patient is allergic to ("what happens when you take
+    # penicillin?") are about the allergy, not a medication they take.
+    allergic_to = {m.concept for m in out}
+    consumed.update(idx for idx, d in enumerate(drugs) if d.concept in allergic_to)
     table = _allergens()
     drug_toks = {k for d in drugs for k in range(*ex.span(d))}
     k = 0
@@ -524,7 +530,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
     drug_mentions = match_drug_tokens(transcript, ex.tokens)
     lex_mentions = [m for m in all_mentions if m.category != "body_site"]
     composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner)
-    composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True)
+    composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
+                         back_reach=3)
     # A composed term replaces what it swallowed ("blood ... in the sputum" is not "sputum").
     lex_mentions = [
         m for m in lex_mentions if not any(c.start <= m.start and m.end <= c.end for c in composed)
@@ -851,7 +858,8 @@ def _composite_red_flags(
     out: list[tuple[str, str, list[str], _Group]] = []
 
     def sent_norms(g: _Group) -> list[str]:
-        return [c for m, a in _supporting(g.mentions, "present") for c in ex.context_norms(m, a)]
+        # A tight window: a modifier must be said about this mention, not somewhere in the turn.
+        return [c for m, a in _supporting(g.mentions, "present") for c in ex.context_norms(m, a, side=8)]
 
     if "chest pain" in present:
         claim, ev, g = present["chest pain"]

@@ -97,3 +97,19 @@ def test_nothing_answers_are_no(answer: str) -> None:
     text = f"Any yellowing of your skin? {answer}"
     (m,) = find_mentions(text)
     assert m.concept == "jaundice" and mention_status(text, m) == "absent"
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "expected"),
+    [
+        ("When did the cough start? About three days ago.", "cough", "present"),
+        ("And the blood in your sputum, when did that start? Two weeks ago.", "hemoptysis", "present"),
+        ("What about chest pain? Nothing like that.", "chest pain", "absent"),
+        ("How about fevers?", "fever", "uncertain"),
+        ("would you say this was the worst headache of your life no nothing like that",
+         "sudden severe headache", "absent"),
+    ],
+)
+def test_open_questions_presuppose_their_target(text: str, concept: str, expected: str) -> None:
+    (m,) = [x for x in find_mentions(text) if x.concept == concept]
+    assert mention_status(text, m) == expected
