@@ -9,12 +9,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from synthetic_run import make_run  # noqa: E402
+from synthetic_run import REPORT_RESAMPLES, REPORT_SEED, make_run  # noqa: E402
 
 from stresstest.report import ReportPaths, build_report  # noqa: E402
-
-N_RESAMPLES = 200  # enough for stable tests, fast on two cores
-SEED = 5
 
 
 @pytest.fixture(scope="session")
@@ -24,4 +21,4 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def report(run_dir: Path) -> ReportPaths:
-    return build_report(run_dir, n_resamples=N_RESAMPLES, seed=SEED)
+    return build_report(run_dir, n_resamples=REPORT_RESAMPLES, seed=REPORT_SEED)

@@ -38,6 +38,10 @@ from stresstest.structure.schema import (
     flag_key,
 )
 
+# Bootstrap settings of the shared report fixture: enough for stable tests, fast on two cores.
+REPORT_RESAMPLES = 200
+REPORT_SEED = 5
+
 TRIGGER_TYPES = (
     "negation_flip",
     "number_unit_conflict",

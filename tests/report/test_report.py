@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import N_RESAMPLES, SEED
+from synthetic_run import REPORT_RESAMPLES as N_RESAMPLES
+from synthetic_run import REPORT_SEED as SEED
 from synthetic_run import make_run
 
 from stresstest.errors import ReportError
