@@ -8,19 +8,27 @@ here with its rule tables as data (``data/context_rules.tsv``,
 Rules, on the shared token stream:
 
 * The scope of a cue is the mention's sentence (split at ``. ! ? ;``, line
-  breaks and ``D:``/``P:`` speaker labels), cut at scope terminators ("but",
-  "however"...), and at most :data:`PRE_WINDOW` tokens before /
-  :data:`POST_WINDOW` tokens after the mention, so punctuation-free ASR text
-  does not let a cue reach across a whole turn.
+  breaks and speaker labels ``D:``/``P:``/``[doctor]``; "39.4" does not
+  split), cut at scope terminators ("but", "however", "like I've"...), and at
+  most :data:`PRE_WINDOW` tokens before / :data:`POST_WINDOW` tokens after the
+  mention, so punctuation-free ASR text does not let a cue reach across a
+  whole turn. A cue may declare a longer reach in the table (hypotheticals
+  such as "if you ..." reach 16 tokens; a bare "if" is no cue because "if I
+  walk a block I get short of breath" describes a real symptom).
 * Pseudo-cues ("not only", "no change", "doesn't help") mask the words they
   cover. Among real cues the one closest to the mention wins.
 * Dialogue question/answer: when the mention sits in a question ("Any chest
   pain?") the next sentence's first words decide ("No" / "Nope" / "No,
-  never" -> absent; "Yes" / "I do" -> present; "Not sure" -> uncertain). A
-  negated question confirmed ("No chest pain?" "Right.") is absent. Without
-  punctuation, a question lead ("do you have", "any") followed within two
-  words by a bare "no"/"yes" is read the same way. An unanswered question
-  asserts nothing: :func:`mention_status` reports it as ``"uncertain"``.
+  never" / "Nothing like that" -> absent; "Yes" / "I do" -> present; "Not
+  sure" -> uncertain). A negated question confirmed ("No chest pain?"
+  "Right.") is absent. A sentence without "?" that opens like a yes/no
+  question ("do you have any nausea") and is answered yes/no counts too, and
+  in run-on text a question lead followed within :data:`QA_SKIP` words by a
+  bare "no"/"yes" is read the same way. An open question without a yes/no
+  answer ("When did the cough start?") presupposes its target and is read as
+  a statement. Any other unanswered question asserts nothing:
+  :func:`mention_status` reports it as ``"uncertain"`` with source
+  ``"unanswered"``.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ _CLAUSE_START = frozenset({
     "what", "when", "how", "where", "why",
 })
 _SENT_PUNCT = frozenset(".!?;\n")
-_ANSWER_KINDS = ("answer_no", "answer_unsure", "answer_yes", "confirm")
+_ANSWER_KINDS = ("answer_no", "answer_unsure", "confirm", "answer_yes")
 _WH_WORDS = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's"})
 _OPENERS = frozenset({"and", "but", "now", "alright", "all", "right", "great", "good", "yeah", "yes", "okay"})
 _BRACKET_LABELS = frozenset({"doctor", "patient", "speaker", "clinician", "nurse"})  # "[doctor]" (ACI-BENCH)

@@ -36,6 +36,8 @@ CASES: list[tuple[str, str, str]] = [
     ("D: Any night sweats?\nP: Uh no, not that I've noticed.", "night sweats", "absent"),
     ("D: Any blood in your stool?\nP: I'm not sure.", "rectal bleeding", "uncertain"),
     ("D: No chest pain?\nP: Right.", "chest pain", "absent"),
+    ("So no chest pain? Correct.", "chest pain", "absent"),
+    ("And the chest pain is still there? Correct.", "chest pain", "present"),
     ("Any chest pain?", "chest pain", "uncertain"),
     ("do you have any chest pain no i don't", "chest pain", "absent"),
     ("do you have any chest pain yeah sometimes", "chest pain", "present"),
