@@ -175,3 +175,18 @@ def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path) -> None:
         print(f"LLM judge: score {jr.score}")
     else:
         print(f"\nguard agent: recorded failure: {env.error}")
+
+
+def test_serve_background_binds_loopback_and_stops(tmp_path: Path) -> None:
+    import httpx
+
+    from stresstest.structure.server import serve
+
+    proc = serve(_cfg(), foreground=False, log_dir=tmp_path)
+    try:
+        assert proc.base_url.startswith("http://127.0.0.1:")
+        models = httpx.get(f"{proc.base_url}/v1/models", timeout=10).json()["data"]
+        assert models[0]["id"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    finally:
+        proc.stop()
+    assert proc.health() is not None and "exited" in proc.health()
