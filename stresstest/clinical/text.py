@@ -47,11 +47,6 @@ def read_table(name: str) -> list[list[str]]:
     return rows
 
 
-def data_bytes(name: str) -> bytes:
-    """Raw bytes of a shipped data file (for fingerprints)."""
-    return resources.files("stresstest.clinical").joinpath("data", name).read_bytes()
-
-
 @functools.lru_cache(maxsize=1)
 def _spelling() -> dict[str, str]:
     return {row[0].lower(): row[1].lower() for row in read_table("spelling.tsv") if len(row) >= 2}
@@ -87,14 +82,6 @@ def norm_words(text: str) -> list[str]:
 
 _JOIN_GAP = re.compile(r"[\s\-/]*")
 _INNER_FILLERS = frozenset({"um", "umm", "uh", "uhh", "uhm", "erm", "er", "ah", "hmm"})
-
-
-def joinable(text: str, tokens: list[Token], i: int, j: int) -> bool:
-    """True when tokens[i:j] are separated only by spaces, hyphens or slashes.
-
-    Multi-word terms must not match across punctuation ("sodium, oxalate").
-    """
-    return all(_JOIN_GAP.fullmatch(text, tokens[k].end, tokens[k + 1].start) for k in range(i, j - 1))
 
 
 def longest_matches(
