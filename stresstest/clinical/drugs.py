@@ -98,7 +98,15 @@ def _classes() -> dict[str, str]:
 
 
 def match_drug_tokens(text: str, tokens: list[Token]) -> list[Mention]:
-    """Longest-match drug lookup over an already tokenised text."""
+    """Longest-match drug lookup over an already tokenised text (see :func:`find_drugs`).
+
+    Args:
+        text: The text the tokens were made from.
+        tokens: ``tokenize(text)``.
+
+    Returns:
+        Medication mentions in text order, offsets into ``text``.
+    """
     index, prefixes = _index()
     out: list[Mention] = []
     for i, j, generic in longest_matches(text, tokens, [t.norm for t in tokens], index, prefixes):

@@ -113,7 +113,18 @@ def surfaces_by_category(category: str) -> dict[str, str]:
 
 
 def match_tokens(text: str, tokens: list[Token]) -> list[Mention]:
-    """Longest-match lexicon lookup over an already tokenised text."""
+    """Longest-match lexicon lookup over an already tokenised text.
+
+    Same result as :func:`find_mentions` (body sites included) without tokenising again;
+    the structurer and the trigger detector share one token stream this way.
+
+    Args:
+        text: The text the tokens were made from.
+        tokens: ``tokenize(text)``.
+
+    Returns:
+        Mentions in text order, offsets into ``text``.
+    """
     lex = _lexicon()
     keys = [lex.token_key(t) for t in tokens]
     out: list[Mention] = []
