@@ -88,7 +88,8 @@ _PLAN_CUES = ("prescribe", "prescribing", "i'll give you", "we'll start", "we wi
               "start you on", "recommend", "i'd like you to take", "we can try", "we could try", "i'll send",
               "you can take", "you could take", "you can try", "you could try", "try taking", "suggest",
               "we'll give", "we can give", "we could give", "we'd give", "gon na prescribe",
-              "going to prescribe")
+              "going to prescribe", "we can use", "we could use", "using medications", "management",
+              "treatment options", "options")
 _FORMER_CUES = frozenset({"quit", "quitted", "stopped", "former", "ex", "used"})
 _REST_CUES = ("at rest", "while resting", "when resting", "when i'm resting", "sitting down", "sitting still",
               "lying down", "doing nothing", "not doing anything", "even at rest")
