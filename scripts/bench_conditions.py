@@ -101,7 +101,7 @@ def bench_asr(n_items: int, seconds: float, batch: int) -> dict[str, float]:
     t0 = time.perf_counter()
     bat = be.transcribe_windows_batched(windows, opts, batch)
     t_bat = time.perf_counter() - t0
-    same = sum(a.split() == b.split() for a, b in zip(seq, bat))
+    same = sum(a.split() == b.split() for a, b in zip(seq, bat, strict=True))
     audio_s = n_items * seconds
     print(f"ASR windows: {len(windows)}; identical text in {same}/{len(windows)} windows (sequential vs batched)")
     return {"sequential": audio_s / t_seq, f"batched (batch={batch})": audio_s / t_bat}

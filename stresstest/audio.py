@@ -63,7 +63,7 @@ def _read_any(path: Path) -> tuple[np.ndarray, int]:
         except Exception as av_exc:
             raise AudioError(f"{path}: cannot read audio ({av_exc})") from av_exc
         if not frames or sr <= 0:
-            raise AudioError(f"{path}: no audio frames")
+            raise AudioError(f"{path}: no audio frames") from sf_exc
         arr = np.concatenate(frames, axis=1).astype(np.float32)  # (channels, samples), planar
         if np.issubdtype(frames[0].dtype, np.integer):
             arr /= float(np.iinfo(frames[0].dtype).max)

@@ -105,7 +105,9 @@ def _cmd_gold(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="stresstest", description="Paired acoustic stress test for ASR→LLM clinical scribes.")
+    p = argparse.ArgumentParser(
+        prog="stresstest", description="Paired acoustic stress test for ASR→LLM clinical scribes."
+    )
     p.add_argument("--version", action="version", version=f"stresstest {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -55,7 +55,7 @@ def build_mixtures(
     cache = KeyValueCache(cache_dir, "mixtures")
     speech_sha = sha256_file(speech.path)
     todo: list[tuple[str, float, str, Path]] = []
-    for cond, snr in zip(job.conditions, job.snrs_db):
+    for cond, snr in zip(job.conditions, job.snrs_db, strict=True):
         key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr)
         wav = cache.root / key[:2] / f"{key}.wav"
         hit = cache.get(key)

@@ -35,7 +35,9 @@ class RunSettings(_Strict):
         default=0.25, ge=0,
         description="Failed items allowed before the run stops: a fraction (< 1) of all items or a count (≥ 1).",
     )
-    cache_dir: str | None = Field(default=None, description="Stage cache (default $STRESSTEST_CACHE or ~/.cache/stresstest).")
+    cache_dir: str | None = Field(
+        default=None, description="Stage cache (default $STRESSTEST_CACHE or ~/.cache/stresstest)."
+    )
     progress: bool = Field(default=True, description="Show progress bars on stderr.")
 
 
@@ -56,21 +58,26 @@ class GoldConfig(_Strict):
     """Where gold references come from."""
 
     path: str | None = Field(default=None, description="Folder of gold YAML files (default: the shipped set).")
-    required: bool = Field(default=False, description="Error if an encounter has no gold (else its safety metrics stay empty).")
+    required: bool = Field(
+        default=False, description="Error if an encounter has no gold (else its safety metrics stay empty)."
+    )
 
 
 class JudgeConfig(_Strict):
     """Which judge fills Mean Score / Unsafe."""
 
     backend: Literal["rules", "llm", "none"] = Field(
-        default="rules", description="'rules' = deterministic rubric mapping; 'llm' = the served LLM with the rubric prompt."
+        default="rules",
+        description="'rules' = deterministic rubric mapping; 'llm' = the served LLM with the rubric prompt.",
     )
 
 
 class MitigationConfig(_Strict):
     """Extra mitigated conditions (the evidence-grounded guard)."""
 
-    conditions: list[str] = Field(default_factory=list, description="Noisy condition ids, e.g. ['ambient_5db', 'babble_5db'].")
+    conditions: list[str] = Field(
+        default_factory=list, description="Noisy condition ids, e.g. ['ambient_5db', 'babble_5db']."
+    )
 
     @field_validator("conditions")
     @classmethod

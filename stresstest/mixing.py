@@ -125,7 +125,9 @@ def mix(
     return mixture, gain, clip_scale, s_rms
 
 
-def measure_written_snr(speech_path: str | Path, mixture_path: str | Path, mask: np.ndarray, clip_scale: float) -> float:
+def measure_written_snr(
+    speech_path: str | Path, mixture_path: str | Path, mask: np.ndarray, clip_scale: float
+) -> float:
     """SNR measured back from the files as written (see module rule 5)."""
     speech = read_wav_exact(speech_path).astype(np.float64)
     mixture = read_wav_exact(mixture_path).astype(np.float64)

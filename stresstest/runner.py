@@ -121,7 +121,9 @@ def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encount
     }
     bar = _bar(state, sum(len(j.conditions) for j in jobs), "mix")
     for job in jobs:
-        def done(cond: str, path: Path | None, info: MixInfo | None, err: str | None, eid: str = job.encounter_id) -> None:
+        def done(
+            cond: str, path: Path | None, info: MixInfo | None, err: str | None, eid: str = job.encounter_id
+        ) -> None:
             if err is not None or path is None or info is None:
                 state.fail(eid, cond, "mix", err or "no mixture")
             else:
@@ -171,7 +173,9 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
-        atomic_write_json(state.out / "records" / env.condition / f"{env.encounter_id}.json", env.model_dump(mode="json"))
+        atomic_write_json(
+            state.out / "records" / env.condition / f"{env.encounter_id}.json", env.model_dump(mode="json")
+        )
         if env.failed:
             state.fail(env.encounter_id, env.condition, "structure", env.error or "structuring failed")
 

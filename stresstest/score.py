@@ -90,16 +90,18 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
                 row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
                            item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
                 if clean_err is not None:
-                    row["asr_delta_e"] = max(0, (e.sub + e.dele + e.ins) - (clean_err.sub + clean_err.dele + clean_err.ins))
+                    e_clean = clean_err.sub + clean_err.dele + clean_err.ins
+                    row["asr_delta_e"] = max(0, (e.sub + e.dele + e.ins) - e_clean)
                 mism = negation_mismatches(ref, t.text, concepts)
                 row["neg_err"] = int(bool(mism))
                 detail["negation_mismatches"] = [m.model_dump(mode="json") if hasattr(m, "model_dump") else m
                                                  for m in mism]
-                events = detect_triggers(ref, t.text)
+                events = detect_triggers(ref, t.text, concepts=concepts)
                 row["trigger_counts"] = trigger_counts(events)
                 detail["triggers_vs_reference"] = [ev.model_dump(mode="json") for ev in events]
                 if cond != "clean" and clean_t is not None:
-                    row["triggers_vs_clean"] = [ev.model_dump(mode="json") for ev in detect_triggers(clean_t.text, t.text)]
+                    paired = detect_triggers(clean_t.text, t.text, concepts=concepts)
+                    row["triggers_vs_clean"] = [ev.model_dump(mode="json") for ev in paired]
                 else:
                     row["triggers_vs_clean"] = []
             if env is not None:
@@ -136,7 +138,7 @@ def _llm_judge(state: RunState, cache: Path, rows: list[dict[str, Any]], pairs: 
          for i, env, gold in pairs],
         state.cfg.structure, cache_dir=cache, log_dir=state.out / "logs",
     )
-    for (i, _, _), jr in zip(pairs, results):
+    for (i, _, _), jr in zip(pairs, results, strict=True):
         if jr is None:
             continue
         rows[i]["judge_score"], rows[i]["judge"] = jr.score, jr.judge

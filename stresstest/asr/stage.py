@@ -146,6 +146,6 @@ def transcribe_items(
             continue
         elapsed = (time.perf_counter() - t0) / len(ok)
         pos = 0
-        for (it, digest, key), ws in zip(ok, windows_per_item):
+        for (it, digest, key), ws in zip(ok, windows_per_item, strict=True):
             finish(it, digest, key, texts[pos : pos + len(ws)], elapsed)
             pos += len(ws)

@@ -56,7 +56,8 @@ def test_faster_whisper_sequential_and_batched_agree(sentence_audio):
     e = asr_errors(SENTENCE, seq[0])
     assert (e.sub + e.dele + e.ins) / e.ref_words < 0.2, seq[0]
     # Same windows, same greedy decoding: the batched path must say the same thing.
-    assert [asr_errors(s, b).sub + asr_errors(s, b).dele + asr_errors(s, b).ins for s, b in zip(seq[:2], bat[:2])] == [0, 0]
+    diffs = [asr_errors(s, b) for s, b in zip(seq[:2], bat[:2], strict=True)]
+    assert [d.sub + d.dele + d.ins for d in diffs] == [0, 0]
     assert seq[2] == "" or len(seq[2].split()) <= 3  # silence: nothing (or Whisper's usual one-word artefact)
 
 
