@@ -233,6 +233,12 @@ class LLMSession:
             tqdm(total=len(calls), desc=desc, unit="call", leave=False) as bar,
         ):
             futures = {pool.submit(one, c): j for j, c in enumerate(calls)}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
-                bar.update(1)
+            try:
+                for fut in as_completed(futures):
+                    done(futures[fut], fut.result())
+                    bar.update(1)
+            except BaseException:
+                # Ctrl-C or a bug: do not start the queued calls; finished ones are already cached.
+                for fut in futures:
+                    fut.cancel()
+                raise
