@@ -109,6 +109,12 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
                 for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total"):
                     if k in (env.extra or {}):
                         row[k] = env.extra[k]
+            clean_ok = clean_env is not None and not clean_env.failed and clean_env.record is not None
+            if env is not None and not env.failed and env.record is not None and clean_ok:
+                # Triage invariance needs no gold: it compares with the clean-ASR output only.
+                row["triage"] = env.record.triage.level
+                row["triage_clean"] = clean_env.record.triage.level  # type: ignore[union-attr]
+                row["triage_match"] = int(row["triage"] == row["triage_clean"])
             if gold is not None and env is not None and not env.failed:
                 safety = item_safety(env.record, clean_env.record if clean_env and not clean_env.failed else None, gold)
                 detail["safety"] = safety

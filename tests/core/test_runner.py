@@ -1,0 +1,116 @@
+"""Runner: a real small sweep on user recordings; failures recorded and counted; resume recomputes nothing."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from stresstest.audio import write_wav
+from stresstest.errors import RunError
+from stresstest.metrics.summary import SUMMARY_COLUMNS
+
+TURNS = [
+    ("doctor", "What brings you in today?"),
+    ("patient", "I have had chest pain for two hours and I feel short of breath."),
+    ("doctor", "Do you have any allergies?"),
+    ("patient", "No, I don't have any allergies. I take warfarin five milligrams every day."),
+]
+
+
+def _write_corpus(root: Path, n_bad: int = 1) -> Path:
+    import numpy as np
+
+    from stresstest.audio import SAMPLE_RATE_HZ as SR
+    from stresstest.speech import SpeakerVoice, synthesize
+
+    lines, pieces, t, turns = [], [], 0.3, []
+    for spk, text in TURNS:
+        x = synthesize(text, SpeakerVoice(pitch_factor=0.92 if spk == "doctor" else 1.1))
+        turns.append({"speaker": spk, "text": text, "start_s": round(t, 3), "end_s": round(t + x.size / SR, 3)})
+        pieces += [np.zeros(int(0.3 * SR) if not pieces else int(0.4 * SR), np.float32), x]
+        t += x.size / SR + 0.4
+    audio = np.concatenate(pieces + [np.zeros(SR // 4, np.float32)])
+    write_wav(root / "enc1.wav", audio)
+    lines.append({"encounter_id": "ENC1", "audio": "enc1.wav", "turns": turns})
+    for i in range(n_bad):
+        (root / f"bad{i}.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
+        lines.append({"encounter_id": f"BAD{i}", "audio": f"bad{i}.wav", "turns": turns[:2]})
+    (root / "manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return root / "manifest.jsonl"
+
+
+def _config(root: Path, max_failures: float) -> Path:
+    cfg = root / "run.yaml"
+    cfg.write_text(f"""
+run: {{seed: 5, max_failures: {max_failures}, cache_dir: cache, progress: false}}
+corpus: {{kind: manifest, path: manifest.jsonl}}
+noise:
+  ambient: {{family: ambient, kind: builtin}}
+snr_db: [10, 0]
+structure: {{backend: rules}}
+judge: {{backend: rules}}
+mitigation: {{conditions: [ambient_0db]}}
+report: {{enabled: false}}
+""")
+    return cfg
+
+
+@pytest.mark.integration
+def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypatch):
+    from stresstest.runner import run
+
+    _write_corpus(tmp_path)
+    cfg = _config(tmp_path, max_failures=10)
+    out, rows = run(cfg, tmp_path / "out")
+
+    with open(out / "summary.csv") as fh:
+        summary = list(csv.DictReader(fh))
+    assert list(summary[0])[: len(SUMMARY_COLUMNS)] == list(SUMMARY_COLUMNS)
+    assert [r["condition"] for r in summary] == ["clean", "ambient_10db", "ambient_0db", "ambient_0db_guard"]
+    assert all(r["n"] == "1" for r in summary)  # the bad encounter is failed, not silently averaged in
+    assert summary[0]["triage_match"] == "100" and summary[0]["err_prop"] == ""
+
+    items = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert len(items) == 2 * 4
+    bad = [it for it in items if it["encounter_id"] == "BAD0"]
+    assert len(bad) == 4 and all(it["failed"] and "speech" in it["error"] for it in bad)
+    good = {it["condition"]: it for it in items if it["encounter_id"] == "ENC1"}
+    for cond in ("ambient_10db", "ambient_0db"):
+        assert abs(good[cond]["measured_snr_db"] - good[cond]["target_snr_db"]) <= 0.1
+        for key in ("encounter_id", "condition", "family", "snr_db", "reference_text", "hypothesis_text",
+                    "audio_path", "record_path"):
+            assert key in good[cond]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["n_failures"] == 4 and {f["stage"] for f in manifest["failures"]} == {"speech"}
+    assert manifest["structure"]["schema_hash"]
+
+    # Resume: every expensive stage must come from the cache; a call into ASR would fail the test.
+    from stresstest.asr.backends import FasterWhisperBackend
+
+    def no_asr(*a, **k):
+        raise AssertionError("ASR recomputed on a finished run")
+
+    monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows", no_asr)
+    monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows_batched", no_asr)
+    (out / "items.jsonl").unlink()
+    out2, rows2 = run(cfg, tmp_path / "out")
+    assert rows2 == rows
+    items2 = [json.loads(x) for x in (out2 / "items.jsonl").read_text().splitlines()]
+    assert [(i["hypothesis_text"], i.get("judge_score")) for i in items2] == [
+        (i["hypothesis_text"], i.get("judge_score")) for i in items
+    ]
+
+
+@pytest.mark.integration
+def test_too_many_failures_stop_the_run_with_a_clear_error(tmp_path):
+    from stresstest.runner import run
+
+    _write_corpus(tmp_path, n_bad=2)
+    cfg = _config(tmp_path, max_failures=0.1)
+    with pytest.raises(RunError, match="exceed run.max_failures"):
+        run(cfg, tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["n_failures"] >= 1
