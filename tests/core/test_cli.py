@@ -43,7 +43,8 @@ def test_unreadable_audio_in_mix_is_a_clear_error(tmp_path, capsys):
     bad.write_bytes(b"RIFF....garbage")
     noise = tmp_path / "noise.wav"
     write_wav(noise, np.ones(SR, np.float32) * 0.1)
-    assert main(["mix", "--speech", str(bad), "--noise", str(noise), "--snr", "5", "--out", str(tmp_path / "o.wav")]) == 2
+    args = ["mix", "--speech", str(bad), "--noise", str(noise), "--snr", "5", "--out", str(tmp_path / "o.wav")]
+    assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "speech.wav" in err[0] and "cannot read audio" in err[0]
 
