@@ -65,8 +65,9 @@ def _read_any(path: Path) -> tuple[np.ndarray, int]:
         if not frames or sr <= 0:
             raise AudioError(f"{path}: no audio frames") from sf_exc
         arr = np.concatenate(frames, axis=1).astype(np.float32)  # (channels, samples), planar
-        if np.issubdtype(frames[0].dtype, np.integer):
-            arr /= float(np.iinfo(frames[0].dtype).max)
+        dtype = np.dtype(frames[0].dtype)
+        if np.issubdtype(dtype, np.integer):
+            arr /= float(np.iinfo(dtype.type).max)  # type: ignore[type-var]
         return arr.T, sr
 
 

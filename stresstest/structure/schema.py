@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION: Literal[1] = 1
 
 TriageLevel = Literal["routine", "urgent", "emergency"]
 TRIAGE_LEVELS: tuple[str, ...] = ("routine", "urgent", "emergency")
