@@ -20,10 +20,12 @@ import importlib.util
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -339,6 +341,14 @@ def serve(
     print(f"serving {proc.model} at {proc.base_url}/v1 (pid {proc.pid}; log: {proc.log_path})", flush=True)
     if not foreground:
         return proc
+
+    def _on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM (e.g. from a supervisor) stops the server like Ctrl-C
+
+    previous = signal.getsignal(signal.SIGTERM)
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGTERM, _on_term)
     try:
         while proc.health() is None:
             time.sleep(0.5)
@@ -347,4 +357,6 @@ def serve(
         pass
     finally:
         proc.stop()
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
     return proc
