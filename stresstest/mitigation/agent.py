@@ -16,7 +16,8 @@ Backends:
 
 Each envelope's ``extra`` carries the counts the runner needs:
 ``fields_total`` (claims + flags in the Draft), ``fields_nulled`` (claims +
-flags removed by Guard or filter; abstention rate = Σ fields_nulled / Σ
+flags removed by Guard or filter), ``abstention_rate`` (their ratio for the
+item, None when the Draft is empty; over a condition prefer Σ fields_nulled / Σ
 fields_total), ``quotes_total`` / ``quotes_discarded`` (filter),
 ``values_nulled``, ``guard_removed``, ``guard_added_dropped``,
 ``guard_changes_reverted``, plus the Draft record and the filter report for
@@ -72,6 +73,8 @@ def _extra(
     fp: dict[str, object],
 ) -> dict[str, object]:
     guard_removed = guard.fields_removed if guard else 0
+    total = len(draft.claims) + len(draft.safety_flags)
+    nulled = guard_removed + final_report.fields_nulled
     return {
         "mitigation": True,
         "guard": guard_kind,
@@ -79,8 +82,9 @@ def _extra(
         "clean_rule": CLEAN_RULE_VERSION,
         "draft_prompt_hash": fp["draft"],
         "guard_prompt_hash": fp["guard"],
-        "fields_total": len(draft.claims) + len(draft.safety_flags),
-        "fields_nulled": guard_removed + final_report.fields_nulled,
+        "fields_total": total,
+        "fields_nulled": nulled,
+        "abstention_rate": nulled / total if total else None,
         "high_stakes_total": final_report.high_stakes_total,
         "quotes_total": final_report.quotes_total,
         "quotes_discarded": final_report.quotes_discarded,
@@ -110,9 +114,7 @@ def _rules_many(
                 update={
                     "record": final,
                     "prompt_hash": str(fp["prompt_hash"]),
-                    "extra": _extra(
-                        env.record, None, report, "none (rules backend: deterministic filter only)", fp
-                    ),
+                    "extra": _extra(env.record, None, report, "none (rules backend: deterministic filter only)", fp),
                 }
             )
         )
@@ -153,9 +155,7 @@ def mitigate_many(
     with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
         drafts = session.run(
             [
-                LLMCall(
-                    i, (sha, draft_p.sha256, CLEAN_RULE_VERSION), draft_p.messages(raw=v.raw, clean=v.clean)
-                )
+                LLMCall(i, (sha, draft_p.sha256, CLEAN_RULE_VERSION), draft_p.messages(raw=v.raw, clean=v.clean))
                 for i, sha, v in zip(ids, shas, views, strict=True)
             ],
             ClinicalRecord,

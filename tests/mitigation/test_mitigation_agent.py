@@ -102,6 +102,7 @@ def test_rules_backend_is_extractor_plus_filter(
     # transcript 2 contains none of them -> every high-stakes item is removed
     assert _ids(bare.record) == {"c1", "c3"}
     assert bare.extra["fields_total"] == 5 and bare.extra["fields_nulled"] == 3
+    assert bare.extra["abstention_rate"] == 0.6 and full.extra["abstention_rate"] == 0.0
     assert bare.extra["quotes_discarded"] == bare.extra["quotes_total"] == 4
     assert full.prompt_hash == mitigation_fingerprint(StructureConfig(backend="rules"))["prompt_hash"]
 
