@@ -55,7 +55,7 @@ def _cfg(**kw: object) -> StructureConfig:
         "backoff_s": 0.5,
         "timeout_s": 600,
         "decoding": {"max_tokens": 512},
-        "server": {"n_threads": 2, "startup_timeout_s": 180},
+        "server": {"startup_timeout_s": 180},
     }
     base.update(kw)
     return StructureConfig.model_validate(base)
