@@ -240,10 +240,11 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         state.stage_seconds["total"] = round(time.perf_counter() - t_start, 3)
         _write_manifest(state)
     rows = summary_rows(items, cfg.conditions())
-    from stresstest.score import trigger_rate_columns
+    from stresstest.score import extra_summary_columns
 
-    extra = trigger_rate_columns(items, rows)
-    atomic_write_text(out / "summary.csv", _summary_csv(rows, sorted({k for r in extra for k in r})))
+    extra = extra_summary_columns(items, rows)
+    extra_cols = list(dict.fromkeys(k for r in extra for k in r))
+    atomic_write_text(out / "summary.csv", _summary_csv(rows, extra_cols))
     atomic_write_text(out / "items.jsonl", "".join(json.dumps(it, sort_keys=True, ensure_ascii=False) + "\n"
                                                   for it in items))
     _write_manifest(state)
@@ -262,6 +263,10 @@ def _write_manifest(state: RunState) -> None:
 
     try:
         structure = structure_fingerprint(cfg.structure)
+        if cfg.mitigation.conditions:
+            from stresstest.mitigation.agent import mitigation_fingerprint
+
+            structure = {**structure, "mitigation": mitigation_fingerprint(cfg.structure)}
     except Exception as exc:  # the manifest must be written even when the stage cannot describe itself
         structure = {"backend": cfg.structure.backend, "error": str(exc)}
     manifest = {

@@ -150,8 +150,14 @@ def _llm_judge(state: RunState, cache: Path, rows: list[dict[str, Any]], pairs: 
         rows[i]["judge_score"], rows[i]["judge"] = jr.score, jr.judge
 
 
-def trigger_rate_columns(items: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Extra summary columns ``trig_<type>``: % of items with ≥ 1 event of that type (vs reference)."""
+def extra_summary_columns(items: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Extra summary columns after the SPEC §10 ones.
+
+    ``trig_<type>``: % of items with ≥ 1 trigger event of that type (vs the human
+    reference). ``abstention_rate`` (mitigated rows): 100 · Σ fields nulled /
+    Σ fields in the Draft, over the condition's items; ``quotes_discarded``:
+    total quotes the evidence filter dropped.
+    """
     from stresstest.metrics.triggers import TRIGGER_TYPES
 
     extra = []
@@ -162,6 +168,11 @@ def trigger_rate_columns(items: list[dict[str, Any]], rows: list[dict[str, Any]]
         for t in TRIGGER_TYPES:
             cols[f"trig_{t}"] = (100.0 * sum(1 for it in its if it["trigger_counts"].get(t, 0) > 0) / len(its)
                                  if its else None)
+        mit = [it for it in items if it["condition"] == r["condition"] and it.get("mitigated") and not it.get("failed")]
+        total = sum(int((it.get("extra") or {}).get("fields_total") or 0) for it in mit)
+        nulled = sum(int((it.get("extra") or {}).get("fields_nulled") or 0) for it in mit)
+        cols["abstention_rate"] = (100.0 * nulled / total if total else 0.0) if mit else None
+        cols["quotes_discarded"] = sum(int(it.get("quotes_discarded") or 0) for it in mit) if mit else None
         r.update(cols)
         extra.append(cols)
     return extra
