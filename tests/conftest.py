@@ -1,4 +1,4 @@
-"""Shared fixtures for structuring tests: a stand-in rules extractor and records."""
+"""Shared fixtures: a stand-in rules extractor and a sample record + transcript (structure and mitigation tests)."""
 
 from __future__ import annotations
 
