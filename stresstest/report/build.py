@@ -110,18 +110,14 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
         ("Run seed", _s(m.get("seed"))),
         (
             "Bootstrap",
-            f"{n_resamples} paired resamples of encounters, seed {seed}, "
-            f"{100 * (1 - ALPHA):.0f}% percentile CIs",
+            f"{n_resamples} paired resamples of encounters, seed {seed}, {100 * (1 - ALPHA):.0f}% percentile CIs",
         ),
     ]
     # One entry per mixture: a guard condition reuses its unmitigated twin's audio.
     mixtures = {
-        (str(it["encounter_id"]), str(it.get("family")), float(it["target_snr_db"])): float(
-            it["measured_snr_db"]
-        )
+        (str(it["encounter_id"]), str(it.get("family")), float(it["target_snr_db"])): float(it["measured_snr_db"])
         for it in run.items
-        if isinstance(it.get("measured_snr_db"), (int, float))
-        and isinstance(it.get("target_snr_db"), (int, float))
+        if isinstance(it.get("measured_snr_db"), (int, float)) and isinstance(it.get("target_snr_db"), (int, float))
     }
     snr_dev = [abs(measured - key[2]) for key, measured in mixtures.items()]
     if snr_dev:
@@ -150,8 +146,7 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
                 "Wall time",
                 f"{float(total):.1f} s total"
                 if isinstance(total, (int, float))
-                else f"{sum(float(v) for v in stage.values() if isinstance(v, (int, float))):.1f} s "
-                "(sum of stages)",
+                else f"{sum(float(v) for v in stage.values() if isinstance(v, (int, float))):.1f} s (sum of stages)",
             )
         )
     return facts
@@ -205,9 +200,7 @@ def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[s
         base = name.removesuffix("_guard")
         if not c["mitigated"] or base == name or base not in names:
             continue
-        d = paired_differences(
-            run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA
-        )
+        d = paired_differences(run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA)
         row: dict[str, Any] = {"condition": name, "baseline": base, "n_common": d["wer"]["n"]}
         for m in METRIC_COLUMNS:
             ci = d[m]["ci"]

@@ -157,9 +157,7 @@ def compare_runs(
     html_path, md_path = out_dir / "compare.html", out_dir / "compare.md"
     atomic_write_text(html_path, _html(a, b, rows, facts, n_resamples, seed, warnings))
     atomic_write_text(md_path, _markdown(a, b, rows, facts, n_resamples, seed, warnings))
-    return CompareResult(
-        Path(run_a), Path(run_b), rows, facts, out_dir, html_path, md_path, tables, text, warnings
-    )
+    return CompareResult(Path(run_a), Path(run_b), rows, facts, out_dir, html_path, md_path, tables, text, warnings)
 
 
 def _cell_text(r: dict[str, Any], m: str, nd: int = 2) -> str:
@@ -173,18 +171,14 @@ def _cell_text(r: dict[str, Any], m: str, nd: int = 2) -> str:
 def format_compare_text(a: RunData, b: RunData, rows: list[dict[str, Any]]) -> str:
     """Plain-text table of B − A per condition (what ``stresstest compare`` prints)."""
     head = ["Condition", "n"] + [METRIC_HEADERS[m][0] for m in METRIC_COLUMNS]
-    body = [
-        [r["condition"], str(r["n_common"])] + [_cell_text(r, m, 1) for m in METRIC_COLUMNS] for r in rows
-    ]
+    body = [[r["condition"], str(r["n_common"])] + [_cell_text(r, m, 1) for m in METRIC_COLUMNS] for r in rows]
     widths = [max(len(h), *(len(x[i]) for x in body)) for i, h in enumerate(head)]
     lines = [
         f"B − A with 95% paired bootstrap CIs; A = {a.run_id}, B = {b.run_id}",
         "  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head)),
     ]
     lines.append("-" * len(lines[-1]))
-    lines += [
-        "  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(x)) for x in body
-    ]
+    lines += ["  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(x)) for x in body]
     return "\n".join(lines)
 
 
@@ -205,8 +199,7 @@ def _html(
     head = (
         "<tr><th>Condition</th><th>n</th>"
         + "".join(
-            f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}"
-            f"<span class='unit'>({_e(METRIC_HEADERS[m][1])})</span></th>"
+            f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}<span class='unit'>({_e(METRIC_HEADERS[m][1])})</span></th>"
             for m in METRIC_COLUMNS
         )
         + "</tr>"
@@ -288,7 +281,5 @@ def cli_compare(
     a: str | Path, b: str | Path, out: str | Path | None = None, *, n_resamples: int = 1000, seed: int = 0
 ) -> str:
     """Run :func:`compare_runs` and return the text the CLI prints."""
-    res = compare_runs(
-        Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed
-    )
+    res = compare_runs(Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed)
     return f"{res.text}\n\ncompare: {res.html}\n         {res.markdown}"

@@ -110,9 +110,7 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
     def claim_map(rec: ClinicalRecord) -> dict[tuple[str, str, str], str]:
         out: dict[tuple[str, str, str], list[str]] = {}
         for c in rec.claims:
-            out.setdefault((c.category, _norm(c.concept), c.status), []).append(
-                _detail(c.value, c.unit, c.time)
-            )
+            out.setdefault((c.category, _norm(c.concept), c.status), []).append(_detail(c.value, c.unit, c.time))
         # Several claims can share one identity; show each one's details, "no value" for an empty one.
         return {k: "; ".join(sorted({x or "no value" for x in v})) if any(v) else "" for k, v in out.items()}
 

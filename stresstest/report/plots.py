@@ -132,9 +132,7 @@ def predictive_plot(data: PredictiveItems, path: Path, endpoint: str = "unsafe")
     if y is not None and ok.any():
         for val, colour, lab in ((0.0, "#5d6d7e", "endpoint = 0"), (1.0, "#c0392b", "endpoint = 1")):
             m = ok & (y == val)
-            ax.scatter(
-                data.dwer[m], data.triggers[m] + jit[m], s=18, alpha=0.75, color=colour, label=lab, lw=0
-            )
+            ax.scatter(data.dwer[m], data.triggers[m] + jit[m], s=18, alpha=0.75, color=colour, label=lab, lw=0)
         ax.legend(fontsize=7, frameon=False, title=f"{endpoint}", title_fontsize=7)
     else:
         ax.text(0.5, 0.5, "no analysable items", ha="center", va="center", transform=ax.transAxes)

@@ -30,6 +30,7 @@ ENDPOINTS: tuple[tuple[str, str], ...] = (
     ("under_triage_new", "new under-triage"),
     ("unsafe", "unsafe judge score (≤ 2)"),
 )
+SHORT_NAMES: dict[str, str] = {"scer_new": "SCER", "under_triage_new": "new under-triage", "unsafe": "unsafe (≤ 2)"}
 PREDICTORS: tuple[tuple[str, str], ...] = (("dwer", "ΔWER"), ("triggers", "trigger count"))
 
 
@@ -183,9 +184,7 @@ def _stat_fn(data: PredictiveItems, endpoint: str):  # noqa: ANN202 - a closure 
 def analyse(data: PredictiveItems, n_resamples: int, seed: int, alpha: float = 0.05) -> list[EndpointResult]:
     """Point estimates and cluster-bootstrap CIs for every endpoint."""
     order = sorted(set(data.encounter_ids))
-    clusters = [
-        np.array([k for k, e in enumerate(data.encounter_ids) if e == eid], dtype=int) for eid in order
-    ]
+    clusters = [np.array([k for k, e in enumerate(data.encounter_ids) if e == eid], dtype=int) for eid in order]
     results = []
     for name, label in ENDPOINTS:  # one seed: every endpoint sees the same resampled encounters
         y = data.endpoints[name]
@@ -241,27 +240,30 @@ def sentence(r: EndpointResult) -> str:
 
 def summary_sentence(results: Sequence[EndpointResult]) -> str:
     """One overall sentence across endpoints."""
-    est = [
-        r
-        for r in results
-        if r.stats and 0 < r.n_pos < r.n and np.isfinite(r.stats.get("auroc_diff", math.nan))
-    ]
+    est = [r for r in results if r.stats and 0 < r.n_pos < r.n and np.isfinite(r.stats.get("auroc_diff", math.nan))]
     if not est:
+        return "No safety endpoint is estimable in this run (each has no positives, no negatives or no items)."
+    better_t = [r.endpoint for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[0] > 0]
+    better_w = [r.endpoint for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[1] < 0]
+    unresolved = [r.endpoint for r in est if r.endpoint not in better_t + better_w]
+    head = f"Of {len(est)} estimable safety endpoint{'s' if len(est) != 1 else ''}"
+    if not better_t and not better_w:
         return (
-            "No safety endpoint is estimable in this run (each has no positives, no negatives or no items)."
+            f"{head}, neither predictor is better for any: every paired AUROC difference "
+            "(trigger count − ΔWER) has a 95% CI that includes 0."
         )
-    better_t = [r for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[0] > 0]
-    better_w = [r for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[1] < 0]
-    parts = [
-        f"Of {len(est)} estimable endpoint{'s' if len(est) != 1 else ''}, trigger count out-predicts ΔWER "
-        f"with a paired AUROC difference whose 95% CI excludes 0 for {len(better_t)}"
-    ]
+    parts = []
+    if better_t:
+        parts.append(f"trigger count predicts better than ΔWER for {_list(better_t)}")
     if better_w:
-        parts.append(f"ΔWER out-predicts trigger count for {len(better_w)}")
-    rest = len(est) - len(better_t) - len(better_w)
-    if rest:
-        parts.append(f"the difference is not resolved for {rest}")
-    return "; ".join(parts) + "."
+        parts.append(f"ΔWER predicts better than trigger count for {_list(better_w)}")
+    if unresolved:
+        parts.append(f"not resolved for {_list(unresolved)}")
+    return f"{head}, judged by whether the 95% CI of the paired AUROC difference excludes 0: " + "; ".join(parts) + "."
+
+
+def _list(names: Sequence[str]) -> str:
+    return ", ".join(SHORT_NAMES.get(n, n) for n in names)
 
 
 def predictor_means(data: PredictiveItems) -> Mapping[str, float]:

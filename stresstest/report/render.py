@@ -80,10 +80,7 @@ def _header_cells_html() -> str:
 
 
 def _table2_html(rows: Sequence[Row], caption: str) -> str:
-    out = [
-        f"<table class='main' id='table2'><caption>{caption}</caption>"
-        f"<thead>{_header_cells_html()}</thead><tbody>"
-    ]
+    out = [f"<table class='main' id='table2'><caption>{caption}</caption><thead>{_header_cells_html()}</thead><tbody>"]
     ncol = len(METRIC_COLUMNS) + 3
     for r in rows:
         if r.condition is None:
@@ -109,19 +106,13 @@ def _table2_html(rows: Sequence[Row], caption: str) -> str:
 
 
 def _kv_html(pairs: Sequence[tuple[str, str]]) -> str:
-    return (
-        "<table class='kv'>"
-        + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in pairs)
-        + "</table>"
-    )
+    return "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in pairs) + "</table>"
 
 
 def _trigger_table_html(c: ReportContent) -> str:
     head = (
         "<tr><th>Condition</th>"
-        + "".join(
-            f"<th>{_e(TRIGGER_LABELS[t])}<span class='unit'>(% items)</span></th>" for t in TRIGGER_TYPES
-        )
+        + "".join(f"<th>{_e(TRIGGER_LABELS[t])}<span class='unit'>(% items)</span></th>" for t in TRIGGER_TYPES)
         + "</tr>"
     )
     body = []
@@ -168,9 +159,7 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
             )
             continue
         for ex in lst:
-            clean = _ctx_html(
-                ex.clean_context, ex.ref_span, "span-clean", "(nothing here in the clean-ASR text)"
-            )
+            clean = _ctx_html(ex.clean_context, ex.ref_span, "span-clean", "(nothing here in the clean-ASR text)")
             noisy = _ctx_html(ex.noisy_context, ex.hyp_span, "span-noisy", "(dropped)")
             effects = "".join(f"<li>{_e(x)}</li>" for x in ex.effects)
             link = "" if ex.linked else "<div class='tag'>record change not clearly tied to this span</div>"
@@ -216,13 +205,9 @@ def _pred_table_html(results: Sequence[EndpointResult]) -> str:
         cells = [f"<td>{_e(r.label)}</td><td>{r.n}</td><td>{r.n_pos}</td>"]
         for key, _ in PRED_COLUMNS:
             v, ci = _pred_cells(r, key)
-            cells.append(
-                f"<td><span class='v'>{v}</span>" + (f"<span class='ci'>{ci}</span>" if ci else "") + "</td>"
-            )
+            cells.append(f"<td><span class='v'>{v}</span>" + (f"<span class='ci'>{ci}</span>" if ci else "") + "</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f"<table class='main' id='wer-vs-safety'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
-    )
+    return f"<table class='main' id='wer-vs-safety'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _caption(c: ReportContent) -> str:
@@ -309,9 +294,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         else "<p class='sub'>No item failed.</p>"
     )
     if c.stage_seconds:
-        parts.append(
-            "<h3>Wall time per stage</h3>" + _kv_html([(k, f"{v:.1f} s") for k, v in c.stage_seconds])
-        )
+        parts.append("<h3>Wall time per stage</h3>" + _kv_html([(k, f"{v:.1f} s") for k, v in c.stage_seconds]))
     if c.tables:
         parts.append(
             "<h3>Tables (CSV and Parquet)</h3><ul>"
@@ -349,14 +332,10 @@ def _effects_html(rows: Sequence[dict[str, object]]) -> str:
             txt = _effect_text(r, m)
             v, _, ci = txt.partition(" ")
             cells.append(
-                f"<td><span class='v'>{_e(v)}</span>"
-                + (f"<span class='ci'>{_e(ci)}</span>" if ci else "")
-                + "</td>"
+                f"<td><span class='v'>{_e(v)}</span>" + (f"<span class='ci'>{_e(ci)}</span>" if ci else "") + "</td>"
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f"<table class='main' id='guard-effect'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
-    )
+    return f"<table class='main' id='guard-effect'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _simple_table_html(rows: Sequence[dict[str, object]], cols: Sequence[str]) -> str:
@@ -389,9 +368,7 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], text: bool = F
 
 
 def _table2_md(rows: Sequence[Row]) -> str:
-    head = ["Condition", "n"] + [
-        f"{METRIC_HEADERS[m][0]} {arrow(m)} ({METRIC_HEADERS[m][1]})" for m in METRIC_COLUMNS
-    ]
+    head = ["Condition", "n"] + [f"{METRIC_HEADERS[m][0]} {arrow(m)} ({METRIC_HEADERS[m][1]})" for m in METRIC_COLUMNS]
     head.append("id")
     body = []
     for r in rows:
@@ -432,8 +409,7 @@ def render_markdown(c: ReportContent) -> str:
     out += [
         "## Cause-side triggers",
         "",
-        "Share of items (%) with at least one trigger event of each type against "
-        "the human reference, with 95% CIs.",
+        "Share of items (%) with at least one trigger event of each type against the human reference, with 95% CIs.",
         "",
     ]
     head = ["Condition"] + [TRIGGER_LABELS[t] for t in TRIGGER_TYPES]
@@ -476,9 +452,7 @@ def render_markdown(c: ReportContent) -> str:
                 ]
             )
         if not c.examples[t]:
-            rows.append(
-                [_md(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""]
-            )
+            rows.append([_md(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""])
     out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows, text=True), ""]
     out += ["## Metrics against SNR", ""]
     out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
@@ -544,9 +518,7 @@ def render_markdown(c: ReportContent) -> str:
             "",
         ]
     if c.tables:
-        out += ["### Tables (CSV and Parquet)", ""] + [
-            f"- [`{p.as_posix()}`]({p.as_posix()})" for p in c.tables
-        ]
+        out += ["### Tables (CSV and Parquet)", ""] + [f"- [`{p.as_posix()}`]({p.as_posix()})" for p in c.tables]
     return "\n".join(out) + "\n"
 
 

@@ -90,9 +90,7 @@ def _conditions(manifest: dict[str, Any], items: list[dict[str, Any]], path: Pat
     if isinstance(raw, list) and raw:
         for k, c in enumerate(raw):
             if not isinstance(c, dict) or "condition" not in c:
-                raise ReportError(
-                    f"{path}: conditions[{k}] should be an object with a 'condition' key, got {c!r}"
-                )
+                raise ReportError(f"{path}: conditions[{k}] should be an object with a 'condition' key, got {c!r}")
             conds.append(
                 {
                     "condition": str(c["condition"]),
@@ -126,16 +124,12 @@ def load_run(run_dir: str | Path) -> RunData:
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ReportError(
-            f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')"
-        )
+        raise ReportError(f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')")
     man_path = run_dir / "manifest.json"
     items_path = run_dir / "items.jsonl"
     for p in (man_path, items_path):
         if not p.is_file():
-            raise ReportError(
-                f"{p} is missing: expected a finished run directory with manifest.json and items.jsonl"
-            )
+            raise ReportError(f"{p} is missing: expected a finished run directory with manifest.json and items.jsonl")
     try:
         manifest = json.loads(man_path.read_text("utf-8"))
     except json.JSONDecodeError as exc:

@@ -146,9 +146,7 @@ def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) 
             cis=dict(cis.get(name, {})),
         )
 
-    rows = [
-        make(c, "Reference (clean-ASR)" if c["condition"] == CLEAN else str(c["condition"])) for c in clean
-    ]
+    rows = [make(c, "Reference (clean-ASR)" if c["condition"] == CLEAN else str(c["condition"])) for c in clean]
     fam_order = [f for f in ("babble", "ambient") if f in by_fam] + sorted(
         f for f in by_fam if f not in FAMILY_HEADINGS
     )
@@ -156,15 +154,11 @@ def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) 
         src = noise_source(run.manifest, fam)
         head = FAMILY_HEADINGS.get(fam, f"{fam.capitalize()} interference")
         rows.append(Row(label=f"{head} ({fam}{' — ' + src if src else ''})", family=fam))
-        rows += [
-            make(c, _snr_label(c["snr_db"]) or str(c["condition"])) for c in sorted(by_fam[fam], key=snr_key)
-        ]
+        rows += [make(c, _snr_label(c["snr_db"]) or str(c["condition"])) for c in sorted(by_fam[fam], key=snr_key)]
     if mitigated:
         rows.append(Row(label=MITIGATION_HEADING))
         fam_rank = {"babble": 0, "ambient": 1}
-        for c in sorted(
-            mitigated, key=lambda c: (fam_rank.get(str(c["family"]), 2), snr_key(c), c["condition"])
-        ):
+        for c in sorted(mitigated, key=lambda c: (fam_rank.get(str(c["family"]), 2), snr_key(c), c["condition"])):
             rows.append(make(c, f"{str(c['family']).capitalize()} {_snr_label(c['snr_db'])} + guard".strip()))
     return rows
 
@@ -190,9 +184,7 @@ def check_against_summary(run: RunData, rows: Sequence[Row]) -> list[str]:
             if (mine is None) != (theirs is None) or (
                 mine is not None and theirs is not None and abs(mine - theirs) > SUMMARY_TOLERANCE
             ):
-                problems.append(
-                    f"{r.condition}.{m}: {fmt(mine, 4)} from items.jsonl, {cell or 'empty'} in summary.csv"
-                )
+                problems.append(f"{r.condition}.{m}: {fmt(mine, 4)} from items.jsonl, {cell or 'empty'} in summary.csv")
     return problems
 
 
@@ -247,9 +239,7 @@ def trigger_rates(
     return out
 
 
-def check_trigger_rates(
-    run: RunData, rates: Mapping[str, Mapping[str, tuple[float | None, Any]]]
-) -> list[str]:
+def check_trigger_rates(run: RunData, rates: Mapping[str, Mapping[str, tuple[float | None, Any]]]) -> list[str]:
     """Disagreements between the report's trigger rates and the ``trig_*`` columns of summary.csv."""
     problems: list[str] = []
     if run.summary is None:
@@ -264,9 +254,7 @@ def check_trigger_rates(
             if (v is None) != (theirs is None) or (
                 v is not None and theirs is not None and abs(v - theirs) > SUMMARY_TOLERANCE
             ):
-                problems.append(
-                    f"{cond}.trig_{t}: {fmt(v, 4)} from items.jsonl, {cell or 'empty'} in summary.csv"
-                )
+                problems.append(f"{cond}.trig_{t}: {fmt(v, 4)} from items.jsonl, {cell or 'empty'} in summary.csv")
     return problems
 
 
@@ -293,9 +281,7 @@ def table2_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
     return out
 
 
-def write_table(
-    path_stem: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None
-) -> list[Path]:
+def write_table(path_stem: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> list[Path]:
     """Write ``rows`` as ``<stem>.csv`` and ``<stem>.parquet``; returns both paths.
 
     Columns are typed once here (numbers as float64, everything else as

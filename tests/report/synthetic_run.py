@@ -49,9 +49,7 @@ TRIGGER_TYPES = (
     "nonspeech_pollution",
     "entity_substitution",
 )
-ClaimT = tuple[
-    str, str, str, str | None, str | None, str | None
-]  # category, concept, status, value, unit, time
+ClaimT = tuple[str, str, str, str | None, str | None, str | None]  # category, concept, status, value, unit, time
 FlagT = tuple[str, str, str | None]  # kind, name, detail
 
 
@@ -282,14 +280,10 @@ POLLUTION_P = {15: 0.15, 10: 0.35, 5: 0.6}
 
 def default_conditions(mitigation: bool = True) -> list[dict[str, Any]]:
     """The paper's grid: clean, babble and ambient at 15/10/5 dB, guard at 5 dB."""
-    conds: list[dict[str, Any]] = [
-        {"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False}
-    ]
+    conds: list[dict[str, Any]] = [{"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False}]
     for fam in ("babble", "ambient"):
         for snr in (15, 10, 5):
-            conds.append(
-                {"condition": f"{fam}_{snr}db", "family": fam, "snr_db": float(snr), "mitigated": False}
-            )
+            conds.append({"condition": f"{fam}_{snr}db", "family": fam, "snr_db": float(snr), "mitigated": False})
     if mitigation:
         for fam in ("babble", "ambient"):
             conds.append({"condition": f"{fam}_5db_guard", "family": fam, "snr_db": 5.0, "mitigated": True})
@@ -379,9 +373,7 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
     for e in range(n_encounters):
         eid = f"enc{e:03d}"
         erng = np.random.default_rng([seed, e])
-        facts = [
-            FACTS[i] for i in sorted(erng.choice(len(FACTS), size=int(erng.integers(3, 6)), replace=False))
-        ]
+        facts = [FACTS[i] for i in sorted(erng.choice(len(FACTS), size=int(erng.integers(3, 6)), replace=False))]
         fillers = [FILLER[i] for i in erng.choice(len(FILLER), size=4, replace=False)]
         gold_triage = int(erng.integers(0, 3))
         clean_base = gold_triage - (1 if erng.random() < 0.15 and gold_triage > 0 else 0)
@@ -496,17 +488,13 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                 transcript_sha256="0" * 64,
                 record=None if is_failed else _record(claims, flags, t),
                 failed=is_failed,
-                error="structure: the model output was not valid JSON after 3 attempts"
-                if is_failed
-                else None,
+                error="structure: the model output was not valid JSON after 3 attempts" if is_failed else None,
                 extra={"guard": True} if cond["mitigated"] else {},
             )
             (run_dir / record_rel).parent.mkdir(parents=True, exist_ok=True)
             (run_dir / record_rel).write_text(env.model_dump_json(indent=1), "utf-8")
             (run_dir / tr_rel).parent.mkdir(parents=True, exist_ok=True)
-            (run_dir / tr_rel).write_text(
-                json.dumps({"text": text, "decoding": {"temperature": 0.0}}), "utf-8"
-            )
+            (run_dir / tr_rel).write_text(json.dumps({"text": text, "decoding": {"temperature": 0.0}}), "utf-8")
             trig_ref = dict.fromkeys(TRIGGER_TYPES, 0)
             for f in corr + poll:
                 trig_ref[f.kind] += 1
@@ -567,9 +555,7 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
             if is_failed:
                 for k in ("triage_match", "under_triage_new", "scer_new", "err_new", "judge_score"):
                     row[k] = None
-                failures.append(
-                    {"encounter_id": eid, "condition": name, "stage": "structure", "error": env.error}
-                )
+                failures.append({"encounter_id": eid, "condition": name, "stage": "structure", "error": env.error})
             items.append(row)
     with open(run_dir / "items.jsonl", "w", encoding="utf-8") as fh:
         for row in items:
@@ -581,9 +567,7 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
         w.writerow(list(SUMMARY_COLUMNS) + [f"trig_{t}" for t in TRIGGER_TYPES])
         for r in rows:
             ok = [it for it in items if it["condition"] == r["condition"] and not it["failed"]]
-            trig = [
-                100.0 * sum(1 for it in ok if it["trigger_counts"][t] > 0) / len(ok) for t in TRIGGER_TYPES
-            ]
+            trig = [100.0 * sum(1 for it in ok if it["trigger_counts"][t] > 0) / len(ok) for t in TRIGGER_TYPES]
             w.writerow([_csv_cell(r[c]) for c in SUMMARY_COLUMNS] + [_csv_cell(x) for x in trig])
         (run_dir / "summary.csv").write_text(buf.getvalue(), "utf-8")
     manifest = {

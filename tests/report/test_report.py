@@ -283,9 +283,7 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "half" / "manifest.json").write_text("{}", "utf-8")
     with pytest.raises(ReportError, match="items.jsonl is missing"):
         build_report(tmp_path / "half")
-    (tmp_path / "half" / "items.jsonl").write_text(
-        '{"encounter_id": "a", "condition": "clean"}\n{bad\n', "utf-8"
-    )
+    (tmp_path / "half" / "items.jsonl").write_text('{"encounter_id": "a", "condition": "clean"}\n{bad\n', "utf-8")
     with pytest.raises(ReportError, match=r"items.jsonl:2"):
         build_report(tmp_path / "half")
     (tmp_path / "half" / "items.jsonl").write_text('{"condition": "clean"}\n', "utf-8")
@@ -332,9 +330,7 @@ def test_minimal_run_dir_still_reports(tmp_path: Path) -> None:
 def test_default_seed_is_the_runs_seed(tmp_path: Path, run_dir: Path) -> None:
     copy = shutil.copytree(run_dir, tmp_path / "s", ignore=shutil.ignore_patterns("report"))
     default = build_report(copy, n_resamples=40).markdown.read_text("utf-8")
-    explicit = build_report(copy, n_resamples=40, seed=7).markdown.read_text(
-        "utf-8"
-    )  # the fixture's run seed
+    explicit = build_report(copy, n_resamples=40, seed=7).markdown.read_text("utf-8")  # the fixture's run seed
     assert default == explicit
     assert "40 paired resamples of encounters, seed 7" in default
 

@@ -13,9 +13,7 @@ from stresstest.report.tables import noise_source, write_table
 from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
-def _rec(
-    claims: list[tuple[str, str, str, str | None]], flags: list[tuple[str, str]], level: str
-) -> ClinicalRecord:
+def _rec(claims: list[tuple[str, str, str, str | None]], flags: list[tuple[str, str]], level: str) -> ClinicalRecord:
     return ClinicalRecord(
         triage=Triage(level=level),  # type: ignore[arg-type]
         claims=[
@@ -103,28 +101,26 @@ def test_sentences_follow_the_numbers() -> None:
     s2 = sentence(_res(100, 20, 0.70, 0.66, (0.60, 0.80), (0.55, 0.75), (-0.15, 0.07)))
     assert "ΔWER has the higher AUROC" in s2 and "intervals overlap" in s2 and "includes 0" in s2
     assert s.startswith("New critical false-positive flag (SCER) (20 of 100 items positive)")
-    assert "not estimable — no positive items" in sentence(
-        _res(50, 0, math.nan, math.nan, (0, 0), (0, 0), (0, 0))
-    )
-    assert "not estimable — no negative items" in sentence(
-        _res(50, 50, math.nan, math.nan, (0, 0), (0, 0), (0, 0))
-    )
+    assert "not estimable — no positive items" in sentence(_res(50, 0, math.nan, math.nan, (0, 0), (0, 0), (0, 0)))
+    assert "not estimable — no negative items" in sentence(_res(50, 50, math.nan, math.nan, (0, 0), (0, 0), (0, 0)))
     both = [
         _res(100, 20, 0.55, 0.81, (0.45, 0.65), (0.72, 0.90), (0.12, 0.40)),
         _res(100, 20, 0.70, 0.66, (0.60, 0.80), (0.55, 0.75), (-0.15, 0.07)),
     ]
-    assert summary_sentence(both).startswith(
-        "Of 2 estimable endpoints, trigger count out-predicts ΔWER with a "
-        "paired AUROC difference whose 95% CI excludes 0 for 1"
+    both[1].endpoint = "unsafe"
+    assert summary_sentence(both) == (
+        "Of 2 estimable safety endpoints, judged by whether the 95% CI of the paired AUROC difference excludes 0: "
+        "trigger count predicts better than ΔWER for SCER; not resolved for unsafe (≤ 2)."
     )
-    assert "not resolved for 1" in summary_sentence(both)
+    assert summary_sentence(both[1:]) == (
+        "Of 1 estimable safety endpoint, neither predictor is better for any: every paired AUROC difference "
+        "(trigger count − ΔWER) has a 95% CI that includes 0."
+    )
 
 
 def test_noise_source_description() -> None:
     assert (
-        noise_source(
-            {"noise": {"ambient": {"corpus": "DEMAND", "subsets": ["OOFFICE", "PCAFETER"]}}}, "ambient"
-        )
+        noise_source({"noise": {"ambient": {"corpus": "DEMAND", "subsets": ["OOFFICE", "PCAFETER"]}}}, "ambient")
         == "DEMAND · OOFFICE, PCAFETER"
     )
     assert noise_source({}, "babble") == ""
