@@ -15,9 +15,10 @@ import matplotlib
 matplotlib.use("Agg")  # headless: no display on CI or servers
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from stresstest.metrics.summary import METRIC_COLUMNS  # noqa: E402
-from stresstest.report.predictive import PredictiveItems  # noqa: E402
+from stresstest.report.predictive import ENDPOINTS, PredictiveItems  # noqa: E402
 from stresstest.report.tables import METRIC_HEADERS, Row, arrow  # noqa: E402
 
 FAMILY_STYLE = {"babble": ("#c0392b", "o"), "ambient": ("#2471a3", "s")}
@@ -130,15 +131,17 @@ def predictive_plot(data: PredictiveItems, path: Path, endpoint: str = "unsafe")
     # Deterministic jitter so items with equal integer trigger counts stay visible.
     jit = (np.arange(data.dwer.size) % 7 - 3) * 0.05
     if y is not None and ok.any():
-        for val, colour, lab in ((0.0, "#5d6d7e", "endpoint = 0"), (1.0, "#c0392b", "endpoint = 1")):
+        for val, colour, lab in ((0.0, "#5d6d7e", "no"), (1.0, "#c0392b", "yes")):
             m = ok & (y == val)
             ax.scatter(data.dwer[m], data.triggers[m] + jit[m], s=18, alpha=0.75, color=colour, label=lab, lw=0)
-        ax.legend(fontsize=7, frameon=False, title=f"{endpoint}", title_fontsize=7)
+        title = dict(ENDPOINTS).get(endpoint, endpoint)
+        ax.legend(fontsize=7, frameon=False, title=title, title_fontsize=7)
     else:
         ax.text(0.5, 0.5, "no analysable items", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("ΔWER vs clean-ASR (percentage points)", fontsize=8)
     ax.set_ylabel("trigger events vs clean-ASR", fontsize=8)
     ax.set_title("Per item: WER change vs trigger count", fontsize=10)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trigger counts are whole numbers
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.3, lw=0.6)
     fig.tight_layout()
