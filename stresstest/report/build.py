@@ -174,14 +174,23 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
         if not c["mitigated"]:
             continue
         its = run.ok_items(str(c["condition"]))
-        ab = [float(it["abstention_rate"]) for it in its if it.get("abstention_rate") is not None]
+        extras = [it.get("extra") or {} for it in its]
+        total = sum(int(e.get("fields_total") or 0) for e in extras)
+        nulled = sum(int(e.get("fields_nulled") or 0) for e in extras)
         qd = [int(it["quotes_discarded"]) for it in its if it.get("quotes_discarded") is not None]
+        # How the guard ran (e.g. "none (rules backend: deterministic filter only)"), so a reader knows why a
+        # rules-backend guard row can equal its unmitigated twin.
+        modes = sorted({str(e["guard"]) for e in extras if e.get("guard")})
         out.append(
             {
                 "condition": c["condition"],
                 "n": len(its),
-                "mean_abstention_rate": sum(ab) / len(ab) if ab else None,
+                # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
+                "abstention_rate_pct": 100.0 * nulled / total if total else (0.0 if its else None),
+                "fields_nulled": nulled,
+                "fields_total": total,
                 "quotes_discarded": sum(qd) if qd else None,
+                "guard": "; ".join(modes) if modes else "LLM Guard + evidence filter",
             }
         )
     return out

@@ -62,6 +62,10 @@ caption{caption-side:top;text-align:left;font-size:13px;color:#424949;padding-bo
 footer{margin-top:36px;color:#808b96;font-size:12px}
 """
 
+MITIGATION_COLUMNS = [
+    "condition", "n", "abstention_rate_pct", "fields_nulled", "fields_total", "quotes_discarded", "guard",
+]
+
 
 def _e(x: object) -> str:
     return html.escape(str(x), quote=True)
@@ -279,7 +283,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     if c.mitigation:
         parts.append(
             "<h2>Mitigation: guard behaviour</h2>"
-            + _simple_table_html(c.mitigation, ["condition", "n", "mean_abstention_rate", "quotes_discarded"])
+            + _simple_table_html(c.mitigation, MITIGATION_COLUMNS)
         )
     if c.mitigation_effects:
         parts.append(
@@ -478,7 +482,7 @@ def render_markdown(c: ReportContent) -> str:
     if "wer_vs_triggers" in c.plots:
         out += [f"![wer_vs_triggers]({c.plots['wer_vs_triggers'].as_posix()})", ""]
     if c.mitigation:
-        cols = ["condition", "n", "mean_abstention_rate", "quotes_discarded"]
+        cols = MITIGATION_COLUMNS
         out += [
             "## Mitigation: guard behaviour",
             "",
