@@ -21,7 +21,7 @@ from stresstest.mixing import active_mask, fit_length, item_rng, write_mixture
 from stresstest.noise import NoiseSource
 from stresstest.records import MixInfo, SpeechAudio
 
-MIX_CODE_VERSION = "mix-1"
+MIX_CODE_VERSION = "mix-2"  # bump whenever the mixer arithmetic changes: cached mixtures depend on it
 
 
 @dataclass(frozen=True)

@@ -58,14 +58,16 @@ def active_mask(n_samples: int, segments_s: Sequence[tuple[float, float]], sr: i
 
 
 def _rms(x: np.ndarray) -> float:
-    # BLAS dot with blocked accumulation: float32 error ~1e-5 relative on 1e7 samples (≈ 1e-4 dB),
-    # several times faster than converting the signal to float64 first.
-    return float(np.sqrt(np.dot(x, x) / x.size)) if x.size else 0.0
+    # float64 accumulation: a float32 BLAS dot rounds differently on different CPU kernels, and a gain that
+    # differs in its last bits gives a different mixture (and, through greedy ASR, a different transcript).
+    # In float64 the reduction error is far below float32 resolution, so the float32 gain is the same everywhere.
+    x64 = np.asarray(x, dtype=np.float64)
+    return float(np.sqrt(np.dot(x64, x64) / x64.size)) if x64.size else 0.0
 
 
 def snr_db(speech: np.ndarray, noise: np.ndarray, mask: np.ndarray) -> float:
     """SNR in dB of speech vs noise, both measured on the mask."""
-    s, n = _rms(np.asarray(speech[mask], np.float64)), _rms(np.asarray(noise[mask], np.float64))
+    s, n = _rms(speech[mask]), _rms(noise[mask])
     if n == 0.0:
         return float("inf")
     if s == 0.0:

@@ -103,31 +103,53 @@ class FasterWhisperBackend:
     def transcribe_windows_batched(
         self, windows: list[np.ndarray], options: DecodingOptions, batch_size: int
     ) -> list[str]:
-        """Batched: all windows laid end to end and decoded as clips in batches.
+        """Batched: windows of all encounters decoded ``batch_size`` at a time.
 
-        ``BatchedInferencePipeline`` with explicit clip timestamps decodes each
-        clip (= one of our windows) independently, ``batch_size`` at a time,
-        so windows of different encounters share a batch.
+        One batched pass decodes every window once (``BatchedInferencePipeline``
+        with explicit clip timestamps, one clip per window). A single pass drops
+        a window's unfinished last segment, which the sequential path recovers
+        by decoding again from the last timestamp; so, like the sequential path,
+        every window whose decoded speech ends more than :data:`REMAINDER_MIN_S`
+        before the window's end gets its remainder decoded in a further batched
+        pass (at most :data:`MAX_PASSES` passes).
         """
         from faster_whisper import BatchedInferencePipeline
 
         if not windows:
             return []
         pipe = BatchedInferencePipeline(self._model())
-        audio = np.concatenate([w.astype(np.float32) for w in windows])
-        clips, starts, t = [], [], 0
-        for w in windows:
-            clips.append({"start": t / SAMPLE_RATE_HZ, "end": (t + w.size) / SAMPLE_RATE_HZ})
-            starts.append(t / SAMPLE_RATE_HZ)
-            t += w.size
-        segments, _ = pipe.transcribe(audio, clip_timestamps=clips, batch_size=batch_size, **self._kwargs(options))
         texts: list[list[str]] = [[] for _ in windows]
-        bounds = np.asarray(starts)
-        for s in segments:
-            idx = int(np.searchsorted(bounds, s.start + 1e-3, side="right") - 1)
-            if not _skip_window(s.no_speech_prob, s.avg_logprob, options):
-                texts[idx].append(s.text.strip())
+        pending = [(i, w.astype(np.float32)) for i, w in enumerate(windows)]
+        for _ in range(MAX_PASSES):
+            if not pending:
+                break
+            audio = np.concatenate([w for _, w in pending])
+            clips, starts, t = [], [], 0
+            for _, w in pending:
+                clips.append({"start": t / SAMPLE_RATE_HZ, "end": (t + w.size) / SAMPLE_RATE_HZ})
+                starts.append(t / SAMPLE_RATE_HZ)
+                t += w.size
+            segments, _ = pipe.transcribe(
+                audio, clip_timestamps=clips, batch_size=batch_size, **self._kwargs(options)
+            )
+            bounds = np.asarray(starts)
+            last_end = [0.0] * len(pending)
+            for s in segments:
+                k = int(np.searchsorted(bounds, s.start + 1e-3, side="right") - 1)
+                last_end[k] = max(last_end[k], s.end - starts[k])
+                if not _skip_window(s.no_speech_prob, s.avg_logprob, options):
+                    texts[pending[k][0]].append(s.text.strip())
+            nxt = []
+            for k, (i, w) in enumerate(pending):
+                cut = int(round(last_end[k] * SAMPLE_RATE_HZ))
+                if 0 < cut and w.size - cut > REMAINDER_MIN_S * SAMPLE_RATE_HZ:
+                    nxt.append((i, w[cut:]))
+            pending = nxt
         return [" ".join(t) for t in texts]
+
+
+REMAINDER_MIN_S = 1.0
+MAX_PASSES = 4
 
 
 def _cuda_available() -> bool:

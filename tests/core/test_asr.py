@@ -62,6 +62,21 @@ def test_faster_whisper_sequential_and_batched_agree(sentence_audio):
 
 
 @pytest.mark.integration
+def test_batched_recovers_the_unfinished_tail_of_full_windows(sentence_audio):
+    """A full 30-s window: one batched pass alone drops the last segment; the remainder pass restores it."""
+    gap = np.zeros(SR // 3, np.float32)
+    reps = int(30 * SR // (sentence_audio.size + gap.size)) + 1
+    long = np.concatenate([np.concatenate([sentence_audio, gap]) for _ in range(reps)])
+    windows = split_windows(long)[:1]
+    be, opts = FasterWhisperBackend(), DecodingOptions()
+    seq = be.transcribe_windows(windows, opts)[0]
+    bat = be.transcribe_windows_batched(windows, opts, batch_size=4)[0]
+    d = asr_errors(seq, bat)
+    assert d.ref_words > 60
+    assert (d.sub + d.dele + d.ins) / d.ref_words <= 0.05, (seq, bat)
+
+
+@pytest.mark.integration
 def test_transcribe_items_caches_and_records_decoding(tmp_path, sentence_audio):
     wav = tmp_path / "a.wav"
     write_wav(wav, sentence_audio)
