@@ -253,6 +253,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             from stresstest.report import build_report
 
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
+        state.stage_seconds["total"] = round(time.perf_counter() - t_start, 3)
         _write_manifest(state)
     return out, rows
 
