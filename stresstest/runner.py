@@ -53,6 +53,8 @@ class RunState:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     gold: dict[str, Any] = field(default_factory=dict)
     extra_manifest: dict[str, Any] = field(default_factory=dict)
+    llm_engine: Any = None  # the run's single LLMEngine (structure, guard, judges), None for backend 'rules'
+    asr_released_at: str | None = None
 
     def fail(self, eid: str, cond: str, stage: str, error: str) -> None:
         self.failures.append({"encounter_id": eid, "condition": cond, "stage": stage, "error": error})
@@ -153,6 +155,20 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     bar.close()
 
 
+def _release_asr(state: RunState) -> None:
+    """Free the ASR model (and its GPU memory) before the LLM engine starts — the order is fixed here.
+
+    The LLM engine starts lazily inside the structure stage, after this; with vLLM it measures the free GPU
+    memory at that moment. The release itself is the ASR package's (``stresstest.asr.release_asr_models``).
+    """
+    import stresstest.asr as asr_pkg
+
+    release = getattr(asr_pkg, "release_asr_models", None)
+    if callable(release):
+        release()
+    state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def _structure_stage(state: RunState, cache: Path) -> None:
     from stresstest.mitigation import mitigate_many
     from stresstest.structure.stage import StructureItem, structure_many
@@ -160,7 +176,8 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     log_dir = state.out / "logs"
     plain = [StructureItem(encounter_id=eid, condition=cond, transcript_text=t.text)
              for (eid, cond), t in sorted(state.transcripts.items())]
-    envs = structure_many(plain, state.cfg.structure, cache_dir=cache, log_dir=log_dir)
+    engine = state.llm_engine
+    envs = structure_many(plain, state.cfg.structure, cache_dir=cache, log_dir=log_dir, engine=engine)
     mitigated = []
     for c in state.cfg.conditions():
         if c["mitigated"]:
@@ -169,7 +186,8 @@ def _structure_stage(state: RunState, cache: Path) -> None:
                 if cond == base:
                     mitigated.append(StructureItem(encounter_id=eid, condition=c["condition"], transcript_text=t.text))
     if mitigated:
-        envs = list(envs) + list(mitigate_many(mitigated, state.cfg.structure, cache_dir=cache, log_dir=log_dir))
+        envs = list(envs) + list(mitigate_many(mitigated, state.cfg.structure, cache_dir=cache, log_dir=log_dir,
+                                               engine=engine))
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
@@ -222,6 +240,12 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
     atomic_write_text(out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     state = RunState(out=out, cfg=cfg)
+    if cfg.structure.backend != "rules":
+        from stresstest.structure.engine import LLMEngine
+
+        # One engine per run: structuring, Draft/Guard and the LLM judges share it; started at the first cache
+        # miss, stopped when the run leaves this function.
+        state.llm_engine = LLMEngine(cfg.structure, cache_dir=cache, log_dir=out / "logs", progress=cfg.run.progress)
     try:
         with _stage(state, "corpus"):
             _load_encounters(state)
@@ -232,11 +256,14 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             _conditions_stage(state, cache, all_encs)
         with _stage(state, "asr"):
             _asr_stage(state, cache)
+            _release_asr(state)
         with _stage(state, "structure"):
             _structure_stage(state, cache)
         with _stage(state, "score"):
             items = score_items(state, cache)
     finally:
+        if state.llm_engine is not None:
+            state.llm_engine.close()
         state.stage_seconds["total"] = round(time.perf_counter() - t_start, 3)
         _write_manifest(state)
     rows = summary_rows(items, cfg.conditions())
@@ -283,6 +310,8 @@ def _write_manifest(state: RunState) -> None:
                 "models_used": sorted({t.model for t in state.transcripts.values()})},
         "structure": structure,
         "judge": cfg.judge.backend,
+        "llm_engines": [state.llm_engine.info()] if state.llm_engine is not None else [],
+        "asr_released_at": state.asr_released_at,
         "conditions": cfg.conditions(),
         "noise": {fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},
         "mixtures": [

@@ -142,7 +142,7 @@ def _llm_judge(state: RunState, cache: Path, rows: list[dict[str, Any]], pairs: 
     results = llm_judge_many(
         [(f"{rows[i]['encounter_id']}/{rows[i]['condition']}", env.record.model_dump_json(), gold.model_dump_json())
          for i, env, gold in pairs],
-        state.cfg.structure, cache_dir=cache, log_dir=state.out / "logs",
+        state.cfg.structure, cache_dir=cache, log_dir=state.out / "logs", engine=getattr(state, "llm_engine", None),
     )
     for (i, _, _), jr in zip(pairs, results, strict=True):
         if jr is None:
