@@ -7,6 +7,19 @@ temp file in the same directory, then ``os.replace``.
 
 Cache directory: ``$STRESSTEST_CACHE`` if set, else ``~/.cache/stresstest``
 (the one documented place outside a run directory that the tool writes to).
+
+Reads are verified (:func:`write_verified_json` / :func:`read_verified_json`):
+every entry is an envelope ``{"cache_format": 2, "sha256": H, "value": V,
+"files": {name: {"size", "sha256"}}}`` where ``H`` hashes the canonical JSON of
+``V`` and ``files`` records the size and content hash of each file the entry
+vouches for (a cached WAV). On read the hash, the shape (a validator given by
+the stage) and every file are checked; any mismatch prints one warning naming
+the file and the entry is treated as missing, so the stage recomputes and
+overwrites it. Entries written before the envelope existed are accepted only
+when they vouch for no file and their shape validates; they are then rewritten
+as envelopes.
+
+File modes follow the umask (``0o666 & ~umask``), like any file ``open`` creates.
 """
 
 from __future__ import annotations
@@ -15,11 +28,26 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+CACHE_FORMAT = 2
+_UMASK: int | None = None
+_UMASK_LOCK = threading.Lock()
+
+
+def _file_mode() -> int:
+    """``0o666`` minus the process umask (read once: ``os.umask`` can only be read by setting it)."""
+    global _UMASK
+    with _UMASK_LOCK:
+        if _UMASK is None:
+            _UMASK = os.umask(0o022)
+            os.umask(_UMASK)
+    return 0o666 & ~_UMASK
 
 
 def default_cache_dir() -> Path:
@@ -65,6 +93,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            os.fchmod(fh.fileno(), _file_mode())  # mkstemp makes 0600; the result should follow the umask
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -79,8 +108,100 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")
 
 
+def file_digest(path: str | Path) -> dict[str, Any]:
+    """``{"size": bytes, "sha256": hex}`` of a file, recorded when a cache entry vouches for it."""
+    p = Path(path)
+    return {"size": p.stat().st_size, "sha256": sha256_file(p)}
+
+
+def file_problem(path: str | Path, digest: Mapping[str, Any]) -> str | None:
+    """Why ``path`` does not match ``digest`` (missing, size, content), or ``None`` when it does."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError:
+        return f"{p} is missing"
+    if size != digest.get("size"):
+        return f"{p} has {size} bytes, {digest.get('size')} were written"
+    if sha256_file(p) != digest.get("sha256"):
+        return f"{p} has a different content hash than was written"
+    return None
+
+
+def write_verified_json(path: str | Path, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
+    """Write a cache entry envelope for ``value`` and the files it vouches for (see module doc)."""
+    env = {
+        "cache_format": CACHE_FORMAT,
+        "sha256": hash_obj(value),
+        "value": value,
+        "files": {name: file_digest(f) for name, f in (files or {}).items()},
+    }
+    atomic_write_json(path, env)
+
+
+def read_verified_json(
+    path: str | Path,
+    validate: Callable[[Any], Any] | None = None,
+    files: Mapping[str, str | Path] | None = None,
+) -> Any | None:
+    """Read a cache entry; ``None`` (with one warning naming the file) when it cannot be trusted.
+
+    Args:
+        path: the entry's JSON file.
+        validate: called with the value; raising any exception means "wrong shape".
+            Its return value is returned (so it can build the model in one go).
+        files: ``name -> path`` of the files this entry must vouch for, each checked
+            against the size and sha256 recorded at write.
+
+    Returns:
+        The (validated) value, or ``None`` for a miss, a damaged entry, or a file mismatch.
+    """
+    from stresstest.console import warn
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        warn(f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
+        return None
+    legacy = not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT)
+    if legacy:
+        if files:
+            return None  # written before file digests existed: cannot vouch for its files, recompute quietly
+        value = data
+    else:
+        value = data.get("value")
+        if data.get("sha256") != hash_obj(value):
+            warn(f"cache entry {p} does not match its recorded content hash; recomputing it")
+            return None
+        recorded = data.get("files") if isinstance(data.get("files"), dict) else {}
+        for name, f in (files or {}).items():
+            digest = recorded.get(name)
+            problem = "no digest recorded" if not isinstance(digest, dict) else file_problem(f, digest)
+            if problem is not None:
+                warn(f"cache entry {p}: {problem}; recomputing it")
+                return None
+    if validate is not None:
+        try:
+            value = validate(value)
+        except Exception as exc:
+            from stresstest.console import one_line
+
+            warn(f"cache entry {p} has the wrong shape ({type(exc).__name__}: {one_line(exc)[:160]}); "
+                 "recomputing it")
+            return None
+    if legacy:
+        try:
+            write_verified_json(p, data)  # upgrade in place, so the next read is verified
+        except OSError:
+            pass
+    return value
+
+
 class KeyValueCache:
-    """A directory of JSON blobs addressed by hash key (``<root>/<ns>/<k[:2]>/<k>.json``)."""
+    """A directory of verified JSON entries addressed by hash key (``<root>/<ns>/<k[:2]>/<k>.json``)."""
 
     def __init__(self, root: str | Path, namespace: str) -> None:
         self.root = Path(root) / namespace
@@ -88,17 +209,18 @@ class KeyValueCache:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Any | None:
-        p = self.path(key)
-        if not p.exists():
-            return None
-        try:
-            return json.loads(p.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return None  # a torn or foreign file is a miss, recomputed and overwritten
+    def file_path(self, key: str, suffix: str) -> Path:
+        """Where a file that belongs to entry ``key`` lives (e.g. the mixture WAV)."""
+        return self.root / key[:2] / f"{key}{suffix}"
 
-    def put(self, key: str, value: Any) -> None:
-        atomic_write_json(self.path(key), value)
+    def get(
+        self, key: str, validate: Callable[[Any], Any] | None = None, files: Mapping[str, str | Path] | None = None
+    ) -> Any | None:
+        """The verified value for ``key`` or ``None`` (see :func:`read_verified_json`)."""
+        return read_verified_json(self.path(key), validate, files)
+
+    def put(self, key: str, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
+        write_verified_json(self.path(key), value, files)
 
 
 class JsonlWriter:
