@@ -15,9 +15,11 @@ every entry is an envelope ``{"cache_format": 2, "sha256": H, "value": V,
 vouches for (a cached WAV). On read the hash, the shape (a validator given by
 the stage) and every file are checked; any mismatch prints one warning naming
 the file and the entry is treated as missing, so the stage recomputes and
-overwrites it. Entries written before the envelope existed are accepted only
-when they vouch for no file and their shape validates; they are then rewritten
-as envelopes.
+overwrites it. Envelopes live in ``*.c2.json`` files (:data:`ENVELOPE_SUFFIX`),
+next to, never over, the plain ``*.json`` entries older versions wrote, so an
+older checkout sharing the cache keeps working. A plain entry is accepted only
+when it vouches for no file and its shape validates; it is then copied into an
+envelope.
 
 File modes follow the umask (``0o666 & ~umask``), like any file ``open`` creates.
 """
@@ -36,6 +38,8 @@ from typing import Any
 import numpy as np
 
 CACHE_FORMAT = 2
+#: File-name suffix of verified entries (plain ``.json`` entries are the pre-envelope format).
+ENVELOPE_SUFFIX = ".c2.json"
 _UMASK: int | None = None
 _UMASK_LOCK = threading.Lock()
 
@@ -54,6 +58,32 @@ def default_cache_dir() -> Path:
     """The documented cache directory (``$STRESSTEST_CACHE`` or ``~/.cache/stresstest``)."""
     env = os.environ.get("STRESSTEST_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "stresstest"
+
+
+def confine_tool_dirs(cache_dir: str | Path | None = None) -> Path:
+    """Point third-party libraries' own caches into ``<cache dir>/tools`` instead of ``$HOME``.
+
+    matplotlib (font list, config: ``MPLCONFIGDIR``) and onnxruntime (a device id
+    under ``$XDG_CACHE_HOME/Microsoft``) otherwise write into the home folder. Set
+    for this process and its children (the LLM server) before those libraries are
+    imported; a value the user set explicitly is left alone. Returns the folder.
+    """
+    tools = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    tools = tools / "tools"
+    os.environ.setdefault("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
+    for var, sub in (("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg-cache")):
+        if not os.environ.get(var):
+            os.environ[var] = str(tools / sub)
+    return tools
+
+
+def user_cache_home() -> Path:
+    """The user's own cache home (``$XDG_CACHE_HOME`` as it was before :func:`confine_tool_dirs`, or ``~/.cache``).
+
+    Read-only use: where models the user downloaded earlier (``whisper``) are looked up.
+    """
+    env = os.environ.get("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
+    return Path(env) if env else Path.home() / ".cache"
 
 
 def canonical_json(obj: Any) -> str:
@@ -143,36 +173,45 @@ def read_verified_json(
     path: str | Path,
     validate: Callable[[Any], Any] | None = None,
     files: Mapping[str, str | Path] | None = None,
+    legacy_path: str | Path | None = None,
 ) -> Any | None:
-    """Read a cache entry; ``None`` (with one warning naming the file) when it cannot be trusted.
+    """Read a cache entry envelope; ``None`` (with one warning naming the file) when it cannot be trusted.
 
     Args:
-        path: the entry's JSON file.
+        path: the entry's envelope file (``*.c2.json``).
         validate: called with the value; raising any exception means "wrong shape".
             Its return value is returned (so it can build the model in one go).
         files: ``name -> path`` of the files this entry must vouch for, each checked
             against the size and sha256 recorded at write.
+        legacy_path: a pre-envelope plain JSON entry to fall back on when ``path`` is
+            missing (accepted only without ``files`` and when it validates; then
+            copied into ``path``).
 
     Returns:
         The (validated) value, or ``None`` for a miss, a damaged entry, or a file mismatch.
     """
-    from stresstest.console import warn
+    from stresstest.console import one_line, warn
 
     p = Path(path)
+    legacy = False
     if not p.is_file():
-        return None
-    try:
-        data = json.loads(p.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        warn(f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
-        return None
-    legacy = not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT)
-    if legacy:
-        if files:
-            return None  # written before file digests existed: cannot vouch for its files, recompute quietly
-        value = data
+        if legacy_path is None or files or not Path(legacy_path).is_file():
+            return None
+        try:
+            value = json.loads(Path(legacy_path).read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None  # an old torn entry: a plain miss, as it always was
+        legacy = True
     else:
-        value = data.get("value")
+        try:
+            data = json.loads(p.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            warn(f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
+            return None
+        if not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT and "value" in data):
+            warn(f"cache entry {p} is not a stresstest cache envelope; recomputing it")
+            return None
+        value = data["value"]
         if data.get("sha256") != hash_obj(value):
             warn(f"cache entry {p} does not match its recorded content hash; recomputing it")
             return None
@@ -183,18 +222,19 @@ def read_verified_json(
             if problem is not None:
                 warn(f"cache entry {p}: {problem}; recomputing it")
                 return None
+    raw = value
     if validate is not None:
         try:
             value = validate(value)
         except Exception as exc:
-            from stresstest.console import one_line
-
+            if legacy:
+                return None
             warn(f"cache entry {p} has the wrong shape ({type(exc).__name__}: {one_line(exc)[:160]}); "
                  "recomputing it")
             return None
     if legacy:
         try:
-            write_verified_json(p, data)  # upgrade in place, so the next read is verified
+            write_verified_json(p, raw)  # copy into an envelope, so the next read is verified
         except OSError:
             pass
     return value
@@ -207,6 +247,11 @@ class KeyValueCache:
         self.root = Path(root) / namespace
 
     def path(self, key: str) -> Path:
+        """The entry's envelope file."""
+        return self.root / key[:2] / f"{key}{ENVELOPE_SUFFIX}"
+
+    def legacy_path(self, key: str) -> Path:
+        """Where the pre-envelope format kept the entry (read, never written)."""
         return self.root / key[:2] / f"{key}.json"
 
     def file_path(self, key: str, suffix: str) -> Path:
@@ -217,7 +262,7 @@ class KeyValueCache:
         self, key: str, validate: Callable[[Any], Any] | None = None, files: Mapping[str, str | Path] | None = None
     ) -> Any | None:
         """The verified value for ``key`` or ``None`` (see :func:`read_verified_json`)."""
-        return read_verified_json(self.path(key), validate, files)
+        return read_verified_json(self.path(key), validate, files, legacy_path=self.legacy_path(key))
 
     def put(self, key: str, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
         write_verified_json(self.path(key), value, files)

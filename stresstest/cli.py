@@ -228,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     a = parser.parse_args(argv)
+    from stresstest.cache import confine_tool_dirs
+
+    confine_tool_dirs()  # nothing in $HOME but the documented cache dir
     try:
         return int(a.func(a))
     except StressTestError as exc:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, read_wav_exact, write_wav
-from stresstest.cache import hash_obj, read_verified_json, sha256_array, write_verified_json
+from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha256_array, write_verified_json
 from stresstest.errors import AudioError, NoiseError
 from stresstest.noise.base import NoiseSegment, NoiseSource, n_samples
 from stresstest.records import Encounter
@@ -151,7 +151,7 @@ class BabbleBank:
             ls = BANK_LENGTH_SCALES[int(hash_obj("babble-variant", text)[:8], 16) % len(BANK_LENGTH_SCALES)]
             key = hash_obj(BABBLE_CODE_VERSION, CODE_VERSION, vsha, text, ls)
             path = Path(cache_dir) / "tts" / "babble" / key[:2] / f"{key}.wav"
-            meta = path.with_suffix(".json")
+            meta = path.with_suffix(ENVELOPE_SUFFIX)
             audio = None
             # Verified read: the WAV's size and sha256 must match the sidecar written with it.
             if read_verified_json(meta, files={"wav": path}) is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, load_audio, write_wav
-from stresstest.cache import hash_obj, read_verified_json, sha256_file, write_verified_json
+from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha256_file, write_verified_json
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio
 
@@ -109,7 +109,7 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     timings = [(t.start_s, t.end_s) for t in encounter.turns]
     key = hash_obj(RECORDING_CODE_VERSION, sha256_file(src), encounter.encounter_id, timings)
     base = Path(cache_dir) / "recordings" / key[:2]
-    wav, meta = base / f"{key}.wav", base / f"{key}.json"
+    wav, meta = base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
     # Verified read (WAV size + sha256 as written); a damaged entry is warned about and rebuilt below.
     cached = read_verified_json(meta, validate=lambda d: SpeechAudio.model_validate({**d, "path": str(wav)}),
                                 files={"wav": wav})

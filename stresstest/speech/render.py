@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, peak_normalise, write_wav
-from stresstest.cache import hash_obj, read_verified_json, write_verified_json
+from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, write_verified_json
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio, Turn
 from stresstest.speech.tts import (
@@ -58,7 +58,7 @@ def _cache_key(encounter: Encounter, config: TTSConfig) -> str:
 
 def _cache_paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
     base = Path(cache_dir) / "tts" / key[:2]
-    return base / f"{key}.wav", base / f"{key}.json"
+    return base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
 
 
 def _read_cached(wav: Path, meta: Path) -> SpeechAudio | None:
