@@ -19,7 +19,7 @@ EXIT_INTERNAL = 3
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from stresstest.runner import format_table, run
+    from stresstest.pipeline.runner import format_table, run
 
     out, rows = run(a.config, a.out)
     print(format_table(rows))
@@ -40,7 +40,7 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     from stresstest.audio import load_audio, write_wav
     from stresstest.config import SNR_MAX_DB, SNR_MIN_DB
     from stresstest.errors import MixError
-    from stresstest.mixing import active_mask, fit_length, item_rng, write_mixture
+    from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
     from stresstest.speech import energy_vad
 
     if not math.isfinite(a.snr) or not SNR_MIN_DB <= a.snr <= SNR_MAX_DB:

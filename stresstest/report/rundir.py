@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope
+from stresstest.schema import ClinicalRecord, RecordEnvelope
 
 CLEAN = "clean"  # the clean-ASR reference condition id (summary_rows aggregates it with is_clean=True)
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import KeyValueCache, hash_obj
+from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
 
 STRUCTURE_PROMPT = "structure"
 

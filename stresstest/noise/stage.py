@@ -17,8 +17,8 @@ from typing import Any
 
 from stresstest.audio import read_wav_exact
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
-from stresstest.mixing import active_mask, fit_length, item_rng, write_mixture
 from stresstest.noise import NoiseSource
+from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
 from stresstest.records import MixInfo, SpeechAudio
 
 MIX_CODE_VERSION = "mix-2"  # bump whenever the mixer arithmetic changes: cached mixtures depend on it
