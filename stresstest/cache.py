@@ -215,7 +215,8 @@ def read_verified_json(
         if data.get("sha256") != hash_obj(value):
             warn(f"cache entry {p} does not match its recorded content hash; recomputing it")
             return None
-        recorded = data.get("files") if isinstance(data.get("files"), dict) else {}
+        recorded_raw = data.get("files")
+        recorded: dict[str, Any] = recorded_raw if isinstance(recorded_raw, dict) else {}
         for name, f in (files or {}).items():
             digest = recorded.get(name)
             problem = "no digest recorded" if not isinstance(digest, dict) else file_problem(f, digest)
