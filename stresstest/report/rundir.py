@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
+from stresstest.metrics.summary import in_pairing
 from stresstest.schema import ClinicalRecord, RecordEnvelope
 
 CLEAN = "clean"  # the clean-ASR reference condition id (summary_rows aggregates it with is_clean=True)
@@ -38,8 +39,8 @@ class RunData:
         return str(self.manifest.get("run_id") or self.run_dir.name)
 
     def ok_items(self, condition: str) -> list[dict[str, Any]]:
-        """Non-failed rows of one condition (the rows ``summary_rows`` aggregates)."""
-        return [it for it in self.items if it.get("condition") == condition and not it.get("failed")]
+        """Paired rows of one condition (the rows ``summary_rows`` aggregates: see ``in_pairing``)."""
+        return [it for it in self.items if it.get("condition") == condition and in_pairing(it)]
 
     def items_by_condition(self) -> dict[str, list[dict[str, Any]]]:
         return {str(c["condition"]): self.ok_items(str(c["condition"])) for c in self.conditions}
