@@ -135,6 +135,13 @@ def model_identity(config: StructureConfig) -> str:
     return model
 
 
+def default_log_dir() -> Path:
+    """``<cache dir>/logs/llm-serve``: where a server started outside a run (``llm serve``) logs."""
+    from stresstest.cache import default_cache_dir
+
+    return default_cache_dir() / "logs" / "llm-serve"
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now (the server binds it moments later)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -241,13 +248,14 @@ def _last_log_line(path: Path, limit: int = 160) -> str:
 class ServerProcess:
     """A managed server child process bound to 127.0.0.1."""
 
-    def __init__(self, config: StructureConfig, log_dir: str | Path) -> None:
+    def __init__(self, config: StructureConfig, log_dir: str | Path | None = None) -> None:
         self.config = config
         self.port = config.server.port or free_port()
         self.base_url = f"http://{config.server.host}:{self.port}"
         self.model = served_name(config)
         self.cmd = server_command(config, self.port)
-        root = Path(log_dir)
+        # No log dir given (``llm serve``): the documented cache dir, never /tmp or $HOME.
+        root = Path(log_dir) if log_dir is not None else default_log_dir()
         root.mkdir(parents=True, exist_ok=True)
         self.log_path = root / f"llm-server-{config.server.engine}-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -397,7 +405,7 @@ def managed_server(config: StructureConfig, log_dir: str | Path) -> Iterator[str
 
 
 def serve(
-    config: StructureConfig, foreground: bool = True, log_dir: str | Path = "runs/llm-serve/logs"
+    config: StructureConfig, foreground: bool = True, log_dir: str | Path | None = None
 ) -> ServerProcess:
     """``stresstest llm serve``: start the managed server.
 
@@ -405,7 +413,7 @@ def serve(
         config: structure config (its ``server`` section; mode is treated as managed).
         foreground: block until Ctrl-C / SIGTERM, then stop the server; otherwise return the running
             server (the caller must ``stop()`` it).
-        log_dir: where the server log goes (default ``runs/llm-serve/logs``; never /tmp).
+        log_dir: where the server log goes (default: :func:`default_log_dir`, in the cache dir).
 
     Returns:
         The (stopped, when foreground) :class:`ServerProcess`.
@@ -413,8 +421,9 @@ def serve(
     cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
     from stresstest.structure.engine import LLMEngine
 
-    cfg = LLMEngine(cfg, cache_dir=".", log_dir=log_dir, progress=False)._resolved_config()
-    proc = ServerProcess(cfg, log_dir).start(progress=sys.stderr)
+    root = Path(log_dir) if log_dir is not None else default_log_dir()
+    cfg = LLMEngine(cfg, cache_dir=root, log_dir=root, progress=False)._resolved_config()
+    proc = ServerProcess(cfg, root).start(progress=sys.stderr)
     print(f"serving {proc.model} at {proc.base_url}/v1 (pid {proc.pid}; log: {proc.log_path})", flush=True)
     if not foreground:
         return proc

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from stresstest.errors import StructureError
+from stresstest.schema import ClinicalRecord
 from stresstest.structure.client import phi_payload
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.engine import LLMEngine, default_gpu_memory_utilization
-from stresstest.structure.schema import ClinicalRecord
 from stresstest.structure.stage import StructureItem, structure_many
 from stresstest.structure.testing import Reply, stub_server
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from stresstest.schema import ClinicalRecord, RecordEnvelope
 from stresstest.structure.config import StructureConfig
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope
 from stresstest.structure.server import ServerProcess
 from stresstest.structure.stage import StructureItem, structure_many
 
@@ -230,9 +230,9 @@ def test_phi_is_sent_whole_and_overrides_server_defaults(tmp_path: Path) -> None
     the whole φ, so the server's defaults never bend a record — and the field names are the ones it honours."""
     import httpx
 
+    from stresstest.schema import record_json_schema
     from stresstest.structure.client import ChatClient, phi_payload
     from stresstest.structure.instructions import load_prompt
-    from stresstest.structure.schema import record_json_schema
 
     (item,) = _osce_items(["RES0002"], max_turns=4)
     cfg = _cfg(decoding={"max_tokens": 96})

@@ -41,10 +41,10 @@ os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 import vllm  # noqa: E402
 
 from stresstest.metrics.judge_llm import JudgeVerdict  # noqa: E402
+from stresstest.schema import record_json_schema  # noqa: E402
 from stresstest.structure import vllm_offline  # noqa: E402
 from stresstest.structure.client import ChatClient, Endpoint, phi_payload  # noqa: E402
 from stresstest.structure.config import StructureConfig  # noqa: E402
-from stresstest.structure.schema import record_json_schema  # noqa: E402
 from stresstest.structure.server import server_command, server_env, vllm_serve_args  # noqa: E402
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct"
