@@ -61,6 +61,8 @@ class ItemScore(BaseModel):
     # outcome
     failed: bool | None = Field(default=None, description="True when some stage failed for this item.")
     error: str | None = Field(default=None, description="'stage: reason' of the first failure.")
+    paired: bool | None = Field(default=None, description="In the paired comparison (SPEC §11 pairing rule).")
+    unpaired_reason: str | None = Field(default=None, description="Why a non-failed item left the pairing.")
     # ASR (SPEC §6: WER, InsRate, ErrProp denominator)
     asr_sub: int | None = None
     asr_del: int | None = None
@@ -134,6 +136,9 @@ class RunManifest(BaseModel):
     failures: list[FailureRecord] = Field(default_factory=list)
     n_failures: int | None = None
     stage_seconds: dict[str, float] = Field(default_factory=dict)
+    invocations: list[dict[str, Any]] = Field(default_factory=list, description="Wall time of each invocation.")
+    completed: bool | None = Field(default=None, description="True once the run finished (report included).")
+    pairing: dict[str, Any] | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
 
     def to_json(self) -> dict[str, Any]:
         """The ``manifest.json`` form (conditions with their ``condition`` key)."""

@@ -58,10 +58,11 @@ def build_mixtures(
     todo: list[tuple[str, float, str, Path]] = []
     for cond, snr in zip(job.conditions, job.snrs_db, strict=True):
         key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr)
-        wav = cache.root / key[:2] / f"{key}.wav"
-        hit = cache.get(key)
-        if hit is not None and wav.is_file():
-            on_done(cond, wav, MixInfo.model_validate(hit), None)
+        wav = cache.file_path(key, ".wav")
+        # Verified read: the WAV's size and sha256 must match what was recorded at write, else recompute.
+        hit = cache.get(key, validate=MixInfo.model_validate, files={"wav": wav})
+        if hit is not None:
+            on_done(cond, wav, hit, None)
         else:
             todo.append((cond, snr, key, wav))
     if not todo:
@@ -85,7 +86,7 @@ def build_mixtures(
         except Exception as exc:
             on_done(cond, None, None, f"mixing: {type(exc).__name__}: {exc}")
             continue
-        cache.put(key, info.model_dump(mode="json"))
+        cache.put(key, info.model_dump(mode="json"), files={"wav": wav})
         on_done(cond, wav, info, None)
 
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
 from stresstest.grid import CLEAN, ConditionGrid
+from stresstest.metrics.summary import in_pairing
 from stresstest.results import ITEM_SCHEMA_VERSION, MANIFEST_SCHEMA_VERSION, ItemScore, RunManifest
 from stresstest.schema import ClinicalRecord, RecordEnvelope
 
@@ -44,8 +45,8 @@ class RunData:
         return str(self.manifest.get("run_id") or self.run_dir.name)
 
     def ok_items(self, condition: str) -> list[dict[str, Any]]:
-        """Non-failed rows of one condition (the rows ``summary_rows`` aggregates)."""
-        return [it for it in self.items if it.get("condition") == condition and not it.get("failed")]
+        """Paired rows of one condition (the rows ``summary_rows`` aggregates: see ``in_pairing``)."""
+        return [it for it in self.items if it.get("condition") == condition and in_pairing(it)]
 
     def items_by_condition(self) -> dict[str, list[dict[str, Any]]]:
         return {c.id: self.ok_items(c.id) for c in self.conditions}
@@ -123,6 +124,8 @@ def load_run(run_dir: str | Path) -> RunData:
             missing or malformed.
     """
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is a file, not a run directory (expected the DIR written by 'stresstest run')")
     if not run_dir.is_dir():
         raise ReportError(f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')")
     man_path = run_dir / "manifest.json"
