@@ -88,6 +88,26 @@ def measure_gpu_memory() -> tuple[float, float] | None:
     return free, total
 
 
+_REGISTRY: dict[tuple[str, str], LLMEngine] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _registry_key(config: StructureConfig, log_dir: str | Path) -> tuple[str, str]:
+    return str(Path(log_dir).resolve()), config.model_dump_json()
+
+
+def find_run_engine(config: StructureConfig, log_dir: str | Path) -> LLMEngine | None:
+    """The run's shared engine in this process for (config, log dir), if the run registered one.
+
+    A session made without an explicit engine (``structure_many(..., engine=None)``, the LLM judge, the
+    note-quality judges, an executor's structuring worker) looks here first, so every role of a run uses the
+    run's engine without the engine being passed through every layer.
+    """
+    with _REGISTRY_LOCK:
+        eng = _REGISTRY.get(_registry_key(config, log_dir))
+    return eng if eng is not None and not eng.closed else None
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -100,10 +120,18 @@ class LLMEngine:
         cache_dir: stage cache root (sessions cache calls under it).
         log_dir: the run's log directory (a managed server's log goes here, never to /tmp).
         progress: print loading progress on stderr while a managed server starts.
+        shared: register this engine as the run's engine in this process (:func:`find_run_engine`) until it
+            is closed; the run's owner (the runner, an executor worker) passes True.
     """
 
     def __init__(
-        self, config: StructureConfig, *, cache_dir: str | Path, log_dir: str | Path, progress: bool = True
+        self,
+        config: StructureConfig,
+        *,
+        cache_dir: str | Path,
+        log_dir: str | Path,
+        progress: bool = True,
+        shared: bool = False,
     ) -> None:
         if config.backend == "rules":
             raise StructureError(
@@ -124,6 +152,15 @@ class LLMEngine:
         self._client: ChatClient | None = None
         self._llm: Any = None  # vllm.LLM
         self._closed = False
+        self._shared = shared
+        if shared:
+            with _REGISTRY_LOCK:
+                _REGISTRY[_registry_key(config, log_dir)] = self
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran (a closed engine never starts again)."""
+        return self._closed
 
     # -- identity -------------------------------------------------------------------------------------
     @property
@@ -303,6 +340,11 @@ class LLMEngine:
 
     def close(self) -> None:
         """Close the client and stop a managed server; idempotent. A closed engine cannot start again."""
+        if self._shared:
+            with _REGISTRY_LOCK:
+                key = _registry_key(self.config, self.log_dir)
+                if _REGISTRY.get(key) is self:
+                    del _REGISTRY[key]
         with self._lock:
             self._closed = True
             if self._client is not None:

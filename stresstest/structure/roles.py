@@ -72,8 +72,9 @@ class LLMSession:
         config: the ``structure`` config (must be the engine's config when ``engine`` is given).
         cache_dir: stage cache root.
         log_dir: the run's log directory (used only by a private engine).
-        engine: the run's :class:`~stresstest.structure.engine.LLMEngine`; None = a private engine owned
-            (and stopped) by this session.
+        engine: the run's :class:`~stresstest.structure.engine.LLMEngine`; None = the engine the run registered
+            for this config and log dir in this process (:func:`~stresstest.structure.engine.find_run_engine`),
+            else a private engine owned (and stopped) by this session.
         role: the caller's name in the manifest's ``llm_engines[].roles`` (default: the first namespace run).
 
     Use as a context manager; closing never stops a shared engine.
@@ -92,8 +93,10 @@ class LLMSession:
             raise StructureError(
                 "LLMSession: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'"
             )
-        from stresstest.structure.engine import LLMEngine
+        from stresstest.structure.engine import LLMEngine, find_run_engine
 
+        if engine is None:
+            engine = find_run_engine(config, log_dir)
         self.config = config
         self.cache_dir = Path(cache_dir)
         self.log_dir = Path(log_dir)

@@ -137,3 +137,41 @@ def test_vllm_serve_args_pin_phi_and_compact_json() -> None:
     assert server_env(cfg)["VLLM_BATCH_INVARIANT"] == "1"
     plain = cfg.model_copy(update={"server": cfg.server.model_copy(update={"batch_invariant": False})})
     assert "VLLM_BATCH_INVARIANT" not in server_env(plain) or server_env(plain)["VLLM_BATCH_INVARIANT"] != "1"
+
+
+def test_registered_run_engine_is_found_by_sessions_and_the_structure_worker(
+    tmp_path: Path, record: ClinicalRecord
+) -> None:
+    from stresstest.metrics.judge_llm import llm_judge_many
+    from stresstest.pipeline.executor import InProcessExecutor
+    from stresstest.pipeline.tasks import StructureTask, StructureWorker
+    from stresstest.structure.engine import find_run_engine
+
+    judge = '{"rationale": "same", "score": 4}'
+    with stub_server([Reply(record.model_dump_json()), Reply(judge)]) as srv:
+        cfg = _cfg(srv.base_url)
+        logs = tmp_path / "logs"
+        engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=logs, shared=True)
+        assert find_run_engine(cfg, logs) is engine and find_run_engine(cfg, tmp_path / "other") is None
+        (env,) = InProcessExecutor().map_pool(
+            "structure", StructureWorker, (cfg, tmp_path, logs), [StructureTask("E1", "clean", "t")]
+        )
+        (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path, log_dir=logs)
+        assert jr.score == 4
+        assert engine.info()["roles"] == ["structure", "judge"] and engine.starts == 1
+        engine.close()
+    assert find_run_engine(cfg, logs) is None
+
+
+def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: Path, record: ClinicalRecord) -> None:
+    from stresstest.pipeline.tasks import StructureTask, StructureWorker
+
+    with stub_server([Reply(record.model_dump_json())]) as srv:
+        cfg = _cfg(srv.base_url)
+        worker = StructureWorker((cfg, tmp_path, tmp_path / "logs"))
+        worker.run([StructureTask("E1", "clean", "a"), StructureTask("E1", "clean_guard", "a", guarded=True)])
+        own = worker._own_engine
+        assert own is not None and own.starts == 1
+        assert own.info()["roles"] == ["structure", "mitigation-draft", "mitigation-guard"]
+        worker.close()
+    assert own.closed and worker._own_engine is None
