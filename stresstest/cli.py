@@ -84,6 +84,11 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     from stresstest.report import cli_compare
 
     print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None))
+    if a.pairwise:
+        from stresstest.report.pairwise_compare import cli_pairwise
+
+        print()
+        print(cli_pairwise(a.run_a, a.run_b, a.out, config=a.config))
     return 0
 
 
@@ -138,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("run_a")
     c.add_argument("run_b")
     c.add_argument("--out")
+    c.add_argument("--pairwise", action="store_true",
+                   help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
+    c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")
     c.set_defaults(func=_cmd_compare)
 
     llm = sub.add_parser("llm", help="local LLM server")

@@ -30,7 +30,7 @@ from stresstest.conditions import build_mixtures, mix_jobs
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
 from stresstest.errors import RunError, StressTestError
-from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
 from stresstest.speech import speech_for
@@ -183,7 +183,8 @@ def _structure_stage(state: RunState, cache: Path) -> None:
 def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = list(SUMMARY_COLUMNS) + extra_cols
+    # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)

@@ -133,7 +133,26 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
             rows.append(row)
     if llm_pairs:
         _llm_judge(state, cache, rows, llm_pairs)
+    if cfg.judge.note_quality.enabled():
+        _note_quality(state, cache, rows)
     return rows
+
+
+def _note_quality(state: RunState, cache: Path, rows: list[dict[str, Any]]) -> None:
+    """SPEC §8 note-quality judges over every item with a record (see :mod:`stresstest.metrics.quality_stage`)."""
+    from stresstest.metrics.quality_stage import QualityItem, open_judge_session, score_note_quality
+
+    items = []
+    for k, row in enumerate(rows):
+        env = state.records.get((row["encounter_id"], row["condition"]))
+        if row.get("failed") or env is None or env.failed or env.record is None or row.get("hypothesis_text") is None:
+            continue
+        items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
+                                 row["reference_text"], state.gold.get(row["encounter_id"])))
+    with open_judge_session(state.cfg.structure, cache_dir=cache, log_dir=state.out / "logs") as session:
+        state.extra_manifest["note_quality"] = score_note_quality(
+            rows, items, state.cfg.conditions(), state.cfg.judge.note_quality, session, state.out
+        )
 
 
 def _llm_judge(state: RunState, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]) -> None:
