@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_json
+from stresstest.ids import id_path
 from stresstest.metrics.note_judges import (
     EntailmentTask,
     HallucinationTask,
@@ -265,7 +266,7 @@ def score_note_quality(
         comparisons = sorted({(y.condition, x.condition) for x, y in plan})  # type: ignore[assignment]
     for it in items:
         rel = f"quality/{it.condition}/{it.encounter_id}.json"
-        atomic_write_json(out_dir / rel, detail[it.row])
+        atomic_write_json(id_path(out_dir, "quality", it.condition, it.encounter_id, suffix=".json"), detail[it.row])
         rows[it.row]["quality_path"] = rel
         rows[it.row]["quality_errors"] = errors[it.row]
     ok, why = adequacy(session.model_id, calibration)

@@ -2,7 +2,7 @@
 
 The entailment, hallucination and pairwise judges (SPEC §8) reason over *statements*: short,
 self-contained sentences. Our notes are structured records, not prose, so the segmentation is
-deterministic instead of model-made: every field of a :class:`~stresstest.structure.schema.ClinicalRecord`
+deterministic instead of model-made: every field of a :class:`~stresstest.schema.ClinicalRecord`
 (or of a gold record, which has the same claim / flag models) becomes one statement:
 
 ================ ===================================================================
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from stresstest.structure.schema import Claim, SafetyFlag, Triage
+from stresstest.schema import Claim, SafetyFlag, Triage
 
 CATEGORY_LABELS: dict[str, str] = {
     "symptom": "Symptom",

@@ -11,9 +11,9 @@ import pytest
 from stresstest.config import NoteQualityConfig, RunConfig
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.metrics.quality_stage import QualityItem, adequacy, score_note_quality
+from stresstest.schema import Claim, ClinicalRecord, Triage
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.roles import LLMSession
-from stresstest.structure.schema import Claim, ClinicalRecord, Triage
 from stresstest.structure.testing import Reply, stub_server
 
 CONDS = [

@@ -9,7 +9,7 @@ from stresstest.metrics.statements import (
     numbered,
     transcript_sentences,
 )
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
 def _rec() -> ClinicalRecord:

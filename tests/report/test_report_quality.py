@@ -14,9 +14,9 @@ from stresstest.report import build_report
 from stresstest.report.pairwise_compare import pairwise_compare
 from stresstest.report.quality import quality_section
 from stresstest.report.rundir import load_run
+from stresstest.schema import RecordEnvelope
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.roles import LLMSession
-from stresstest.structure.schema import RecordEnvelope
 from stresstest.structure.testing import Reply, stub_server
 
 
@@ -115,4 +115,5 @@ def test_compare_pairwise_on_two_runs(tmp_path: Path) -> None:
     overall = next(r for r in res.summary if r["condition"] == "babble_5db" and r["dimension"] == "overall")
     assert overall["loss"] == 100.0 and overall["ps"] == 0.0
     assert res.adequate and "Compared" in res.text and f"{len(res.pairs)} (encounter, condition) pairs" in res.text
-    assert (tmp_path / "out" / "pairwise.md").is_file() and (tmp_path / "out" / "tables" / "pairwise_pairs.csv").is_file()
+    assert (tmp_path / "out" / "pairwise.md").is_file()
+    assert (tmp_path / "out" / "tables" / "pairwise_pairs.csv").is_file()
