@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from stresstest.cache import read_verified_json
 from stresstest.metrics.note_judges import EntailmentTask, PairTask, judge_entailment, judge_pairs
 from stresstest.metrics.statements import Statement
 from stresstest.structure.config import StructureConfig
@@ -36,9 +37,9 @@ def main() -> int:
         (ent,) = judge_entailment([EntailmentTask("rec", "groundedness", "transcript of the consultation",
                                                   tuple(SOURCE), stmts)], s, batch=len(stmts))
         (pair,) = judge_pairs([PairTask("rec", "rec", tuple(SOURCE), NOTE_X, NOTE_Y)], s)
-        raw = [json.loads(p.read_text())["raw_text"] for p in sorted(Path(tmp).rglob("*.json"))
+        raw = [read_verified_json(p)["raw_text"] for p in sorted(Path(tmp).rglob("*.c2.json"))
                if "llm-quality-entailment" in str(p)]
-        texts = [json.loads(p.read_text())["raw_text"] for p in Path(tmp).rglob("*.json")
+        texts = [read_verified_json(p)["raw_text"] for p in sorted(Path(tmp).rglob("*.c2.json"))
                  if "llm-quality-pairwise" in str(p)]
         # the server's own texts, in call order (X as Note A first, then swapped)
         pair_raw = [t for want in (pair.first, pair.second) for t in texts if json.loads(t) == want][:2]

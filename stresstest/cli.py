@@ -19,10 +19,15 @@ EXIT_INTERNAL = 3
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from stresstest.pipeline.runner import format_table, run
+    from stresstest.pipeline.runner import format_quality_table, format_table, run
 
     out, rows = run(a.config, a.out)
     print(format_table(rows))
+    manifest_path = out / "manifest.json"
+    quality = format_quality_table(rows, json.loads(manifest_path.read_text("utf-8")) if manifest_path.is_file()
+                                   else None)
+    if quality:
+        print("\nNote quality (SPEC §8; LLM judges)\n" + quality)
     print(f"\nrun directory: {out}")
     for name in ("summary.csv", "items.jsonl", "manifest.json", "report/report.html"):
         if (out / name).exists():

@@ -200,6 +200,23 @@ def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     return buf.getvalue()
 
 
+def format_quality_table(rows: list[dict[str, Any]], manifest: dict[str, Any] | None = None) -> str:
+    """The note-quality columns per condition, with the judge's adequacy; empty string when not computed."""
+    if not any(r.get(c) is not None for r in rows for c in QUALITY_COLUMNS):
+        return ""
+    heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
+    body = [[str(r["condition"])] + ["–" if r.get(c) is None else f"{r[c]:.1f}" for c in QUALITY_COLUMNS]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))]
+    lines.append("-" * len(lines[0]))
+    lines += ["  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
+    nq = (manifest or {}).get("note_quality") or {}
+    if nq and not nq.get("adequate"):
+        lines.append(f"NOT INTERPRETABLE as note quality: {nq.get('adequacy')} (mechanics only; see the report)")
+    return "\n".join(lines)
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The results table printed at the end of a run (Table-2 layout)."""
     heads = ["condition", "n", "WER%", "Ins%", "NegErr%", "ErrProp", "Triage=%", "SCER%", "Under%", "Score", "Unsafe%"]

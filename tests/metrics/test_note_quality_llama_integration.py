@@ -10,6 +10,7 @@ short prompts with bounded max_tokens keep it to a few calls on 2 cores.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,16 +53,23 @@ def _cfg() -> StructureConfig:
     })
 
 
-def test_judges_render_parse_swap_and_aggregate_on_real_output(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    with LLMSession(_cfg(), cache_dir=cache, log_dir=tmp_path / "logs") as s:
-        (ent,) = judge_entailment(
-            [EntailmentTask("it/clean", "groundedness", "transcript of the consultation", SOURCE, STATEMENTS)], s
-        )
-        (lex,), (inf,) = judge_hallucination([HallucinationTask("it/clean", SOURCE, STATEMENTS)], s)
-        (pair,) = judge_pairs([PairTask("it/noisy vs clean", "it", SOURCE, "- Symptom: cough (2 days).",
-                                        "- Symptom: fever.\n- Allergy: penicillin.")], s)
-        model = s.model_id
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMSession, Path]]:
+    """One managed server for the module (a server start costs tens of seconds on 2 cores)."""
+    root = tmp_path_factory.mktemp("judge")
+    with LLMSession(_cfg(), cache_dir=root / "cache", log_dir=root / "logs") as s:
+        yield s, root / "cache"
+
+
+def test_judges_render_parse_swap_and_aggregate_on_real_output(session: tuple[LLMSession, Path]) -> None:
+    s, cache = session
+    (ent,) = judge_entailment(
+        [EntailmentTask("it/clean", "groundedness", "transcript of the consultation", SOURCE, STATEMENTS)], s
+    )
+    (lex,), (inf,) = judge_hallucination([HallucinationTask("it/clean", SOURCE, STATEMENTS)], s)
+    (pair,) = judge_pairs([PairTask("it/noisy vs clean", "it", SOURCE, "- Symptom: cough (2 days).",
+                                    "- Symptom: fever.\n- Allergy: penicillin.")], s)
+    model = s.model_id
     assert model.startswith("SmolLM2-135M-Instruct")
     for res, key, rule in ((ent, "label", entailment_score), (lex, "verdict", lexical_rate),
                            (inf, "basis", inference_rate)):
@@ -84,10 +92,10 @@ def test_judges_render_parse_swap_and_aggregate_on_real_output(tmp_path: Path) -
     if pair.error is None:  # the two orders are two distinct cached requests
         assert len(list((cache / "llm-quality-pairwise").rglob("*.json"))) == 2
 
-def test_calibration_marks_the_embedded_model_inadequate(tmp_path: Path) -> None:
-    with LLMSession(_cfg(), cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs") as s:
-        cal = calibrate(s, NoteQualityConfig(entailment=True))
-        model = s.model_id
+def test_calibration_marks_the_embedded_model_inadequate(session: tuple[LLMSession, Path]) -> None:
+    s, _ = session
+    cal = calibrate(s, NoteQualityConfig(entailment=True))
+    model = s.model_id
     assert len(cal["checks"]) == 3 and all(isinstance(c["passed"], bool) for c in cal["checks"])
     ok, why = adequacy(model, cal)
     assert not ok and "embedded 135M" in why
