@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from stresstest.grid import Condition
+
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "condition", "family", "snr_db", "n", "wer", "ins_rate", "neg_err", "err_prop",
     "triage_match", "scer", "under_triage", "mean_score", "unsafe",
@@ -115,7 +117,7 @@ def in_pairing(item: Mapping[str, Any]) -> bool:
 
 
 def summary_rows(
-    items: Iterable[Mapping[str, Any]], conditions: Sequence[Mapping[str, Any]]
+    items: Iterable[Mapping[str, Any]], conditions: Iterable[Condition]
 ) -> list[dict[str, Any]]:
     """One summary row per condition, in the order of ``conditions``.
 
@@ -123,7 +125,7 @@ def summary_rows(
         items: all item rows of a run (failed rows and rows of encounters dropped by
             the pairing rule are skipped here, see :func:`in_pairing`; they are
             counted in the manifest's failure and pairing lists).
-        conditions: dicts with ``condition``, ``family``, ``snr_db`` keys.
+        conditions: the grid (:class:`~stresstest.grid.Condition` in row order).
     """
     by_cond: dict[str, list[Mapping[str, Any]]] = {}
     for it in items:
@@ -131,10 +133,9 @@ def summary_rows(
             by_cond.setdefault(str(it["condition"]), []).append(it)
     rows = []
     for c in conditions:
-        its = by_cond.get(str(c["condition"]), [])
-        row: dict[str, Any] = {"condition": c["condition"], "family": c["family"], "snr_db": c["snr_db"],
-                               "n": len(its)}
-        row.update(aggregate(its, is_clean=c["condition"] == "clean"))
+        its = by_cond.get(c.id, [])
+        row: dict[str, Any] = {"condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its)}
+        row.update(aggregate(its, is_clean=c.is_clean))
         row.update(aggregate_quality(its))
         rows.append(row)
     return rows

@@ -43,12 +43,12 @@ class PairwiseCompareResult:
 
 
 def _pair_tasks(a: RunData, b: RunData) -> tuple[list[PairTask], list[tuple[str, str]], list[str]]:
-    conds_b = {str(c["condition"]) for c in b.conditions}
+    conds_b = {c.id for c in b.conditions}
     tasks: list[PairTask] = []
     keys: list[tuple[str, str]] = []
     skipped: list[str] = []
     for c in a.conditions:
-        cond = str(c["condition"])
+        cond = c.id
         if cond not in conds_b:
             continue
         b_rows = {str(it["encounter_id"]): it for it in b.ok_items(cond)}
@@ -142,7 +142,7 @@ def pairwise_compare(
         pairs.append(row)
     judged = [p for p in pairs if p["_outcomes"] is not None]
     summary: list[dict[str, Any]] = []
-    conds = sorted({p["condition"] for p in judged}, key=[str(c["condition"]) for c in a.conditions].index)
+    conds = sorted({p["condition"] for p in judged}, key=[c.id for c in a.conditions].index)
     for label, subset in [("all", judged)] + [(c, [p for p in judged if p["condition"] == c]) for c in conds]:
         for r in pairwise_summary([{"encounter_id": p["encounter_id"], "outcomes": p["_outcomes"]} for p in subset],
                                   n_resamples=n_resamples, seed=seed):

@@ -18,7 +18,7 @@ from typing import Any
 
 from stresstest.metrics.bootstrap import bootstrap_cis
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summary
-from stresstest.metrics.summary import QUALITY_COLUMNS, aggregate_quality
+from stresstest.metrics.summary import QUALITY_COLUMNS, aggregate_quality, in_pairing
 from stresstest.report.rundir import CLEAN, RunData
 
 QUALITY_HEADERS: dict[str, str] = {
@@ -74,7 +74,7 @@ def _pairs(items: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[dic
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in items:
         pw = it.get("pairwise")
-        if it.get("failed") or not isinstance(pw, dict) or not isinstance(pw.get("outcomes"), dict):
+        if not in_pairing(it) or not isinstance(pw, dict) or not isinstance(pw.get("outcomes"), dict):
             continue
         outcomes = {d: SIDE_FROM_ITEM.get(str(s), "") for d, s in pw["outcomes"].items()}
         out.setdefault((str(it["condition"]), str(pw.get("vs"))), []).append(
@@ -122,7 +122,7 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
         return QualitySection(computed=False)
     man = man if isinstance(man, dict) else {}
     by_cond = run.items_by_condition()
-    names = [str(c["condition"]) for c in run.conditions]
+    names = [c.id for c in run.conditions]
     cis = bootstrap_cis(by_cond, names, n_resamples=n_resamples, seed=seed, clean_condition=CLEAN,
                         metrics=QUALITY_COLUMNS, aggregate_fn=lambda rows, _clean: aggregate_quality(rows))
     rows, problems = [], []
