@@ -36,7 +36,7 @@ from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
-from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.noise.stage import mix_jobs
 from stresstest.pipeline.executor import Executor, make_executor
@@ -217,12 +217,30 @@ def _structure_stage(state: RunState, cache: Path) -> None:
 def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = list(SUMMARY_COLUMNS) + extra_cols
+    # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
                     else r[c]) for c in cols])
     return buf.getvalue()
+
+
+def format_quality_table(rows: list[dict[str, Any]], manifest: dict[str, Any] | None = None) -> str:
+    """The note-quality columns per condition, with the judge's adequacy; empty string when not computed."""
+    if not any(r.get(c) is not None for r in rows for c in QUALITY_COLUMNS):
+        return ""
+    heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
+    body = [[str(r["condition"])] + ["–" if r.get(c) is None else f"{r[c]:.1f}" for c in QUALITY_COLUMNS]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))]
+    lines.append("-" * len(lines[0]))
+    lines += ["  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
+    nq = (manifest or {}).get("note_quality") or {}
+    if nq and not nq.get("adequate"):
+        lines.append(f"NOT INTERPRETABLE as note quality: {nq.get('adequacy')} (mechanics only; see the report)")
+    return "\n".join(lines)
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -302,12 +320,22 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             with _stage(state, "score"):
                 failures = {(eid, c.id): f for eid in state.encounters for c in state.grid
                             if (f := state.ledger.failed((eid, c.id), base=c.base)) is not None}
-                scored = score_items(ScoreInputs(
+                inputs = ScoreInputs(
                     out=out, grid=state.grid, encounters=state.encounters, gold=state.gold, audio=state.audio,
                     mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
                     judge_backend=cfg.judge.backend, structure=cfg.structure,
-                ), cache, executor=executor)
+                )
+                scored = score_items(inputs, cache, executor=executor)
                 items = [it.to_row() for it in scored]
+            if cfg.judge.note_quality.enabled():
+                checkpoint()
+                with _stage(state, "note_quality"):
+                    from stresstest.pipeline.score import score_note_quality
+
+                    state.extra_manifest["note_quality"] = score_note_quality(
+                        inputs, items, cfg.judge.note_quality, cache
+                    )
+            with _stage(state, "score"):
                 pairing = apply_pairing(items, state.grid)
                 state.extra_manifest["pairing"] = pairing.manifest()
         finally:

@@ -10,7 +10,7 @@ from typing import Any
 
 from stresstest.cache import atomic_write_text
 from stresstest.metrics.bootstrap import bootstrap_cis, paired_differences
-from stresstest.metrics.summary import METRIC_COLUMNS, aggregate
+from stresstest.metrics.summary import METRIC_COLUMNS, QUALITY_COLUMNS, aggregate
 from stresstest.report import examples as ex_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
@@ -271,6 +271,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
             "triage_gold",
             "abstention_rate",
             "quotes_discarded",
+            *QUALITY_COLUMNS,
         ):
             row[f] = it.get(f)
         for t in TRIGGER_TYPES:
@@ -412,6 +413,11 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         ],
     )
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in pred])
+    from stresstest.report.quality import quality_section, write_quality_tables
+
+    quality = quality_section(run, n_resamples, seed)
+    problems += quality.problems
+    tables += write_quality_tables(quality, table_dir)
     effects = mitigation_effects(run, n_resamples, seed)
     if effects:
         tables += write_table(table_dir / "mitigation_effect", effects)
@@ -447,6 +453,7 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         else [],
         plots={k: p.relative_to(rdir) for k, p in plots.items()},
         tables=[p.relative_to(rdir) for p in tables],
+        quality=quality,
     )
     html_path, md_path = rdir / "report.html", rdir / "report.md"
     atomic_write_text(html_path, render_html(content, rdir))
