@@ -23,7 +23,7 @@ What one engine is, per backend:
 * ``vllm-offline``: one in-process ``vllm.LLM``.
 
 GPU memory (vLLM): the engine starts after the ASR stage released its model (the runner calls
-:func:`stresstest.asr.release_asr_models` when it exists, before the structure stage); unless
+``release_asr_models`` of the ASR package when it exists, before the structure stage); unless
 ``server.gpu_memory_utilization`` is set, the fraction is derived from the free memory measured at start
 (:func:`default_gpu_memory_utilization`) and recorded in :meth:`LLMEngine.info`.
 
