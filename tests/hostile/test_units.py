@@ -148,11 +148,21 @@ def _rows(failed: set[tuple[str, str]]) -> list[dict[str, object]]:
     return rows
 
 
+def _grid():  # type: ignore[no-untyped-def]
+    from stresstest.grid import ConditionGrid
+
+    return ConditionGrid.from_json([
+        {"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False},
+        {"condition": "ambient_5db", "family": "ambient", "snr_db": 5.0, "mitigated": False},
+        {"condition": "ambient_5db_guard", "family": "ambient", "snr_db": 5.0, "mitigated": True},
+    ])
+
+
 def test_pairing_drops_the_encounter_from_every_row_clean_included() -> None:
     from stresstest.metrics.summary import summary_rows
     from stresstest.pipeline.pairing import apply_pairing
 
-    conds = [{"condition": c, "family": "x", "snr_db": None} for c in ("clean", "ambient_5db", "ambient_5db_guard")]
+    conds = _grid()
     items = _rows({("E2", "ambient_5db")})
     pairing = apply_pairing(items, conds)
     assert pairing.paired == ["E1", "E3"] and list(pairing.dropped) == ["E2"]
@@ -173,8 +183,8 @@ def test_report_and_compare_use_the_same_pairing(tmp_path: Path) -> None:
     items = _rows({("E2", "ambient_5db")})
     from stresstest.pipeline.pairing import apply_pairing
 
-    apply_pairing(items, [{"condition": c} for c in ("clean", "ambient_5db", "ambient_5db_guard")])
-    (d / "manifest.json").write_text(json.dumps({"conditions": [{"condition": "clean"}]}))
+    apply_pairing(items, _grid())
+    (d / "manifest.json").write_text(json.dumps({"conditions": [c.to_json() for c in _grid()]}))
     (d / "items.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
     assert {it["encounter_id"] for it in load_run(d).ok_items("clean")} == {"E1", "E3"}
 
@@ -196,7 +206,8 @@ def test_compare_of_different_grids_says_so(tmp_path: Path) -> None:
                        tmp_path / "cmp", n_resamples=100)
     assert res.warnings and "different condition grids" in res.warnings[0]
     assert "only in A: ambient_10db" in res.text and "only in B: none" in res.text
-    assert "different condition grids" in res.html.read_text() and "different condition grids" in res.markdown.read_text()
+    assert "different condition grids" in res.html.read_text()
+    assert "different condition grids" in res.markdown.read_text()
 
 
 # ---------------------------------------------------------------------------------------------- run directory
