@@ -25,7 +25,7 @@ from pathlib import Path
 from stresstest.corpus import load_corpus
 from stresstest.errors import StressTestError
 from stresstest.structure.rules import extract_record
-from stresstest.structure.schema import ClinicalRecord
+from stresstest.schema import ClinicalRecord
 
 _PUNCT = re.compile(r"[^\w\s']+")
 
@@ -134,7 +134,7 @@ class SplitScore:
 def score_against_gold(rec: ClinicalRecord, gold: object, score: SplitScore, eid: str) -> None:
     """Add one encounter's agreement to ``score`` (see :class:`SplitScore`)."""
     from stresstest.metrics.claims import canonical_claim, flag_keys
-    from stresstest.structure.schema import CRITICAL_FLAG_KINDS, triage_ord
+    from stresstest.schema import CRITICAL_FLAG_KINDS, triage_ord
 
     g = gold
     score.n += 1

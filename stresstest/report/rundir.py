@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope
+from stresstest.schema import ClinicalRecord, RecordEnvelope
 
 CLEAN = "clean"  # the clean-ASR reference condition id (summary_rows aggregates it with is_clean=True)
 
@@ -123,6 +123,8 @@ def load_run(run_dir: str | Path) -> RunData:
             missing or malformed.
     """
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is a file, not a run directory (expected the DIR written by 'stresstest run')")
     if not run_dir.is_dir():
         raise ReportError(f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')")
     man_path = run_dir / "manifest.json"

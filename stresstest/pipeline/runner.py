@@ -26,15 +26,15 @@ from tqdm import tqdm
 from stresstest import __version__
 from stresstest.asr.stage import ASRItem, transcribe_items
 from stresstest.cache import atomic_write_json, atomic_write_text, default_cache_dir
-from stresstest.conditions import build_mixtures, mix_jobs
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
 from stresstest.errors import RunError, StressTestError
 from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
+from stresstest.noise.stage import build_mixtures, mix_jobs
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
+from stresstest.schema import RecordEnvelope
 from stresstest.speech import speech_for
-from stresstest.structure.schema import RecordEnvelope
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _bar(state: RunState, total: int, desc: str) -> tqdm:
 def _load_encounters(state: RunState) -> None:
     cfg = state.cfg
     encs = load_corpus(cfg.corpus.kind, cfg.corpus.path, ids=cfg.corpus.ids, limit=cfg.corpus.limit)
-    from stresstest.score import load_gold_for
+    from stresstest.pipeline.score import load_gold_for
 
     state.gold = load_gold_for([e.encounter_id for e in encs], cfg.gold)
     for e in encs:
@@ -213,7 +213,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         StressTestError: for every user error (bad config, missing corpus...) and
             when more items fail than ``run.max_failures`` allows.
     """
-    from stresstest.score import score_items
+    from stresstest.pipeline.score import ScoreInputs, score_items
 
     t_start = time.perf_counter()
     cfg = load_config(config_path)
@@ -235,12 +235,16 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         with _stage(state, "structure"):
             _structure_stage(state, cache)
         with _stage(state, "score"):
-            items = score_items(state, cache)
+            items = score_items(ScoreInputs(
+                out=out, conditions=cfg.conditions(), encounters=state.encounters, gold=state.gold,
+                audio=state.audio, mix=state.mix, transcripts=state.transcripts, records=state.records,
+                failed=state.failed, judge_backend=cfg.judge.backend, structure=cfg.structure,
+            ), cache)
     finally:
         state.stage_seconds["total"] = round(time.perf_counter() - t_start, 3)
         _write_manifest(state)
     rows = summary_rows(items, cfg.conditions())
-    from stresstest.score import extra_summary_columns
+    from stresstest.pipeline.score import extra_summary_columns
 
     extra = extra_summary_columns(items, rows)
     extra_cols = list(dict.fromkeys(k for r in extra for k in r))
