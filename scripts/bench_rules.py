@@ -24,8 +24,8 @@ from pathlib import Path
 
 from stresstest.corpus import load_corpus
 from stresstest.errors import StressTestError
-from stresstest.structure.rules import extract_record
 from stresstest.schema import ClinicalRecord
+from stresstest.structure.rules import extract_record
 
 _PUNCT = re.compile(r"[^\w\s']+")
 

@@ -123,9 +123,20 @@ _BLOOD_PARTNERS = {
 _TEMP_REACH = 25
 _LIST_JOINERS = frozenset({"or", "and", "nor"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
+_WH_LEAD = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's", "whereabouts"})
+_OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "all", "right", "great", "good",
+                           "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry"})
+_PAST_MARKERS = ("last week", "last month", "last year", "used to", "in the past", "not anymore", "no longer",
+                 "anymore", "went away", "gone away", "not right now", "not now")
+_PAIN_QUALITIES = frozenset({"sharp", "dull", "burning", "stabbing", "throbbing", "pressure", "shooting",
+                             "crampy", "cramping", "tight", "squeezing", "throbby"})
 _COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
 #: Sentences back in which the topic of an open question ("when did it start?") is looked for.
 _TOPIC_SENTENCES = 10
+#: Words by which a question without a named symptom points at the current topic.
+_TOPIC_POINTERS = frozenset({"it", "it's", "this", "that", "these", "those", "they", "them", "symptoms", "symptom",
+                             "pain", "pains", "problem", "problems", "issue", "issues", "breathlessness",
+                             "discomfort"})
 #: A present chest pain that began at most this many hours ago is an emergency (acute coronary
 #: syndrome / PE cannot be excluded without an ECG and troponin now).
 _ACUTE_CHEST_PAIN_HOURS = 12.0
@@ -139,6 +150,14 @@ _SEVERE_RATING = 8.0
 _CONSTITUTIONAL = frozenset({"night sweats", "weight loss", "fatigue"})
 #: Present heart-failure symptoms make a case urgent.
 _HEART_FAILURE = ("orthopnea", "paroxysmal nocturnal dyspnea")
+#: concept -> (descriptive values, token reach) read as the claim's value when no number is.
+_QUALIFIERS: dict[str, tuple[frozenset[str], int]] = {
+    **dict.fromkeys(("sputum", "productive cough"), (frozenset({
+        "yellow", "yellowish", "green", "greenish", "white", "clear", "brown", "rusty", "frothy", "pink", "bloody",
+        "creamy", "thick"}), 6)),
+    "cough": (frozenset({"dry", "wet", "productive", "barking", "hacking", "chesty"}), 3),
+}
+_THROAT_PAIN = frozenset({"sore throat", "painful swallowing"})
 _ANCHOR_HOURS = {
     "today": 6.0, "this morning": 6.0, "this afternoon": 3.0, "this evening": 2.0, "tonight": 2.0,
     "last night": 12.0, "yesterday": 24.0,
@@ -247,6 +266,8 @@ class _Extractor:
         self.qty_tok = [self._tok_index(q.start) for q in self.quantities]
         #: temperature readings (Celsius or Fahrenheit as said) by the start of their fever mention
         self.temp_at: dict[int, float] = {}
+        #: sentences that hold a clinical mention (filled by the mentions pass)
+        self.mention_sents: set[int] = set()
 
     # ---- token / sentence helpers
     def _tok_index(self, char: int) -> int:
@@ -417,7 +438,7 @@ def _couple_quantities(text: str) -> list[Quantity]:
     return out
 
 
-_COUPLE_RE = re.compile(r"\bcouple\s+(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+_COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
 
 
 def _pain_partner(word: str) -> str | None:
@@ -449,21 +470,23 @@ def _temperature_claims(ex: _Extractor) -> list[tuple[Mention, Assertion]]:
         end_tok = k
         for kk in range(k + 1, min(len(ex.words), k + _TEMP_REACH)):
             x = ex.words[kk]
-            if x in ("high", "raised", "elevated", "spiking"):
+            if x in ("high", "raised", "elevated", "spiking") and status is None:
                 status, end_tok = "present", kk
-                break
-            if x in ("normal", "fine"):
+                continue  # a reading may follow ("pretty high actually, it was like 39.4")
+            if x in ("normal", "fine") and status is None:
                 status, end_tok = "absent", kk
-                break
+                continue
             if x[0].isdigit():
+                if status is not None and kk - end_tok > 8:
+                    break
                 v = _reading(ex, kk)
                 if v is None:
                     continue
                 if 37.8 <= v <= 43 or 100 <= v <= 110:
                     status, end_tok = "present", kk
-                elif 35 <= v <= 37.5 or 95 <= v <= 99.5:
+                    break
+                if 35 <= v <= 37.5 or 95 <= v <= 99.5:
                     status, end_tok = "absent", kk
-                if status:
                     break
         if status is None:
             continue
@@ -582,6 +605,23 @@ def _aggregate_status(items: list[tuple[Mention, Assertion]]) -> str | None:
     return None  # pragma: no cover
 
 
+def _only_past(ex: _Extractor, g: _Group) -> bool:
+    """Every present mention of a symptom describes a past episode (a marker such as "last week",
+    "not anymore", "used to" in its sentence or the two before it) and a direct question about it
+    was answered no: the symptom is absent now."""
+    answered_no = any(a.status == "absent" and a.source == "answer" for _m, a in g.mentions)
+    present = _supporting(g.mentions, "present")
+    if not answered_no or not present:
+        return False
+    for m, _a in present:
+        s = ex.sentence_of(ex.span(m)[0])
+        lo = ex.sentence_bounds(max(0, s - 2))[0]
+        hi = ex.sentence_bounds(min(len(ex.ctx.sent_start) - 1, s + 1))[1]
+        if not _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _PAST_MARKERS):
+            return False
+    return True
+
+
 def _supporting(items: list[tuple[Mention, Assertion]], status: str) -> list[tuple[Mention, Assertion]]:
     return [(m, a) for m, a in items if a.status == status and a.source != "unanswered"]
 
@@ -657,11 +697,22 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
                          back_reach=3)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)]
-    lex = [_cough_blood(ex, m) for m in lex] + composed
+    lex = [_cough_blood(ex, m) for m in lex if not _pain_descriptor(ex, m)] + composed
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
+    ex.mention_sents = {ex.sentence_of(ex.span(m)[0]) for m in lex + drugs}
     return _Found(lex, drugs, allergens, consumed, _reaction_regions(ex, allergens))
+
+
+def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
+    """"achy" in a list of pain qualities ("sharp, burning, achy") describes a pain, it is not
+    muscle aches."""
+    if m.surface.lower() not in ("achy", "aching", "ache", "achey"):
+        return False
+    i, j = ex.span(m)
+    lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+    return any(w in _PAIN_QUALITIES for w in ex.words[max(lo, i - 4) : min(hi, j + 4)])
 
 
 def _cough_blood(ex: _Extractor, m: Mention) -> Mention:
@@ -695,6 +746,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
         a = ex.ctx.assertion(m)
         if a.source == "unanswered":
             a = _answer_after_fillers(ex, m) or a
+        elif _subordinate_wh_question(ex, m, a):
+            a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         out[m.start] = a
     by_sent: dict[int, list[Mention]] = {}
     for m in lex:
@@ -727,10 +780,20 @@ def _answer_sentences(ex: _Extractor, s: int, limit: int = 2) -> list[int]:
 
 
 def _answer_after_fillers(ex: _Extractor, m: Mention) -> Assertion | None:
-    """Read a yes/no answer past a filler-only sentence ("Does your neck hurt? Um. A little tender")."""
+    """Read a yes/no answer past a filler-only sentence ("Does your neck hurt? Um. A little tender")
+    or a short follow-up question ("Any headaches or fevers? Any of those symptoms? No.")."""
     s = ex.sentence_of(ex.span(m)[0])
     if not ex.ctx.ends_q[s]:
         return None
+    return _read_yes_no(ex, s, skip_first=True)
+
+
+def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion | None:
+    """The yes/no answer to question sentence ``s`` in the next two sentences, or None.
+
+    Filler-only sentences and short follow-up questions without a clinical mention are skipped;
+    with ``skip_first`` the first real answer sentence (already read by the analyzer) is not re-read.
+    """
     fillers = _fillers()
     n = len(ex.ctx.sent_start)
     for s2 in range(s + 1, min(n, s + 3)):
@@ -738,8 +801,10 @@ def _answer_after_fillers(ex: _Extractor, m: Mention) -> Assertion | None:
         words = [w for w in ex.words[lo:hi] if w not in fillers]
         if not words:
             continue  # "Um." / "Uh." carries nothing: the answer is in the next sentence
-        if s2 == s + 1:
-            return None  # the first real answer sentence was already read by the analyzer
+        if ex.ctx.ends_q[s2] and len(words) <= 6 and s2 not in ex.mention_sents:
+            continue  # a follow-up of the same question ("Any of those symptoms?")
+        if skip_first and s2 == s + 1:
+            return None
         ans = ex.ctx._answer(lo, hi)
         if ans is None:
             return None
@@ -748,6 +813,21 @@ def _answer_after_fillers(ex: _Extractor, m: Mention) -> Assertion | None:
         start, end = ex.tokens[a].start, ex.tokens[b - 1].end
         return Assertion(status, "answer", ex.text[start:end], start, end)  # type: ignore[arg-type]
     return None
+
+
+def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """A yes/no question read as presupposing its target only because a wh-word sits in a
+    subordinate clause ("any pain when you're breathing in?"): the wh-word is not among the
+    sentence's first words."""
+    if a.source != "statement" or a.cue_start is not None:
+        return False
+    s = ex.sentence_of(ex.span(m)[0])
+    if not ex.ctx.ends_q[s]:
+        return False
+    lo, hi = ex.sentence_bounds(s)
+    fillers = _fillers()
+    lead = [w for w in ex.words[lo:hi] if w not in fillers and w not in _OPENER_WORDS][:3]
+    return not any(w in _WH_LEAD for w in lead)
 
 
 @functools.lru_cache(maxsize=1)
@@ -862,9 +942,9 @@ def _pass_dialogue(
     """
     out = _Dialogue()
     key_of: dict[int, tuple[str, str]] = {}
-    for key, g in groups.items():
+    for gkey, g in groups.items():
         for m, _a in g.mentions:
-            key_of[m.start] = key
+            key_of[m.start] = gkey
     symptoms = [
         (ex.sentence_of(ex.span(m)[0]), m) for m in lex
         if m.start in key_of and key_of[m.start][0] == "symptom"
@@ -874,6 +954,13 @@ def _pass_dialogue(
     n_sent = len(ex.ctx.sent_start)
     for s in range(n_sent):
         if not ex.ctx.ends_q[s]:
+            stated = _stated_rating(ex, s)
+            if stated is not None:
+                value, ev = stated
+                in_s = [m for s2, m in present_syms if s2 == s]
+                before = [m for s2, m in present_syms if s2 <= s]
+                topic_m = in_s[0] if in_s else (before[-1] if before else None)
+                out.ratings.append((value, key_of.get(topic_m.start) if topic_m else None, ev))
             continue
         lo, hi = ex.sentence_bounds(s)
         kind = _question_kind(ex.words[lo:hi])
@@ -881,11 +968,19 @@ def _pass_dialogue(
             continue
         in_q = [m for s2, m in symptoms if s2 == s]
         topic: Mention | None = in_q[0] if in_q else None
+        if topic is None and not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi]):
+            continue  # "how long has he been going to daycare?": about something else
         if topic is None:
             recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
             if any(w in _PAIN_WORDS for w in ex.words[lo:hi]):
-                pains = [m for m in recent if _is_pain_concept(m.concept)]
-                recent = pains or recent
+                # "How would you rate the pain?": the pain talked about most so far (latest on a tie).
+                pains = [m for s2, m in present_syms if s2 < s and _is_pain_concept(m.concept)]
+                counts: dict[str, int] = {}
+                for m in pains:
+                    counts[m.concept] = counts.get(m.concept, 0) + 1
+                if pains:
+                    top = max(counts.values())
+                    recent = [m for m in pains if counts[m.concept] == top]
             topic = recent[-1] if recent else chief
         answer = _read_answer(ex, s, kind)
         if answer is None:
@@ -896,6 +991,18 @@ def _pass_dialogue(
         if key is not None:
             out.answers.setdefault(key, []).append(answer)
     return out
+
+
+def _stated_rating(ex: _Extractor, s: int) -> tuple[float, list[str]] | None:
+    """A rating said in a statement ("I'd rate it a 9"): a number 0-10 within 5 words after a rating word."""
+    lo, hi = ex.sentence_bounds(s)
+    for x in range(lo, hi):
+        if ex.words[x] not in _RATING_WORDS:
+            continue
+        for k in range(x + 1, min(hi, x + 6)):
+            if ex.words[k].isdigit() and 0 <= int(ex.words[k]) <= 10:
+                return float(ex.words[k]), [ex.quote(x, k + 1, lo, hi)]
+    return None
 
 
 def _is_pain_concept(concept: str) -> bool:
@@ -947,8 +1054,8 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
             best = q
     if best is None:
         return None
-    top = best.value_max if best.value_max is not None else best.value
-    return _Answered("rating", _fmt_value(best), "out of 10", None, top, ev(best))
+    best_top = best.value_max if best.value_max is not None else best.value
+    return _Answered("rating", _fmt_value(best), "out of 10", None, best_top, ev(best))
 
 
 # ---------------------------------------------------------------- pass 5: claims
@@ -974,6 +1081,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         status = _aggregate_status(g.mentions)
         if status is None:
             continue
+        if status == "present" and g.category == "symptom" and _only_past(ex, g):
+            status = "absent"  # "Any cough? No, not right now, but I did have a flu last week..."
         support = _supporting(g.mentions, status)
         first_m, _first_a = support[0]
         evidence: list[str] = []
@@ -1046,7 +1155,40 @@ def _near_attributes(
                 unit = q.unit_canonical
         if value is not None or time is not None:
             break
+    if time is None and g.category == "symptom":
+        time = _next_sentence_time(ex, support)
+    if value is None and g.concept in _QUALIFIERS:
+        value = _qualifier(ex, g.concept, support)
     return value, unit, time
+
+
+def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """A descriptive value said next to the symptom or in its answer: sputum colour/consistency
+    ("yellow sputum", "it's creamy yellow"), cough type ("a dry cough")."""
+    words, reach = _QUALIFIERS[concept]
+    for m, a in support:
+        for norm in ex.context_norms(m, a, side=reach):
+            for w in norm.split():
+                if w in words:
+                    return w
+    return None
+
+def _next_sentence_time(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """A duration said right after a statement of the symptom ("he's had this cough... It's been
+    happening for the past two days"): the next sentence, when it is a statement that names no other
+    clinical concept and the symptom's own sentence had no quantity."""
+    for m, a in support:
+        if a.source != "statement":
+            continue
+        s = ex.sentence_of(ex.span(m)[0])
+        if ex.ctx.ends_q[s] or s + 1 >= len(ex.ctx.sent_start) or ex.ctx.ends_q[s + 1] or s + 1 in ex.mention_sents:
+            continue
+        lo, hi = ex.sentence_bounds(s + 1)
+        for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
+            if lo <= k < hi and q.kind == "time" and q.value is not None:
+                return _fmt_qty(q)
+        return None
+    return None
 
 
 def _social_extras(
@@ -1179,6 +1321,8 @@ def _pass_flags(
         elif claim.category == "symptom" and g.red_flag:
             if claim.concept in _CONSTITUTIONAL and acute_illness:
                 continue
+            if claim.concept == "dysphagia" and present.keys() & _THROAT_PAIN:
+                continue  # painful swallowing with a sore throat (odynophagia), not obstructive dysphagia
             flag("red_flag", claim.concept, detail, b.evidence, g, g.triage_hint)
         elif claim.category == "allergy":
             reaction = ", ".join(reactions.get(claim.concept, [])[:3]) or None
@@ -1209,12 +1353,12 @@ def _pass_flags(
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     out: list[tuple[SafetyFlag, list[str], str | None]] = []
     seen: set[tuple[str, str]] = set()
-    for _pos, kind, name, detail, ev, hint in rows:
+    for _pos, kind, name, detail, ev, flag_hint in rows:
         if (kind, name) in seen:
             continue
         seen.add((kind, name))
         f = SafetyFlag(id=f"f{len(out) + 1}", kind=kind, name=name, detail=detail)  # type: ignore[arg-type]
-        out.append((f, ev, hint))
+        out.append((f, ev, flag_hint))
         field_evidence[f.id] = ev
     return out
 
@@ -1228,13 +1372,18 @@ def _pass_triage(
 ) -> tuple[Triage, list[str]]:
     """The triage rule of the module docstring; returns the decision and the quotes that drove it."""
     present = {b.claim.concept: b for b in built if b.claim.status == "present"}
+    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    chief_hours = _hours(chief.claim.time) if chief is not None else None
     emergency: list[tuple[str, list[str]]] = []
     urgent: list[tuple[str, list[str]]] = []
     for f, ev, hint in flags:
         if f.kind not in ("red_flag", "self_harm_risk", "critical_vital"):
             continue
         b = present.get(f.name)
-        chronic = b is not None and (_hours(b.claim.time) or 0) >= _CHRONIC_DAYS * 24
+        # A red flag without its own onset is dated by the presenting complaint.
+        hours = _hours(b.claim.time) if b is not None else None
+        hours = hours if hours is not None else chief_hours
+        chronic = b is not None and (hours or 0) >= _CHRONIC_DAYS * 24
         if hint == "emergency" and not chronic:
             emergency.append((f.name, ev))
         else:
@@ -1280,7 +1429,6 @@ def _pass_triage(
     elif urgent:
         level, driving, why = "urgent", urgent, "red flag, severity, fever or age"
     else:
-        chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
         ev = chief.evidence[:1] if chief else []
         return Triage(level="routine", rationale="routine: no red flag, severe symptom, fever risk or "
                       "critical vital documented."), ev
