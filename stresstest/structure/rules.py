@@ -6,40 +6,63 @@ the mention, capped to a window in unpunctuated ASR text, plus the answer for
 dialogue questions). Pure, deterministic and fast (no model, no I/O after the
 data tables are loaded).
 
-Claims
-    * symptoms / findings / history / social / risk concepts from the lexicon,
-      one claim per (category, concept); "pain" next to a body site composes
-      "<site> pain"; family members in the sentence make it ``family_history``;
-    * status: present if any mention is asserted present, else absent if any is
-      negated (or answered "no"), else uncertain; questions with no readable
-      answer assert nothing;
-    * value/unit (dose, count, measure such as "3 flights of stairs", "7 out of
-      10") and time (duration, onset anchor or frequency) from quantities in
-      the same sentence or the answer; laterality from left/right/both next to
-      a body site;
-    * medications (concept = generic name) with dose and frequency; drugs in a
-      prescribing sentence are ``plan`` claims; allergies ("allergic to
-      penicillin") are ``allergy`` claims and never medication claims.
+Passes (:func:`extract_record` runs them in this order on one token stream)
+    1. mentions: lexicon, drug and composed terms ("pain ... in my left knee" ->
+       knee pain; "hurts to swallow" -> painful swallowing, not the red flag of
+       dysphagia; blood said with a cough word -> hemoptysis), allergens and
+       the reaction they cause;
+    2. assertions: the ConText analyzer, then the dialogue fixes: an answer is
+       read past a filler-only sentence ("Um.") and a short follow-up question
+       ("Any of those symptoms?"); a question whose only wh-word sits in a
+       subordinate clause ("any pain when you breathe in?") is a yes/no
+       question; a question listing several concepts answered by naming some
+       of them ("cough or chest pain?" - "I have a cough") asserts only those;
+    3. groups: one per (category, concept) with every mention;
+    4. dialogue: answers to open questions attach to the topic they are
+       about: onset ("when did it start?" -> time), 0-10 rating (the highest
+       number of the answer; the scale's "10 being the worst" is ignored) and
+       walking distance. The topic is the symptom named in the question, else
+       (when the question points at one: "it", "this", "the pain") the pain
+       talked about most so far for a pain question, else the latest present
+       symptom, else the presenting complaint;
+    5. claims: status present if any mention is asserted present (unless every
+       present mention is a past episode and a direct question was answered
+       no), else absent, else uncertain; unanswered questions assert nothing.
+       value/unit/time: a dialogue answer first, then quantities next to a
+       mention (same sentence or its answer; a duration in the very next
+       statement for a symptom), then a descriptive qualifier (sputum colour,
+       dry/wet cough); temperature readings and oxygen litres; laterality;
+    6. patient: age ("2 1/2 months old", an answer to "how old are you?"), the
+       highest temperature reading, vital signs in a critical range (SpO2 < 92%,
+       heart rate >= 130, respiratory rate >= 30, systolic BP < 90,
+       temperature >= 40);
+    7. flags (below); 8. triage (below).
 
 Flags
-    red-flag symptom present -> ``red_flag`` (plus composite red flags: chest
-    pain at rest or radiating, shortness of breath at rest, GI bleeding with
-    dizziness/fainting, fever with neck stiffness); allergy present ->
-    ``allergy``; high-risk drug class -> ``high_risk_medication``; any other
-    present medication -> ``current_medication``; suicidal ideation / self-harm
-    -> ``self_harm_risk``; current smoking, heavy alcohol, recreational drug
-    use -> ``social_risk``.
+    red-flag symptom present -> ``red_flag`` (constitutional ones - night
+    sweats, weight loss, fatigue - only when the presenting complaint is older
+    than 14 days; dysphagia not with a sore throat; composites: shortness of
+    breath at rest, GI bleeding with dizziness/fainting, fever with neck
+    stiffness; "fever in infant" under 3 months); critical vital sign ->
+    ``critical_vital``; allergy present -> ``allergy``; high-risk drug class ->
+    ``high_risk_medication``; any other present medication ->
+    ``current_medication``; suicidal ideation / self-harm -> ``self_harm_risk``;
+    current smoking, heavy alcohol, recreational drug use -> ``social_risk``.
 
 Triage rule (documented, deterministic)
-    1. ``emergency`` if any present red flag has an emergency hint
-       (hemoptysis, hematemesis, stridor, cyanosis, suicidal ideation...) or a
-       composite emergency red flag is present;
-    2. ``urgent`` if any other red flag is present, or a present symptom has an
-       acute onset (duration in minutes/hours, at most 2 days, or anchored to
-       today / yesterday / last night / this morning), or a severity cue (pain
-       rated >= 8 out of 10, also as the answer to "on a scale of 1 to 10?";
-       "severe", "excruciating", "worst"... within 3 words);
-    3. ``routine`` otherwise.
+    1. ``emergency`` if any of: a present red flag with an emergency hint
+       (hemoptysis, hematemesis, stridor, cyanosis, suicidal ideation, fever in
+       an infant...) that is not chronic (its onset, or the presenting
+       complaint's, at least 14 days ago); chest pain that began at most 12
+       hours ago (minutes, hours, "this morning", "last night"); chest pain at
+       rest or radiating to the arm or jaw; supplemental oxygen; a critical
+       vital sign;
+    2. ``urgent`` if any of: any other red flag (chronic emergency ones
+       included); a symptom rated >= 8/10 or called severe / excruciating /
+       worst; a measured temperature >= 38; a fever at age < 16 or >= 65, or
+       with shortness of breath; orthopnea or paroxysmal nocturnal dyspnea;
+       shortness of breath or chest pain at age >= 65;
+    3. ``routine`` otherwise (an acute onset alone no longer makes a case urgent).
     ``field_evidence["triage"]`` quotes what drove the level (for routine: the
     chief complaint's quote, when there is one).
 """
@@ -1092,7 +1115,10 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     evidence.append(quote)
         value, unit, time = _near_attributes(ex, g, support)
         if status == "present":
+            used: set[str] = set()  # the first answer of each kind wins (later ones are about episodes)
             for ans in dialogue.answers.get(key, []):
+                if ans.kind in used:
+                    continue
                 if ans.kind == "onset" and ans.time:
                     time = ans.time
                 elif ans.kind in ("rating", "distance") and ans.value and (
@@ -1101,6 +1127,7 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     value, unit = ans.value, ans.unit
                 else:
                     continue
+                used.add(ans.kind)
                 for quote in ans.evidence:
                     if quote not in evidence:
                         evidence.append(quote)
