@@ -124,7 +124,7 @@ class SplitScore:
         fp = f"{self.flag_tp / self.flag_pred:.2f}" if self.flag_pred else "n/a"
         fr = f"{self.flag_tp / self.flag_gold:.2f}" if self.flag_gold else "n/a"
         return (
-            f"{name:5s} n={self.n:2d}  triage {self.triage_same}/{self.n} = {self.triage_same / max(self.n, 1):.0%}"
+            f"{name:13s} n={self.n:2d}  triage {self.triage_same}/{self.n} = {self.triage_same / max(self.n, 1):.0%}"
             f" (under-triage {self.under_triage})  claim (concept,status) P {p:.2f} R {r:.2f} F1 {f1:.2f}"
             f"  value/time recall {self.vt_hit}/{self.vt_gold} = {self.vt_hit / max(self.vt_gold, 1):.0%}"
             f"  critical flags P {fp} ({self.flag_tp}/{self.flag_pred}) R {fr} ({self.flag_tp}/{self.flag_gold})"
@@ -177,12 +177,14 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
         return None
     splits = gold_splits()
     encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(golds))}
-    scores = {"dev": SplitScore(), "test": SplitScore()}
+    scores = {"dev": SplitScore(), "test": SplitScore(), "dev/asr-like": SplitScore(), "test/asr-like": SplitScore()}
     for eid, g in sorted(golds.items()):
-        rec = extract_record(encs[eid].truncated(g.scope_turns).reference_text())
-        score_against_gold(rec, g, scores[splits.get(eid, "dev")], eid)
+        text = encs[eid].truncated(g.scope_turns).reference_text()
+        split = splits.get(eid, "dev")
+        score_against_gold(extract_record(text), g, scores[split], eid)
+        score_against_gold(extract_record(asr_like(text)), g, scores[f"{split}/asr-like"], eid)
     out = ["hand-written gold, not clinician-audited; test split never used for tuning"]
-    out += [scores[s].line(s) for s in ("dev", "test")]
+    out += [scores[s].line(s) for s in ("dev", "test", "dev/asr-like", "test/asr-like")]
     if show_dev:
         out += ["dev value/time misses:"] + [f"  {m}" for m in scores["dev"].misses]
     return out
