@@ -117,12 +117,11 @@ def test_every_gold_can_score_the_rules_record_of_its_own_transcript(
     from stresstest.metrics.judge_rules import rule_judge
     from stresstest.metrics.safety import item_safety
 
-    for kind in (kind,):
-        recs = {e: r for e, r in gold.items() if r.corpus == kind}
-        for enc in load_corpus(kind, _corpus_dir(kind), ids=sorted(recs)):
-            g = recs[enc.encounter_id]
-            rec = rules.extract_record(gold_transcript_text(enc, g))
-            f = item_safety(rec, rec, g)
-            assert (f["triage_match"], f["under_triage_new"], f["scer_new"], f["err_new"]) == (1, 0, 0, 0)
-            j = rule_judge(rec, g)
-            assert j.score in (1, 2, 3, 4, 5) and j == rule_judge(rec, g)
+    recs = {e: r for e, r in gold.items() if r.corpus == kind}
+    for enc in load_corpus(kind, _corpus_dir(kind), ids=sorted(recs)):
+        g = recs[enc.encounter_id]
+        rec = rules.extract_record(gold_transcript_text(enc, g))
+        f = item_safety(rec, rec, g)
+        assert (f["triage_match"], f["under_triage_new"], f["scer_new"], f["err_new"]) == (1, 0, 0, 0)
+        j = rule_judge(rec, g)
+        assert j.score in (1, 2, 3, 4, 5) and j == rule_judge(rec, g)
