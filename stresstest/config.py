@@ -7,6 +7,7 @@ resolved config is written into every run directory.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,10 @@ from stresstest.structure.config import StructureConfig
 from stresstest.yamlcfg import load_yaml_model
 
 FAMILIES = ("ambient", "babble")
+#: SNR grid bounds (dB): beyond them the mixture is all noise or all speech and the ±0.1 dB check is meaningless.
+SNR_MIN_DB, SNR_MAX_DB = -20.0, 50.0
+#: Upper bound for report.n_resamples (the bootstrap holds resamples × encounters indices in memory).
+MAX_RESAMPLES = 100_000
 _COND = re.compile(r"^(ambient|babble)_(-?\d+(?:\.\d+)?)db$")
 
 
@@ -92,7 +97,8 @@ class ReportConfig(_Strict):
     """The report written at the end of a run."""
 
     enabled: bool = True
-    n_resamples: int = Field(default=1000, ge=100, description="Cluster-bootstrap resamples for the 95% CIs.")
+    n_resamples: int = Field(default=1000, ge=100, le=MAX_RESAMPLES,
+                             description="Cluster-bootstrap resamples for the 95% CIs (100 to 100000).")
 
 
 class RunConfig(_Strict):
@@ -104,13 +110,34 @@ class RunConfig(_Strict):
     noise: dict[str, NoiseSpec] = Field(
         default_factory=dict, description="Noise family name ('ambient', 'babble') -> where its noise comes from."
     )
-    snr_db: list[float] = Field(default_factory=lambda: [15.0, 10.0, 5.0], description="SNR grid in dB.")
+    snr_db: list[float] = Field(
+        default_factory=lambda: [15.0, 10.0, 5.0],
+        description=f"SNR grid in dB: at least one finite value in [{SNR_MIN_DB:g}, {SNR_MAX_DB:g}], no repeats.",
+    )
     asr: ASRConfig = Field(default_factory=ASRConfig)
     structure: StructureConfig = Field(default_factory=StructureConfig)
     gold: GoldConfig = Field(default_factory=GoldConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     mitigation: MitigationConfig = Field(default_factory=MitigationConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("snr_db")
+    @classmethod
+    def _grid(cls, v: list[float]) -> list[float]:
+        """The grid is checked before anything runs: empty, NaN/inf, out of range and repeats are errors."""
+        if not v:
+            raise ValueError("expected at least one SNR in dB (an empty grid would run the clean row only)")
+        seen: dict[str, float] = {}
+        for x in v:
+            if not math.isfinite(x):
+                raise ValueError(f"expected finite SNRs in dB, got {x!r}")
+            if not SNR_MIN_DB <= x <= SNR_MAX_DB:
+                raise ValueError(f"expected SNRs between {SNR_MIN_DB:g} and {SNR_MAX_DB:g} dB, got {x:g}")
+            name = f"{x:g}"
+            if name in seen:
+                raise ValueError(f"SNR {x:g} dB appears twice in the grid")
+            seen[name] = x
+        return v
 
     @field_validator("noise")
     @classmethod

@@ -170,7 +170,11 @@ def _load_openai_whisper(name_or_path: str, device: str) -> Any:
             "openai-whisper is not installed: pip install 'stresstest[whisper]' (GPU: 'stresstest[gpu]')"
         ) from exc
     try:
-        return whisper.load_model(name_or_path, device=device)
+        # A model name is looked up where the user downloaded it before (~/.cache/whisper), not in the
+        # tool cache that $XDG_CACHE_HOME points to inside stresstest (see cache.confine_tool_dirs).
+        from stresstest.cache import user_cache_home
+
+        return whisper.load_model(name_or_path, device=device, download_root=str(user_cache_home() / "whisper"))
     except Exception as exc:
         raise ASRError(f"cannot load openai-whisper model {name_or_path!r}: {exc}") from exc
 

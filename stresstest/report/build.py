@@ -139,6 +139,23 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
             f"{n_failed_items} failed item rows",
         )
     )
+    pairing = m.get("pairing")
+    if isinstance(pairing, dict) and "n_paired" in pairing:
+        # SPEC §11: how many encounters every row covers, and which were dropped.
+        dropped = pairing.get("dropped") or {}
+        facts.append(
+            (
+                "Pairing",
+                f"every row covers the same {pairing['n_paired']} of {pairing.get('n_encounters')} encounters"
+                + (
+                    "; dropped from every row (an item failed): "
+                    + "; ".join(f"{e} ({why[0] if why else 'failed'})" for e, why in list(dropped.items())[:20])
+                    + (" ..." if len(dropped) > 20 else "")
+                    if dropped
+                    else "; none dropped"
+                ),
+            )
+        )
     if isinstance(stage, dict) and stage:
         total = stage.get("total")
         facts.append(

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 
 from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope
+from stresstest.metrics.summary import in_pairing
+from stresstest.schema import ClinicalRecord, RecordEnvelope
 
 CLEAN = "clean"  # the clean-ASR reference condition id (summary_rows aggregates it with is_clean=True)
 
@@ -38,8 +39,8 @@ class RunData:
         return str(self.manifest.get("run_id") or self.run_dir.name)
 
     def ok_items(self, condition: str) -> list[dict[str, Any]]:
-        """Non-failed rows of one condition (the rows ``summary_rows`` aggregates)."""
-        return [it for it in self.items if it.get("condition") == condition and not it.get("failed")]
+        """Paired rows of one condition (the rows ``summary_rows`` aggregates: see ``in_pairing``)."""
+        return [it for it in self.items if it.get("condition") == condition and in_pairing(it)]
 
     def items_by_condition(self) -> dict[str, list[dict[str, Any]]]:
         return {str(c["condition"]): self.ok_items(str(c["condition"])) for c in self.conditions}
@@ -123,6 +124,8 @@ def load_run(run_dir: str | Path) -> RunData:
             missing or malformed.
     """
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is a file, not a run directory (expected the DIR written by 'stresstest run')")
     if not run_dir.is_dir():
         raise ReportError(f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')")
     man_path = run_dir / "manifest.json"

@@ -27,7 +27,7 @@ import jiwer
 import numpy as np
 
 from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
-from stresstest.structure.schema import (
+from stresstest.schema import (
     CRITICAL_FLAG_KINDS,
     TRIAGE_LEVELS,
     Claim,

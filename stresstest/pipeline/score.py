@@ -9,16 +9,41 @@ unmitigated rows, so the two blocks of Table 2 share one reference.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stresstest.cache import atomic_write_json
 from stresstest.config import GoldConfig
 from stresstest.errors import GoldError
 from stresstest.metrics.wer import asr_errors
+from stresstest.records import Encounter, MixInfo, Transcript
+from stresstest.schema import RecordEnvelope
+from stresstest.structure.config import StructureConfig
 
-if TYPE_CHECKING:
-    from stresstest.runner import RunState
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ScoreInputs:
+    """Everything the score stage reads, passed in explicitly (the stage never sees the runner).
+
+    Mappings are keyed by ``encounter_id`` or ``(encounter_id, condition)``;
+    ``failed(eid, cond)`` returns the recorded failure ("stage: reason") or None.
+    """
+
+    out: Path
+    conditions: Sequence[dict[str, Any]]
+    encounters: Mapping[str, Encounter]
+    gold: Mapping[str, Any]
+    audio: Mapping[Key, Path]
+    mix: Mapping[Key, MixInfo]
+    transcripts: Mapping[Key, Transcript]
+    records: Mapping[Key, RecordEnvelope]
+    failed: Callable[[str, str], str | None]
+    judge_backend: str
+    structure: StructureConfig
 
 
 def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
@@ -34,21 +59,13 @@ def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
     return {e: gold[e] for e in encounter_ids if e in gold}
 
 
-def _rel(state: RunState, p: Path) -> str:
-    try:
-        return str(p.resolve().relative_to(state.out.resolve()))
-    except ValueError:
-        return str(p)
-
-
-def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
+def score_items(state: ScoreInputs, cache: Path) -> list[dict[str, Any]]:
     """Build one row per (encounter, condition) of the grid, failed ones included."""
     from stresstest.metrics.judge_rules import rule_judge
     from stresstest.metrics.negation import negation_mismatches
     from stresstest.metrics.safety import item_safety
     from stresstest.metrics.triggers import detect_triggers, trigger_counts
 
-    cfg = state.cfg
     rows: list[dict[str, Any]] = []
     llm_pairs: list[tuple[int, Any, Any]] = []
     for eid in sorted(state.encounters):
@@ -59,7 +76,7 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
         clean_t = state.transcripts.get((eid, "clean"))
         clean_env = state.records.get((eid, "clean"))
         clean_err = asr_errors(ref, clean_t.text) if clean_t else None
-        for c in cfg.conditions():
+        for c in state.conditions:
             cond = c["condition"]
             base_cond = cond.removesuffix("_guard") if c["mitigated"] else cond
             t = state.transcripts.get((eid, base_cond))
@@ -123,11 +140,11 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
                     row[k] = safety.get(k)
                 if cond == "clean":
                     row["asr_delta_e"] = None  # ErrProp is not defined for the reference row
-                if cfg.judge.backend == "rules":
+                if state.judge_backend == "rules":
                     jr = rule_judge(env.record, gold)
                     row["judge_score"], row["judge"] = jr.score, jr.judge
                     detail["judge_reasons"] = list(jr.reasons)
-                elif cfg.judge.backend == "llm":
+                elif state.judge_backend == "llm":
                     llm_pairs.append((len(rows), env, gold))
             atomic_write_json(state.out / "scores" / cond / f"{eid}.json", detail)
             rows.append(row)
@@ -136,13 +153,13 @@ def score_items(state: RunState, cache: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _llm_judge(state: RunState, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]) -> None:
+def _llm_judge(state: ScoreInputs, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]) -> None:
     from stresstest.metrics.judge_llm import llm_judge_many
 
     results = llm_judge_many(
         [(f"{rows[i]['encounter_id']}/{rows[i]['condition']}", env.record.model_dump_json(), gold.model_dump_json())
          for i, env, gold in pairs],
-        state.cfg.structure, cache_dir=cache, log_dir=state.out / "logs",
+        state.structure, cache_dir=cache, log_dir=state.out / "logs",
     )
     for (i, _, _), jr in zip(pairs, results, strict=True):
         if jr is None:

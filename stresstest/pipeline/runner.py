@@ -3,7 +3,11 @@
 Each stage is a function over records; expensive stages cache their outputs
 (content-hash keys), so an interrupted run resumes where it stopped and a
 finished one recomputes nothing. Per-item failures are recorded with their
-stage and reason, counted against ``run.max_failures``, and never dropped.
+stage and reason, counted against ``run.max_failures``, and never dropped; a
+run with failures within the limit exits 0 and says so on stderr. The pairing
+rule (SPEC §11, :mod:`stresstest.pipeline.pairing`) then takes an encounter
+with a failed item out of every row. Run-directory rules (``--out``, stale
+artefacts, wall time across resumes): :mod:`stresstest.pipeline.housekeeping`.
 """
 
 from __future__ import annotations
@@ -25,16 +29,17 @@ from tqdm import tqdm
 
 from stresstest import __version__
 from stresstest.asr.stage import ASRItem, transcribe_items
-from stresstest.cache import atomic_write_json, atomic_write_text, default_cache_dir
-from stresstest.conditions import build_mixtures, mix_jobs
+from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
 from stresstest.errors import RunError, StressTestError
+from stresstest.ids import check_id, id_path
 from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
+from stresstest.noise.stage import build_mixtures, mix_jobs
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
+from stresstest.schema import RecordEnvelope
 from stresstest.speech import speech_for
-from stresstest.structure.schema import RecordEnvelope
 
 
 @dataclass
@@ -53,6 +58,7 @@ class RunState:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     gold: dict[str, Any] = field(default_factory=dict)
     extra_manifest: dict[str, Any] = field(default_factory=dict)
+    structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
 
     def fail(self, eid: str, cond: str, stage: str, error: str) -> None:
         self.failures.append({"encounter_id": eid, "condition": cond, "stage": stage, "error": error})
@@ -89,10 +95,11 @@ def _bar(state: RunState, total: int, desc: str) -> tqdm:
 def _load_encounters(state: RunState) -> None:
     cfg = state.cfg
     encs = load_corpus(cfg.corpus.kind, cfg.corpus.path, ids=cfg.corpus.ids, limit=cfg.corpus.limit)
-    from stresstest.score import load_gold_for
+    from stresstest.pipeline.score import load_gold_for
 
     state.gold = load_gold_for([e.encounter_id for e in encs], cfg.gold)
     for e in encs:
+        check_id(e.encounter_id, where=e.source_path or str(cfg.corpus.path))  # every loader, one rule
         g = state.gold.get(e.encounter_id)
         scope = getattr(g, "scope_turns", None) if g is not None else None
         state.encounters[e.encounter_id] = e.truncated(scope if scope else cfg.corpus.max_turns)
@@ -145,7 +152,7 @@ def _asr_stage(state: RunState, cache: Path) -> None:
             state.fail(it.encounter_id, it.condition, "asr", err or "no transcript")
         else:
             state.transcripts[(it.encounter_id, it.condition)] = t
-            atomic_write_json(state.out / "transcripts" / it.condition / f"{it.encounter_id}.json",
+            atomic_write_json(id_path(state.out / "transcripts", it.condition, it.encounter_id, suffix=".json"),
                               t.model_dump(mode="json"))
         bar.update()
 
@@ -174,7 +181,8 @@ def _structure_stage(state: RunState, cache: Path) -> None:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
         atomic_write_json(
-            state.out / "records" / env.condition / f"{env.encounter_id}.json", env.model_dump(mode="json")
+            id_path(state.out / "records", env.condition, env.encounter_id, suffix=".json"),
+            env.model_dump(mode="json"),
         )
         if env.failed:
             state.fail(env.encounter_id, env.condition, "structure", env.error or "structuring failed")
@@ -213,48 +221,77 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         StressTestError: for every user error (bad config, missing corpus...) and
             when more items fail than ``run.max_failures`` allows.
     """
-    from stresstest.score import score_items
+    from stresstest.pipeline.housekeeping import WallClock, announce_failures, check_out_dir, prune_stale
+    from stresstest.pipeline.pairing import apply_pairing
+    from stresstest.pipeline.score import ScoreInputs, score_items
 
-    t_start = time.perf_counter()
     cfg = load_config(config_path)
     out = Path(out_dir) if out_dir else Path("runs") / Path(config_path).stem
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out)
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
+    confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
+    clock = WallClock(out)
     atomic_write_text(out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
-    state = RunState(out=out, cfg=cfg)
+    state = RunState(out=out, cfg=cfg, stage_seconds=dict(clock.carried_stages))
+
+    def checkpoint(completed: bool = False) -> None:
+        # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
+        state.stage_seconds["total"] = clock.total()
+        state.extra_manifest["invocations"] = clock.invocations(completed)
+        state.extra_manifest["completed"] = completed
+        _write_manifest(state)
+
     try:
+        checkpoint()
         with _stage(state, "corpus"):
             _load_encounters(state)
             all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
+            prune_stale(out, [c["condition"] for c in cfg.conditions()], state.encounters)
+        checkpoint()
         with _stage(state, "speech"):
             _speech_stage(state, cache)
+        checkpoint()
         with _stage(state, "conditions"):
             _conditions_stage(state, cache, all_encs)
+        checkpoint()
         with _stage(state, "asr"):
             _asr_stage(state, cache)
+        checkpoint()
         with _stage(state, "structure"):
             _structure_stage(state, cache)
+        checkpoint()
         with _stage(state, "score"):
-            items = score_items(state, cache)
+            items = score_items(ScoreInputs(
+                out=out, conditions=cfg.conditions(), encounters=state.encounters, gold=state.gold,
+                audio=state.audio, mix=state.mix, transcripts=state.transcripts, records=state.records,
+                failed=state.failed, judge_backend=cfg.judge.backend, structure=cfg.structure,
+            ), cache)
+            pairing = apply_pairing(items, cfg.conditions())
+            state.extra_manifest["pairing"] = pairing.manifest()
     finally:
-        state.stage_seconds["total"] = round(time.perf_counter() - t_start, 3)
-        _write_manifest(state)
+        checkpoint()
     rows = summary_rows(items, cfg.conditions())
-    from stresstest.score import extra_summary_columns
+    from stresstest.metrics.summary import in_pairing
+    from stresstest.pipeline.score import extra_summary_columns
 
-    extra = extra_summary_columns(items, rows)
-    extra_cols = list(dict.fromkeys(k for r in extra for k in r))
+    extra = extra_summary_columns([it for it in items if in_pairing(it)], rows)
+    for r in rows:  # SPEC §11: each row says how many encounters it covers (n) and which were dropped
+        r["n_dropped"] = pairing.n_dropped
+        r["dropped"] = " ".join(sorted(pairing.dropped))
+    extra_cols = list(dict.fromkeys(k for r in extra for k in r)) + ["n_dropped", "dropped"]
     atomic_write_text(out / "summary.csv", _summary_csv(rows, extra_cols))
     atomic_write_text(out / "items.jsonl", "".join(json.dumps(it, sort_keys=True, ensure_ascii=False) + "\n"
                                                   for it in items))
-    _write_manifest(state)
+    checkpoint()
     if cfg.report.enabled:
         with _stage(state, "report"):
             from stresstest.report import build_report
 
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
-        state.stage_seconds["total"] = round(time.perf_counter() - t_start, 3)
-        _write_manifest(state)
+    checkpoint(completed=True)
+    n_items = len(state.encounters) * len(cfg.conditions())
+    announce_failures(state.failures, n_items, cfg.run.max_failures, out / "manifest.json",
+                      pairing.sentence() if pairing.dropped else None)
     return out, rows
 
 
@@ -262,14 +299,18 @@ def _write_manifest(state: RunState) -> None:
     cfg = state.cfg
     from stresstest.structure.stage import structure_fingerprint
 
-    try:
-        structure = structure_fingerprint(cfg.structure)
-        if cfg.mitigation.conditions:
-            from stresstest.mitigation.agent import mitigation_fingerprint
+    if state.structure_fp is not None:
+        structure = state.structure_fp
+    else:
+        try:
+            structure = structure_fingerprint(cfg.structure)
+            if cfg.mitigation.conditions:
+                from stresstest.mitigation.agent import mitigation_fingerprint
 
-            structure = {**structure, "mitigation": mitigation_fingerprint(cfg.structure)}
-    except Exception as exc:  # the manifest must be written even when the stage cannot describe itself
-        structure = {"backend": cfg.structure.backend, "error": str(exc)}
+                structure = {**structure, "mitigation": mitigation_fingerprint(cfg.structure)}
+            state.structure_fp = structure
+        except Exception as exc:  # the manifest must be written even when the stage cannot describe itself
+            structure = {"backend": cfg.structure.backend, "error": str(exc)}
     manifest = {
         "schema_version": 1,
         "run_id": state.out.name,
