@@ -439,13 +439,14 @@ def _number(word: str) -> str | None:
     return str(int(c)) if c.isdigit() else c
 
 
-def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str]:
+def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool = False) -> list[str]:
     """Numbers of tokens [i, j); digits written as one ("1:46", "9/17", "4/28/07") are joined.
 
     The normaliser splits "1:46" into "1 46"; joining tokens separated in the
     original only by ``: / , .`` (or by dashes, two or more in one word, as in
     "8-23-97") makes it equal "146". A spoken "o"/"oh", which
-    the normaliser reads as 0, is a filler here. ``roman`` reads ii-ix as numbers.
+    the normaliser reads as 0, is a filler here. ``roman`` reads ii-ix as numbers; ``ranks`` leaves out
+    ordinals outside dates (see :func:`_ordinal`).
     """
     out: list[str] = []
     prev: tuple[int, int] | None = None  # span of the previous number token
@@ -453,7 +454,7 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str
         tok = tt.tokens[k]
         surface = tt.original[tok.start : tok.end]
         word = _ROMAN.get(tt.words[k], tt.words[k]) if roman else tt.words[k]
-        n = None if surface.lower() in ("o", "oh") else _number(word)
+        n = None if surface.lower() in ("o", "oh") or (ranks and _ordinal(tt.words, k)) else _number(word)
         if n is None:
             prev = None
             continue
@@ -473,6 +474,18 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str
             out.append(n)
         prev = (tok.start, tok.end)
     return out
+
+
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+
+
+def _ordinal(words: Sequence[str], k: int) -> bool:
+    """An ordinal ("first", "2nd") is a rank, not a quantity ("the first time"), except in a date ("may 17th")."""
+    if not re.fullmatch(r"\d+(st|nd|rd|th)", words[k]):
+        return False
+    return not any(w in _MONTHS for w in words[max(0, k - 2) : k + 3])
 
 
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
@@ -579,6 +592,8 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     ref_digits, hyp_digits = _numbers(pair.ref, r0, r1), _numbers(pair.hyp, h0, h1)
     if ref_digits != hyp_digits and _numbers(pair.ref, r0, r1, True) == _numbers(pair.hyp, h0, h1, True):
         ref_digits = hyp_digits  # "grade iv to v" / "grade 4-5"
+    if ref_digits != hyp_digits and _numbers(pair.ref, r0, r1, ranks=True) == _numbers(pair.hyp, h0, h1, ranks=True):
+        ref_digits = hyp_digits  # an ordinal is a rank: "for the first week" / "for the week"
     if ref_digits != hyp_digits and (rv := _spoken_values(pair.ref, r0, r1)) is not None and (
         rv == _spoken_values(pair.hyp, h0, h1)
     ):
