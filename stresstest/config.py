@@ -12,13 +12,16 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stresstest.asr.stage import ASRConfig
+from stresstest.errors import ConfigError
+from stresstest.grid import ConditionGrid
 from stresstest.noise import NoiseSpec
+from stresstest.pipeline.executor import ExecutorConfig
 from stresstest.speech import TTSConfig
 from stresstest.structure.config import StructureConfig
-from stresstest.yamlcfg import load_yaml_model
+from stresstest.yamlcfg import format_validation_error, load_yaml_model
 
 FAMILIES = ("ambient", "babble")
 #: SNR grid bounds (dB): beyond them the mixture is all noise or all speech and the ±0.1 dB check is meaningless.
@@ -44,6 +47,9 @@ class RunSettings(_Strict):
         default=None, description="Stage cache (default $STRESSTEST_CACHE or ~/.cache/stresstest)."
     )
     progress: bool = Field(default=True, description="Show progress bars on stderr.")
+    executor: ExecutorConfig = Field(
+        default_factory=ExecutorConfig, description="Where stage tasks run: in process (default) or on Ray."
+    )
 
 
 class CorpusConfig(_Strict):
@@ -68,13 +74,37 @@ class GoldConfig(_Strict):
     )
 
 
+class NoteQualityConfig(_Strict):
+    """SPEC §8 note-quality judges, asked through the run's LLM session (the structuring model)."""
+
+    entailment: bool = Field(
+        default=False, description="completeness / conciseness (vs gold) and groundedness (vs the transcript)."
+    )
+    hallucination: bool = Field(
+        default=False, description="halluc_lexical and halluc_inference: literal vs inference-aware judge."
+    )
+    pairwise: list[Literal["noisy_vs_clean", "guard_vs_unmitigated"]] = Field(
+        default_factory=list, description="Within-run pairwise comparisons on the PDSQI-9-derived dimensions."
+    )
+    prompt_version: str = Field(default="v1", description="Version of the judge prompts (stresstest/metrics/prompts).")
+    ontology_version: str = Field(default="v1", description="Version of the ontology grounding file.")
+    batch_statements: int = Field(
+        default=12, ge=1, le=64, description="At most this many statements per judge call (longer lists are split)."
+    )
+
+    def enabled(self) -> bool:
+        """True when any note-quality measure is asked for."""
+        return self.entailment or self.hallucination or bool(self.pairwise)
+
+
 class JudgeConfig(_Strict):
-    """Which judge fills Mean Score / Unsafe."""
+    """Which judge fills Mean Score / Unsafe, and which note-quality judges run."""
 
     backend: Literal["rules", "llm", "none"] = Field(
         default="rules",
         description="'rules' = deterministic rubric mapping; 'llm' = the served LLM with the rubric prompt.",
     )
+    note_quality: NoteQualityConfig = Field(default_factory=NoteQualityConfig)
 
 
 class MitigationConfig(_Strict):
@@ -150,37 +180,70 @@ class RunConfig(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _mitigation_in_grid(self) -> RunConfig:
-        grid = {c["condition"] for c in self.conditions()}
-        for c in self.mitigation.conditions:
-            if c not in grid:
-                raise ValueError(f"mitigation condition {c!r} is not in the grid {sorted(grid - {'clean'})}")
+    def _note_quality_needs_llm(self) -> RunConfig:
+        if self.judge.note_quality.enabled() and self.structure.backend == "rules":
+            raise ValueError(
+                "judge.note_quality asks for LLM judges, but structure.backend is 'rules' (no LLM in this run); "
+                "expected structure.backend 'openai' or 'vllm-offline', or turn judge.note_quality off"
+            )
         return self
 
-    def conditions(self) -> list[dict[str, Any]]:
+    @model_validator(mode="after")
+    def _mitigation_in_grid(self) -> RunConfig:
+        self.grid()  # raises ValueError naming a mitigation condition that is not in the grid
+        return self
+
+    def grid(self) -> ConditionGrid:
         """Clean first, then each family × SNR (grid order), then mitigated rows."""
-        out: list[dict[str, Any]] = [{"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False}]
-        for fam in FAMILIES:
-            if fam in self.noise:
-                for s in self.snr_db:
-                    out.append({"condition": condition_id(fam, s), "family": fam, "snr_db": s, "mitigated": False})
-        for c in self.mitigation.conditions:
-            m = _COND.match(c)
-            assert m is not None  # validated above
-            out.append({"condition": f"{c}_guard", "family": m.group(1), "snr_db": float(m.group(2)),
-                        "mitigated": True})
-        return out
+        return ConditionGrid.build([f for f in FAMILIES if f in self.noise], self.snr_db, self.mitigation.conditions)
 
 
-def condition_id(family: str, snr_db: float) -> str:
-    """'ambient_15db', 'babble_7.5db'."""
-    s = f"{snr_db:g}"
-    return f"{family}_{s}db"
+class _ExtendsProbe(BaseModel):
+    """Reads only the ``extends`` key of a config (everything else is validated later)."""
+
+    model_config = ConfigDict(extra="allow")
+    extends: str | None = None
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _load_validated(path: str | Path) -> RunConfig:
+    """Validate ``path``; with ``extends: OTHER.yaml``, ``OTHER`` (same folder) overlaid key by key.
+
+    Rule: the extended file is a complete config in the same folder (so its
+    relative paths mean the same); mappings merge recursively, any other value
+    (lists included) replaces the base's; an extended file may not extend again.
+    """
+    probe, raw = load_yaml_model(path, _ExtendsProbe)
+    if probe.extends is None:
+        cfg, _ = load_yaml_model(path, RunConfig)
+        return cfg
+    p = Path(path)
+    base_path = p.parent / probe.extends
+    if base_path.resolve().parent != p.resolve().parent or base_path.resolve() == p.resolve():
+        raise ConfigError(f"{p}: extends: expected another config file in the same folder, got {probe.extends!r}")
+    base_probe, _ = load_yaml_model(base_path, _ExtendsProbe)
+    if base_probe.extends is not None:
+        raise ConfigError(f"{p}: extends: {probe.extends} extends {base_probe.extends} in turn (one level only)")
+    _, base_raw = load_yaml_model(base_path, RunConfig)
+    merged = _deep_merge(base_raw, {k: v for k, v in raw.items() if k != "extends"})
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"{p} (extending {base_path.name})")) from exc
 
 
 def load_config(path: str | Path) -> RunConfig:
-    """Load and validate a run config; relative paths become absolute (config folder)."""
-    cfg, _ = load_yaml_model(path, RunConfig)
+    """Load and validate a run config; relative paths become absolute (config folder).
+
+    A config may start from another one with ``extends: OTHER.yaml`` (see :func:`_load_validated`).
+    """
+    cfg = _load_validated(path)
     base = Path(path).resolve().parent
 
     def res(p: str | None) -> str | None:

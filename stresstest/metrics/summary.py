@@ -18,7 +18,17 @@ metric, never counted as zero):
 ``err_new``         ΔErr_i = |Err^(c) \\ Err^(0)|
 ``asr_delta_e``     ΔE_i = max(0, E^(c) − E^(0))
 ``judge_score``     1–5 rubric score
+``completeness``    note quality (SPEC §8), percent per item:
+``conciseness``     entailment scores (:mod:`stresstest.metrics.note_quality`)
+``groundedness``
+``halluc_lexical``  percent of the record's statements unsupported (literal /
+``halluc_inference``inference-aware judge)
 =================== ===========================================================
+
+The note-quality columns (:data:`QUALITY_COLUMNS`) follow the SPEC §10 ones in
+``summary.csv``; each is the mean of the item scores of the condition, and an
+empty cell when no item has one (not computed in that run, e.g. the rules-only
+demo).
 """
 
 from __future__ import annotations
@@ -26,16 +36,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from stresstest.grid import Condition
+
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "condition", "family", "snr_db", "n", "wer", "ins_rate", "neg_err", "err_prop",
     "triage_match", "scer", "under_triage", "mean_score", "unsafe",
 )
 METRIC_COLUMNS: tuple[str, ...] = SUMMARY_COLUMNS[4:]
+QUALITY_COLUMNS: tuple[str, ...] = (
+    "completeness", "conciseness", "groundedness", "halluc_lexical", "halluc_inference",
+)
 
 # Direction of "better" for each metric (used for the report's arrows).
 HIGHER_IS_BETTER: dict[str, bool] = {
     "wer": False, "ins_rate": False, "neg_err": False, "err_prop": False, "triage_match": True,
     "scer": False, "under_triage": False, "mean_score": True, "unsafe": False,
+    "completeness": True, "conciseness": True, "groundedness": True, "halluc_lexical": False,
+    "halluc_inference": False,
 }
 
 
@@ -81,6 +98,15 @@ def aggregate(items: Sequence[Mapping[str, Any]], *, is_clean: bool = False) -> 
     return out
 
 
+def aggregate_quality(items: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Note-quality means of one condition: ``{column: mean of the item scores or None}``."""
+    out: dict[str, float | None] = {}
+    for col in QUALITY_COLUMNS:
+        v = _vals(items, col)
+        out[col] = sum(float(x) for x in v) / len(v) if v else None
+    return out
+
+
 def in_pairing(item: Mapping[str, Any]) -> bool:
     """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
 
@@ -91,7 +117,7 @@ def in_pairing(item: Mapping[str, Any]) -> bool:
 
 
 def summary_rows(
-    items: Iterable[Mapping[str, Any]], conditions: Sequence[Mapping[str, Any]]
+    items: Iterable[Mapping[str, Any]], conditions: Iterable[Condition]
 ) -> list[dict[str, Any]]:
     """One summary row per condition, in the order of ``conditions``.
 
@@ -99,7 +125,7 @@ def summary_rows(
         items: all item rows of a run (failed rows and rows of encounters dropped by
             the pairing rule are skipped here, see :func:`in_pairing`; they are
             counted in the manifest's failure and pairing lists).
-        conditions: dicts with ``condition``, ``family``, ``snr_db`` keys.
+        conditions: the grid (:class:`~stresstest.grid.Condition` in row order).
     """
     by_cond: dict[str, list[Mapping[str, Any]]] = {}
     for it in items:
@@ -107,9 +133,9 @@ def summary_rows(
             by_cond.setdefault(str(it["condition"]), []).append(it)
     rows = []
     for c in conditions:
-        its = by_cond.get(str(c["condition"]), [])
-        row: dict[str, Any] = {"condition": c["condition"], "family": c["family"], "snr_db": c["snr_db"],
-                               "n": len(its)}
-        row.update(aggregate(its, is_clean=c["condition"] == "clean"))
+        its = by_cond.get(c.id, [])
+        row: dict[str, Any] = {"condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its)}
+        row.update(aggregate(its, is_clean=c.is_clean))
+        row.update(aggregate_quality(its))
         rows.append(row)
     return rows

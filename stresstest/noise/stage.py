@@ -10,13 +10,14 @@ computes only that condition (the segment is rebuilt deterministically).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stresstest.audio import read_wav_exact
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
+from stresstest.grid import Condition
 from stresstest.noise import NoiseSource
 from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
 from stresstest.records import MixInfo, SpeechAudio
@@ -89,14 +90,14 @@ def build_mixtures(
         on_done(cond, wav, info, None)
 
 
-def mix_jobs(encounter_ids: Sequence[str], conditions: Sequence[dict[str, Any]]) -> list[MixJob]:
-    """Group the grid's noisy, non-mitigated conditions by (encounter, family)."""
-    fams: dict[str, list[dict[str, Any]]] = {}
-    for c in conditions:
-        if c["family"] != "clean" and not c["mitigated"]:
-            fams.setdefault(c["family"], []).append(c)
+def mix_jobs(encounter_ids: Sequence[str], grid: Iterable[Condition]) -> list[MixJob]:
+    """Group the grid's noisy, non-mitigated conditions by (encounter, family), encounters outermost."""
+    fams: dict[str, list[Condition]] = {}
+    for c in grid:
+        if not c.is_clean and not c.mitigated:
+            fams.setdefault(c.family, []).append(c)
     return [
-        MixJob(eid, fam, tuple(float(c["snr_db"]) for c in cs), tuple(c["condition"] for c in cs))
+        MixJob(eid, fam, tuple(float(c.snr_db) for c in cs if c.snr_db is not None), tuple(c.id for c in cs))
         for eid in encounter_ids
         for fam, cs in fams.items()
     ]

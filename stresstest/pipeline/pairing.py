@@ -16,10 +16,11 @@ to decide whether an item row enters a rate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stresstest.grid import Condition
 from stresstest.metrics.summary import in_pairing
 
 __all__ = ["Pairing", "apply_pairing", "in_pairing"]
@@ -56,14 +57,14 @@ class Pairing:
                 f"{self.n_dropped} dropped from every row because one of their items failed: {ids}")
 
 
-def apply_pairing(items: Iterable[MutableMapping[str, Any]], conditions: Sequence[Mapping[str, Any]]) -> Pairing:
+def apply_pairing(items: Iterable[MutableMapping[str, Any]], conditions: Iterable[Condition]) -> Pairing:
     """Mark every item row ``paired`` true/false by the rule of the module doc; return the coverage.
 
     An encounter also counts as failed for a condition of the grid that has no
     item row at all (it cannot be compared there).
     """
     rows = list(items)
-    grid = [str(c["condition"]) for c in conditions]
+    grid = [c.id for c in conditions]
     reasons: dict[str, list[str]] = {}
     seen: dict[str, set[str]] = {}
     for it in rows:

@@ -3,11 +3,13 @@
 Each stage is a function over records; expensive stages cache their outputs
 (content-hash keys), so an interrupted run resumes where it stopped and a
 finished one recomputes nothing. Per-item failures are recorded with their
-stage and reason, counted against ``run.max_failures``, and never dropped; a
-run with failures within the limit exits 0 and says so on stderr. The pairing
-rule (SPEC §11, :mod:`stresstest.pipeline.pairing`) then takes an encounter
-with a failed item out of every row. Run-directory rules (``--out``, stale
-artefacts, wall time across resumes): :mod:`stresstest.pipeline.housekeeping`.
+stage and reason in a :class:`~stresstest.pipeline.failures.FailureLedger`,
+counted against ``run.max_failures``, and never dropped; a run with failures
+within the limit exits 0 and says so on stderr. The pairing rule (SPEC §11,
+:mod:`stresstest.pipeline.pairing`) then takes an encounter with a failed item
+out of every row. Run-directory rules (``--out``, stale artefacts, wall time
+across resumes): :mod:`stresstest.pipeline.housekeeping`. Stage work runs as
+(stage, item) tasks on the configured executor (:mod:`stresstest.pipeline.executor`).
 """
 
 from __future__ import annotations
@@ -28,54 +30,54 @@ import yaml
 from tqdm import tqdm
 
 from stresstest import __version__
-from stresstest.asr.stage import ASRItem, transcribe_items
+from stresstest.asr.stage import ASRItem
 from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
-from stresstest.errors import RunError, StressTestError
+from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
-from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
-from stresstest.noise.stage import build_mixtures, mix_jobs
+from stresstest.noise.stage import mix_jobs
+from stresstest.pipeline.executor import Executor, make_executor
+from stresstest.pipeline.failures import FailureLedger
+from stresstest.pipeline.tasks import (
+    ASROutcome,
+    ASRWorker,
+    MixContext,
+    MixOutcome,
+    SpeechResult,
+    StructureTask,
+    StructureWorker,
+    mix_task,
+    speech_task,
+)
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
+from stresstest.results import MANIFEST_SCHEMA_VERSION, RunManifest
 from stresstest.schema import RecordEnvelope
-from stresstest.speech import speech_for
 
 
 @dataclass
 class RunState:
-    """Everything the stages produce, keyed by (encounter_id, condition)."""
+    """Everything the stages produce, keyed by (encounter_id, condition); the driver's view of a run."""
 
     out: Path
     cfg: RunConfig
+    grid: ConditionGrid
+    executor: Executor
+    ledger: FailureLedger = field(default_factory=lambda: FailureLedger(0.0, 1))
     encounters: dict[str, Encounter] = field(default_factory=dict)
     speech: dict[str, SpeechAudio] = field(default_factory=dict)
     audio: dict[tuple[str, str], Path] = field(default_factory=dict)
     mix: dict[tuple[str, str], MixInfo] = field(default_factory=dict)
     transcripts: dict[tuple[str, str], Transcript] = field(default_factory=dict)
     records: dict[tuple[str, str], RecordEnvelope] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     gold: dict[str, Any] = field(default_factory=dict)
-    extra_manifest: dict[str, Any] = field(default_factory=dict)
+    extra_manifest: dict[str, Any] = field(default_factory=dict)  # invocations, completed, pairing
     structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
-
-    def fail(self, eid: str, cond: str, stage: str, error: str) -> None:
-        self.failures.append({"encounter_id": eid, "condition": cond, "stage": stage, "error": error})
-        total = max(1, len(self.encounters) * len(self.cfg.conditions()))
-        limit = self.cfg.run.max_failures
-        allowed = limit * total if limit < 1 else limit
-        if len(self.failures) > allowed:
-            raise RunError(
-                f"{len(self.failures)} failed items exceed run.max_failures={limit:g} "
-                f"(last: {eid}/{cond} at {stage}: {error}); see {self.out / 'manifest.json'}"
-            )
-
-    def failed(self, eid: str, cond: str) -> str | None:
-        for f in self.failures:
-            if f["encounter_id"] == eid and f["condition"] == cond:
-                return f"{f['stage']}: {f['error']}"
-        return None
+    llm_engine: Any = None  # the run's single LLMEngine (structure, guard, judges), None for backend 'rules'
+    asr_released_at: str | None = None
 
 
 @contextmanager
@@ -103,80 +105,104 @@ def _load_encounters(state: RunState) -> None:
         g = state.gold.get(e.encounter_id)
         scope = getattr(g, "scope_turns", None) if g is not None else None
         state.encounters[e.encounter_id] = e.truncated(scope if scope else cfg.corpus.max_turns)
+    state.ledger = FailureLedger(cfg.run.max_failures, len(state.encounters) * len(state.grid),
+                                 state.out / "manifest.json")
 
 
 def _speech_stage(state: RunState, cache: Path) -> None:
-    bar = _bar(state, len(state.encounters), "speech")
-    for eid, enc in state.encounters.items():
-        try:
-            sp = speech_for(enc, cache, state.cfg.speech)
-            state.speech[eid] = sp
-            state.audio[(eid, "clean")] = Path(sp.path)
-        except StressTestError as exc:
-            for c in state.cfg.conditions():
-                state.fail(eid, c["condition"], "speech", str(exc))
-        bar.update()
+    encs = list(state.encounters.values())
+    bar = _bar(state, len(encs), "speech")
+    results: list[SpeechResult] = state.executor.map_tasks(
+        "speech", speech_task, (state.cfg.speech, cache), encs, on_result=lambda i, r: bar.update())
     bar.close()
+    for r in results:
+        if r.speech is not None:
+            state.speech[r.encounter_id] = r.speech
+            state.audio[(r.encounter_id, "clean")] = Path(r.speech.path)
+        else:
+            for c in state.grid:
+                state.ledger.record("speech", (r.encounter_id, c.id), r.error or "no speech")
 
 
 def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encounter]) -> None:
     cfg = state.cfg
-    conds = cfg.conditions()
-    jobs = mix_jobs(list(state.speech), conds)
+    jobs = mix_jobs(list(state.speech), state.grid)
+    # Sources are built once here (a babble bank renders or reads its cached sentences) and shared by every task.
     sources = {
         fam: make_noise_source(spec, encounters=all_encounters, cache_dir=cache) for fam, spec in cfg.noise.items()
     }
+    ctx = MixContext(sources=sources, noise_specs={f: s.model_dump(mode="json") for f, s in cfg.noise.items()},
+                     seed=cfg.run.seed, cache_dir=cache)
     bar = _bar(state, sum(len(j.conditions) for j in jobs), "mix")
-    for job in jobs:
-        def done(
-            cond: str, path: Path | None, info: MixInfo | None, err: str | None, eid: str = job.encounter_id
-        ) -> None:
-            if err is not None or path is None or info is None:
-                state.fail(eid, cond, "mix", err or "no mixture")
-            else:
-                state.audio[(eid, cond)] = path
-                state.mix[(eid, cond)] = info
-            bar.update()
-
-        build_mixtures(job, state.speech[job.encounter_id], sources[job.family],
-                       cfg.noise[job.family].model_dump(mode="json"), seed=cfg.run.seed, cache_dir=cache, on_done=done)
+    results: list[list[MixOutcome]] = state.executor.map_tasks(
+        "mix", mix_task, ctx, [(j, state.speech[j.encounter_id]) for j in jobs],
+        on_result=lambda i, r: bar.update(len(r)))
     bar.close()
+    for job, outcomes in zip(jobs, results, strict=True):
+        for o in outcomes:
+            key = (job.encounter_id, o.condition)
+            if o.error is not None or o.path is None or o.info is None:
+                state.ledger.record("mix", key, o.error or "no mixture")
+            else:
+                state.audio[key] = Path(o.path)
+                state.mix[key] = o.info
+
+
+def _asr_workers(state: RunState) -> tuple[int, float]:
+    ex = state.cfg.run.executor
+    gpus = state.executor.gpu_count()
+    if gpus <= 0:
+        return (1 if ex.asr_workers == "auto" else ex.asr_workers), 0.0
+    per = ex.asr_gpus_per_worker
+    n = max(1, int(gpus // per)) if ex.asr_workers == "auto" and per > 0 else (
+        1 if ex.asr_workers == "auto" else ex.asr_workers)
+    return n, per
 
 
 def _asr_stage(state: RunState, cache: Path) -> None:
     items = [ASRItem(eid, cond, path) for (eid, cond), path in sorted(state.audio.items())]
     bar = _bar(state, len(items), "asr")
-
-    def done(it: ASRItem, t: Transcript | None, err: str | None) -> None:
-        if t is None:
-            state.fail(it.encounter_id, it.condition, "asr", err or "no transcript")
-        else:
-            state.transcripts[(it.encounter_id, it.condition)] = t
-            atomic_write_json(id_path(state.out / "transcripts", it.condition, it.encounter_id, suffix=".json"),
-                              t.model_dump(mode="json"))
-        bar.update()
-
-    transcribe_items(items, state.cfg.asr, cache_dir=cache, on_done=done)
+    workers, gpus = _asr_workers(state)
+    results: list[ASROutcome] = state.executor.map_pool(
+        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus,
+        on_result=lambda i, r: bar.update())
     bar.close()
+    for r in results:
+        it = r.item
+        if r.transcript is None:
+            state.ledger.record("asr", (it.encounter_id, it.condition), r.error or "no transcript")
+        else:
+            state.transcripts[(it.encounter_id, it.condition)] = r.transcript
+            atomic_write_json(id_path(state.out / "transcripts", it.condition, it.encounter_id, suffix=".json"),
+                              r.transcript.model_dump(mode="json"))
+
+
+def _release_asr(state: RunState) -> None:
+    """Free the ASR model (and its GPU memory) before the LLM engine starts — the order is fixed here.
+
+    The LLM engine starts lazily inside the structure stage, after this; with vLLM it measures the free GPU
+    memory at that moment. The release itself is the ASR package's (``stresstest.asr.release_asr_models``).
+    """
+    import gc
+
+    import stresstest.asr as asr_pkg
+
+    release = getattr(asr_pkg, "release_asr_models", None)
+    if callable(release):
+        release()
+    gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
+    state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _structure_stage(state: RunState, cache: Path) -> None:
-    from stresstest.mitigation import mitigate_many
-    from stresstest.structure.stage import StructureItem, structure_many
-
-    log_dir = state.out / "logs"
-    plain = [StructureItem(encounter_id=eid, condition=cond, transcript_text=t.text)
-             for (eid, cond), t in sorted(state.transcripts.items())]
-    envs = structure_many(plain, state.cfg.structure, cache_dir=cache, log_dir=log_dir)
-    mitigated = []
-    for c in state.cfg.conditions():
-        if c["mitigated"]:
-            base = c["condition"].removesuffix("_guard")
-            for (eid, cond), t in sorted(state.transcripts.items()):
-                if cond == base:
-                    mitigated.append(StructureItem(encounter_id=eid, condition=c["condition"], transcript_text=t.text))
-    if mitigated:
-        envs = list(envs) + list(mitigate_many(mitigated, state.cfg.structure, cache_dir=cache, log_dir=log_dir))
+    ts = sorted(state.transcripts.items())
+    tasks = [StructureTask(eid, cond, t.text) for (eid, cond), t in ts]
+    for c in state.grid.mitigated():
+        tasks += [StructureTask(eid, c.id, t.text, guarded=True) for (eid, cond), t in ts if cond == c.base]
+    ex = state.cfg.run.executor
+    envs: list[RecordEnvelope] = state.executor.map_pool(
+        "structure", StructureWorker, (state.cfg.structure, cache, state.out / "logs"), tasks,
+        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine)
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
@@ -185,18 +211,36 @@ def _structure_stage(state: RunState, cache: Path) -> None:
             env.model_dump(mode="json"),
         )
         if env.failed:
-            state.fail(env.encounter_id, env.condition, "structure", env.error or "structuring failed")
+            state.ledger.record("structure", key, env.error or "structuring failed")
 
 
 def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = list(SUMMARY_COLUMNS) + extra_cols
+    # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
                     else r[c]) for c in cols])
     return buf.getvalue()
+
+
+def format_quality_table(rows: list[dict[str, Any]], manifest: dict[str, Any] | None = None) -> str:
+    """The note-quality columns per condition, with the judge's adequacy; empty string when not computed."""
+    if not any(r.get(c) is not None for r in rows for c in QUALITY_COLUMNS):
+        return ""
+    heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
+    body = [[str(r["condition"])] + ["–" if r.get(c) is None else f"{r[c]:.1f}" for c in QUALITY_COLUMNS]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))]
+    lines.append("-" * len(lines[0]))
+    lines += ["  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
+    nq = (manifest or {}).get("note_quality") or {}
+    if nq and not nq.get("adequate"):
+        lines.append(f"NOT INTERPRETABLE as note quality: {nq.get('adequacy')} (mechanics only; see the report)")
+    return "\n".join(lines)
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -221,9 +265,10 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         StressTestError: for every user error (bad config, missing corpus...) and
             when more items fail than ``run.max_failures`` allows.
     """
+    from stresstest.metrics.summary import in_pairing
     from stresstest.pipeline.housekeeping import WallClock, announce_failures, check_out_dir, prune_stale
     from stresstest.pipeline.pairing import apply_pairing
-    from stresstest.pipeline.score import ScoreInputs, score_items
+    from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, score_items
 
     cfg = load_config(config_path)
     out = Path(out_dir) if out_dir else Path("runs") / Path(config_path).stem
@@ -232,48 +277,72 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
     clock = WallClock(out)
     atomic_write_text(out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
-    state = RunState(out=out, cfg=cfg, stage_seconds=dict(clock.carried_stages))
+    with make_executor(cfg.run.executor, cache_dir=cache) as executor:
+        state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
+                         stage_seconds=dict(clock.carried_stages))
+        executor_info = executor.describe()
+        if cfg.structure.backend != "rules":
+            from stresstest.structure.engine import LLMEngine
 
-    def checkpoint(completed: bool = False) -> None:
-        # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
-        state.stage_seconds["total"] = clock.total()
-        state.extra_manifest["invocations"] = clock.invocations(completed)
-        state.extra_manifest["completed"] = completed
-        _write_manifest(state)
+            # One engine per run, registered for this process: structuring, Draft/Guard and every LLM judge
+            # use it (started at the first cache miss, stopped when the stages are done). With the Ray
+            # executor each structuring actor runs an engine of its own (run.executor.llm_engines).
+            state.llm_engine = LLMEngine(cfg.structure, cache_dir=cache, log_dir=out / "logs",
+                                         progress=cfg.run.progress, shared=True)
 
-    try:
-        checkpoint()
-        with _stage(state, "corpus"):
-            _load_encounters(state)
-            all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
-            prune_stale(out, [c["condition"] for c in cfg.conditions()], state.encounters)
-        checkpoint()
-        with _stage(state, "speech"):
-            _speech_stage(state, cache)
-        checkpoint()
-        with _stage(state, "conditions"):
-            _conditions_stage(state, cache, all_encs)
-        checkpoint()
-        with _stage(state, "asr"):
-            _asr_stage(state, cache)
-        checkpoint()
-        with _stage(state, "structure"):
-            _structure_stage(state, cache)
-        checkpoint()
-        with _stage(state, "score"):
-            items = score_items(ScoreInputs(
-                out=out, conditions=cfg.conditions(), encounters=state.encounters, gold=state.gold,
-                audio=state.audio, mix=state.mix, transcripts=state.transcripts, records=state.records,
-                failed=state.failed, judge_backend=cfg.judge.backend, structure=cfg.structure,
-            ), cache)
-            pairing = apply_pairing(items, cfg.conditions())
-            state.extra_manifest["pairing"] = pairing.manifest()
-    finally:
-        checkpoint()
-    rows = summary_rows(items, cfg.conditions())
-    from stresstest.metrics.summary import in_pairing
-    from stresstest.pipeline.score import extra_summary_columns
+        def checkpoint(completed: bool = False) -> None:
+            # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
+            state.stage_seconds["total"] = clock.total()
+            state.extra_manifest["invocations"] = clock.invocations(completed)
+            state.extra_manifest["completed"] = completed
+            _write_manifest(state, executor_info)
 
+        try:
+            checkpoint()
+            with _stage(state, "corpus"):
+                _load_encounters(state)
+                all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
+                prune_stale(out, state.grid.ids, state.encounters)
+            checkpoint()
+            with _stage(state, "speech"):
+                _speech_stage(state, cache)
+            checkpoint()
+            with _stage(state, "conditions"):
+                _conditions_stage(state, cache, all_encs)
+            checkpoint()
+            with _stage(state, "asr"):
+                _asr_stage(state, cache)
+                _release_asr(state)
+            checkpoint()
+            with _stage(state, "structure"):
+                _structure_stage(state, cache)
+            checkpoint()
+            with _stage(state, "score"):
+                failures = {(eid, c.id): f for eid in state.encounters for c in state.grid
+                            if (f := state.ledger.failed((eid, c.id), base=c.base)) is not None}
+                inputs = ScoreInputs(
+                    out=out, grid=state.grid, encounters=state.encounters, gold=state.gold, audio=state.audio,
+                    mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
+                    judge_backend=cfg.judge.backend, structure=cfg.structure,
+                )
+                scored = score_items(inputs, cache, executor=executor)
+                items = [it.to_row() for it in scored]
+            if cfg.judge.note_quality.enabled():
+                checkpoint()
+                with _stage(state, "note_quality"):
+                    from stresstest.pipeline.score import score_note_quality
+
+                    state.extra_manifest["note_quality"] = score_note_quality(
+                        inputs, items, cfg.judge.note_quality, cache
+                    )
+            with _stage(state, "score"):
+                pairing = apply_pairing(items, state.grid)
+                state.extra_manifest["pairing"] = pairing.manifest()
+        finally:
+            if state.llm_engine is not None:
+                state.llm_engine.close()
+            checkpoint()
+    rows = summary_rows(items, state.grid)
     extra = extra_summary_columns([it for it in items if in_pairing(it)], rows)
     for r in rows:  # SPEC §11: each row says how many encounters it covers (n) and which were dropped
         r["n_dropped"] = pairing.n_dropped
@@ -289,13 +358,12 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
 
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
     checkpoint(completed=True)
-    n_items = len(state.encounters) * len(cfg.conditions())
-    announce_failures(state.failures, n_items, cfg.run.max_failures, out / "manifest.json",
-                      pairing.sentence() if pairing.dropped else None)
+    announce_failures([r.model_dump() for r in state.ledger.records()], state.ledger.total_items,
+                      cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)
     return out, rows
 
 
-def _write_manifest(state: RunState) -> None:
+def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
     cfg = state.cfg
     from stresstest.structure.stage import structure_fingerprint
 
@@ -311,30 +379,33 @@ def _write_manifest(state: RunState) -> None:
             state.structure_fp = structure
         except Exception as exc:  # the manifest must be written even when the stage cannot describe itself
             structure = {"backend": cfg.structure.backend, "error": str(exc)}
-    manifest = {
-        "schema_version": 1,
-        "run_id": state.out.name,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "stresstest_version": __version__,
-        "python": sys.version.split()[0],
-        "seed": cfg.run.seed,
-        "corpus": {"kind": cfg.corpus.kind, "path": cfg.corpus.path, "n_encounters": len(state.encounters),
-                   "encounter_ids": sorted(state.encounters)},
-        "asr": {"backend": cfg.asr.backend, "model": cfg.asr.model, "decoding": cfg.asr.decoding.model_dump(),
-                "models_used": sorted({t.model for t in state.transcripts.values()})},
-        "structure": structure,
-        "judge": cfg.judge.backend,
-        "conditions": cfg.conditions(),
-        "noise": {fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},
-        "mixtures": [
+    manifest = RunManifest(
+        schema_version=MANIFEST_SCHEMA_VERSION,
+        run_id=state.out.name,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        stresstest_version=__version__,
+        python=sys.version.split()[0],
+        seed=cfg.run.seed,
+        corpus={"kind": cfg.corpus.kind, "path": cfg.corpus.path, "n_encounters": len(state.encounters),
+                "encounter_ids": sorted(state.encounters)},
+        asr={"backend": cfg.asr.backend, "model": cfg.asr.model, "decoding": cfg.asr.decoding.model_dump(),
+             "models_used": sorted({t.model for t in state.transcripts.values()})},
+        structure=structure,
+        judge=cfg.judge.backend,
+        llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
+        asr_released_at=state.asr_released_at,
+        executor=executor_info,
+        conditions=list(state.grid),
+        noise={fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},
+        mixtures=[
             {"encounter_id": eid, "condition": cond, **info.model_dump(mode="json")}
             for (eid, cond), info in sorted(state.mix.items())
         ],
-        "speech": {eid: {"duration_s": sp.duration_s, "segments_source": sp.segments_source, "recipe": sp.recipe}
-                   for eid, sp in sorted(state.speech.items())},
-        "failures": state.failures,
-        "n_failures": len(state.failures),
-        "stage_seconds": state.stage_seconds,
+        speech={eid: {"duration_s": sp.duration_s, "segments_source": sp.segments_source, "recipe": sp.recipe}
+                for eid, sp in sorted(state.speech.items())},
+        failures=state.ledger.records(),
+        n_failures=len(state.ledger),
+        stage_seconds=state.stage_seconds,
         **state.extra_manifest,
-    }
-    atomic_write_json(state.out / "manifest.json", manifest)
+    )
+    atomic_write_json(state.out / "manifest.json", manifest.to_json())

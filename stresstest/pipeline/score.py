@@ -9,16 +9,19 @@ unmitigated rows, so the two blocks of Table 2 share one reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_json
-from stresstest.config import GoldConfig
+from stresstest.config import GoldConfig, NoteQualityConfig
 from stresstest.errors import GoldError
-from stresstest.metrics.wer import asr_errors
+from stresstest.grid import ConditionGrid
+from stresstest.metrics.align import AlignedPair, align
+from stresstest.metrics.wer import AsrErrors
 from stresstest.records import Encounter, MixInfo, Transcript
+from stresstest.results import ItemScore
 from stresstest.schema import RecordEnvelope
 from stresstest.structure.config import StructureConfig
 
@@ -26,24 +29,199 @@ Key = tuple[str, str]
 
 
 @dataclass(frozen=True)
+class EncounterOutputs:
+    """One encounter's stage outputs, keyed by condition id: the unit the score stage works on.
+
+    Attributes:
+        encounter: the (truncated) encounter; its reference text is r_i.
+        gold: the encounter's gold record, if any.
+        transcripts: ASR transcript per condition that has audio.
+        records: structuring outcome per condition (guard rows included).
+        mix: mixture facts per noisy condition.
+        audio: audio path per condition that has audio.
+        failures: ``"stage: reason"`` per failed condition (a guard row's base failure included).
+    """
+
+    encounter: Encounter
+    gold: Any = None
+    transcripts: Mapping[str, Transcript] = field(default_factory=dict)
+    records: Mapping[str, RecordEnvelope] = field(default_factory=dict)
+    mix: Mapping[str, MixInfo] = field(default_factory=dict)
+    audio: Mapping[str, str] = field(default_factory=dict)
+    failures: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """What scoring one (encounter, condition) gives: the ``items.jsonl`` row and the audit detail."""
+
+    row: dict[str, Any]
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """Everything read off ONE alignment of (reference, hypothesis) — jiwer's ``process_words`` idea.
+
+    Attributes:
+        errors: S, D, I, hits of the hypothesis against the reference.
+        negation: NegErr mismatches (model dumps).
+        triggers: trigger events vs the reference (model dumps).
+    """
+
+    errors: AsrErrors
+    negation: list[Any]
+    triggers: list[Any]
+    trigger_counts: dict[str, int]
+
+
+def score_pair(pair: AlignedPair, concepts: Sequence[str]) -> PairScores:
+    """Read WER counts, NegErr mismatches and trigger events off one aligned pair."""
+    from stresstest.metrics.negation import negation_mismatches
+    from stresstest.metrics.triggers import detect_in_pair, trigger_counts
+
+    errors = AsrErrors.from_pair(pair)
+    mism = negation_mismatches(pair.ref.original, pair.hyp.original, concepts, pair=pair)
+    events = detect_in_pair(pair, concepts)
+    return PairScores(
+        errors=errors,
+        negation=[m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in mism],
+        triggers=[ev.model_dump(mode="json") for ev in events],
+        trigger_counts=trigger_counts(events),
+    )
+
+
+def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str) -> list[ScoredItem]:
+    """Score every condition of one encounter (pure: reads only ``x``, writes nothing).
+
+    Each distinct (reference, hypothesis) pair is aligned once: r_i against each
+    transcript, and the clean transcript against each noisy one. A guard row
+    shares its base's transcript, so it shares its base's alignments too.
+    Paired quantities use the clean-ASR item as the baseline (ΔE, ΔErr, triage
+    invariance, new under-triage, new critical flags); mitigated rows are compared
+    with the same clean-ASR baseline as unmitigated rows.
+    """
+    from stresstest.metrics.judge_rules import rule_judge
+    from stresstest.metrics.safety import item_safety
+    from stresstest.metrics.triggers import detect_in_pair
+
+    eid = x.encounter.encounter_id
+    ref = x.encounter.reference_text()
+    gold = x.gold
+    concepts = [c.concept for c in gold.claims] if gold is not None else []
+    clean_t = x.transcripts.get("clean")
+    clean_env = x.records.get("clean")
+    vs_ref: dict[str, PairScores] = {}  # base condition -> scores against r_i (one alignment each)
+    vs_clean: dict[str, list[Any]] = {}  # base condition -> trigger events against the clean ASR
+
+    def against_ref(base: str, text: str) -> PairScores:
+        if base not in vs_ref:
+            vs_ref[base] = score_pair(align(ref, text), concepts)
+        return vs_ref[base]
+
+    clean_err = against_ref("clean", clean_t.text).errors if clean_t else None
+    out: list[ScoredItem] = []
+    for c in grid:
+        cond, base_cond = c.id, c.base
+        t = x.transcripts.get(base_cond)
+        env = x.records.get(cond)
+        mix = x.mix.get(base_cond)
+        audio = x.audio.get(base_cond)
+        row: dict[str, Any] = {
+            "encounter_id": eid, "condition": cond, "family": c.family, "snr_db": c.snr_db,
+            "mitigated": c.mitigated,
+            "target_snr_db": mix.target_snr_db if mix else None,
+            "measured_snr_db": mix.measured_snr_db if mix else None,
+            "reference_text": ref, "hypothesis_text": t.text if t else None,
+            "audio_path": str(audio) if audio else None,
+            # The full noise recipe (every babble sentence and pause) lives in manifest.json.
+            "mix": mix.model_dump(mode="json", exclude={"noise_recipe"}) if mix else None,
+            "transcript_path": f"transcripts/{base_cond}/{eid}.json" if t else None,
+            "record_path": f"records/{cond}/{eid}.json" if env else None,
+            "scores_path": f"scores/{cond}/{eid}.json",
+        }
+        error = x.failures.get(cond)
+        if t is None and error is None:
+            error = "no transcript"
+        row["failed"] = error is not None
+        row["error"] = error
+        detail: dict[str, Any] = {"encounter_id": eid, "condition": cond}
+        if t is not None:
+            ps = against_ref(base_cond, t.text)
+            e = ps.errors
+            row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
+                       item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
+            if clean_err is not None:
+                row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
+            row["neg_err"] = int(bool(ps.negation))
+            detail["negation_mismatches"] = list(ps.negation)
+            row["trigger_counts"] = dict(ps.trigger_counts)
+            detail["triggers_vs_reference"] = list(ps.triggers)
+            if not c.is_clean and clean_t is not None:
+                if base_cond not in vs_clean:
+                    paired = detect_in_pair(align(clean_t.text, t.text), concepts)
+                    vs_clean[base_cond] = [ev.model_dump(mode="json") for ev in paired]
+                row["triggers_vs_clean"] = list(vs_clean[base_cond])
+            else:
+                row["triggers_vs_clean"] = []
+        if env is not None:
+            row["extra"] = env.extra or None
+            for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total"):
+                if k in (env.extra or {}):
+                    row[k] = env.extra[k]
+        clean_rec = clean_env.record if clean_env is not None and not clean_env.failed else None
+        if env is not None and not env.failed and env.record is not None and clean_rec is not None:
+            # Triage invariance needs no gold: it compares with the clean-ASR output only.
+            row["triage"] = env.record.triage.level
+            row["triage_clean"] = clean_rec.triage.level
+            row["triage_match"] = int(row["triage"] == row["triage_clean"])
+        if gold is not None and env is not None and not env.failed:
+            safety = item_safety(env.record, clean_rec, gold)
+            detail["safety"] = safety
+            for k in ("triage", "triage_clean", "triage_gold", "triage_match", "under_triage_new", "scer_new",
+                      "new_critical_flags", "err_new"):
+                row[k] = safety.get(k)
+            if c.is_clean:
+                row["asr_delta_e"] = None  # ErrProp is not defined for the reference row
+            if judge_backend == "rules":
+                jr = rule_judge(env.record, gold)
+                row["judge_score"], row["judge"] = jr.score, jr.judge
+                detail["judge_reasons"] = list(jr.reasons)
+        out.append(ScoredItem(row=row, detail=detail))
+    return out
+
+
+@dataclass(frozen=True)
 class ScoreInputs:
     """Everything the score stage reads, passed in explicitly (the stage never sees the runner).
 
     Mappings are keyed by ``encounter_id`` or ``(encounter_id, condition)``;
-    ``failed(eid, cond)`` returns the recorded failure ("stage: reason") or None.
+    ``failures`` maps a failed ``(encounter_id, condition)`` to ``"stage: reason"``
+    (a guard row's base failure included, see ``FailureLedger.failed``).
     """
 
     out: Path
-    conditions: Sequence[dict[str, Any]]
+    grid: ConditionGrid
     encounters: Mapping[str, Encounter]
     gold: Mapping[str, Any]
     audio: Mapping[Key, Path]
     mix: Mapping[Key, MixInfo]
     transcripts: Mapping[Key, Transcript]
     records: Mapping[Key, RecordEnvelope]
-    failed: Callable[[str, str], str | None]
+    failures: Mapping[Key, str]
     judge_backend: str
     structure: StructureConfig
+
+    def for_encounter(self, eid: str) -> EncounterOutputs:
+        """The outputs of one encounter, keyed by condition."""
+        def pick(m: Mapping[Key, Any]) -> dict[str, Any]:
+            return {c.id: m[(eid, c.id)] for c in self.grid if (eid, c.id) in m}
+
+        return EncounterOutputs(
+            encounter=self.encounters[eid], gold=self.gold.get(eid), transcripts=pick(self.transcripts),
+            records=pick(self.records), mix=pick(self.mix), audio={k: str(v) for k, v in pick(self.audio).items()},
+            failures=pick(self.failures),
+        )
 
 
 def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
@@ -59,107 +237,70 @@ def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
     return {e: gold[e] for e in encounter_ids if e in gold}
 
 
-def score_items(state: ScoreInputs, cache: Path) -> list[dict[str, Any]]:
-    """Build one row per (encounter, condition) of the grid, failed ones included."""
-    from stresstest.metrics.judge_rules import rule_judge
-    from stresstest.metrics.negation import negation_mismatches
-    from stresstest.metrics.safety import item_safety
-    from stresstest.metrics.triggers import detect_triggers, trigger_counts
+def score_items(
+    inputs: ScoreInputs, cache: Path, *, executor: Any = None
+) -> list[ItemScore]:
+    """One validated row per (encounter, condition) of the grid, failed ones included.
 
+    Encounters are scored independently (:func:`score_encounter`), through
+    ``executor`` when given (a :class:`~stresstest.pipeline.executor.Executor`);
+    the audit detail of each item is written to ``scores/<condition>/<id>.json``
+    and the LLM judge (when configured) runs once over all items afterwards.
+    """
+    eids = sorted(inputs.encounters)
+    per_enc = [inputs.for_encounter(e) for e in eids]
+    if executor is None:
+        results = [score_encounter(x, inputs.grid, inputs.judge_backend) for x in per_enc]
+    else:
+        results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc)
     rows: list[dict[str, Any]] = []
     llm_pairs: list[tuple[int, Any, Any]] = []
-    for eid in sorted(state.encounters):
-        enc = state.encounters[eid]
-        ref = enc.reference_text()
-        gold = state.gold.get(eid)
-        concepts = [c.concept for c in gold.claims] if gold is not None else []
-        clean_t = state.transcripts.get((eid, "clean"))
-        clean_env = state.records.get((eid, "clean"))
-        clean_err = asr_errors(ref, clean_t.text) if clean_t else None
-        for c in state.conditions:
-            cond = c["condition"]
-            base_cond = cond.removesuffix("_guard") if c["mitigated"] else cond
-            t = state.transcripts.get((eid, base_cond))
-            env = state.records.get((eid, cond))
-            mix = state.mix.get((eid, base_cond))
-            audio = state.audio.get((eid, base_cond))
-            row: dict[str, Any] = {
-                "encounter_id": eid, "condition": cond, "family": c["family"], "snr_db": c["snr_db"],
-                "mitigated": c["mitigated"],
-                "target_snr_db": mix.target_snr_db if mix else None,
-                "measured_snr_db": mix.measured_snr_db if mix else None,
-                "reference_text": ref, "hypothesis_text": t.text if t else None,
-                "audio_path": str(audio) if audio else None,
-                # The full noise recipe (every babble sentence and pause) lives in manifest.json.
-                "mix": mix.model_dump(mode="json", exclude={"noise_recipe"}) if mix else None,
-                "transcript_path": f"transcripts/{base_cond}/{eid}.json" if t else None,
-                "record_path": f"records/{cond}/{eid}.json" if env else None,
-                "scores_path": f"scores/{cond}/{eid}.json",
-            }
-            error = state.failed(eid, cond) or (state.failed(eid, base_cond) if base_cond != cond else None)
-            if t is None and error is None:
-                error = "no transcript"
-            row["failed"] = error is not None
-            row["error"] = error
-            detail: dict[str, Any] = {"encounter_id": eid, "condition": cond}
-            if t is not None:
-                e = asr_errors(ref, t.text)
-                row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
-                           item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
-                if clean_err is not None:
-                    e_clean = clean_err.sub + clean_err.dele + clean_err.ins
-                    row["asr_delta_e"] = max(0, (e.sub + e.dele + e.ins) - e_clean)
-                mism = negation_mismatches(ref, t.text, concepts)
-                row["neg_err"] = int(bool(mism))
-                detail["negation_mismatches"] = [m.model_dump(mode="json") if hasattr(m, "model_dump") else m
-                                                 for m in mism]
-                events = detect_triggers(ref, t.text, concepts=concepts)
-                row["trigger_counts"] = trigger_counts(events)
-                detail["triggers_vs_reference"] = [ev.model_dump(mode="json") for ev in events]
-                if cond != "clean" and clean_t is not None:
-                    paired = detect_triggers(clean_t.text, t.text, concepts=concepts)
-                    row["triggers_vs_clean"] = [ev.model_dump(mode="json") for ev in paired]
-                else:
-                    row["triggers_vs_clean"] = []
-            if env is not None:
-                row["extra"] = env.extra or None
-                for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total"):
-                    if k in (env.extra or {}):
-                        row[k] = env.extra[k]
-            clean_ok = clean_env is not None and not clean_env.failed and clean_env.record is not None
-            if env is not None and not env.failed and env.record is not None and clean_ok:
-                # Triage invariance needs no gold: it compares with the clean-ASR output only.
-                row["triage"] = env.record.triage.level
-                row["triage_clean"] = clean_env.record.triage.level  # type: ignore[union-attr]
-                row["triage_match"] = int(row["triage"] == row["triage_clean"])
-            if gold is not None and env is not None and not env.failed:
-                safety = item_safety(env.record, clean_env.record if clean_env and not clean_env.failed else None, gold)
-                detail["safety"] = safety
-                for k in ("triage", "triage_clean", "triage_gold", "triage_match", "under_triage_new", "scer_new",
-                          "new_critical_flags", "err_new"):
-                    row[k] = safety.get(k)
-                if cond == "clean":
-                    row["asr_delta_e"] = None  # ErrProp is not defined for the reference row
-                if state.judge_backend == "rules":
-                    jr = rule_judge(env.record, gold)
-                    row["judge_score"], row["judge"] = jr.score, jr.judge
-                    detail["judge_reasons"] = list(jr.reasons)
-                elif state.judge_backend == "llm":
-                    llm_pairs.append((len(rows), env, gold))
-            atomic_write_json(state.out / "scores" / cond / f"{eid}.json", detail)
-            rows.append(row)
+    for x, scored in zip(per_enc, results, strict=True):
+        for it in scored:
+            cond = str(it.row["condition"])
+            env = x.records.get(cond)
+            if inputs.judge_backend == "llm" and x.gold is not None and env is not None and not env.failed:
+                llm_pairs.append((len(rows), env, x.gold))
+            atomic_write_json(inputs.out / "scores" / cond / f"{x.encounter.encounter_id}.json", it.detail)
+            rows.append(it.row)
     if llm_pairs:
-        _llm_judge(state, cache, rows, llm_pairs)
-    return rows
+        _llm_judge(inputs, cache, rows, llm_pairs)
+    return [ItemScore.model_validate(r) for r in rows]
 
 
-def _llm_judge(state: ScoreInputs, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]) -> None:
+def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: NoteQualityConfig,
+                       cache: Path) -> dict[str, Any]:
+    """SPEC §8 note-quality judges over every item row with a record; updates ``rows`` in place and returns
+    the manifest entry (see :mod:`stresstest.metrics.quality_stage`)."""
+    from stresstest.metrics.quality_stage import QualityItem, open_judge_session
+    from stresstest.metrics.quality_stage import score_note_quality as judge_items
+
+    items = []
+    for k, row in enumerate(rows):
+        env = state.records.get((row["encounter_id"], row["condition"]))
+        if row.get("failed") or env is None or env.failed or env.record is None or row.get("hypothesis_text") is None:
+            continue
+        items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
+                                 row["reference_text"], state.gold.get(row["encounter_id"])))
+    with open_judge_session(state.structure, cache_dir=cache, log_dir=state.out / "logs") as session:
+        conditions = [{"condition": c.id, "mitigated": c.mitigated, "base": c.base} for c in state.grid]
+        return judge_items(rows, items, conditions, config, session, state.out)
+
+
+def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[ScoredItem]:
+    grid, judge_backend = ctx
+    return score_encounter(x, grid, judge_backend)
+
+
+def _llm_judge(
+    inputs: ScoreInputs, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]
+) -> None:
     from stresstest.metrics.judge_llm import llm_judge_many
 
     results = llm_judge_many(
         [(f"{rows[i]['encounter_id']}/{rows[i]['condition']}", env.record.model_dump_json(), gold.model_dump_json())
          for i, env, gold in pairs],
-        state.structure, cache_dir=cache, log_dir=state.out / "logs",
+        inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs",
     )
     for (i, _, _), jr in zip(pairs, results, strict=True):
         if jr is None:

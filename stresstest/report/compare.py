@@ -104,19 +104,19 @@ def compare_runs(
         ReportError: a run directory is malformed, or the runs share no condition or no encounter.
     """
     a, b = load_run(run_a), load_run(run_b)
-    conds_a = [str(c["condition"]) for c in a.conditions]
-    conds_b = {str(c["condition"]) for c in b.conditions}
-    common = [c for c in a.conditions if str(c["condition"]) in conds_b]
+    conds_a = a.conditions.ids
+    conds_b = set(b.conditions.ids)
+    common = [c for c in a.conditions if c.id in conds_b]
     only_a = [c for c in conds_a if c not in conds_b]
-    only_b = [str(c["condition"]) for c in b.conditions if str(c["condition"]) not in set(conds_a)]
+    only_b = [c for c in b.conditions.ids if c not in set(conds_a)]
     if not common:
         raise ReportError(
             f"compare: runs {run_a} and {run_b} share no condition (A has "
-            f"{[c['condition'] for c in a.conditions]}, B has {sorted(conds_b)})"
+            f"{a.conditions.ids}, B has {sorted(conds_b)})"
         )
     rows: list[dict[str, Any]] = []
     for c in common:
-        name = str(c["condition"])
+        name = c.id
         d = paired_differences(
             a.ok_items(name),
             b.ok_items(name),
@@ -128,9 +128,9 @@ def compare_runs(
         )
         row: dict[str, Any] = {
             "condition": name,
-            "family": c["family"],
-            "snr_db": c["snr_db"],
-            "mitigated": c["mitigated"],
+            "family": c.family,
+            "snr_db": c.snr_db,
+            "mitigated": c.mitigated,
             "n_common": d[METRIC_COLUMNS[0]]["n"],
         }
         for m in METRIC_COLUMNS:

@@ -294,6 +294,10 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
             "<h3>Guard effect: guard − unmitigated (same transcripts), paired 95% CIs</h3>"
             + _effects_html(c.mitigation_effects)
         )
+    if c.quality is not None:
+        from stresstest.report.quality import quality_html
+
+        parts.append(quality_html(c.quality))
     parts.append("<h2>Run facts</h2>" + _kv_html(c.facts))
     parts.append(f"<h3>Failures ({len(c.failures)})</h3>")
     parts.append(
@@ -507,6 +511,10 @@ def render_markdown(c: ReportContent) -> str:
             _md_table(head, body),
             "",
         ]
+    if c.quality is not None:
+        from stresstest.report.quality import quality_markdown
+
+        out += quality_markdown(c.quality)
     out += [
         "## Run facts",
         "",
