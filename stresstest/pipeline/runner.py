@@ -90,7 +90,8 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
 
 
 def _bar(state: RunState, total: int, desc: str) -> tqdm:
-    return tqdm(total=total, desc=desc, unit="item", disable=not state.cfg.run.progress, file=sys.stderr,
+    # disable=None: no bar when stderr is not a terminal (logs and pipes get clean one-line messages).
+    return tqdm(total=total, desc=desc, unit="item", disable=None if state.cfg.run.progress else True, file=sys.stderr,
                 dynamic_ncols=True, leave=False)
 
 
