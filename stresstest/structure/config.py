@@ -62,6 +62,12 @@ class ServerConfig(_Strict):
     gpu_memory_utilization: float = Field(
         default=0.85, gt=0.0, le=1.0, description="vLLM only: fraction of GPU memory it may take."
     )
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, description="vLLM only: GPUs one engine shards the model over (--tensor-parallel-size)."
+    )
+    data_parallel_size: int = Field(
+        default=1, ge=1, description="vLLM serve only: engine replicas behind one server (--data-parallel-size)."
+    )
     startup_timeout_s: float = Field(
         default=120.0, gt=0, description="How long to wait for a managed server's /v1/models to answer."
     )

@@ -195,7 +195,8 @@ def server_command(config: StructureConfig, port: int) -> list[str]:
         str(srv.gpu_memory_utilization),
         "--served-model-name",
         model,
-    ]
+    ] + (["--tensor-parallel-size", str(srv.tensor_parallel_size)] if srv.tensor_parallel_size > 1 else []) + (
+        ["--data-parallel-size", str(srv.data_parallel_size)] if srv.data_parallel_size > 1 else [])
 
 
 class ServerProcess:

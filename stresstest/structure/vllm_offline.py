@@ -52,13 +52,16 @@ def _import_vllm() -> Any:
 
 
 @lru_cache(maxsize=2)
-def _engine(model: str, seed: int, max_model_len: int, gpu_memory_utilization: float) -> Any:
+def _engine(
+    model: str, seed: int, max_model_len: int, gpu_memory_utilization: float, tensor_parallel_size: int = 1
+) -> Any:
     vllm = _import_vllm()
     return vllm.LLM(
         model=model,
         seed=seed,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,
+        tensor_parallel_size=tensor_parallel_size,
     )
 
 
@@ -102,7 +105,8 @@ def generate_offline(
     if not conversations:
         return []
     srv = config.server
-    llm = _engine(offline_model_id(config), config.decoding.seed, srv.n_ctx, srv.gpu_memory_utilization)
+    llm = _engine(offline_model_id(config), config.decoding.seed, srv.n_ctx, srv.gpu_memory_utilization,
+                  srv.tensor_parallel_size)
     tokenizer = llm.get_tokenizer()
     prompts = [
         tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations

@@ -83,6 +83,7 @@ def test_batch_generate_with_structured_outputs(
         "seed": 1234,
         "max_model_len": 8192,
         "gpu_memory_utilization": 0.85,
+        "tensor_parallel_size": 1,
     }
     ((prompts, params),) = llm.generate_calls  # one batched call for all items
     assert len(prompts) == 3 and prompts[0].startswith("system:You are a clinical documentation assistant")
