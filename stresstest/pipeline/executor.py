@@ -113,9 +113,15 @@ class Executor(ABC):
         *,
         workers: int = 1,
         gpus_per_worker: float = 0.0,
+        shard_size: int | None = None,
         on_result: Callable[[int, R], None] | None = None,
     ) -> list[R]:
-        """Results of ``worker.run`` over shards of ``items``, flattened in item order."""
+        """Results of ``worker.run`` over shards of ``items``, flattened in item order.
+
+        ``shard_size`` (default ``run.executor.shard_size``) is how many consecutive items one
+        ``run`` call gets; a stage whose worker has a per-call cost (an LLM session) asks for
+        one shard per worker.
+        """
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the executor."""
@@ -170,6 +176,7 @@ class InProcessExecutor(Executor):
         *,
         workers: int = 1,
         gpus_per_worker: float = 0.0,
+        shard_size: int | None = None,
         on_result: Callable[[int, R], None] | None = None,
     ) -> list[R]:
         # One worker holds the model; the whole list is one shard, so a stage that
@@ -382,12 +389,13 @@ class RayExecutor(Executor):
         *,
         workers: int = 1,
         gpus_per_worker: float = 0.0,
+        shard_size: int | None = None,
         on_result: Callable[[int, R], None] | None = None,
     ) -> list[R]:
         if not items:
             return []
         ray = self._ray
-        shards = _shards(len(items), self.cfg.shard_size)
+        shards = _shards(len(items), shard_size or self.cfg.shard_size)
         n = max(1, min(workers, len(shards)))
         actor_cls = ray.remote(num_cpus=1, num_gpus=gpus_per_worker)(_PoolActor)
         actors = [actor_cls.options(name=None).remote(worker_cls, init) for _ in range(n)]
