@@ -85,11 +85,12 @@ def test_every_item_is_structured_or_a_recorded_failure(server, tmp_path: Path) 
         env = envs[k]
         assert env.failed, (kind, env)
         assert expect[kind] in (env.error or ""), (kind, env.error)
-    # The answers that were not faulted came from the real server: a record, or a recorded reason.
+    # The answers that were not faulted came from the real server: a record, or a recorded reason (an answer
+    # cut at max_tokens, or — on a very busy machine — the client's own timeout).
     for k, env in enumerate(envs):
         if k not in {f for f, _ in faults} and env.failed:
-            assert "max_tokens" in (env.error or "") or "schema" in (env.error or "") or "JSON" in (env.error or ""), \
-                env.error
+            assert env.error and ("max_tokens" in env.error or "timeout" in env.error or "schema" in env.error
+                                  or "JSON" in env.error), env.error
     n_ok = sum(not e.failed for e in envs)
     print(f"\nfault proxy: {len(faults)} faults injected ({', '.join(k for _, k in faults)}); "
           f"{n_ok}/{len(envs)} structured, {len(envs) - n_ok} recorded failures")
