@@ -68,12 +68,14 @@ class QualityItem:
     gold: NoteLike | None
 
 
-def open_judge_session(config: Any, *, cache_dir: Path, log_dir: Path) -> Any:
-    """The LLM session the judges use: today one :class:`~stresstest.structure.roles.LLMSession` on the
-    structuring model (same model, φ, cache and managed server), opened once for every note-quality judge."""
+def open_judge_session(config: Any, *, cache_dir: Path, log_dir: Path, engine: Any = None) -> Any:
+    """The LLM session every note-quality judge uses: one :class:`~stresstest.structure.roles.LLMSession` on
+    the structuring model (same model, φ and cache). With the run's LLM engine (``engine``) the session runs
+    on it under the role ``note-quality``, so no second server is started; without one it owns its own."""
     from stresstest.structure.roles import LLMSession
 
-    return LLMSession(config, cache_dir=cache_dir, log_dir=log_dir)
+    kwargs: dict[str, Any] = {} if engine is None else {"engine": engine, "role": "note-quality"}
+    return LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, **kwargs)
 
 
 # ------------------------------------------------------------------ calibration

@@ -305,7 +305,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
                     from stresstest.pipeline.score import score_note_quality
 
                     state.extra_manifest["note_quality"] = score_note_quality(
-                        inputs, items, cfg.judge.note_quality, cache
+                        inputs, items, cfg.judge.note_quality, cache, engine=getattr(state, "llm_engine", None)
                     )
             with _stage(state, "score"):
                 pairing = apply_pairing(items, state.grid)
