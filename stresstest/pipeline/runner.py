@@ -76,6 +76,8 @@ class RunState:
     gold: dict[str, Any] = field(default_factory=dict)
     extra_manifest: dict[str, Any] = field(default_factory=dict)  # invocations, completed, pairing
     structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
+    llm_engine: Any = None  # the run's single LLMEngine (structure, guard, judges), None for backend 'rules'
+    asr_released_at: str | None = None
 
 
 @contextmanager
@@ -175,6 +177,23 @@ def _asr_stage(state: RunState, cache: Path) -> None:
                               r.transcript.model_dump(mode="json"))
 
 
+def _release_asr(state: RunState) -> None:
+    """Free the ASR model (and its GPU memory) before the LLM engine starts — the order is fixed here.
+
+    The LLM engine starts lazily inside the structure stage, after this; with vLLM it measures the free GPU
+    memory at that moment. The release itself is the ASR package's (``stresstest.asr.release_asr_models``).
+    """
+    import gc
+
+    import stresstest.asr as asr_pkg
+
+    release = getattr(asr_pkg, "release_asr_models", None)
+    if callable(release):
+        release()
+    gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
+    state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def _structure_stage(state: RunState, cache: Path) -> None:
     ts = sorted(state.transcripts.items())
     tasks = [StructureTask(eid, cond, t.text) for (eid, cond), t in ts]
@@ -262,6 +281,14 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
                          stage_seconds=dict(clock.carried_stages))
         executor_info = executor.describe()
+        if cfg.structure.backend != "rules":
+            from stresstest.structure.engine import LLMEngine
+
+            # One engine per run, registered for this process: structuring, Draft/Guard and every LLM judge
+            # use it (started at the first cache miss, stopped when the stages are done). With the Ray
+            # executor each structuring actor runs an engine of its own (run.executor.llm_engines).
+            state.llm_engine = LLMEngine(cfg.structure, cache_dir=cache, log_dir=out / "logs",
+                                         progress=cfg.run.progress, shared=True)
 
         def checkpoint(completed: bool = False) -> None:
             # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
@@ -285,6 +312,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             checkpoint()
             with _stage(state, "asr"):
                 _asr_stage(state, cache)
+                _release_asr(state)
             checkpoint()
             with _stage(state, "structure"):
                 _structure_stage(state, cache)
@@ -305,12 +333,14 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
                     from stresstest.pipeline.score import score_note_quality
 
                     state.extra_manifest["note_quality"] = score_note_quality(
-                        inputs, items, cfg.judge.note_quality, cache, engine=getattr(state, "llm_engine", None)
+                        inputs, items, cfg.judge.note_quality, cache
                     )
             with _stage(state, "score"):
                 pairing = apply_pairing(items, state.grid)
                 state.extra_manifest["pairing"] = pairing.manifest()
         finally:
+            if state.llm_engine is not None:
+                state.llm_engine.close()
             checkpoint()
     rows = summary_rows(items, state.grid)
     extra = extra_summary_columns([it for it in items if in_pairing(it)], rows)
@@ -362,6 +392,8 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
              "models_used": sorted({t.model for t in state.transcripts.values()})},
         structure=structure,
         judge=cfg.judge.backend,
+        llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
+        asr_released_at=state.asr_released_at,
         executor=executor_info,
         conditions=list(state.grid),
         noise={fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},

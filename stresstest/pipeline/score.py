@@ -269,10 +269,9 @@ def score_items(
 
 
 def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: NoteQualityConfig,
-                       cache: Path, engine: Any = None) -> dict[str, Any]:
+                       cache: Path) -> dict[str, Any]:
     """SPEC §8 note-quality judges over every item row with a record; updates ``rows`` in place and returns
-    the manifest entry (see :mod:`stresstest.metrics.quality_stage`). ``engine``: the run's LLM engine, when
-    the run has one (the judges then share its server)."""
+    the manifest entry (see :mod:`stresstest.metrics.quality_stage`)."""
     from stresstest.metrics.quality_stage import QualityItem, open_judge_session
     from stresstest.metrics.quality_stage import score_note_quality as judge_items
 
@@ -283,7 +282,7 @@ def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: N
             continue
         items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
                                  row["reference_text"], state.gold.get(row["encounter_id"])))
-    with open_judge_session(state.structure, cache_dir=cache, log_dir=state.out / "logs", engine=engine) as session:
+    with open_judge_session(state.structure, cache_dir=cache, log_dir=state.out / "logs") as session:
         conditions = [{"condition": c.id, "mitigated": c.mitigated, "base": c.base} for c in state.grid]
         return judge_items(rows, items, conditions, config, session, state.out)
 
