@@ -1,7 +1,7 @@
 """Benchmark: condition construction and ASR throughput, each against its alternative in the same run.
 
 1. Mixing throughput (× real time) on the same speech and noise:
-   ours (``stresstest.mixing.mix`` with the active-speech mask) vs
+   ours (``stresstest.noise.mix.mix`` with the active-speech mask) vs
    ``audiomentations.AddBackgroundNoise`` vs ``torchaudio.functional.add_noise``
    (each skipped with a printed reason when not installed).
 2. ASR × real time with faster-whisper: sequential windows vs batched windows
@@ -22,7 +22,7 @@ import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ as SR
 from stresstest.audio import write_wav
-from stresstest.mixing import active_mask, mix
+from stresstest.noise.mix import active_mask, mix
 
 
 def _speech(seconds: float, seed: int = 0) -> tuple[np.ndarray, list[tuple[float, float]]]:

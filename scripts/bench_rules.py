@@ -23,8 +23,8 @@ from pathlib import Path
 
 from stresstest.corpus import load_corpus
 from stresstest.errors import StressTestError
+from stresstest.schema import ClinicalRecord
 from stresstest.structure.rules import extract_record
-from stresstest.structure.schema import ClinicalRecord
 
 _PUNCT = re.compile(r"[^\w\s']+")
 
@@ -94,7 +94,7 @@ def gold_agreement(corpus: Path) -> list[str] | None:
     """
     from stresstest.gold.model import default_gold_dir, load_gold
     from stresstest.metrics.claims import canonical_claim, flag_keys, match_claims
-    from stresstest.structure.schema import CRITICAL_FLAG_KINDS
+    from stresstest.schema import CRITICAL_FLAG_KINDS
 
     golds = {k: g for k, g in load_gold(default_gold_dir()).items() if g.corpus == "osce"}
     if not golds:

@@ -46,7 +46,44 @@ def peak_normalise(x: np.ndarray, peak_dbfs: float = PEAK_DBFS) -> np.ndarray:
     return (x * (10 ** (peak_dbfs / 20) / peak)).astype(np.float32)
 
 
+def wav_truncation(path: str | Path) -> str | None:
+    """Why a RIFF/WAVE file is truncated (its header promises more than it holds), or ``None``.
+
+    libsndfile silently reads whatever part of the data chunk is present, so a
+    recording cut short by a failed copy would be accepted; this walks the chunk
+    headers and compares the declared sizes with the file size. Non-RIFF files
+    (flac, mp3, ogg, RF64) are not judged here (``None``).
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        with open(p, "rb") as fh:
+            head = fh.read(12)
+            if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+                return None
+            pos = 12
+            while pos + 8 <= size:
+                fh.seek(pos)
+                hdr = fh.read(8)
+                cid, clen = hdr[:4], struct.unpack("<I", hdr[4:8])[0]
+                if cid == b"data":
+                    if clen == 0xFFFFFFFF:  # streaming writers: size unknown, data runs to EOF
+                        return None
+                    have = size - pos - 8
+                    if clen > have:
+                        return (f"truncated: its header declares {clen} bytes of audio data, "
+                                f"the file holds {have}")
+                    return None
+                pos += 8 + clen + (clen & 1)
+            return "truncated: no audio data chunk before the end of the file"
+    except OSError:
+        return None
+
+
 def _read_any(path: Path) -> tuple[np.ndarray, int]:
+    problem = wav_truncation(path)
+    if problem is not None:
+        raise AudioError(f"{path}: {problem} (re-copy or re-export the recording)")
     try:
         data, sr = sf.read(str(path), dtype="float32", always_2d=False)
         return np.asarray(data), int(sr)
@@ -116,7 +153,10 @@ def write_wav(path: str | Path, x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> None
 
 
 def read_wav_exact(path: str | Path) -> np.ndarray:
-    """Read a file written by :func:`write_wav` without any conversion."""
+    """Read a file written by :func:`write_wav` without any conversion (a truncated file is an error)."""
+    problem = wav_truncation(path)
+    if problem is not None:
+        raise AudioError(f"{path}: {problem}")
     data, sr = sf.read(str(path), dtype="float32", always_2d=False)
     if sr != SAMPLE_RATE_HZ:
         raise AudioError(f"{path}: expected {SAMPLE_RATE_HZ} Hz, found {sr} Hz")

@@ -7,6 +7,21 @@ temp file in the same directory, then ``os.replace``.
 
 Cache directory: ``$STRESSTEST_CACHE`` if set, else ``~/.cache/stresstest``
 (the one documented place outside a run directory that the tool writes to).
+
+Reads are verified (:func:`write_verified_json` / :func:`read_verified_json`):
+every entry is an envelope ``{"cache_format": 2, "sha256": H, "value": V,
+"files": {name: {"size", "sha256"}}}`` where ``H`` hashes the canonical JSON of
+``V`` and ``files`` records the size and content hash of each file the entry
+vouches for (a cached WAV). On read the hash, the shape (a validator given by
+the stage) and every file are checked; any mismatch prints one warning naming
+the file and the entry is treated as missing, so the stage recomputes and
+overwrites it. Envelopes live in ``*.c2.json`` files (:data:`ENVELOPE_SUFFIX`),
+next to, never over, the plain ``*.json`` entries older versions wrote, so an
+older checkout sharing the cache keeps working. A plain entry is accepted only
+when it vouches for no file and its shape validates; it is then copied into an
+envelope.
+
+File modes follow the umask (``0o666 & ~umask``), like any file ``open`` creates.
 """
 
 from __future__ import annotations
@@ -15,17 +30,60 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+CACHE_FORMAT = 2
+#: File-name suffix of verified entries (plain ``.json`` entries are the pre-envelope format).
+ENVELOPE_SUFFIX = ".c2.json"
+_UMASK: int | None = None
+_UMASK_LOCK = threading.Lock()
+
+
+def _file_mode() -> int:
+    """``0o666`` minus the process umask (read once: ``os.umask`` can only be read by setting it)."""
+    global _UMASK
+    with _UMASK_LOCK:
+        if _UMASK is None:
+            _UMASK = os.umask(0o022)
+            os.umask(_UMASK)
+    return 0o666 & ~_UMASK
 
 
 def default_cache_dir() -> Path:
     """The documented cache directory (``$STRESSTEST_CACHE`` or ``~/.cache/stresstest``)."""
     env = os.environ.get("STRESSTEST_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "stresstest"
+
+
+def confine_tool_dirs(cache_dir: str | Path | None = None) -> Path:
+    """Point third-party libraries' own caches into ``<cache dir>/tools`` instead of ``$HOME``.
+
+    matplotlib (font list, config: ``MPLCONFIGDIR``) and onnxruntime (a device id
+    under ``$XDG_CACHE_HOME/Microsoft``) otherwise write into the home folder. Set
+    for this process and its children (the LLM server) before those libraries are
+    imported; a value the user set explicitly is left alone. Returns the folder.
+    """
+    tools = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    tools = tools / "tools"
+    os.environ.setdefault("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
+    for var, sub in (("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg-cache")):
+        if not os.environ.get(var):
+            os.environ[var] = str(tools / sub)
+    return tools
+
+
+def user_cache_home() -> Path:
+    """The user's own cache home (``$XDG_CACHE_HOME`` as it was before :func:`confine_tool_dirs`, or ``~/.cache``).
+
+    Read-only use: where models the user downloaded earlier (``whisper``) are looked up.
+    """
+    env = os.environ.get("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
+    return Path(env) if env else Path.home() / ".cache"
 
 
 def canonical_json(obj: Any) -> str:
@@ -65,6 +123,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            os.fchmod(fh.fileno(), _file_mode())  # mkstemp makes 0600; the result should follow the umask
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -79,26 +138,135 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")
 
 
+def file_digest(path: str | Path) -> dict[str, Any]:
+    """``{"size": bytes, "sha256": hex}`` of a file, recorded when a cache entry vouches for it."""
+    p = Path(path)
+    return {"size": p.stat().st_size, "sha256": sha256_file(p)}
+
+
+def file_problem(path: str | Path, digest: Mapping[str, Any]) -> str | None:
+    """Why ``path`` does not match ``digest`` (missing, size, content), or ``None`` when it does."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError:
+        return f"{p} is missing"
+    if size != digest.get("size"):
+        return f"{p} has {size} bytes, {digest.get('size')} were written"
+    if sha256_file(p) != digest.get("sha256"):
+        return f"{p} has a different content hash than was written"
+    return None
+
+
+def write_verified_json(path: str | Path, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
+    """Write a cache entry envelope for ``value`` and the files it vouches for (see module doc)."""
+    env = {
+        "cache_format": CACHE_FORMAT,
+        "sha256": hash_obj(value),
+        "value": value,
+        "files": {name: file_digest(f) for name, f in (files or {}).items()},
+    }
+    atomic_write_json(path, env)
+
+
+def read_verified_json(
+    path: str | Path,
+    validate: Callable[[Any], Any] | None = None,
+    files: Mapping[str, str | Path] | None = None,
+    legacy_path: str | Path | None = None,
+) -> Any | None:
+    """Read a cache entry envelope; ``None`` (with one warning naming the file) when it cannot be trusted.
+
+    Args:
+        path: the entry's envelope file (``*.c2.json``).
+        validate: called with the value; raising any exception means "wrong shape".
+            Its return value is returned (so it can build the model in one go).
+        files: ``name -> path`` of the files this entry must vouch for, each checked
+            against the size and sha256 recorded at write.
+        legacy_path: a pre-envelope plain JSON entry to fall back on when ``path`` is
+            missing (accepted only without ``files`` and when it validates; then
+            copied into ``path``).
+
+    Returns:
+        The (validated) value, or ``None`` for a miss, a damaged entry, or a file mismatch.
+    """
+    from stresstest.console import one_line, warn
+
+    p = Path(path)
+    legacy = False
+    if not p.is_file():
+        if legacy_path is None or files or not Path(legacy_path).is_file():
+            return None
+        try:
+            value = json.loads(Path(legacy_path).read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None  # an old torn entry: a plain miss, as it always was
+        legacy = True
+    else:
+        try:
+            data = json.loads(p.read_bytes().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            warn(f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
+            return None
+        if not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT and "value" in data):
+            warn(f"cache entry {p} is not a stresstest cache envelope; recomputing it")
+            return None
+        value = data["value"]
+        if data.get("sha256") != hash_obj(value):
+            warn(f"cache entry {p} does not match its recorded content hash; recomputing it")
+            return None
+        recorded_raw = data.get("files")
+        recorded: dict[str, Any] = recorded_raw if isinstance(recorded_raw, dict) else {}
+        for name, f in (files or {}).items():
+            digest = recorded.get(name)
+            problem = "no digest recorded" if not isinstance(digest, dict) else file_problem(f, digest)
+            if problem is not None:
+                warn(f"cache entry {p}: {problem}; recomputing it")
+                return None
+    raw = value
+    if validate is not None:
+        try:
+            value = validate(value)
+        except Exception as exc:
+            if legacy:
+                return None
+            warn(f"cache entry {p} has the wrong shape ({type(exc).__name__}: {one_line(exc)[:160]}); "
+                 "recomputing it")
+            return None
+    if legacy:
+        try:
+            write_verified_json(p, raw)  # copy into an envelope, so the next read is verified
+        except OSError:
+            pass
+    return value
+
+
 class KeyValueCache:
-    """A directory of JSON blobs addressed by hash key (``<root>/<ns>/<k[:2]>/<k>.json``)."""
+    """A directory of verified JSON entries addressed by hash key (``<root>/<ns>/<k[:2]>/<k>.json``)."""
 
     def __init__(self, root: str | Path, namespace: str) -> None:
         self.root = Path(root) / namespace
 
     def path(self, key: str) -> Path:
+        """The entry's envelope file."""
+        return self.root / key[:2] / f"{key}{ENVELOPE_SUFFIX}"
+
+    def legacy_path(self, key: str) -> Path:
+        """Where the pre-envelope format kept the entry (read, never written)."""
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Any | None:
-        p = self.path(key)
-        if not p.exists():
-            return None
-        try:
-            return json.loads(p.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return None  # a torn or foreign file is a miss, recomputed and overwritten
+    def file_path(self, key: str, suffix: str) -> Path:
+        """Where a file that belongs to entry ``key`` lives (e.g. the mixture WAV)."""
+        return self.root / key[:2] / f"{key}{suffix}"
 
-    def put(self, key: str, value: Any) -> None:
-        atomic_write_json(self.path(key), value)
+    def get(
+        self, key: str, validate: Callable[[Any], Any] | None = None, files: Mapping[str, str | Path] | None = None
+    ) -> Any | None:
+        """The verified value for ``key`` or ``None`` (see :func:`read_verified_json`)."""
+        return read_verified_json(self.path(key), validate, files, legacy_path=self.legacy_path(key))
+
+    def put(self, key: str, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
+        write_verified_json(self.path(key), value, files)
 
 
 class JsonlWriter:

@@ -19,7 +19,7 @@ EXIT_INTERNAL = 3
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from stresstest.runner import format_table, run
+    from stresstest.pipeline.runner import format_table, run
 
     out, rows = run(a.config, a.out)
     print(format_table(rows))
@@ -31,10 +31,27 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_mix(a: argparse.Namespace) -> int:
+    """One mixture. Only ``--out`` is left behind: the canonical speech used to measure the SNR back
+    is a hidden temporary file next to it, and a failed mixture is removed."""
+    import math
+    import os
+    import tempfile
+
     from stresstest.audio import load_audio, write_wav
-    from stresstest.mixing import active_mask, fit_length, item_rng, write_mixture
+    from stresstest.config import SNR_MAX_DB, SNR_MIN_DB
+    from stresstest.errors import MixError
+    from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
     from stresstest.speech import energy_vad
 
+    if not math.isfinite(a.snr) or not SNR_MIN_DB <= a.snr <= SNR_MAX_DB:
+        raise MixError(f"--snr: expected a finite SNR between {SNR_MIN_DB:g} and {SNR_MAX_DB:g} dB, got {a.snr:g}")
+    out = Path(a.out)
+    if out.is_dir():
+        raise MixError(f"--out {out}: is a directory; expected the path of the WAV file to write")
+    if out.suffix.lower() != ".wav":
+        raise MixError(f"--out {out}: expected a file name ending in .wav")
+    if not out.parent.is_dir():
+        raise MixError(f"--out {out}: folder {out.parent} does not exist")
     speech = load_audio(a.speech)
     noise_full = load_audio(a.noise)
     rng = item_rng(a.seed, Path(a.speech).name, "file")
@@ -43,12 +60,20 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
     segments = energy_vad(speech)
     mask = active_mask(n, segments)
-    out = Path(a.out)
-    # The canonical speech is written next to the output so the SNR can be measured back from files.
-    clean_path = out.with_name(out.stem + ".clean.wav")
-    write_wav(clean_path, speech)
-    info = write_mixture(out, clean_path, speech, noise, mask, a.snr, family="file", noise_source=str(a.noise),
-                         noise_offset_s=offset / 16000, noise_recipe={"seed": a.seed, "vad": "energy"})
+    existed = out.exists()
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".speech.wav", dir=out.parent)
+    os.close(fd)
+    clean_path = Path(tmp)
+    try:
+        write_wav(clean_path, speech)
+        info = write_mixture(out, clean_path, speech, noise, mask, a.snr, family="file", noise_source=str(a.noise),
+                             noise_offset_s=offset / 16000, noise_recipe={"seed": a.seed, "vad": "energy"})
+    except BaseException:
+        if not existed:
+            out.unlink(missing_ok=True)  # a failed mixture is not left behind
+        raise
+    finally:
+        clean_path.unlink(missing_ok=True)
     print(json.dumps(info.model_dump(mode="json"), indent=2))
     return 0
 
@@ -57,6 +82,8 @@ def _read_text(path: str) -> str:
     from stresstest.errors import MetricError
 
     p = Path(path)
+    if p.is_dir():
+        raise MetricError(f"{p}: is a directory; expected a UTF-8 text file")
     if not p.is_file():
         raise MetricError(f"{p}: file not found")
     try:
@@ -155,25 +182,79 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _os_error_message(exc: OSError) -> str:
+    """A one-line user message for an environment failure (permissions, full disk, wrong kind of path)."""
+    import errno
+
+    where = exc.filename if exc.filename is not None else "a file"
+    what = exc.strerror or type(exc).__name__
+    hint = {
+        errno.EACCES: "check the permissions or choose another --out",
+        errno.EPERM: "check the permissions or choose another --out",
+        errno.EROFS: "the file system is read-only; choose another --out",
+        errno.ENOSPC: "the disk is full; free space or choose another --out",
+        errno.EEXIST: "a file is in the way of a folder",
+        errno.ENOTDIR: "a file is in the way of a folder",
+        errno.EISDIR: "a folder is where a file was expected",
+    }.get(exc.errno or -1, "")
+    return f"cannot use {where}: {what}" + (f" ({hint})" if hint else "")
+
+
+def _clear_progress_bars() -> None:
+    """Close any progress bar still drawn, so the error line starts on a line of its own."""
+    try:
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):
+            bar.close()
+    except Exception:
+        pass
+
+
+def _error(msg: str) -> None:
+    from stresstest.console import one_line
+
+    _clear_progress_bars()
+    sys.stderr.write(f"stresstest: {one_line(msg)}\n")
+    sys.stderr.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point; returns the exit status.
+
+    User errors (:class:`StressTestError`, an :class:`OSError` from the environment
+    such as an unwritable ``--out``, running out of memory) exit 2 with ONE line;
+    anything else is a bug and exits 3 with one line (the traceback with ``--debug``).
+    """
     parser = build_parser()
     a = parser.parse_args(argv)
+    from stresstest.cache import confine_tool_dirs
+
+    confine_tool_dirs()  # nothing in $HOME but the documented cache dir
     try:
         return int(a.func(a))
     except StressTestError as exc:
         if a.debug:
             raise
-        print(f"stresstest: error: {exc}", file=sys.stderr)
+        _error(f"error: {exc}")
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        print("stresstest: interrupted; re-run the same command to resume", file=sys.stderr)
+        _error("interrupted; re-run the same command to resume")
         return 130
+    except OSError as exc:
+        if a.debug:
+            raise
+        _error(f"error: {_os_error_message(exc)}")
+        return EXIT_USER_ERROR
+    except MemoryError:
+        if a.debug:
+            raise
+        _error("error: ran out of memory; use a smaller corpus.limit or report.n_resamples")
+        return EXIT_USER_ERROR
     except Exception as exc:  # an unexpected failure is a bug: one line, the traceback on --debug
         if a.debug:
             raise
-        print(f"stresstest: internal error: {type(exc).__name__}: {exc} (re-run with --debug for the traceback)",
-              file=sys.stderr)
+        _error(f"internal error: {type(exc).__name__}: {exc} (re-run with --debug for the traceback)")
         return EXIT_INTERNAL
 
 

@@ -7,19 +7,27 @@ resolved config is written into every run directory.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stresstest.asr.stage import ASRConfig
+from stresstest.errors import ConfigError
+from stresstest.grid import ConditionGrid
 from stresstest.noise import NoiseSpec
+from stresstest.pipeline.executor import ExecutorConfig
 from stresstest.speech import TTSConfig
 from stresstest.structure.config import StructureConfig
-from stresstest.yamlcfg import load_yaml_model
+from stresstest.yamlcfg import format_validation_error, load_yaml_model
 
 FAMILIES = ("ambient", "babble")
+#: SNR grid bounds (dB): beyond them the mixture is all noise or all speech and the ±0.1 dB check is meaningless.
+SNR_MIN_DB, SNR_MAX_DB = -20.0, 50.0
+#: Upper bound for report.n_resamples (the bootstrap holds resamples × encounters indices in memory).
+MAX_RESAMPLES = 100_000
 _COND = re.compile(r"^(ambient|babble)_(-?\d+(?:\.\d+)?)db$")
 
 
@@ -39,6 +47,9 @@ class RunSettings(_Strict):
         default=None, description="Stage cache (default $STRESSTEST_CACHE or ~/.cache/stresstest)."
     )
     progress: bool = Field(default=True, description="Show progress bars on stderr.")
+    executor: ExecutorConfig = Field(
+        default_factory=ExecutorConfig, description="Where stage tasks run: in process (default) or on Ray."
+    )
 
 
 class CorpusConfig(_Strict):
@@ -92,7 +103,8 @@ class ReportConfig(_Strict):
     """The report written at the end of a run."""
 
     enabled: bool = True
-    n_resamples: int = Field(default=1000, ge=100, description="Cluster-bootstrap resamples for the 95% CIs.")
+    n_resamples: int = Field(default=1000, ge=100, le=MAX_RESAMPLES,
+                             description="Cluster-bootstrap resamples for the 95% CIs (100 to 100000).")
 
 
 class RunConfig(_Strict):
@@ -104,13 +116,34 @@ class RunConfig(_Strict):
     noise: dict[str, NoiseSpec] = Field(
         default_factory=dict, description="Noise family name ('ambient', 'babble') -> where its noise comes from."
     )
-    snr_db: list[float] = Field(default_factory=lambda: [15.0, 10.0, 5.0], description="SNR grid in dB.")
+    snr_db: list[float] = Field(
+        default_factory=lambda: [15.0, 10.0, 5.0],
+        description=f"SNR grid in dB: at least one finite value in [{SNR_MIN_DB:g}, {SNR_MAX_DB:g}], no repeats.",
+    )
     asr: ASRConfig = Field(default_factory=ASRConfig)
     structure: StructureConfig = Field(default_factory=StructureConfig)
     gold: GoldConfig = Field(default_factory=GoldConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     mitigation: MitigationConfig = Field(default_factory=MitigationConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("snr_db")
+    @classmethod
+    def _grid(cls, v: list[float]) -> list[float]:
+        """The grid is checked before anything runs: empty, NaN/inf, out of range and repeats are errors."""
+        if not v:
+            raise ValueError("expected at least one SNR in dB (an empty grid would run the clean row only)")
+        seen: dict[str, float] = {}
+        for x in v:
+            if not math.isfinite(x):
+                raise ValueError(f"expected finite SNRs in dB, got {x!r}")
+            if not SNR_MIN_DB <= x <= SNR_MAX_DB:
+                raise ValueError(f"expected SNRs between {SNR_MIN_DB:g} and {SNR_MAX_DB:g} dB, got {x:g}")
+            name = f"{x:g}"
+            if name in seen:
+                raise ValueError(f"SNR {x:g} dB appears twice in the grid")
+            seen[name] = x
+        return v
 
     @field_validator("noise")
     @classmethod
@@ -124,36 +157,60 @@ class RunConfig(_Strict):
 
     @model_validator(mode="after")
     def _mitigation_in_grid(self) -> RunConfig:
-        grid = {c["condition"] for c in self.conditions()}
-        for c in self.mitigation.conditions:
-            if c not in grid:
-                raise ValueError(f"mitigation condition {c!r} is not in the grid {sorted(grid - {'clean'})}")
+        self.grid()  # raises ValueError naming a mitigation condition that is not in the grid
         return self
 
-    def conditions(self) -> list[dict[str, Any]]:
+    def grid(self) -> ConditionGrid:
         """Clean first, then each family × SNR (grid order), then mitigated rows."""
-        out: list[dict[str, Any]] = [{"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False}]
-        for fam in FAMILIES:
-            if fam in self.noise:
-                for s in self.snr_db:
-                    out.append({"condition": condition_id(fam, s), "family": fam, "snr_db": s, "mitigated": False})
-        for c in self.mitigation.conditions:
-            m = _COND.match(c)
-            assert m is not None  # validated above
-            out.append({"condition": f"{c}_guard", "family": m.group(1), "snr_db": float(m.group(2)),
-                        "mitigated": True})
-        return out
+        return ConditionGrid.build([f for f in FAMILIES if f in self.noise], self.snr_db, self.mitigation.conditions)
 
 
-def condition_id(family: str, snr_db: float) -> str:
-    """'ambient_15db', 'babble_7.5db'."""
-    s = f"{snr_db:g}"
-    return f"{family}_{s}db"
+class _ExtendsProbe(BaseModel):
+    """Reads only the ``extends`` key of a config (everything else is validated later)."""
+
+    model_config = ConfigDict(extra="allow")
+    extends: str | None = None
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _load_validated(path: str | Path) -> RunConfig:
+    """Validate ``path``; with ``extends: OTHER.yaml``, ``OTHER`` (same folder) overlaid key by key.
+
+    Rule: the extended file is a complete config in the same folder (so its
+    relative paths mean the same); mappings merge recursively, any other value
+    (lists included) replaces the base's; an extended file may not extend again.
+    """
+    probe, raw = load_yaml_model(path, _ExtendsProbe)
+    if probe.extends is None:
+        cfg, _ = load_yaml_model(path, RunConfig)
+        return cfg
+    p = Path(path)
+    base_path = p.parent / probe.extends
+    if base_path.resolve().parent != p.resolve().parent or base_path.resolve() == p.resolve():
+        raise ConfigError(f"{p}: extends: expected another config file in the same folder, got {probe.extends!r}")
+    base_probe, _ = load_yaml_model(base_path, _ExtendsProbe)
+    if base_probe.extends is not None:
+        raise ConfigError(f"{p}: extends: {probe.extends} extends {base_probe.extends} in turn (one level only)")
+    _, base_raw = load_yaml_model(base_path, RunConfig)
+    merged = _deep_merge(base_raw, {k: v for k, v in raw.items() if k != "extends"})
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, f"{p} (extending {base_path.name})")) from exc
 
 
 def load_config(path: str | Path) -> RunConfig:
-    """Load and validate a run config; relative paths become absolute (config folder)."""
-    cfg, _ = load_yaml_model(path, RunConfig)
+    """Load and validate a run config; relative paths become absolute (config folder).
+
+    A config may start from another one with ``extends: OTHER.yaml`` (see :func:`_load_validated`).
+    """
+    cfg = _load_validated(path)
     base = Path(path).resolve().parent
 
     def res(p: str | None) -> str | None:

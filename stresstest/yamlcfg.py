@@ -1,11 +1,25 @@
-"""Strict YAML → pydantic loading with errors that name the key path and line.
+"""Strict, bounded YAML → pydantic loading with errors that name the key path and line.
 
-``yaml.safe_load`` only. Validation errors are reported as
-``FILE:LINE: key.path: what was expected (got VALUE)`` — one line per problem.
+``yaml.safe_load`` semantics only, with three extra rules enforced before any
+Python object is built (:func:`load_yaml_bounded`):
+
+* the document may not expand to more than :data:`MAX_NODES` nodes once aliases
+  are followed (a "billion laughs" alias bomb is a quick one-line error, not a
+  memory blow-up), nor nest deeper than :data:`MAX_DEPTH`; a file larger than
+  :data:`MAX_BYTES` is refused;
+* a key repeated in one mapping is an error (YAML would silently keep the last);
+* the file must be UTF-8 text.
+
+Validation is strict (:func:`load_yaml_model`): values are checked the way a
+JSON document would be in pydantic's strict mode, so ``seed: true`` or
+``n_resamples: "100"`` are errors instead of being coerced to ``1`` / ``100``.
+Errors are reported as ``FILE:LINE: key.path: what was expected (got VALUE)``.
 """
 
 from __future__ import annotations
 
+import json
+import reprlib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,6 +29,130 @@ from pydantic import BaseModel, ValidationError
 from stresstest.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
+
+#: Largest YAML file read (bytes).
+MAX_BYTES = 2_000_000
+#: Most nodes a document may expand to once aliases are followed.
+MAX_NODES = 200_000
+#: Deepest nesting accepted.
+MAX_DEPTH = 64
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_short_repr = reprlib.Repr()
+_short_repr.maxstring = 60
+_short_repr.maxother = 60
+_short_repr.maxlist = _short_repr.maxtuple = _short_repr.maxdict = 6
+_short_repr.maxlevel = 2
+
+
+def short_repr(value: Any) -> str:
+    """A bounded ``repr`` (≤ ~80 characters) for error messages."""
+    return _short_repr.repr(value)
+
+
+def _check_nodes(root: yaml.Node, source: str) -> None:
+    """Bound the alias-expanded size and depth; reject duplicate keys and recursive aliases."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node, depth: int) -> int:
+        nid = id(node)
+        if nid in sizes:
+            return sizes[nid]
+        line = node.start_mark.line + 1
+        if nid in active:
+            raise ConfigError(f"{source}:{line}: a YAML alias refers to itself (recursive anchor)")
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{source}:{line}: YAML nested deeper than {MAX_DEPTH} levels")
+        active.add(nid)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            for child in node.value:
+                total += size(child, depth + 1)
+                if total > MAX_NODES:
+                    break
+        elif isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE_TAG:
+                    ident = (k.tag, k.value)
+                    if ident in seen:
+                        raise ConfigError(
+                            f"{source}:{k.start_mark.line + 1}: duplicate key {short_repr(k.value)} "
+                            f"(first on line {seen[ident]}); YAML would silently keep only the last one"
+                        )
+                    seen[ident] = k.start_mark.line + 1
+                total += size(k, depth + 1) + size(v, depth + 1)
+                if total > MAX_NODES:
+                    break
+        active.discard(nid)
+        if total > MAX_NODES:
+            raise ConfigError(
+                f"{source}:{line}: YAML expands to more than {MAX_NODES} values once aliases are followed "
+                "(an alias bomb?); write the values out or use fewer nested aliases"
+            )
+        sizes[nid] = total
+        return total
+
+    size(root, 0)
+
+
+def read_text_file(path: str | Path, what: str = "config file") -> str:
+    """Read a UTF-8 text file with one-line errors (missing, a folder, too large, binary)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a directory; expected a YAML {what}")
+    if not p.exists():
+        raise ConfigError(f"{p}: {what} not found")
+    if not p.is_file():
+        raise ConfigError(f"{p}: not a regular file; expected a YAML {what}")
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise ConfigError(f"{p}: {what} is {size} bytes; expected YAML text under {MAX_BYTES} bytes")
+        data = p.read_bytes()
+    except PermissionError as exc:
+        raise ConfigError(f"{p}: cannot read the {what} (permission denied)") from exc
+    if b"\x00" in data:
+        raise ConfigError(f"{p}: expected a YAML text {what}, got binary data (NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: expected a UTF-8 YAML {what}, got undecodable bytes at offset {exc.start}") from exc
+
+
+def load_yaml_bounded(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+    """Parse one YAML document with ``SafeLoader`` under the rules of the module doc.
+
+    Returns:
+        (Python value, composed root node or ``None`` for an empty document).
+
+    Raises:
+        ConfigError: ``source:LINE: ...`` for invalid YAML, duplicates, alias bombs.
+    """
+    if len(text) > MAX_BYTES:
+        raise ConfigError(f"{source}: YAML text is larger than {MAX_BYTES} bytes")
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            root = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f":{mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ConfigError(f"{source}{at}: not valid YAML: {problem}".replace("\n", " ")) from exc
+        if root is None:
+            return None, None
+        _check_nodes(root, source)
+        try:
+            return loader.construct_document(root), root
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f":{mark.line + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ConfigError(f"{source}{at}: not valid YAML: {problem}".replace("\n", " ")) from exc
+    finally:
+        loader.dispose()
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -47,11 +185,12 @@ def format_validation_error(exc: ValidationError, source: str, root: yaml.Node |
     for err in exc.errors():
         loc = tuple(err["loc"])
         path = ".".join(str(p) for p in loc) or "(top level)"
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key (not part of the config schema; check the spelling)"
         got = err.get("input")
-        got_s = "" if err["type"] in ("extra_forbidden", "missing") or isinstance(got, dict) else f" (got {got!r})"
+        got_s = ("" if err["type"] in ("extra_forbidden", "missing") or isinstance(got, dict)
+                 else f" (got {short_repr(got)})")
         line = _line_of(root, loc) if root is not None else None
         where = f"{source}:{line}" if line else source
         lines.append(f"{where}: {path}: {msg}{got_s}")
@@ -59,28 +198,29 @@ def format_validation_error(exc: ValidationError, source: str, root: yaml.Node |
 
 
 def load_yaml_model(path: str | Path, model: type[M]) -> tuple[M, dict[str, Any]]:
-    """Read ``path`` with ``yaml.safe_load`` and validate it strictly into ``model``.
+    """Read ``path`` with the bounded safe loader and validate it strictly into ``model``.
+
+    Strict means JSON-strict (pydantic ``strict=True`` on the JSON form of the
+    document): no bool → int, no str → number coercion; lists still fill tuples.
 
     Returns:
         (validated model, raw mapping).
 
     Raises:
-        ConfigError: file missing, not YAML, not a mapping, or invalid (key path + line).
+        ConfigError: file missing, not a file, binary, not YAML, not a mapping, or invalid (key path + line).
     """
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: config file not found")
-    text = p.read_text("utf-8")
-    try:
-        raw = yaml.safe_load(text)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}".replace("\n", " ")) from exc
+    text = read_text_file(p)
+    raw, root = load_yaml_bounded(text, str(p))
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping of config keys at the top level, got {type(raw).__name__}")
     try:
-        return model.model_validate(raw), raw
+        as_json = json.dumps(raw, default=str, allow_nan=True)
+    except (TypeError, ValueError) as exc:  # e.g. a mapping used as a key
+        raise ConfigError(f"{p}: expected plain YAML values (mappings, lists, strings, numbers): {exc}") from exc
+    try:
+        return model.model_validate_json(as_json, strict=True), raw
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, str(p), root)) from exc

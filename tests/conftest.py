@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
 def sample_record() -> ClinicalRecord:

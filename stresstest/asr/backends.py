@@ -221,7 +221,12 @@ def _load_openai_whisper(name_or_path: str, device: str, fp16: bool) -> Any:
         if os.path.isfile(name_or_path):
             model = load_openai_checkpoint(name_or_path, device)
         else:
-            model = whisper.load_model(name_or_path, device=device)
+            # A model name is looked up where the user downloaded it before (~/.cache/whisper), not in the
+            # tool cache that $XDG_CACHE_HOME points to inside stresstest (see cache.confine_tool_dirs).
+            from stresstest.cache import user_cache_home
+
+            model = whisper.load_model(name_or_path, device=device,
+                                       download_root=str(user_cache_home() / "whisper"))
     except Exception as exc:
         raise ASRError(f"cannot load openai-whisper model {name_or_path!r}: {exc}") from exc
     model.eval()

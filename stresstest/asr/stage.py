@@ -162,9 +162,8 @@ def _transcribe_items(
             on_done(it, None, f"{it.audio_path}: cannot read audio ({exc})")
             continue
         key = transcript_key(digest, backend.model_id, opts, runtime)
-        hit = cache.get(key)
-        if hit is not None:
-            t = Transcript.model_validate(hit)
+        t = cache.get(key, validate=Transcript.model_validate)  # damaged/wrong shape: warned, recomputed
+        if t is not None:
             on_done(it, t.model_copy(update={"encounter_id": it.encounter_id, "condition": it.condition}), None)
         else:
             pending.append((it, digest, key))

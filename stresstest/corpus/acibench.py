@@ -32,6 +32,7 @@ from pathlib import Path
 
 from stresstest.corpus._text import clean_text, has_words, read_text, tidy_after_removal
 from stresstest.errors import CorpusError
+from stresstest.ids import check_id
 from stresstest.records import Encounter, Speaker, Turn
 
 CORPUS = "aci-bench"
@@ -120,7 +121,8 @@ def load_acibench(path: str | Path) -> list[Encounter]:
     for f, encounters in per_file:
         for e in encounters:
             if clash:
-                e = e.model_copy(update={"encounter_id": f"{split_name(f)}-{e.encounter_id}"})
+                eid = check_id(f"{split_name(f)}-{e.encounter_id}", where=str(f))
+                e = e.model_copy(update={"encounter_id": eid})
             result.append(e)
     return sorted(result, key=lambda e: e.encounter_id)
 
@@ -137,9 +139,11 @@ def _load_csv(path: Path) -> list[Encounter]:
         columns = [h.strip() for h in header]
         id_col = next((c for c in _ID_COLUMNS if c in columns), None)
         if id_col is None or "dialogue" not in columns:
+            # The header is not echoed: a wrong file may hold anything (patient text included).
             raise CorpusError(
-                f"{path}:1: expected columns dataset,encounter_id,dialogue,note (encounter_id may be 'id'), "
-                f"got {','.join(columns)}"
+                f"{path}:1: expected a header row with columns dataset,encounter_id,dialogue,note "
+                f"(encounter_id may be 'id'); the first row has {len(columns)} field(s) and "
+                f"{'no dialogue column' if 'dialogue' not in columns else 'no encounter_id/id column'}"
             )
         idx_id, idx_dialogue = columns.index(id_col), columns.index("dialogue")
         idx_note = columns.index("note") if "note" in columns else None
@@ -162,6 +166,7 @@ def _load_csv(path: Path) -> list[Encounter]:
                     f"{path}:{start}: expected unique {id_col}s, got {eid!r} again "
                     f"(first on line {first_line[eid]})"
                 )
+            check_id(eid, what=id_col, where=f"{path}:{start}")
             first_line[eid] = start
             turns = parse_dialogue(row[idx_dialogue], path, start, eid)
             note = row[idx_note].replace("\r\n", "\n").strip() if idx_note is not None else ""
@@ -207,9 +212,11 @@ def parse_dialogue(
             segments[-1][1].append(" ")  # a non-speech marker: drop it, keep the turn going
         else:
             at = line + dialogue.count("\n", 0, m.start())
+            # A short tag is shown (it is what to fix); a long bracket is dialogue text and is not echoed.
+            shown = repr(m.group(0)) if len(m.group(0)) <= 24 else f"a bracketed text of {len(m.group(0))} characters"
             raise CorpusError(
                 f"{path}:{at}: expected a speaker tag {', '.join(f'[{t}]' for t in SPEAKER_TAGS)} "
-                f"or a marker like [inaudible], got {m.group(0)!r} (encounter {eid})"
+                f"or a marker like [inaudible], got {shown} (encounter {eid})"
             )
     segments[-1][1].append(dialogue[pos:])
 

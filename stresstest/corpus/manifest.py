@@ -25,6 +25,7 @@ from typing import Any, get_args
 from stresstest.audio import AUDIO_SUFFIXES
 from stresstest.corpus._text import clean_text, has_words, read_text, split_lines
 from stresstest.errors import CorpusError
+from stresstest.ids import check_id
 from stresstest.records import Encounter, Speaker, Turn
 
 CORPUS = "manifest"
@@ -97,6 +98,7 @@ def _entry(obj: Any, mpath: Path, where: str) -> Encounter:
     eid = obj.get("encounter_id")
     if not isinstance(eid, str) or not eid.strip():
         raise CorpusError(f"{where}: expected 'encounter_id' to be a non-empty string, got {eid!r}")
+    eid = check_id(eid.strip(), where=where)
     has_turns, has_text = "turns" in obj, "reference_text" in obj
     if has_turns == has_text:
         raise CorpusError(f"{where}: expected exactly one of 'turns' or 'reference_text' for {eid!r}")

@@ -27,6 +27,7 @@ from stresstest.corpus._text import (
     tidy_after_removal,
 )
 from stresstest.errors import CorpusError
+from stresstest.ids import check_id
 from stresstest.records import Encounter, Speaker, Turn
 
 CORPUS = "osce"
@@ -127,7 +128,7 @@ def parse_osce_file(path: Path, audio_dir: Path | None = None) -> Encounter:
     if not result:
         raise CorpusError(f"{path}: expected at least one 'D:' or 'P:' turn with words, found none")
 
-    stem = path.stem
+    stem = check_id(path.stem, where=str(path))  # the file name is the id
     specialty = stem[:3].upper() if re.match(r"^[A-Za-z]{3}", stem) else None
     return Encounter(
         encounter_id=stem,

@@ -26,6 +26,7 @@ from pathlib import Path
 from stresstest.corpus._text import clean_text, has_words, read_text, tidy_after_removal
 from stresstest.corpus.textgrid import read_textgrid
 from stresstest.errors import CorpusError
+from stresstest.ids import check_id
 from stresstest.records import Encounter, Speaker, Turn
 
 CORPUS = "primock57"
@@ -111,6 +112,7 @@ def load_primock57(path: str | Path) -> list[Encounter]:
                 f"{present}: expected its partner channel {transcripts / f'{stem}_{missing[0]}.TextGrid'}, "
                 f"not found"
             )
+        check_id(stem, where=str(files.get("doctor") or next(iter(files.values()))))
         encounters.append(_load_one(stem, files, notes))
     return encounters
 

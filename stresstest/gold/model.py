@@ -3,7 +3,7 @@
 A gold record holds, for ONE encounter and from its clean *human* transcript,
 the gold triage label, the atomic claims and the gold safety flags, in exactly
 the claim / flag models of the output schema S
-(:mod:`stresstest.structure.schema`), so gold and predictions compare field by
+(:mod:`stresstest.schema`), so gold and predictions compare field by
 field. ``field_evidence`` maps a claim / flag id (or ``"triage"``) to verbatim
 quotes from the human transcript; ``provenance`` says who drafted the record
 and whether a clinician audited it.
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stresstest.cache import atomic_write_text
 from stresstest.errors import GoldError
-from stresstest.structure.schema import Claim, SafetyFlag, Triage
+from stresstest.schema import Claim, SafetyFlag, Triage
 
 GOLD_SCHEMA_VERSION = 1
 GOLD_SUFFIXES: tuple[str, ...] = (".yaml", ".yml")

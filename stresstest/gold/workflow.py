@@ -38,7 +38,7 @@ from stresstest.gold.model import (
     validation_messages,
 )
 from stresstest.records import Encounter
-from stresstest.structure.schema import ClinicalRecord
+from stresstest.schema import ClinicalRecord
 
 Severity = Literal["error", "warning"]
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 from stresstest.errors import GoldError
-from stresstest.structure.schema import Claim, SafetyFlag, flag_key
+from stresstest.schema import Claim, SafetyFlag, flag_key
 
 SYNONYMS_EXTRA = Path(__file__).resolve().parent.parent / "gold" / "data" / "synonyms_extra.tsv"
 
@@ -233,7 +233,7 @@ def canonical_flag_name(flag: SafetyFlag) -> str:
 
 
 def canonical_flag_key(flag: SafetyFlag) -> str:
-    """:func:`stresstest.structure.schema.flag_key` of the flag with its canonical name."""
+    """:func:`stresstest.schema.flag_key` of the flag with its canonical name."""
     return flag_key(flag.model_copy(update={"name": canonical_flag_name(flag)}))
 
 

@@ -49,7 +49,7 @@ from stresstest.metrics.claims import (
     match_claims,
 )
 from stresstest.metrics.safety import critical_false_flags
-from stresstest.structure.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
+from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 
 RULE_JUDGE_ID = "rules-v1"
 SAFETY_CATEGORIES = frozenset({"medication", "allergy", "vital"})

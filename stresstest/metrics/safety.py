@@ -14,7 +14,7 @@ record y^(0) and the gold record, :func:`item_safety` returns the fields that
 Flags are compared as sets of canonical flag keys
 (:func:`stresstest.metrics.claims.canonical_flag_key`: kind + canonical name, so
 "Coumadin" and "warfarin" are one flag); G_crit is
-:data:`stresstest.structure.schema.CRITICAL_FLAG_KINDS`. Claims are compared as
+:data:`stresstest.schema.CRITICAL_FLAG_KINDS`. Claims are compared as
 sets of canonical claim keys (:mod:`stresstest.metrics.claims`).
 
 Called with the clean record as ``cond`` the formulas give triage_match 1,
@@ -29,7 +29,7 @@ from typing import Any
 
 from stresstest.gold.model import GoldRecord
 from stresstest.metrics.claims import flag_keys, match_claims
-from stresstest.structure.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
+from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 
 ITEM_FIELDS: tuple[str, ...] = (
     "triage", "triage_clean", "triage_gold", "triage_match", "under_triage_new", "scer_new",

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from stresstest.grid import Condition
+
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "condition", "family", "snr_db", "n", "wer", "ins_rate", "neg_err", "err_prop",
     "triage_match", "scer", "under_triage", "mean_score", "unsafe",
@@ -81,25 +83,34 @@ def aggregate(items: Sequence[Mapping[str, Any]], *, is_clean: bool = False) -> 
     return out
 
 
+def in_pairing(item: Mapping[str, Any]) -> bool:
+    """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
+
+    ``paired`` is set by :func:`stresstest.pipeline.pairing.apply_pairing`; rows
+    written before the rule existed have no such key and count as paired.
+    """
+    return not item.get("failed") and item.get("paired", True) is not False
+
+
 def summary_rows(
-    items: Iterable[Mapping[str, Any]], conditions: Sequence[Mapping[str, Any]]
+    items: Iterable[Mapping[str, Any]], conditions: Iterable[Condition]
 ) -> list[dict[str, Any]]:
     """One summary row per condition, in the order of ``conditions``.
 
     Args:
-        items: all item rows of a run (failed ones are skipped here; they are
-            counted in the manifest's failure list).
-        conditions: dicts with ``condition``, ``family``, ``snr_db`` keys.
+        items: all item rows of a run (failed rows and rows of encounters dropped by
+            the pairing rule are skipped here, see :func:`in_pairing`; they are
+            counted in the manifest's failure and pairing lists).
+        conditions: the grid (:class:`~stresstest.grid.Condition` in row order).
     """
     by_cond: dict[str, list[Mapping[str, Any]]] = {}
     for it in items:
-        if not it.get("failed"):
+        if in_pairing(it):
             by_cond.setdefault(str(it["condition"]), []).append(it)
     rows = []
     for c in conditions:
-        its = by_cond.get(str(c["condition"]), [])
-        row: dict[str, Any] = {"condition": c["condition"], "family": c["family"], "snr_db": c["snr_db"],
-                               "n": len(its)}
-        row.update(aggregate(its, is_clean=c["condition"] == "clean"))
+        its = by_cond.get(c.id, [])
+        row: dict[str, Any] = {"condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its)}
+        row.update(aggregate(its, is_clean=c.is_clean))
         rows.append(row)
     return rows

@@ -30,11 +30,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import jiwer
 from whisper_normalizer.english import EnglishTextNormalizer
 
 from stresstest.errors import MetricError
+
+if TYPE_CHECKING:
+    from stresstest.metrics.align import AlignedPair
 
 __all__ = ["AsrErrors", "asr_errors", "ins_rate_percent", "normalise", "wer_percent"]
 
@@ -86,6 +90,18 @@ class AsrErrors:
     def errors(self) -> int:
         """E = S + D + I, the numerator of WER."""
         return self.sub + self.dele + self.ins
+
+    @classmethod
+    def from_pair(cls, pair: AlignedPair) -> AsrErrors:
+        """The counts of an existing alignment (``stresstest.metrics.align.align``).
+
+        Equal to :func:`asr_errors` on the same texts: both align the tokens of
+        :func:`normalise` with rapidfuzz's Levenshtein opcodes (jiwer's own
+        ``process_words`` does exactly that on integer-coded words), so a caller
+        that needs the alignment anyway never aligns the pair a second time.
+        """
+        sub, dele, hits = pair.substitutions, pair.deletions, pair.hits
+        return cls(sub=sub, dele=dele, ins=pair.insertions, hits=hits, ref_words=sub + dele + hits)
 
     def item_fields(self) -> dict[str, int]:
         """The ``items.jsonl`` fields :mod:`stresstest.metrics.summary` reads for WER and InsRate."""

@@ -34,10 +34,10 @@ from stresstest.cache import canonical_json, hash_obj
 from stresstest.mitigation.evidence import DEFAULT_HIGH_STAKES, FILTER_VERSION, HighStakes, evidence_filter
 from stresstest.mitigation.guard import GuardReport, enforce_guard
 from stresstest.mitigation.views import CLEAN_RULE_VERSION, dual_view
+from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
 from stresstest.structure.stage import StructureItem, rules_identity, structure_many, transcript_sha256
 
 PROMPTS_PACKAGE = "stresstest.mitigation.prompts"

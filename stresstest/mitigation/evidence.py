@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stresstest.structure.schema import CRITICAL_FLAG_KINDS, ClinicalRecord
+from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord
 
 FILTER_VERSION = "filter-v1"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag
 
 _CLAIM_NULLABLE = ("value", "unit", "time", "laterality")
 _FLAG_NULLABLE = ("detail",)

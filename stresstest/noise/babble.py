@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, read_wav_exact, write_wav
-from stresstest.cache import hash_obj, sha256_array
+from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha256_array, write_verified_json
 from stresstest.errors import AudioError, NoiseError
 from stresstest.noise.base import NoiseSegment, NoiseSource, n_samples
 from stresstest.records import Encounter
@@ -151,17 +151,21 @@ class BabbleBank:
             ls = BANK_LENGTH_SCALES[int(hash_obj("babble-variant", text)[:8], 16) % len(BANK_LENGTH_SCALES)]
             key = hash_obj(BABBLE_CODE_VERSION, CODE_VERSION, vsha, text, ls)
             path = Path(cache_dir) / "tts" / "babble" / key[:2] / f"{key}.wav"
+            meta = path.with_suffix(ENVELOPE_SUFFIX)
             audio = None
-            if path.is_file():
+            # Verified read: the WAV's size and sha256 must match the sidecar written with it.
+            if read_verified_json(meta, files={"wav": path}) is not None:
                 try:
                     audio = read_wav_exact(path)
-                except (AudioError, RuntimeError):  # torn file: re-render
+                except (AudioError, RuntimeError):  # unreadable after all: re-render
                     audio = None
             if audio is None:
                 audio = trim_silence(synthesize(text, SpeakerVoice(length_scale=ls), voice))
                 rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if audio.size else 0.0
                 audio = (audio / rms).astype(np.float32) if rms > 0 else audio
                 write_wav(path, audio)
+                write_verified_json(meta, {"text_sha256": hash_obj(text), "n_samples": int(audio.size)},
+                                    files={"wav": path})
             if audio.size:
                 out.append(BabbleSentence(f"{eid}#{k}", eid, text, audio))
         return cls(out)

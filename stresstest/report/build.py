@@ -99,7 +99,7 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
             "Encounters",
             f"{_s(corpus.get('n_encounters', len(eids)))} in the manifest, {len(eids)} in items.jsonl",
         ),
-        ("Conditions", ", ".join(str(c["condition"]) for c in run.conditions)),
+        ("Conditions", ", ".join(c.id for c in run.conditions)),
         ("ASR", f"{_s(asr.get('backend'))} / {_s(asr.get('model') or asr.get('models_used'))}"),
         ("ASR decoding", _s(asr.get("decoding"))),
         ("Structuring LLM", f"{_s(st.get('backend'))} / {_s(st.get('model'))}"),
@@ -130,7 +130,7 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
                 + ("" if worst <= 0.1 else " — EXCEEDS the ±0.1 dB tolerance"),
             )
         )
-    for fam in sorted({str(c["family"]) for c in run.conditions if c["family"] != "clean"}):
+    for fam in sorted({c.family for c in run.conditions if not c.is_clean}):
         facts.append((f"Noise ({fam})", noise_source(m, fam) or "–"))
     facts.append(
         (
@@ -139,6 +139,23 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
             f"{n_failed_items} failed item rows",
         )
     )
+    pairing = m.get("pairing")
+    if isinstance(pairing, dict) and "n_paired" in pairing:
+        # SPEC §11: how many encounters every row covers, and which were dropped.
+        dropped = pairing.get("dropped") or {}
+        facts.append(
+            (
+                "Pairing",
+                f"every row covers the same {pairing['n_paired']} of {pairing.get('n_encounters')} encounters"
+                + (
+                    "; dropped from every row (an item failed): "
+                    + "; ".join(f"{e} ({why[0] if why else 'failed'})" for e, why in list(dropped.items())[:20])
+                    + (" ..." if len(dropped) > 20 else "")
+                    if dropped
+                    else "; none dropped"
+                ),
+            )
+        )
     if isinstance(stage, dict) and stage:
         total = stage.get("total")
         facts.append(
@@ -171,9 +188,9 @@ def _failures(run: RunData) -> list[dict[str, Any]]:
 def _mitigation(run: RunData) -> list[dict[str, Any]]:
     out = []
     for c in run.conditions:
-        if not c["mitigated"]:
+        if not c.mitigated:
             continue
-        its = run.ok_items(str(c["condition"]))
+        its = run.ok_items(c.id)
         extras = [it.get("extra") or {} for it in its]
         total = sum(int(e.get("fields_total") or 0) for e in extras)
         nulled = sum(int(e.get("fields_nulled") or 0) for e in extras)
@@ -183,7 +200,7 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
         modes = sorted({str(e["guard"]) for e in extras if e.get("guard")})
         out.append(
             {
-                "condition": c["condition"],
+                "condition": c.id,
                 "n": len(its),
                 # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
                 "abstention_rate_pct": 100.0 * nulled / total if total else (0.0 if its else None),
@@ -199,16 +216,12 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
 def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[str, Any]]:
     """Guard − unmitigated, per metric, paired over the encounters both conditions completed.
 
-    The unmitigated twin of ``<cond>_guard`` is ``<cond>`` (the runner's naming); both
-    see the same transcript, so the difference isolates the guard.
+    The unmitigated twin of a guard row is its grid ``base``; both see the same
+    transcript, so the difference isolates the guard.
     """
-    names = {str(c["condition"]) for c in run.conditions}
     out = []
-    for c in run.conditions:
-        name = str(c["condition"])
-        base = name.removesuffix("_guard")
-        if not c["mitigated"] or base == name or base not in names:
-            continue
+    for c in run.conditions.mitigated():
+        name, base = c.id, c.base
         d = paired_differences(run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA)
         row: dict[str, Any] = {"condition": name, "baseline": base, "n_common": d["wer"]["n"]}
         for m in METRIC_COLUMNS:
@@ -302,7 +315,7 @@ def _cis(run: RunData, n_resamples: int, seed: int) -> Mapping[str, Mapping[str,
     by_cond = run.items_by_condition()
     return bootstrap_cis(
         by_cond,
-        [str(c["condition"]) for c in run.conditions],
+        run.conditions.ids,
         n_resamples=n_resamples,
         seed=seed,
         alpha=ALPHA,

@@ -1,5 +1,8 @@
 """Side-by-side comparison of two runs (e.g. two ASR models or two prompts).
 
+When the two grids differ, the comparison covers the shared conditions and
+says so first (text, HTML and Markdown): which conditions only one run has.
+
 For every condition both runs have, the SPEC §6 metrics of A and B are
 aggregated on the encounters that have a non-failed item in *both* runs, and
 the difference B − A gets a paired cluster-bootstrap CI (the same resampled
@@ -101,16 +104,19 @@ def compare_runs(
         ReportError: a run directory is malformed, or the runs share no condition or no encounter.
     """
     a, b = load_run(run_a), load_run(run_b)
-    conds_b = {str(c["condition"]) for c in b.conditions}
-    common = [c for c in a.conditions if str(c["condition"]) in conds_b]
+    conds_a = a.conditions.ids
+    conds_b = set(b.conditions.ids)
+    common = [c for c in a.conditions if c.id in conds_b]
+    only_a = [c for c in conds_a if c not in conds_b]
+    only_b = [c for c in b.conditions.ids if c not in set(conds_a)]
     if not common:
         raise ReportError(
             f"compare: runs {run_a} and {run_b} share no condition (A has "
-            f"{[c['condition'] for c in a.conditions]}, B has {sorted(conds_b)})"
+            f"{a.conditions.ids}, B has {sorted(conds_b)})"
         )
     rows: list[dict[str, Any]] = []
     for c in common:
-        name = str(c["condition"])
+        name = c.id
         d = paired_differences(
             a.ok_items(name),
             b.ok_items(name),
@@ -122,9 +128,9 @@ def compare_runs(
         )
         row: dict[str, Any] = {
             "condition": name,
-            "family": c["family"],
-            "snr_db": c["snr_db"],
-            "mitigated": c["mitigated"],
+            "family": c.family,
+            "snr_db": c.snr_db,
+            "mitigated": c.mitigated,
             "n_common": d[METRIC_COLUMNS[0]]["n"],
         }
         for m in METRIC_COLUMNS:
@@ -149,6 +155,12 @@ def compare_runs(
         for key, va, vb in facts
         if key in ("corpus.kind", "corpus.path") and va != vb
     ]
+    if only_a or only_b:
+        # Different grids: say so, never compare a subset silently.
+        warnings.insert(0, (
+            f"the runs have different condition grids; only the {len(common)} shared condition(s) are compared "
+            f"(only in A: {', '.join(only_a) or 'none'}; only in B: {', '.join(only_b) or 'none'})"
+        ))
     out_dir = Path(out) if out is not None else Path(run_b) / "compare" / f"vs_{Path(run_a).resolve().name}"
     tables = write_table(out_dir / "tables" / "compare", rows)
     text = format_compare_text(a, b, rows)

@@ -18,7 +18,7 @@ from typing import Any
 
 from stresstest.report.rundir import CLEAN, RunData
 from stresstest.report.tables import TRIGGER_TYPES
-from stresstest.structure.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, flag_key, triage_ord
+from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, flag_key, triage_ord
 
 _WS = re.compile(r"[^a-z0-9]+")
 CONTEXT_WORDS = 8  # words of transcript shown either side of a span

@@ -71,9 +71,8 @@ def collect(run: RunData) -> PredictiveItems:
     trig: list[float] = []
     ends: dict[str, list[float]] = {name: [] for name, _ in ENDPOINTS}
     noisy = {
-        str(c["condition"])
-        for c in run.conditions
-        if not c["mitigated"] and c["condition"] != CLEAN and c["family"] != "clean"
+        c.id
+        for c in run.conditions.noisy()
     }
     for it in sorted(run.items, key=lambda r: (str(r["encounter_id"]), str(r["condition"]))):
         if it.get("failed") or str(it["condition"]) not in noisy:

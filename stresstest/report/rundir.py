@@ -2,6 +2,9 @@
 
 The report only reads what the runner wrote; anything missing or malformed is
 a :class:`~stresstest.errors.ReportError` naming the file (and line or key).
+``manifest.json`` is validated as a :class:`~stresstest.results.RunManifest` and
+every ``items.jsonl`` row as an :class:`~stresstest.results.ItemScore`; a run
+written by a newer schema than this code reads is refused.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from pydantic import ValidationError
 
 from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope
+from stresstest.grid import CLEAN, ConditionGrid
+from stresstest.metrics.summary import in_pairing
+from stresstest.results import ITEM_SCHEMA_VERSION, MANIFEST_SCHEMA_VERSION, ItemScore, RunManifest
+from stresstest.schema import ClinicalRecord, RecordEnvelope
 
-CLEAN = "clean"  # the clean-ASR reference condition id (summary_rows aggregates it with is_clean=True)
+__all__ = ["CLEAN", "RunData", "load_run"]
 
 
 @dataclass
@@ -26,9 +32,10 @@ class RunData:
     """Everything the report needs from one run directory."""
 
     run_dir: Path
-    manifest: dict[str, Any]
-    items: list[dict[str, Any]]
-    conditions: list[dict[str, Any]]
+    manifest: dict[str, Any]  # the raw JSON (validated as ``meta``)
+    meta: RunManifest
+    items: list[dict[str, Any]]  # rows of items.jsonl, each validated as an ItemScore
+    conditions: ConditionGrid
     summary: dict[str, dict[str, str]] | None
     summary_columns: list[str]
     _records: dict[str, RecordEnvelope | None] = field(default_factory=dict, repr=False)
@@ -38,11 +45,11 @@ class RunData:
         return str(self.manifest.get("run_id") or self.run_dir.name)
 
     def ok_items(self, condition: str) -> list[dict[str, Any]]:
-        """Non-failed rows of one condition (the rows ``summary_rows`` aggregates)."""
-        return [it for it in self.items if it.get("condition") == condition and not it.get("failed")]
+        """Paired rows of one condition (the rows ``summary_rows`` aggregates: see ``in_pairing``)."""
+        return [it for it in self.items if it.get("condition") == condition and in_pairing(it)]
 
     def items_by_condition(self) -> dict[str, list[dict[str, Any]]]:
-        return {str(c["condition"]): self.ok_items(str(c["condition"])) for c in self.conditions}
+        return {c.id: self.ok_items(c.id) for c in self.conditions}
 
     def item(self, encounter_id: str, condition: str) -> dict[str, Any] | None:
         for it in self.items:
@@ -84,35 +91,29 @@ def _read_summary(path: Path) -> tuple[dict[str, dict[str, str]] | None, list[st
     return rows, cols
 
 
-def _conditions(manifest: dict[str, Any], items: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
-    raw = manifest.get("conditions")
-    conds: list[dict[str, Any]] = []
-    if isinstance(raw, list) and raw:
-        for k, c in enumerate(raw):
-            if not isinstance(c, dict) or "condition" not in c:
-                raise ReportError(f"{path}: conditions[{k}] should be an object with a 'condition' key, got {c!r}")
-            conds.append(
-                {
-                    "condition": str(c["condition"]),
-                    "family": c.get("family", "clean"),
-                    "snr_db": c.get("snr_db"),
-                    "mitigated": bool(c.get("mitigated", False)),
-                }
-            )
-    else:
+def _validation_message(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{loc}: {err.get('msg')}{more}" if loc else f"{err.get('msg')}{more}"
+
+
+def _conditions(manifest: RunManifest, items: list[dict[str, Any]], path: Path) -> ConditionGrid:
+    try:
+        if manifest.conditions:
+            return ConditionGrid(manifest.conditions)
         # Older or partial manifests: take the conditions in the order items name them.
         seen: dict[str, dict[str, Any]] = {}
         for it in items:
             name = str(it.get("condition"))
             if name not in seen:
-                seen[name] = {
-                    "condition": name,
-                    "family": it.get("family", "clean"),
-                    "snr_db": it.get("snr_db"),
-                    "mitigated": bool(it.get("mitigated", False)),
-                }
-        conds = list(seen.values())
-    return conds
+                seen[name] = {"condition": name, "family": it.get("family") or "clean", "snr_db": it.get("snr_db"),
+                              "mitigated": bool(it.get("mitigated", False))}
+        return ConditionGrid.from_json(seen.values())
+    except ValidationError as exc:
+        raise ReportError(f"{path}: conditions: {_validation_message(exc)}") from exc
+    except ValueError as exc:
+        raise ReportError(f"{path}: conditions: {exc}") from exc
 
 
 def load_run(run_dir: str | Path) -> RunData:
@@ -123,6 +124,8 @@ def load_run(run_dir: str | Path) -> RunData:
             missing or malformed.
     """
     run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is a file, not a run directory (expected the DIR written by 'stresstest run')")
     if not run_dir.is_dir():
         raise ReportError(f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')")
     man_path = run_dir / "manifest.json"
@@ -137,6 +140,15 @@ def load_run(run_dir: str | Path) -> RunData:
     if not isinstance(manifest, dict):
         raise ReportError(f"{man_path}: expected a JSON object, got {type(manifest).__name__}")
     try:
+        meta = RunManifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise ReportError(f"{man_path}: not a stresstest manifest: {_validation_message(exc)}") from exc
+    if meta.schema_version > MANIFEST_SCHEMA_VERSION or meta.items_schema_version > ITEM_SCHEMA_VERSION:
+        raise ReportError(
+            f"{man_path}: written by a newer stresstest (manifest schema {meta.schema_version}, items schema "
+            f"{meta.items_schema_version}); this one reads up to {MANIFEST_SCHEMA_VERSION}/{ITEM_SCHEMA_VERSION}"
+        )
+    try:
         items = list(read_jsonl(items_path))
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
@@ -144,14 +156,19 @@ def load_run(run_dir: str | Path) -> RunData:
         for key in ("encounter_id", "condition"):
             if key not in it:
                 raise ReportError(f"{items_path}:{n}: item row has no '{key}' field")
+        try:
+            ItemScore.model_validate(it)
+        except ValidationError as exc:
+            raise ReportError(f"{items_path}:{n}: not an item row: {_validation_message(exc)}") from exc
     if not items:
         raise ReportError(f"{items_path}: no item rows; expected one per (encounter, condition)")
     summary, cols = _read_summary(run_dir / "summary.csv")
     return RunData(
         run_dir=run_dir,
         manifest=manifest,
+        meta=meta,
         items=items,
-        conditions=_conditions(manifest, items, man_path),
+        conditions=_conditions(meta, items, man_path),
         summary=summary,
         summary_columns=cols,
     )

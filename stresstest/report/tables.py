@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stresstest.cache import atomic_write_bytes, atomic_write_text
+from stresstest.grid import Condition
 from stresstest.metrics.bootstrap import Interval, percentile_interval, resample_indices
 from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS, aggregate
 from stresstest.report.rundir import CLEAN, RunData
@@ -118,35 +119,35 @@ class Row:
 
 def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) -> list[Row]:
     """Rows of Table 2 in the paper's order: reference, babble, ambient, other families, mitigation."""
-    by_fam: dict[str, list[dict[str, Any]]] = {}
-    mitigated: list[dict[str, Any]] = []
-    clean: list[dict[str, Any]] = []
+    by_fam: dict[str, list[Condition]] = {}
+    mitigated: list[Condition] = []
+    clean: list[Condition] = []
     for c in run.conditions:
-        if c["condition"] == CLEAN or c["family"] == "clean":
+        if c.is_clean:
             clean.append(c)
-        elif c["mitigated"]:
+        elif c.mitigated:
             mitigated.append(c)
         else:
-            by_fam.setdefault(str(c["family"]), []).append(c)
+            by_fam.setdefault(c.family, []).append(c)
 
-    def snr_key(c: Mapping[str, Any]) -> float:
-        return -float(c["snr_db"]) if c["snr_db"] is not None else 0.0
+    def snr_key(c: Condition) -> float:
+        return -float(c.snr_db) if c.snr_db is not None else 0.0
 
-    def make(c: Mapping[str, Any], label: str) -> Row:
-        name = str(c["condition"])
+    def make(c: Condition, label: str) -> Row:
+        name = c.id
         its = run.ok_items(name)
         return Row(
             label=label,
             condition=name,
-            family=str(c["family"]),
-            snr_db=c["snr_db"],
-            mitigated=bool(c["mitigated"]),
+            family=c.family,
+            snr_db=c.snr_db,
+            mitigated=c.mitigated,
             n=len(its),
             values=aggregate(its, is_clean=name == CLEAN),
             cis=dict(cis.get(name, {})),
         )
 
-    rows = [make(c, "Reference (clean-ASR)" if c["condition"] == CLEAN else str(c["condition"])) for c in clean]
+    rows = [make(c, "Reference (clean-ASR)" if c.is_clean else c.id) for c in clean]
     fam_order = [f for f in ("babble", "ambient") if f in by_fam] + sorted(
         f for f in by_fam if f not in FAMILY_HEADINGS
     )
@@ -154,12 +155,12 @@ def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) 
         src = noise_source(run.manifest, fam)
         head = FAMILY_HEADINGS.get(fam, f"{fam.capitalize()} interference")
         rows.append(Row(label=f"{head} ({fam}{' — ' + src if src else ''})", family=fam))
-        rows += [make(c, _snr_label(c["snr_db"]) or str(c["condition"])) for c in sorted(by_fam[fam], key=snr_key)]
+        rows += [make(c, _snr_label(c.snr_db) or c.id) for c in sorted(by_fam[fam], key=snr_key)]
     if mitigated:
         rows.append(Row(label=MITIGATION_HEADING))
         fam_rank = {"babble": 0, "ambient": 1}
-        for c in sorted(mitigated, key=lambda c: (fam_rank.get(str(c["family"]), 2), snr_key(c), c["condition"])):
-            rows.append(make(c, f"{str(c['family']).capitalize()} {_snr_label(c['snr_db'])} + guard".strip()))
+        for c in sorted(mitigated, key=lambda c: (fam_rank.get(c.family, 2), snr_key(c), c.id)):
+            rows.append(make(c, f"{c.family.capitalize()} {_snr_label(c.snr_db)} + guard".strip()))
     return rows
 
 

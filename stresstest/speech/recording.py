@@ -15,13 +15,12 @@ Mask source, in order of preference:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, load_audio, write_wav
-from stresstest.cache import atomic_write_json, hash_obj, sha256_file
+from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha256_file, write_verified_json
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio
 
@@ -110,12 +109,12 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     timings = [(t.start_s, t.end_s) for t in encounter.turns]
     key = hash_obj(RECORDING_CODE_VERSION, sha256_file(src), encounter.encounter_id, timings)
     base = Path(cache_dir) / "recordings" / key[:2]
-    wav, meta = base / f"{key}.wav", base / f"{key}.json"
-    if wav.is_file() and meta.is_file():
-        try:
-            return SpeechAudio.model_validate({**json.loads(meta.read_text("utf-8")), "path": str(wav)})
-        except (OSError, ValueError):
-            pass  # torn metadata: rebuild below
+    wav, meta = base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
+    # Verified read (WAV size + sha256 as written); a damaged entry is warned about and rebuilt below.
+    cached = read_verified_json(meta, validate=lambda d: SpeechAudio.model_validate({**d, "path": str(wav)}),
+                                files={"wav": wav})
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
     x = load_audio(src)
     duration = len(x) / SAMPLE_RATE_HZ
     segs = _timing_segments(encounter, duration)
@@ -137,5 +136,5 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
             "code_version": RECORDING_CODE_VERSION,
         },
     )
-    atomic_write_json(meta, speech.model_dump(mode="json"))
+    write_verified_json(meta, speech.model_dump(mode="json"), files={"wav": wav})
     return speech

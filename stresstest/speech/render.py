@@ -18,13 +18,12 @@ so ``segments_s`` are exactly the rendered speech spans.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from stresstest.audio import SAMPLE_RATE_HZ, peak_normalise, write_wav
-from stresstest.cache import atomic_write_json, hash_obj
+from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, write_verified_json
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio, Turn
 from stresstest.speech.tts import (
@@ -59,17 +58,14 @@ def _cache_key(encounter: Encounter, config: TTSConfig) -> str:
 
 def _cache_paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
     base = Path(cache_dir) / "tts" / key[:2]
-    return base / f"{key}.wav", base / f"{key}.json"
+    return base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
 
 
 def _read_cached(wav: Path, meta: Path) -> SpeechAudio | None:
-    if not (wav.is_file() and meta.is_file()):
-        return None
-    try:
-        data = json.loads(meta.read_text("utf-8"))
-        return SpeechAudio.model_validate({**data, "path": str(wav)})
-    except (OSError, ValueError):
-        return None  # a torn or foreign file is a miss: re-render and overwrite
+    """The cached rendering, verified (WAV size + sha256 as written); damaged → warning + re-render."""
+    return read_verified_json(  # type: ignore[no-any-return]
+        meta, validate=lambda d: SpeechAudio.model_validate({**d, "path": str(wav)}), files={"wav": wav}
+    )
 
 
 def render_encounter(encounter: Encounter, cache_dir: Path, config: TTSConfig | None = None) -> SpeechAudio:
@@ -155,5 +151,5 @@ def render_encounter(encounter: Encounter, cache_dir: Path, config: TTSConfig | 
             "cache_key": key,
         },
     )
-    atomic_write_json(meta_path, speech.model_dump(mode="json"))
+    write_verified_json(meta_path, speech.model_dump(mode="json"), files={"wav": wav_path})
     return speech

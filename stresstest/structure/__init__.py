@@ -1,9 +1,9 @@
 """Frozen clinical structuring y = LLM(I, S, x; φ) (SPEC §4).
 
-Modules (import what you need; this package imports nothing eagerly so that
-``stresstest.structure.schema`` stays cheap to import):
+Modules (import what you need; this package imports nothing eagerly). Schema S
+and the record envelope live in :mod:`stresstest.schema`, outside this package,
+so that gold, metrics, mitigation and report never import the structuring stage.
 
-* :mod:`~stresstest.structure.schema` — schema S and the record envelope;
 * :mod:`~stresstest.structure.config` — ``StructureConfig`` (backend, server, φ);
 * :mod:`~stresstest.structure.stage` — ``structure_many`` / ``structure_fingerprint`` (runner entry points);
 * :mod:`~stresstest.structure.instructions` + ``prompts/`` — versioned instruction files I and their hashes;

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from stresstest.cache import default_cache_dir
 from stresstest.errors import StructureError
+from stresstest.schema import ClinicalRecord, record_json_schema
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession
-from stresstest.structure.schema import ClinicalRecord, record_json_schema
 from stresstest.structure.stage import transcript_sha256
 
 GOLD_DRAFT_PROMPT = "gold_draft"

@@ -158,13 +158,10 @@ class LLMSession:
         keys = [self.cache_key(namespace, c, schema) for c in calls]
         pending: list[int] = []
         for i, key in enumerate(keys):
-            hit = cache.get(key)
-            if hit is not None:
-                try:
-                    parsed = model_cls.model_validate(hit["parsed"])
-                except (KeyError, TypeError, ValueError):
-                    pending.append(i)  # a foreign or stale entry is a miss
-                    continue
+            # A damaged or foreign entry is a miss (with a warning naming the file): recomputed, overwritten.
+            entry = cache.get(key, validate=lambda v: (v, model_cls.model_validate(v["parsed"])))
+            if entry is not None:
+                hit, parsed = entry
                 results[i] = CallResult(
                     parsed,
                     hit.get("raw_text"),

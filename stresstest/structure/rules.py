@@ -57,7 +57,7 @@ from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, sur
 from stresstest.clinical.negation import Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
 RULES_VERSION = 1

@@ -24,7 +24,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -128,6 +127,13 @@ def model_identity(config: StructureConfig) -> str:
     return model
 
 
+def default_log_dir() -> Path:
+    """``<cache dir>/logs/llm-serve``: where a server started outside a run (``llm serve``) logs."""
+    from stresstest.cache import default_cache_dir
+
+    return default_cache_dir() / "logs" / "llm-serve"
+
+
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now (the server binds it moments later)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -201,7 +207,8 @@ class ServerProcess:
         self.base_url = f"http://{config.server.host}:{self.port}"
         self.model = served_name(config)
         self.cmd = server_command(config, self.port)
-        root = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="stresstest-llm-"))
+        # No log dir given (``llm serve``): the documented cache dir, never /tmp or $HOME.
+        root = Path(log_dir) if log_dir is not None else default_log_dir()
         root.mkdir(parents=True, exist_ok=True)
         self.log_path = root / f"llm-server-{config.server.engine}-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -331,7 +338,7 @@ def serve(
         config: structure config (its ``server`` section; mode is treated as managed).
         foreground: block until Ctrl-C / SIGTERM, then stop the server; otherwise return the running
             server (the caller must ``stop()`` it).
-        log_dir: where the server log goes (default: a fresh temp directory).
+        log_dir: where the server log goes (default: :func:`default_log_dir`, in the cache dir).
 
     Returns:
         The (stopped, when foreground) :class:`ServerProcess`.

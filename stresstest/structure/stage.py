@@ -18,10 +18,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import KeyValueCache, hash_obj
+from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
 
 STRUCTURE_PROMPT = "structure"
 
@@ -93,14 +93,9 @@ def _rules_many(items: list[StructureItem], cache_dir: Path) -> list[RecordEnvel
     for it in items:
         sha = transcript_sha256(it.transcript_text)
         key = hash_obj("rules", sha, fp, s_hash)
-        hit = cache.get(key)
         t0 = time.monotonic()
-        record = None
-        if hit is not None:
-            try:
-                record = ClinicalRecord.model_validate(hit["record"])
-            except (KeyError, TypeError, ValueError):
-                record = None
+        # A damaged or foreign entry is a miss (with a warning naming the file): recomputed and overwritten.
+        record = cache.get(key, validate=lambda v: ClinicalRecord.model_validate(v["record"]))
         if record is None:
             record = extract_record(it.transcript_text)
             cache.put(key, {"record": record.model_dump(mode="json")})

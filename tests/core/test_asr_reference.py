@@ -194,6 +194,21 @@ def test_asr_stage_releases_the_model(tmp_path, sentence_audio, cache_dir):
         assert refs[0]() is None, f"{cfg.backend} model still alive after the ASR stage"
 
 
+@pytest.mark.integration
+def test_pipeline_asr_worker_keeps_the_model_across_shards_until_the_stage_releases_it(tmp_path, sentence_audio):
+    from stresstest.pipeline.tasks import ASRWorker
+
+    wav = tmp_path / "a.wav"
+    write_wav(wav, sentence_audio)
+    worker = ASRWorker((ASRConfig(), tmp_path / "c"))
+    for cond in ("clean", "babble_5db"):  # two shards
+        (out,) = worker.run([ASRItem("E1", cond, wav)])
+        assert out.transcript is not None
+        assert backends._load_faster_whisper.cache_info().currsize == 1  # not reloaded per shard
+    release_asr_models()  # what the runner does after map_pool
+    assert backends._load_faster_whisper.cache_info().currsize == 0
+
+
 DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
 
 

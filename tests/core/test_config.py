@@ -33,7 +33,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_valid_config_resolves_paths_and_conditions(tmp_path):
     cfg = load_config(_write(tmp_path, BASE))
     assert cfg.corpus.path == str((tmp_path / "corpus").resolve())
-    assert [c["condition"] for c in cfg.conditions()] == ["clean", "ambient_15db", "ambient_5db"]
+    assert cfg.grid().ids == ["clean", "ambient_15db", "ambient_5db"]
     assert cfg.asr.decoding.temperature == 0.0 and cfg.structure.decoding.temperature == 0.0
 
 

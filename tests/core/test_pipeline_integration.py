@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from stresstest.asr.stage import ASRConfig, ASRItem, transcribe_items
-from stresstest.conditions import MixJob, build_mixtures
 from stresstest.metrics.wer import asr_errors
+from stresstest.noise.stage import MixJob, build_mixtures
 
 CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 

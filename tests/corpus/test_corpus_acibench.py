@@ -70,7 +70,7 @@ def test_no_tags_and_bad_header_and_duplicate_ids(tmp_path: Path) -> None:
         load_corpus("aci-bench", _csv(tmp_path / "a.csv", [("aci", "X1", "no tags here", "n")]))
     bad = tmp_path / "b.csv"
     bad.write_text("dataset,key,text\naci,1,hi\n")
-    with pytest.raises(CorpusError, match=r"b\.csv:1: expected columns dataset,encounter_id,dialogue,note"):
+    with pytest.raises(CorpusError, match=r"b\.csv:1: expected a header row with columns dataset,encounter_id"):
         load_corpus("aci-bench", bad)
     dup = _csv(tmp_path / "c.csv", [("aci", "X1", "[doctor] a", "n"), ("aci", "X1", "[doctor] b", "n")])
     with pytest.raises(CorpusError, match=r"c\.csv:3: expected unique encounter_ids, got 'X1' again"):

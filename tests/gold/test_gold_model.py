@@ -10,7 +10,7 @@ import yaml
 from stresstest.errors import GoldError
 from stresstest.gold.model import GoldRecord, Provenance, dump_gold, load_gold, read_gold_file, save_gold
 from stresstest.gold.workflow import mark_audited
-from stresstest.structure.schema import Claim, SafetyFlag, Triage
+from stresstest.schema import Claim, SafetyFlag, Triage
 
 GOOD = """\
 # a reviewer's comment that must survive mark_audited

@@ -5,7 +5,7 @@ from __future__ import annotations
 from stresstest.gold.model import GoldRecord, Provenance
 from stresstest.gold.workflow import check_gold, draft_from_record, gold_transcript_text, quote_in_transcript
 from stresstest.records import Encounter, Turn
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 TRANSCRIPT = "D: Any allergies?  P: I'm allergic to penicillin,\n it gives me a rash. D: Chest pain? P: No."
 

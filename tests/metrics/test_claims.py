@@ -12,7 +12,7 @@ from stresstest.metrics.claims import (
     normalise_time,
     normalise_value,
 )
-from stresstest.structure.schema import Claim, SafetyFlag
+from stresstest.schema import Claim, SafetyFlag
 
 
 def C(id_: str, concept: str, status: str = "present", value: str | None = None, unit: str | None = None,

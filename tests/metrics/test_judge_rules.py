@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stresstest.gold.model import GoldRecord, Provenance
 from stresstest.metrics.judge_rules import RULE_JUDGE_ID, JudgeResult, rule_judge
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
 def C(id_: str, concept: str, status: str = "present", value: str | None = None, unit: str | None = None,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from stresstest.gold.model import GoldRecord, Provenance
 from stresstest.metrics.safety import item_safety
 from stresstest.metrics.summary import aggregate
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
 def C(id_: str, concept: str, status: str = "present", value: str | None = None, unit: str | None = None,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import jiwer
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stresstest.errors import MetricError
 from stresstest.metrics.align import align
@@ -109,3 +111,13 @@ def test_item_fields_feed_the_summary() -> None:
     rates = aggregate(items)
     assert rates["wer"] == pytest.approx(100 * 2 / 7)
     assert rates["ins_rate"] == pytest.approx(100 * 1 / 7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["no", "chest", "pain", "two", "days", "mg", "uh", "the", "25"]), max_size=12),
+       st.lists(st.sampled_from(["no", "chest", "pain", "too", "days", "milligrams", "the", "25", "five"]),
+                max_size=12))
+def test_counts_from_one_alignment_equal_jiwer(ref_words: list[str], hyp_words: list[str]) -> None:
+    # The score stage aligns each pair once and reads the WER counts off that alignment.
+    ref, hyp = " ".join(ref_words), " ".join(hyp_words)
+    assert AsrErrors.from_pair(align(ref, hyp)) == asr_errors(ref, hyp)

@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 
 from stresstest.mitigation import enforce_guard, mitigate_many, mitigation_fingerprint
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 from stresstest.structure.config import StructureConfig
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 from stresstest.structure.stage import StructureItem
 from stresstest.structure.testing import Reply, stub_server
 

@@ -13,7 +13,7 @@ from stresstest.mitigation.evidence import (
     quote_supported,
 )
 from stresstest.mitigation.views import clean_text, dual_view
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
 def _rec(evidence: dict[str, list[str]], **kw: object) -> ClinicalRecord:

@@ -26,8 +26,9 @@ from typing import Any
 import jiwer
 import numpy as np
 
+from stresstest.grid import ConditionGrid
 from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
-from stresstest.structure.schema import (
+from stresstest.schema import (
     CRITICAL_FLAG_KINDS,
     TRIAGE_LEVELS,
     Claim,
@@ -561,7 +562,7 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
         for row in items:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     if write_summary:
-        rows = summary_rows(items, conds)
+        rows = summary_rows(items, ConditionGrid.from_json(conds))
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(list(SUMMARY_COLUMNS) + [f"trig_{t}" for t in TRIGGER_TYPES])

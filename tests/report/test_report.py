@@ -139,7 +139,7 @@ def test_html_numbers_and_cis(run_dir: Path, report: ReportPaths) -> None:
     p = _CellParser()
     p.feed(report.html.read_text("utf-8"))
     run = load_run(run_dir)
-    conds = [str(c["condition"]) for c in run.conditions]
+    conds = run.conditions.ids
     cis = bootstrap_cis(run.items_by_condition(), conds, n_resamples=N_RESAMPLES, seed=SEED)
     for cond in conds:
         assert p.cells[(cond, "n")] == [summary[cond]["n"]]

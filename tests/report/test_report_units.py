@@ -10,7 +10,7 @@ import pytest
 from stresstest.report.examples import context, diff_records
 from stresstest.report.predictive import EndpointResult, auroc, sentence, spearman, summary_sentence
 from stresstest.report.tables import noise_source, write_table
-from stresstest.structure.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
 def _rec(claims: list[tuple[str, str, str, str | None]], flags: list[tuple[str, str]], level: str) -> ClinicalRecord:

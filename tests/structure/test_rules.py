@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from stresstest.schema import ClinicalRecord
 from stresstest.structure import rules
 from stresstest.structure.rules import extract_record, rules_fingerprint
-from stresstest.structure.schema import ClinicalRecord
 
 CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 # Ten real interviews across the five OSCE specialties (plus one general case).

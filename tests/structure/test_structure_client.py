@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from stresstest.schema import ClinicalRecord, record_json_schema
 from stresstest.structure.client import ChatClient, Endpoint, parse_output
 from stresstest.structure.config import StructureConfig
-from stresstest.structure.schema import ClinicalRecord, record_json_schema
 from stresstest.structure.testing import Reply, stub_server
 
 MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from stresstest.schema import ClinicalRecord, RecordEnvelope
 from stresstest.structure.config import StructureConfig
-from stresstest.structure.schema import ClinicalRecord, RecordEnvelope
 from stresstest.structure.server import ServerProcess
 from stresstest.structure.stage import StructureItem, structure_many
 

@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from stresstest.errors import StructureError
+from stresstest.schema import ClinicalRecord, record_json_schema, schema_hash
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import load_prompt, parse_prompt
-from stresstest.structure.schema import ClinicalRecord, record_json_schema, schema_hash
 
 
 def test_record_round_trips_through_json(record: ClinicalRecord) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from stresstest.errors import StructureError
+from stresstest.schema import ClinicalRecord, schema_hash
 from stresstest.structure import server as server_mod
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import load_prompt
-from stresstest.structure.schema import ClinicalRecord, schema_hash
 from stresstest.structure.stage import StructureItem, structure_fingerprint, structure_many, transcript_sha256
 from stresstest.structure.testing import Reply, stub_server
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from stresstest.schema import ClinicalRecord, record_json_schema
 from stresstest.structure import vllm_offline
 from stresstest.structure.config import StructureConfig
-from stresstest.structure.schema import ClinicalRecord, record_json_schema
 from stresstest.structure.stage import StructureItem, structure_many
 
 

@@ -8,7 +8,7 @@ import pytest
 from stresstest.audio import SAMPLE_RATE_HZ as SR
 from stresstest.audio import write_wav
 from stresstest.errors import MixError
-from stresstest.mixing import (
+from stresstest.noise.mix import (
     CLIP_LIMIT,
     active_mask,
     fit_length,

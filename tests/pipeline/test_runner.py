@@ -60,7 +60,7 @@ report: {{enabled: false}}
 
 @pytest.mark.integration
 def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypatch):
-    from stresstest.runner import run
+    from stresstest.pipeline.runner import run
 
     _write_corpus(tmp_path)
     cfg = _config(tmp_path, max_failures=10)
@@ -106,7 +106,7 @@ def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypa
 
 @pytest.mark.integration
 def test_too_many_failures_stop_the_run_with_a_clear_error(tmp_path):
-    from stresstest.runner import run
+    from stresstest.pipeline.runner import run
 
     _write_corpus(tmp_path, n_bad=2)
     cfg = _config(tmp_path, max_failures=0.1)

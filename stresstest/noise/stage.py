@@ -10,15 +10,16 @@ computes only that condition (the segment is rebuilt deterministically).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stresstest.audio import read_wav_exact
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
-from stresstest.mixing import active_mask, fit_length, item_rng, write_mixture
+from stresstest.grid import Condition
 from stresstest.noise import NoiseSource
+from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
 from stresstest.records import MixInfo, SpeechAudio
 
 MIX_CODE_VERSION = "mix-2"  # bump whenever the mixer arithmetic changes: cached mixtures depend on it
@@ -57,10 +58,11 @@ def build_mixtures(
     todo: list[tuple[str, float, str, Path]] = []
     for cond, snr in zip(job.conditions, job.snrs_db, strict=True):
         key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr)
-        wav = cache.root / key[:2] / f"{key}.wav"
-        hit = cache.get(key)
-        if hit is not None and wav.is_file():
-            on_done(cond, wav, MixInfo.model_validate(hit), None)
+        wav = cache.file_path(key, ".wav")
+        # Verified read: the WAV's size and sha256 must match what was recorded at write, else recompute.
+        hit = cache.get(key, validate=MixInfo.model_validate, files={"wav": wav})
+        if hit is not None:
+            on_done(cond, wav, hit, None)
         else:
             todo.append((cond, snr, key, wav))
     if not todo:
@@ -84,18 +86,18 @@ def build_mixtures(
         except Exception as exc:
             on_done(cond, None, None, f"mixing: {type(exc).__name__}: {exc}")
             continue
-        cache.put(key, info.model_dump(mode="json"))
+        cache.put(key, info.model_dump(mode="json"), files={"wav": wav})
         on_done(cond, wav, info, None)
 
 
-def mix_jobs(encounter_ids: Sequence[str], conditions: Sequence[dict[str, Any]]) -> list[MixJob]:
-    """Group the grid's noisy, non-mitigated conditions by (encounter, family)."""
-    fams: dict[str, list[dict[str, Any]]] = {}
-    for c in conditions:
-        if c["family"] != "clean" and not c["mitigated"]:
-            fams.setdefault(c["family"], []).append(c)
+def mix_jobs(encounter_ids: Sequence[str], grid: Iterable[Condition]) -> list[MixJob]:
+    """Group the grid's noisy, non-mitigated conditions by (encounter, family), encounters outermost."""
+    fams: dict[str, list[Condition]] = {}
+    for c in grid:
+        if not c.is_clean and not c.mitigated:
+            fams.setdefault(c.family, []).append(c)
     return [
-        MixJob(eid, fam, tuple(float(c["snr_db"]) for c in cs), tuple(c["condition"] for c in cs))
+        MixJob(eid, fam, tuple(float(c.snr_db) for c in cs if c.snr_db is not None), tuple(c.id for c in cs))
         for eid in encounter_ids
         for fam, cs in fams.items()
     ]

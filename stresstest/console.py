@@ -1,0 +1,41 @@
+"""Messages on stderr that coexist with progress bars.
+
+Every warning or notice the tool prints goes through :func:`warn` /
+:func:`notice`, which write through ``tqdm.write`` so a line is never glued to
+an unfinished progress bar, and :func:`one_line`, which makes any message a
+single printable line (no ANSI escapes, no control characters, no newlines).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def one_line(msg: object) -> str:
+    """``msg`` as one printable line: ANSI escapes and control characters removed, lines joined by ' | '."""
+    text = _ANSI.sub("", str(msg))
+    parts = [_CTRL.sub("", p).strip() for p in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return " | ".join(p for p in parts if p)
+
+
+def _write(line: str) -> None:
+    try:
+        from tqdm import tqdm
+
+        tqdm.write(line, file=sys.stderr)
+    except Exception:  # tqdm missing or stderr odd: plain print is still one line
+        print(line, file=sys.stderr)
+
+
+def warn(msg: object) -> None:
+    """``stresstest: warning: <msg>`` on stderr, one line."""
+    _write(f"stresstest: warning: {one_line(msg)}")
+
+
+def notice(msg: object) -> None:
+    """``stresstest: <msg>`` on stderr, one line."""
+    _write(f"stresstest: {one_line(msg)}")

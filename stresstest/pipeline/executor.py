@@ -1,0 +1,352 @@
+"""Executors: where a stage's (stage, item) tasks run.
+
+Two shapes of work, the same for every executor:
+
+* :meth:`Executor.map_tasks` — stateless CPU tasks ``fn(context, item)`` (speech
+  rendering, mixing, scoring). ``context`` is shared by all tasks of the call
+  (sent once to a cluster's object store, not once per task).
+* :meth:`Executor.map_pool` — tasks that need a loaded model (ASR, the LLM
+  structurer): a pool of workers, each built once with ``worker_cls(init)`` and
+  then fed shards of items through ``worker.run(shard)``. On Ray each worker is
+  an actor holding its model (one per GPU for ASR, one per engine for the LLM).
+
+Rules every executor keeps, so that a run gives the same numbers however it ran:
+
+* results come back in item order, whatever order the tasks finished in;
+* a task never writes into the run directory; it writes only the stage cache
+  (content-hash keys, atomic writes), which every worker must see at the same
+  path. The driver writes the run directory from the returned results;
+* tasks report per-item failures in their results; an exception that escapes a
+  task is a bug or a configuration error and stops the run, as in-process.
+
+Resuming is the cache's job: a re-run submits the same tasks and each finds its
+output cached.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stresstest.errors import RunError
+
+C = TypeVar("C")
+T = TypeVar("T")
+R = TypeVar("R")
+
+RAY_INSTALL_HINT = "the ray executor needs Ray: pip install 'stresstest[ray]'"
+
+
+class StageWorker(Protocol[T, R]):
+    """A model-holding worker: built once, then runs shards of items.
+
+    ``run`` returns one result per item, in order; it may also call
+    ``emit(i, result)`` as each item finishes (in process this drives progress).
+    """
+
+    def run(self, shard: list[T], emit: Callable[[int, R], None] | None = None) -> list[R]:  # pragma: no cover
+        ...
+
+
+class ExecutorConfig(BaseModel):
+    """``run.executor``: where the stage tasks run.
+
+    ``kind: inprocess`` (default) runs everything in this process. ``kind: ray``
+    sends tasks to a Ray cluster: ``address`` names a running cluster
+    (``ray://host:10001`` or ``auto``), or, when None, the run starts a local
+    cluster bound to 127.0.0.1 with ``num_cpus`` / ``object_store_mb`` and its
+    temp dir inside the stage cache, and stops it at the end.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["inprocess", "ray"] = Field(default="inprocess", description="inprocess | ray.")
+    address: str | None = Field(
+        default=None, description="ray: cluster address ('auto', 'ray://host:10001'); None = start a local one."
+    )
+    num_cpus: int | None = Field(default=None, ge=1, description="ray, local cluster: CPUs it may use.")
+    num_gpus: int | None = Field(default=None, ge=0, description="ray, local cluster: GPUs (None = all visible).")
+    object_store_mb: int = Field(default=256, ge=64, description="ray, local cluster: object store size in MiB.")
+    asr_workers: int | Literal["auto"] = Field(
+        default="auto", description="ASR actors: 'auto' = one per GPU of the cluster (1 without GPUs)."
+    )
+    asr_gpus_per_worker: float = Field(default=1.0, ge=0, description="GPUs each ASR actor holds (when GPUs exist).")
+    llm_engines: int = Field(default=1, ge=1, description="LLM structurer actors (data-parallel engines).")
+    llm_gpus_per_engine: float = Field(
+        default=0.0, ge=0, description="GPUs each LLM engine actor holds (its tensor-parallel size for vLLM)."
+    )
+    shard_size: int = Field(default=8, ge=1, description="Items per pool shard (progress and load balance).")
+
+
+class Executor(ABC):
+    """Runs (stage, item) tasks; see the module docstring for the rules."""
+
+    kind: str = "abstract"
+
+    @abstractmethod
+    def map_tasks(
+        self,
+        stage: str,
+        fn: Callable[[C, T], R],
+        context: C,
+        items: Sequence[T],
+        *,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        """``[fn(context, item) for item in items]``, possibly in parallel; ``on_result(i, r)`` as each finishes."""
+
+    @abstractmethod
+    def map_pool(
+        self,
+        stage: str,
+        worker_cls: Callable[[Any], StageWorker[T, R]],
+        init: Any,
+        items: Sequence[T],
+        *,
+        workers: int = 1,
+        gpus_per_worker: float = 0.0,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        """Results of ``worker.run`` over shards of ``items``, flattened in item order."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about the executor."""
+        return {"kind": self.kind}
+
+    def gpu_count(self) -> int:
+        """GPUs the executor can hand out (0 in process: stages pick their device themselves)."""
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - optional hook: most executors hold nothing
+        """Release the executor's resources (stop a cluster it started)."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _shards(n: int, size: int) -> list[range]:
+    return [range(i, min(n, i + size)) for i in range(0, n, size)]
+
+
+class InProcessExecutor(Executor):
+    """Every task in this process, in item order (the default; what tests and the demo use)."""
+
+    kind = "inprocess"
+
+    def map_tasks(
+        self,
+        stage: str,
+        fn: Callable[[C, T], R],
+        context: C,
+        items: Sequence[T],
+        *,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        out: list[R] = []
+        for i, it in enumerate(items):
+            r = fn(context, it)
+            out.append(r)
+            if on_result is not None:
+                on_result(i, r)
+        return out
+
+    def map_pool(
+        self,
+        stage: str,
+        worker_cls: Callable[[Any], StageWorker[T, R]],
+        init: Any,
+        items: Sequence[T],
+        *,
+        workers: int = 1,
+        gpus_per_worker: float = 0.0,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        # One worker holds the model; the whole list is one shard, so a stage that
+        # batches across items (batched ASR) sees the same batches as before.
+        if not items:
+            return []
+        worker = worker_cls(init)
+        out = list(worker.run(list(items), on_result))
+        if len(out) != len(items):
+            raise RunError(f"{stage}: worker returned {len(out)} results for {len(items)} items")
+        return out
+
+
+# --------------------------------------------------------------------------- Ray
+
+_RAY_LOCK = threading.Lock()
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RunError(RAY_INSTALL_HINT) from exc
+    return ray
+
+
+def _call(fn: Callable[[Any, Any], Any], context: Any, item: Any) -> Any:
+    return fn(context, item)
+
+
+class _PoolActor:
+    """Ray actor body: builds the stage worker once (model loaded in the actor), then runs shards."""
+
+    def __init__(self, worker_cls: Callable[[Any], Any], init: Any) -> None:
+        self._worker = worker_cls(init)
+
+    def run(self, shard: list[Any]) -> list[Any]:
+        return list(self._worker.run(shard, None))
+
+
+class RayExecutor(Executor):
+    """Tasks on a Ray cluster: CPU tasks for stateless stages, actors for model-holding ones.
+
+    Args:
+        cfg: ``run.executor``.
+        temp_dir: where a local cluster keeps its sockets, logs and spilled
+            objects (inside the stage cache, so nothing is written elsewhere).
+        env: environment variables every worker gets (e.g. ``STRESSTEST_CACHE``).
+    """
+
+    kind = "ray"
+
+    def __init__(self, cfg: ExecutorConfig, *, temp_dir: Path, env: dict[str, str] | None = None) -> None:
+        ray = _ray()
+        self.cfg = cfg
+        self._started = False
+        runtime_env = {"env_vars": dict(env or {})}
+        # Workers import this package the way the driver does (a source tree on PYTHONPATH included).
+        if os.environ.get("PYTHONPATH"):
+            runtime_env["env_vars"].setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+        with _RAY_LOCK:
+            if ray.is_initialized():
+                raise RunError("ray is already initialised in this process; one run per process on the ray executor")
+            if cfg.address is None:
+                temp_dir.mkdir(parents=True, exist_ok=True)
+                ray.init(
+                    num_cpus=cfg.num_cpus,
+                    num_gpus=cfg.num_gpus,
+                    object_store_memory=cfg.object_store_mb * 1024 * 1024,
+                    _node_ip_address="127.0.0.1",
+                    _temp_dir=str(temp_dir.resolve()),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    runtime_env=runtime_env,
+                )
+            else:
+                ray.init(address=cfg.address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
+            self._started = True
+        self._ray = ray
+
+    def gpu_count(self) -> int:
+        return int(self._ray.cluster_resources().get("GPU", 0))
+
+    def describe(self) -> dict[str, Any]:
+        res = self._ray.cluster_resources()
+        return {
+            "kind": self.kind,
+            "address": self.cfg.address or "local",
+            "ray_version": self._ray.__version__,
+            "cluster_cpus": res.get("CPU", 0),
+            "cluster_gpus": res.get("GPU", 0),
+        }
+
+    def _collect(self, refs: list[Any], on_result: Callable[[int, Any], None] | None) -> list[Any]:
+        ray = self._ray
+        index = {r: i for i, r in enumerate(refs)}
+        out: list[Any] = [None] * len(refs)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                i = index[ref]
+                out[i] = ray.get(ref)
+                if on_result is not None:
+                    on_result(i, out[i])
+        return out
+
+    def map_tasks(
+        self,
+        stage: str,
+        fn: Callable[[C, T], R],
+        context: C,
+        items: Sequence[T],
+        *,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        if not items:
+            return []
+        ray = self._ray
+        remote = ray.remote(num_cpus=1)(_call).options(name=f"stresstest-{stage}")
+        ctx = ray.put(context)
+        refs = [remote.remote(fn, ctx, it) for it in items]
+        return self._collect(refs, on_result)
+
+    def map_pool(
+        self,
+        stage: str,
+        worker_cls: Callable[[Any], StageWorker[T, R]],
+        init: Any,
+        items: Sequence[T],
+        *,
+        workers: int = 1,
+        gpus_per_worker: float = 0.0,
+        on_result: Callable[[int, R], None] | None = None,
+    ) -> list[R]:
+        if not items:
+            return []
+        ray = self._ray
+        shards = _shards(len(items), self.cfg.shard_size)
+        n = max(1, min(workers, len(shards)))
+        actor_cls = ray.remote(num_cpus=1, num_gpus=gpus_per_worker)(_PoolActor)
+        actors = [actor_cls.options(name=None).remote(worker_cls, init) for _ in range(n)]
+        try:
+            # Dynamic dispatch: each actor takes the next shard when it is free.
+            flat: list[Any] = [None] * len(items)
+            queue = list(range(len(shards)))
+            running: dict[Any, tuple[int, Any]] = {}
+            for a in actors:
+                if queue:
+                    k = queue.pop(0)
+                    running[a.run.remote([items[i] for i in shards[k]])] = (k, a)
+            while running:
+                done, _ = ray.wait(list(running), num_returns=1)
+                ref = done[0]
+                k, actor = running.pop(ref)
+                res = ray.get(ref)
+                if len(res) != len(shards[k]):
+                    raise RunError(f"{stage}: worker returned {len(res)} results for {len(shards[k])} items")
+                for i, r in zip(shards[k], res, strict=True):
+                    flat[i] = r
+                    if on_result is not None:
+                        on_result(i, r)
+                if queue:
+                    k2 = queue.pop(0)
+                    running[actor.run.remote([items[i] for i in shards[k2]])] = (k2, actor)
+            return flat
+        finally:
+            for a in actors:
+                ray.kill(a)
+
+    def close(self) -> None:
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+
+def make_executor(cfg: ExecutorConfig, *, cache_dir: Path) -> Executor:
+    """The configured executor. A local Ray cluster keeps its temp dir under ``cache_dir/ray``."""
+    if cfg.kind == "inprocess":
+        return InProcessExecutor()
+    return RayExecutor(cfg, temp_dir=cache_dir / "ray", env={"STRESSTEST_CACHE": str(cache_dir)})

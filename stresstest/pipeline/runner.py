@@ -1,0 +1,356 @@
+"""The runner: corpus → speech → conditions → ASR → structure → score → report.
+
+Each stage is a function over records; expensive stages cache their outputs
+(content-hash keys), so an interrupted run resumes where it stopped and a
+finished one recomputes nothing. Per-item failures are recorded with their
+stage and reason in a :class:`~stresstest.pipeline.failures.FailureLedger`,
+counted against ``run.max_failures``, and never dropped; a run with failures
+within the limit exits 0 and says so on stderr. The pairing rule (SPEC §11,
+:mod:`stresstest.pipeline.pairing`) then takes an encounter with a failed item
+out of every row. Run-directory rules (``--out``, stale artefacts, wall time
+across resumes): :mod:`stresstest.pipeline.housekeeping`. Stage work runs as
+(stage, item) tasks on the configured executor (:mod:`stresstest.pipeline.executor`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm import tqdm
+
+from stresstest import __version__
+from stresstest.asr.backends import release_asr_models
+from stresstest.asr.stage import ASRItem
+from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
+from stresstest.config import RunConfig, load_config
+from stresstest.corpus import load_corpus
+from stresstest.grid import ConditionGrid
+from stresstest.ids import check_id, id_path
+from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
+from stresstest.noise import make_noise_source
+from stresstest.noise.stage import mix_jobs
+from stresstest.pipeline.executor import Executor, make_executor
+from stresstest.pipeline.failures import FailureLedger
+from stresstest.pipeline.tasks import (
+    ASROutcome,
+    ASRWorker,
+    MixContext,
+    MixOutcome,
+    SpeechResult,
+    StructureTask,
+    StructureWorker,
+    mix_task,
+    speech_task,
+)
+from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
+from stresstest.results import MANIFEST_SCHEMA_VERSION, RunManifest
+from stresstest.schema import RecordEnvelope
+
+
+@dataclass
+class RunState:
+    """Everything the stages produce, keyed by (encounter_id, condition); the driver's view of a run."""
+
+    out: Path
+    cfg: RunConfig
+    grid: ConditionGrid
+    executor: Executor
+    ledger: FailureLedger = field(default_factory=lambda: FailureLedger(0.0, 1))
+    encounters: dict[str, Encounter] = field(default_factory=dict)
+    speech: dict[str, SpeechAudio] = field(default_factory=dict)
+    audio: dict[tuple[str, str], Path] = field(default_factory=dict)
+    mix: dict[tuple[str, str], MixInfo] = field(default_factory=dict)
+    transcripts: dict[tuple[str, str], Transcript] = field(default_factory=dict)
+    records: dict[tuple[str, str], RecordEnvelope] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    gold: dict[str, Any] = field(default_factory=dict)
+    extra_manifest: dict[str, Any] = field(default_factory=dict)  # invocations, completed, pairing
+    structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
+
+
+@contextmanager
+def _stage(state: RunState, name: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        state.stage_seconds[name] = round(state.stage_seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+
+
+def _bar(state: RunState, total: int, desc: str) -> tqdm:
+    return tqdm(total=total, desc=desc, unit="item", disable=not state.cfg.run.progress, file=sys.stderr,
+                dynamic_ncols=True, leave=False)
+
+
+def _load_encounters(state: RunState) -> None:
+    cfg = state.cfg
+    encs = load_corpus(cfg.corpus.kind, cfg.corpus.path, ids=cfg.corpus.ids, limit=cfg.corpus.limit)
+    from stresstest.pipeline.score import load_gold_for
+
+    state.gold = load_gold_for([e.encounter_id for e in encs], cfg.gold)
+    for e in encs:
+        check_id(e.encounter_id, where=e.source_path or str(cfg.corpus.path))  # every loader, one rule
+        g = state.gold.get(e.encounter_id)
+        scope = getattr(g, "scope_turns", None) if g is not None else None
+        state.encounters[e.encounter_id] = e.truncated(scope if scope else cfg.corpus.max_turns)
+    state.ledger = FailureLedger(cfg.run.max_failures, len(state.encounters) * len(state.grid),
+                                 state.out / "manifest.json")
+
+
+def _speech_stage(state: RunState, cache: Path) -> None:
+    encs = list(state.encounters.values())
+    bar = _bar(state, len(encs), "speech")
+    results: list[SpeechResult] = state.executor.map_tasks(
+        "speech", speech_task, (state.cfg.speech, cache), encs, on_result=lambda i, r: bar.update())
+    bar.close()
+    for r in results:
+        if r.speech is not None:
+            state.speech[r.encounter_id] = r.speech
+            state.audio[(r.encounter_id, "clean")] = Path(r.speech.path)
+        else:
+            for c in state.grid:
+                state.ledger.record("speech", (r.encounter_id, c.id), r.error or "no speech")
+
+
+def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encounter]) -> None:
+    cfg = state.cfg
+    jobs = mix_jobs(list(state.speech), state.grid)
+    # Sources are built once here (a babble bank renders or reads its cached sentences) and shared by every task.
+    sources = {
+        fam: make_noise_source(spec, encounters=all_encounters, cache_dir=cache) for fam, spec in cfg.noise.items()
+    }
+    ctx = MixContext(sources=sources, noise_specs={f: s.model_dump(mode="json") for f, s in cfg.noise.items()},
+                     seed=cfg.run.seed, cache_dir=cache)
+    bar = _bar(state, sum(len(j.conditions) for j in jobs), "mix")
+    results: list[list[MixOutcome]] = state.executor.map_tasks(
+        "mix", mix_task, ctx, [(j, state.speech[j.encounter_id]) for j in jobs],
+        on_result=lambda i, r: bar.update(len(r)))
+    bar.close()
+    for job, outcomes in zip(jobs, results, strict=True):
+        for o in outcomes:
+            key = (job.encounter_id, o.condition)
+            if o.error is not None or o.path is None or o.info is None:
+                state.ledger.record("mix", key, o.error or "no mixture")
+            else:
+                state.audio[key] = Path(o.path)
+                state.mix[key] = o.info
+
+
+def _asr_workers(state: RunState) -> tuple[int, float]:
+    ex = state.cfg.run.executor
+    gpus = state.executor.gpu_count()
+    if gpus <= 0:
+        return (1 if ex.asr_workers == "auto" else ex.asr_workers), 0.0
+    per = ex.asr_gpus_per_worker
+    n = max(1, int(gpus // per)) if ex.asr_workers == "auto" and per > 0 else (
+        1 if ex.asr_workers == "auto" else ex.asr_workers)
+    return n, per
+
+
+def _asr_stage(state: RunState, cache: Path) -> None:
+    items = [ASRItem(eid, cond, path) for (eid, cond), path in sorted(state.audio.items())]
+    bar = _bar(state, len(items), "asr")
+    workers, gpus = _asr_workers(state)
+    try:
+        results: list[ASROutcome] = state.executor.map_pool(
+            "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus,
+            on_result=lambda i, r: bar.update())
+    finally:
+        # In process the ASR model would otherwise keep its (GPU) memory through the LLM stage.
+        release_asr_models()
+    bar.close()
+    for r in results:
+        it = r.item
+        if r.transcript is None:
+            state.ledger.record("asr", (it.encounter_id, it.condition), r.error or "no transcript")
+        else:
+            state.transcripts[(it.encounter_id, it.condition)] = r.transcript
+            atomic_write_json(id_path(state.out / "transcripts", it.condition, it.encounter_id, suffix=".json"),
+                              r.transcript.model_dump(mode="json"))
+
+
+def _structure_stage(state: RunState, cache: Path) -> None:
+    ts = sorted(state.transcripts.items())
+    tasks = [StructureTask(eid, cond, t.text) for (eid, cond), t in ts]
+    for c in state.grid.mitigated():
+        tasks += [StructureTask(eid, c.id, t.text, guarded=True) for (eid, cond), t in ts if cond == c.base]
+    ex = state.cfg.run.executor
+    envs: list[RecordEnvelope] = state.executor.map_pool(
+        "structure", StructureWorker, (state.cfg.structure, cache, state.out / "logs"), tasks,
+        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine)
+    for env in envs:
+        key = (env.encounter_id, env.condition)
+        state.records[key] = env
+        atomic_write_json(
+            id_path(state.out / "records", env.condition, env.encounter_id, suffix=".json"),
+            env.model_dump(mode="json"),
+        )
+        if env.failed:
+            state.ledger.record("structure", key, env.error or "structuring failed")
+
+
+def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    cols = list(SUMMARY_COLUMNS) + extra_cols
+    w.writerow(cols)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
+                    else r[c]) for c in cols])
+    return buf.getvalue()
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The results table printed at the end of a run (Table-2 layout)."""
+    heads = ["condition", "n", "WER%", "Ins%", "NegErr%", "ErrProp", "Triage=%", "SCER%", "Under%", "Score", "Unsafe%"]
+    keys = ["condition", "n", "wer", "ins_rate", "neg_err", "err_prop", "triage_match", "scer", "under_triage",
+            "mean_score", "unsafe"]
+    body = [[("–" if r.get(k) is None else (f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]))) for k in keys]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
+    line = "  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))
+    out = [line, "-" * len(line)]
+    for b in body:
+        out.append("  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)))
+    return "\n".join(out)
+
+
+def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Path, list[dict[str, Any]]]:
+    """Run a whole sweep; returns (run dir, summary rows).
+
+    Raises:
+        StressTestError: for every user error (bad config, missing corpus...) and
+            when more items fail than ``run.max_failures`` allows.
+    """
+    from stresstest.metrics.summary import in_pairing
+    from stresstest.pipeline.housekeeping import WallClock, announce_failures, check_out_dir, prune_stale
+    from stresstest.pipeline.pairing import apply_pairing
+    from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, score_items
+
+    cfg = load_config(config_path)
+    out = Path(out_dir) if out_dir else Path("runs") / Path(config_path).stem
+    check_out_dir(out)
+    cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
+    confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
+    clock = WallClock(out)
+    atomic_write_text(out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+    with make_executor(cfg.run.executor, cache_dir=cache) as executor:
+        state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
+                         stage_seconds=dict(clock.carried_stages))
+        executor_info = executor.describe()
+
+        def checkpoint(completed: bool = False) -> None:
+            # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
+            state.stage_seconds["total"] = clock.total()
+            state.extra_manifest["invocations"] = clock.invocations(completed)
+            state.extra_manifest["completed"] = completed
+            _write_manifest(state, executor_info)
+
+        try:
+            checkpoint()
+            with _stage(state, "corpus"):
+                _load_encounters(state)
+                all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
+                prune_stale(out, state.grid.ids, state.encounters)
+            checkpoint()
+            with _stage(state, "speech"):
+                _speech_stage(state, cache)
+            checkpoint()
+            with _stage(state, "conditions"):
+                _conditions_stage(state, cache, all_encs)
+            checkpoint()
+            with _stage(state, "asr"):
+                _asr_stage(state, cache)
+            checkpoint()
+            with _stage(state, "structure"):
+                _structure_stage(state, cache)
+            checkpoint()
+            with _stage(state, "score"):
+                failures = {(eid, c.id): f for eid in state.encounters for c in state.grid
+                            if (f := state.ledger.failed((eid, c.id), base=c.base)) is not None}
+                scored = score_items(ScoreInputs(
+                    out=out, grid=state.grid, encounters=state.encounters, gold=state.gold, audio=state.audio,
+                    mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
+                    judge_backend=cfg.judge.backend, structure=cfg.structure,
+                ), cache, executor=executor)
+                items = [it.to_row() for it in scored]
+                pairing = apply_pairing(items, state.grid)
+                state.extra_manifest["pairing"] = pairing.manifest()
+        finally:
+            checkpoint()
+    rows = summary_rows(items, state.grid)
+    extra = extra_summary_columns([it for it in items if in_pairing(it)], rows)
+    for r in rows:  # SPEC §11: each row says how many encounters it covers (n) and which were dropped
+        r["n_dropped"] = pairing.n_dropped
+        r["dropped"] = " ".join(sorted(pairing.dropped))
+    extra_cols = list(dict.fromkeys(k for r in extra for k in r)) + ["n_dropped", "dropped"]
+    atomic_write_text(out / "summary.csv", _summary_csv(rows, extra_cols))
+    atomic_write_text(out / "items.jsonl", "".join(json.dumps(it, sort_keys=True, ensure_ascii=False) + "\n"
+                                                  for it in items))
+    checkpoint()
+    if cfg.report.enabled:
+        with _stage(state, "report"):
+            from stresstest.report import build_report
+
+            build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
+    checkpoint(completed=True)
+    announce_failures([r.model_dump() for r in state.ledger.records()], state.ledger.total_items,
+                      cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)
+    return out, rows
+
+
+def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
+    cfg = state.cfg
+    from stresstest.structure.stage import structure_fingerprint
+
+    if state.structure_fp is not None:
+        structure = state.structure_fp
+    else:
+        try:
+            structure = structure_fingerprint(cfg.structure)
+            if cfg.mitigation.conditions:
+                from stresstest.mitigation.agent import mitigation_fingerprint
+
+                structure = {**structure, "mitigation": mitigation_fingerprint(cfg.structure)}
+            state.structure_fp = structure
+        except Exception as exc:  # the manifest must be written even when the stage cannot describe itself
+            structure = {"backend": cfg.structure.backend, "error": str(exc)}
+    manifest = RunManifest(
+        schema_version=MANIFEST_SCHEMA_VERSION,
+        run_id=state.out.name,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        stresstest_version=__version__,
+        python=sys.version.split()[0],
+        seed=cfg.run.seed,
+        corpus={"kind": cfg.corpus.kind, "path": cfg.corpus.path, "n_encounters": len(state.encounters),
+                "encounter_ids": sorted(state.encounters)},
+        asr={"backend": cfg.asr.backend, "model": cfg.asr.model, "decoding": cfg.asr.decoding.model_dump(),
+             "models_used": sorted({t.model for t in state.transcripts.values()})},
+        structure=structure,
+        judge=cfg.judge.backend,
+        executor=executor_info,
+        conditions=list(state.grid),
+        noise={fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},
+        mixtures=[
+            {"encounter_id": eid, "condition": cond, **info.model_dump(mode="json")}
+            for (eid, cond), info in sorted(state.mix.items())
+        ],
+        speech={eid: {"duration_s": sp.duration_s, "segments_source": sp.segments_source, "recipe": sp.recipe}
+                for eid, sp in sorted(state.speech.items())},
+        failures=state.ledger.records(),
+        n_failures=len(state.ledger),
+        stage_seconds=state.stage_seconds,
+        **state.extra_manifest,
+    )
+    atomic_write_json(state.out / "manifest.json", manifest.to_json())

@@ -1,0 +1,317 @@
+"""The score stage: transcripts + records + gold → item rows of ``items.jsonl``.
+
+Scoring is cheap and pure, so it is recomputed on every run from the cached
+stage outputs. Paired quantities use the encounter's clean-ASR item as the
+baseline (ΔE, ΔErr, triage invariance, new under-triage, new critical flags);
+mitigated rows are compared with the same clean-ASR baseline as the
+unmitigated rows, so the two blocks of Table 2 share one reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stresstest.cache import atomic_write_json
+from stresstest.config import GoldConfig
+from stresstest.errors import GoldError
+from stresstest.grid import ConditionGrid
+from stresstest.metrics.align import AlignedPair, align
+from stresstest.metrics.wer import AsrErrors
+from stresstest.records import Encounter, MixInfo, Transcript
+from stresstest.results import ItemScore
+from stresstest.schema import RecordEnvelope
+from stresstest.structure.config import StructureConfig
+
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class EncounterOutputs:
+    """One encounter's stage outputs, keyed by condition id: the unit the score stage works on.
+
+    Attributes:
+        encounter: the (truncated) encounter; its reference text is r_i.
+        gold: the encounter's gold record, if any.
+        transcripts: ASR transcript per condition that has audio.
+        records: structuring outcome per condition (guard rows included).
+        mix: mixture facts per noisy condition.
+        audio: audio path per condition that has audio.
+        failures: ``"stage: reason"`` per failed condition (a guard row's base failure included).
+    """
+
+    encounter: Encounter
+    gold: Any = None
+    transcripts: Mapping[str, Transcript] = field(default_factory=dict)
+    records: Mapping[str, RecordEnvelope] = field(default_factory=dict)
+    mix: Mapping[str, MixInfo] = field(default_factory=dict)
+    audio: Mapping[str, str] = field(default_factory=dict)
+    failures: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """What scoring one (encounter, condition) gives: the ``items.jsonl`` row and the audit detail."""
+
+    row: dict[str, Any]
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """Everything read off ONE alignment of (reference, hypothesis) — jiwer's ``process_words`` idea.
+
+    Attributes:
+        errors: S, D, I, hits of the hypothesis against the reference.
+        negation: NegErr mismatches (model dumps).
+        triggers: trigger events vs the reference (model dumps).
+    """
+
+    errors: AsrErrors
+    negation: list[Any]
+    triggers: list[Any]
+    trigger_counts: dict[str, int]
+
+
+def score_pair(pair: AlignedPair, concepts: Sequence[str]) -> PairScores:
+    """Read WER counts, NegErr mismatches and trigger events off one aligned pair."""
+    from stresstest.metrics.negation import negation_mismatches
+    from stresstest.metrics.triggers import detect_in_pair, trigger_counts
+
+    errors = AsrErrors.from_pair(pair)
+    mism = negation_mismatches(pair.ref.original, pair.hyp.original, concepts, pair=pair)
+    events = detect_in_pair(pair, concepts)
+    return PairScores(
+        errors=errors,
+        negation=[m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in mism],
+        triggers=[ev.model_dump(mode="json") for ev in events],
+        trigger_counts=trigger_counts(events),
+    )
+
+
+def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str) -> list[ScoredItem]:
+    """Score every condition of one encounter (pure: reads only ``x``, writes nothing).
+
+    Each distinct (reference, hypothesis) pair is aligned once: r_i against each
+    transcript, and the clean transcript against each noisy one. A guard row
+    shares its base's transcript, so it shares its base's alignments too.
+    Paired quantities use the clean-ASR item as the baseline (ΔE, ΔErr, triage
+    invariance, new under-triage, new critical flags); mitigated rows are compared
+    with the same clean-ASR baseline as unmitigated rows.
+    """
+    from stresstest.metrics.judge_rules import rule_judge
+    from stresstest.metrics.safety import item_safety
+    from stresstest.metrics.triggers import detect_in_pair
+
+    eid = x.encounter.encounter_id
+    ref = x.encounter.reference_text()
+    gold = x.gold
+    concepts = [c.concept for c in gold.claims] if gold is not None else []
+    clean_t = x.transcripts.get("clean")
+    clean_env = x.records.get("clean")
+    vs_ref: dict[str, PairScores] = {}  # base condition -> scores against r_i (one alignment each)
+    vs_clean: dict[str, list[Any]] = {}  # base condition -> trigger events against the clean ASR
+
+    def against_ref(base: str, text: str) -> PairScores:
+        if base not in vs_ref:
+            vs_ref[base] = score_pair(align(ref, text), concepts)
+        return vs_ref[base]
+
+    clean_err = against_ref("clean", clean_t.text).errors if clean_t else None
+    out: list[ScoredItem] = []
+    for c in grid:
+        cond, base_cond = c.id, c.base
+        t = x.transcripts.get(base_cond)
+        env = x.records.get(cond)
+        mix = x.mix.get(base_cond)
+        audio = x.audio.get(base_cond)
+        row: dict[str, Any] = {
+            "encounter_id": eid, "condition": cond, "family": c.family, "snr_db": c.snr_db,
+            "mitigated": c.mitigated,
+            "target_snr_db": mix.target_snr_db if mix else None,
+            "measured_snr_db": mix.measured_snr_db if mix else None,
+            "reference_text": ref, "hypothesis_text": t.text if t else None,
+            "audio_path": str(audio) if audio else None,
+            # The full noise recipe (every babble sentence and pause) lives in manifest.json.
+            "mix": mix.model_dump(mode="json", exclude={"noise_recipe"}) if mix else None,
+            "transcript_path": f"transcripts/{base_cond}/{eid}.json" if t else None,
+            "record_path": f"records/{cond}/{eid}.json" if env else None,
+            "scores_path": f"scores/{cond}/{eid}.json",
+        }
+        error = x.failures.get(cond)
+        if t is None and error is None:
+            error = "no transcript"
+        row["failed"] = error is not None
+        row["error"] = error
+        detail: dict[str, Any] = {"encounter_id": eid, "condition": cond}
+        if t is not None:
+            ps = against_ref(base_cond, t.text)
+            e = ps.errors
+            row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
+                       item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
+            if clean_err is not None:
+                row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
+            row["neg_err"] = int(bool(ps.negation))
+            detail["negation_mismatches"] = list(ps.negation)
+            row["trigger_counts"] = dict(ps.trigger_counts)
+            detail["triggers_vs_reference"] = list(ps.triggers)
+            if not c.is_clean and clean_t is not None:
+                if base_cond not in vs_clean:
+                    paired = detect_in_pair(align(clean_t.text, t.text), concepts)
+                    vs_clean[base_cond] = [ev.model_dump(mode="json") for ev in paired]
+                row["triggers_vs_clean"] = list(vs_clean[base_cond])
+            else:
+                row["triggers_vs_clean"] = []
+        if env is not None:
+            row["extra"] = env.extra or None
+            for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total"):
+                if k in (env.extra or {}):
+                    row[k] = env.extra[k]
+        clean_rec = clean_env.record if clean_env is not None and not clean_env.failed else None
+        if env is not None and not env.failed and env.record is not None and clean_rec is not None:
+            # Triage invariance needs no gold: it compares with the clean-ASR output only.
+            row["triage"] = env.record.triage.level
+            row["triage_clean"] = clean_rec.triage.level
+            row["triage_match"] = int(row["triage"] == row["triage_clean"])
+        if gold is not None and env is not None and not env.failed:
+            safety = item_safety(env.record, clean_rec, gold)
+            detail["safety"] = safety
+            for k in ("triage", "triage_clean", "triage_gold", "triage_match", "under_triage_new", "scer_new",
+                      "new_critical_flags", "err_new"):
+                row[k] = safety.get(k)
+            if c.is_clean:
+                row["asr_delta_e"] = None  # ErrProp is not defined for the reference row
+            if judge_backend == "rules":
+                jr = rule_judge(env.record, gold)
+                row["judge_score"], row["judge"] = jr.score, jr.judge
+                detail["judge_reasons"] = list(jr.reasons)
+        out.append(ScoredItem(row=row, detail=detail))
+    return out
+
+
+@dataclass(frozen=True)
+class ScoreInputs:
+    """Everything the score stage reads, passed in explicitly (the stage never sees the runner).
+
+    Mappings are keyed by ``encounter_id`` or ``(encounter_id, condition)``;
+    ``failures`` maps a failed ``(encounter_id, condition)`` to ``"stage: reason"``
+    (a guard row's base failure included, see ``FailureLedger.failed``).
+    """
+
+    out: Path
+    grid: ConditionGrid
+    encounters: Mapping[str, Encounter]
+    gold: Mapping[str, Any]
+    audio: Mapping[Key, Path]
+    mix: Mapping[Key, MixInfo]
+    transcripts: Mapping[Key, Transcript]
+    records: Mapping[Key, RecordEnvelope]
+    failures: Mapping[Key, str]
+    judge_backend: str
+    structure: StructureConfig
+
+    def for_encounter(self, eid: str) -> EncounterOutputs:
+        """The outputs of one encounter, keyed by condition."""
+        def pick(m: Mapping[Key, Any]) -> dict[str, Any]:
+            return {c.id: m[(eid, c.id)] for c in self.grid if (eid, c.id) in m}
+
+        return EncounterOutputs(
+            encounter=self.encounters[eid], gold=self.gold.get(eid), transcripts=pick(self.transcripts),
+            records=pick(self.records), mix=pick(self.mix), audio={k: str(v) for k, v in pick(self.audio).items()},
+            failures=pick(self.failures),
+        )
+
+
+def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
+    """Gold records for the given encounters (shipped set unless ``gold.path`` is set)."""
+    from stresstest.gold.model import default_gold_dir, load_gold
+
+    root = Path(cfg.path) if cfg.path else default_gold_dir()
+    gold = load_gold(root) if root.exists() else {}
+    missing = [e for e in encounter_ids if e not in gold]
+    if cfg.required and missing:
+        raise GoldError(f"{root}: no gold reference for {len(missing)} encounter(s): {', '.join(missing[:5])}"
+                        + (" ..." if len(missing) > 5 else "") + " (gold.required is true)")
+    return {e: gold[e] for e in encounter_ids if e in gold}
+
+
+def score_items(
+    inputs: ScoreInputs, cache: Path, *, executor: Any = None
+) -> list[ItemScore]:
+    """One validated row per (encounter, condition) of the grid, failed ones included.
+
+    Encounters are scored independently (:func:`score_encounter`), through
+    ``executor`` when given (a :class:`~stresstest.pipeline.executor.Executor`);
+    the audit detail of each item is written to ``scores/<condition>/<id>.json``
+    and the LLM judge (when configured) runs once over all items afterwards.
+    """
+    eids = sorted(inputs.encounters)
+    per_enc = [inputs.for_encounter(e) for e in eids]
+    if executor is None:
+        results = [score_encounter(x, inputs.grid, inputs.judge_backend) for x in per_enc]
+    else:
+        results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc)
+    rows: list[dict[str, Any]] = []
+    llm_pairs: list[tuple[int, Any, Any]] = []
+    for x, scored in zip(per_enc, results, strict=True):
+        for it in scored:
+            cond = str(it.row["condition"])
+            env = x.records.get(cond)
+            if inputs.judge_backend == "llm" and x.gold is not None and env is not None and not env.failed:
+                llm_pairs.append((len(rows), env, x.gold))
+            atomic_write_json(inputs.out / "scores" / cond / f"{x.encounter.encounter_id}.json", it.detail)
+            rows.append(it.row)
+    if llm_pairs:
+        _llm_judge(inputs, cache, rows, llm_pairs)
+    return [ItemScore.model_validate(r) for r in rows]
+
+
+def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[ScoredItem]:
+    grid, judge_backend = ctx
+    return score_encounter(x, grid, judge_backend)
+
+
+def _llm_judge(
+    inputs: ScoreInputs, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]
+) -> None:
+    from stresstest.metrics.judge_llm import llm_judge_many
+
+    results = llm_judge_many(
+        [(f"{rows[i]['encounter_id']}/{rows[i]['condition']}", env.record.model_dump_json(), gold.model_dump_json())
+         for i, env, gold in pairs],
+        inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs",
+    )
+    for (i, _, _), jr in zip(pairs, results, strict=True):
+        if jr is None:
+            continue
+        rows[i]["judge_score"], rows[i]["judge"] = jr.score, jr.judge
+
+
+def extra_summary_columns(items: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Extra summary columns after the SPEC §10 ones.
+
+    ``trig_<type>``: % of items with ≥ 1 trigger event of that type (vs the human
+    reference). ``abstention_rate`` (mitigated rows): 100 · Σ fields nulled /
+    Σ fields in the Draft, over the condition's items; ``quotes_discarded``:
+    total quotes the evidence filter dropped.
+    """
+    from stresstest.metrics.triggers import TRIGGER_TYPES
+
+    extra = []
+    for r in rows:
+        its = [it for it in items if it["condition"] == r["condition"] and not it.get("failed")
+               and it.get("trigger_counts") is not None]
+        cols: dict[str, Any] = {}
+        for t in TRIGGER_TYPES:
+            cols[f"trig_{t}"] = (100.0 * sum(1 for it in its if it["trigger_counts"].get(t, 0) > 0) / len(its)
+                                 if its else None)
+        mit = [it for it in items if it["condition"] == r["condition"] and it.get("mitigated") and not it.get("failed")]
+        total = sum(int((it.get("extra") or {}).get("fields_total") or 0) for it in mit)
+        nulled = sum(int((it.get("extra") or {}).get("fields_nulled") or 0) for it in mit)
+        cols["abstention_rate"] = (100.0 * nulled / total if total else 0.0) if mit else None
+        cols["quotes_discarded"] = sum(int(it.get("quotes_discarded") or 0) for it in mit) if mit else None
+        r.update(cols)
+        extra.append(cols)
+    return extra
