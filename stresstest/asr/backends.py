@@ -104,6 +104,8 @@ class FasterWhisperBackend:
         self.compute_type = resolve_compute_type(compute_type, self.device)
         self.cpu_threads = cpu_threads or min(4, os.cpu_count() or 1)
         self.model_id += f":{self.compute_type}"
+        # Benchmark hooks (never set by the pipeline): extra faster-whisper transcribe arguments.
+        self.decode_overrides: dict[str, Any] = {}
 
     def runtime(self, batch_size: int) -> dict[str, object]:
         """Everything besides audio, model and decoding options that can change the text.
@@ -126,6 +128,7 @@ class FasterWhisperBackend:
             without_timestamps=options.without_timestamps, suppress_blank=options.suppress_blank,
             # Silence skipping is applied by _skip_window so both paths share one rule.
             no_speech_threshold=None, log_prob_threshold=None, compression_ratio_threshold=None,
+            **self.decode_overrides,
         )
 
     def transcribe_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:
@@ -142,6 +145,12 @@ class FasterWhisperBackend:
     def transcribe_windows_batched(
         self, windows: list[np.ndarray], options: DecodingOptions, batch_size: int
     ) -> list[str]:
+        """Batched texts (see :meth:`decode_windows_batched`)."""
+        return [r.text for r in self.decode_windows_batched(windows, options, batch_size)]
+
+    def decode_windows_batched(
+        self, windows: list[np.ndarray], options: DecodingOptions, batch_size: int
+    ) -> list[WindowResult]:
         """Batched: windows of all encounters decoded ``batch_size`` at a time.
 
         One batched pass decodes every window once (``BatchedInferencePipeline``
@@ -158,6 +167,8 @@ class FasterWhisperBackend:
             return []
         pipe = BatchedInferencePipeline(self._model())
         texts: list[list[str]] = [[] for _ in windows]
+        kept = [0] * len(windows)
+        passes = [0] * len(windows)
         pending = [(i, w.astype(np.float32)) for i, w in enumerate(windows)]
         for _ in range(MAX_PASSES):
             if not pending:
@@ -173,9 +184,12 @@ class FasterWhisperBackend:
             )
             bounds = np.asarray(starts)
             last_end = [0.0] * len(pending)
+            for i, _ in pending:
+                passes[i] += 1
             for s in segments:
                 k = int(np.searchsorted(bounds, s.start + 1e-3, side="right") - 1)
                 last_end[k] = max(last_end[k], s.end - starts[k])
+                kept[pending[k][0]] += len(s.tokens)
                 if not _skip_window(s.no_speech_prob, s.avg_logprob, options):
                     texts[pending[k][0]].append(s.text.strip())
             nxt = []
@@ -184,7 +198,9 @@ class FasterWhisperBackend:
                 if 0 < cut and w.size - cut > REMAINDER_MIN_S * SAMPLE_RATE_HZ:
                     nxt.append((i, w[cut:]))
             pending = nxt
-        return [" ".join(t) for t in texts]
+        # Tokens: those of the kept segments (the batched pipeline does not return a dropped unfinished tail).
+        return [WindowResult(text=" ".join(t), n_decodes=p, n_tokens=n, token_limit_hits=-1)
+                for t, p, n in zip(texts, passes, kept, strict=True)]
 
 
 REMAINDER_MIN_S = 1.0
