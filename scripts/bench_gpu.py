@@ -306,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hf-model", default=None, help="HF transformers Whisper dir (real weights)")
     ap.add_argument("--peak-tflops", type=float, default=None)
     ap.add_argument("--peak-tbps", type=float, default=None)
+    ap.add_argument("--cpu-threads", type=int, default=None,
+                    help="torch / CTranslate2 CPU threads (default: 1 with --tiny, else the libraries' default)")
     ap.add_argument("--out", type=Path, default=None, help="also write the table (.md) and rows (.json) here")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -316,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     import whisper
 
     device = args.device
+    threads = args.cpu_threads if args.cpu_threads is not None else (1 if args.tiny else 0)
+    if threads:
+        torch.set_num_threads(threads)
     if device == "cuda" and not torch.cuda.is_available():
         print("bench_gpu: --device cuda but no CUDA device; use --device cpu --tiny", file=sys.stderr)
         return 2
@@ -390,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                              lambda ws, be=ref_be, o=o: be.decode_windows(ws, o), windows, device, budget, 32))
         release_asr_models()
         for bs in (16, 32):
-            fw_be = FasterWhisperBackend(fw_src, device=device, compute_type="auto")
+            fw_be = FasterWhisperBackend(fw_src, device=device, compute_type="auto", cpu_threads=threads)
             fw_be.decode_overrides = fw_over
             rows.append(run_impl(f"faster-whisper {fw_be.compute_type} (b{bs})" + label,
                                  lambda ws, be=fw_be, bs=bs, o=o: be.decode_windows_batched(ws, o, bs),

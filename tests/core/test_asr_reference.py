@@ -32,6 +32,17 @@ DENSE = ("Take one tablet of metoprolol twenty five milligrams twice a day, one 
          "each morning, and call us if the chest pain comes back.")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """One intra-op thread: on a shared 2-core machine torch's spinning OpenMP threads slow decoding ~6×."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("asr-cache")
@@ -137,12 +148,6 @@ def test_dense_window_past_the_token_limit_continues_and_is_counted(ref_backend,
     fast = synthesize(DENSE, SpeakerVoice(length_scale=0.4))  # ~5 s for 27 words: > 224 tokens per 30 s
     window = _fill_30s(fast)
     opts = DecodingOptions()
-    (got,) = ref_backend.decode_windows([window], opts)
-    assert got.token_limit_hits >= 1 and got.n_decodes >= 2, got
-    assert got.n_tokens > 224
-    assert [got.text] == ref_backend.transcribe_windows_reference([window], opts)
-    # Words from the whole window survive, not just the first 224 tokens' worth.
-    assert len(got.text.split()) > 120, got.text
     wav = tmp_path / "dense.wav"
     write_wav(wav, window)
     out: list = []
@@ -150,8 +155,12 @@ def test_dense_window_past_the_token_limit_continues_and_is_counted(ref_backend,
     transcribe_items([ASRItem("E1", "clean", wav)], cfg, cache_dir=cache_dir,
                      on_done=lambda it, t, err: out.append((t, err)))
     (t, err), = out
-    assert err is None and t.token_limit_hits == got.token_limit_hits and t.text == got.text
+    assert err is None and t.token_limit_hits is not None and t.token_limit_hits >= 1, (t, err)
     assert t.runtime["device"] == "cpu" and t.runtime["precision"] == "float32" and t.runtime["batch_size"] == 2
+    # The stage's text (batched seek loop) is whisper.transcribe's, continuation after the limit included.
+    assert [t.text] == ref_backend.transcribe_windows_reference([window], opts)
+    # Words from the whole window survive, not just the first 224 tokens' worth.
+    assert len(t.text.split()) > 120, t.text
 
 
 @pytest.mark.integration
@@ -217,9 +226,10 @@ DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
 def test_reference_wer_within_one_point_of_faster_whisper_on_demo_audio(tmp_path, cache_dir):
     """Same weights (tiny.en, float32) through both implementations: pooled WER within 1 point on a demo
     encounter, clean and ambient 5 dB."""
+    from stresstest.conditions import MixJob, build_mixtures
+
     from stresstest.asr.base import join_windows
     from stresstest.audio import read_wav_exact
-    from stresstest.conditions import MixJob, build_mixtures
     from stresstest.config import load_config
     from stresstest.corpus import load_corpus
     from stresstest.errors import StressTestError
