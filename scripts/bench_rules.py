@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stresstest.corpus import load_corpus
@@ -85,49 +86,116 @@ def robustness(human: list[ClinicalRecord], asr: list[ClinicalRecord]) -> str:
     )
 
 
-def gold_agreement(corpus: Path) -> list[str] | None:
-    """Agreement with the shipped hand-written gold records (OSCE ones), or None when there are none.
+def gold_splits() -> dict[str, str]:
+    """encounter id -> split ('dev' or 'test') from ``stresstest/gold/data/splits.tsv``; unlisted = dev."""
+    from stresstest.gold.model import default_gold_dir
 
-    Concept recall: gold concepts (canonical form, as the claim matcher sees them) that the
-    extractor also produced; status agreement on those; exact claim matches; triage agreement;
-    safety-critical flag recall/precision.
+    out: dict[str, str] = {}
+    path = default_gold_dir() / "splits.tsv"
+    for line in path.read_text("utf-8").splitlines():
+        parts = line.split("\t")
+        if line.startswith("#") or len(parts) < 2 or parts[0] == "encounter_id":
+            continue
+        out[parts[0].strip()] = parts[1].strip()
+    return out
+
+
+@dataclass
+class SplitScore:
+    """Agreement of the extractor with the hand-written gold on one split (micro-averaged)."""
+
+    n: int = 0
+    triage_same: int = 0
+    under_triage: int = 0
+    tp: int = 0          # (concept, status) pairs in both
+    n_pred: int = 0
+    n_gold: int = 0
+    vt_gold: int = 0     # gold value and time fields
+    vt_hit: int = 0      # ... reproduced on the claim with the same concept and status
+    flag_tp: int = 0
+    flag_pred: int = 0
+    flag_gold: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    def line(self, name: str) -> str:
+        p = self.tp / max(self.n_pred, 1)
+        r = self.tp / max(self.n_gold, 1)
+        f1 = 2 * p * r / max(p + r, 1e-9)
+        fp = f"{self.flag_tp / self.flag_pred:.2f}" if self.flag_pred else "n/a"
+        fr = f"{self.flag_tp / self.flag_gold:.2f}" if self.flag_gold else "n/a"
+        return (
+            f"{name:13s} n={self.n:2d}  triage {self.triage_same}/{self.n} = {self.triage_same / max(self.n, 1):.0%}"
+            f" (under-triage {self.under_triage})  claim (concept,status) P {p:.2f} R {r:.2f} F1 {f1:.2f}"
+            f"  value/time recall {self.vt_hit}/{self.vt_gold} = {self.vt_hit / max(self.vt_gold, 1):.0%}"
+            f"  critical flags P {fp} ({self.flag_tp}/{self.flag_pred}) R {fr} ({self.flag_tp}/{self.flag_gold})"
+        )
+
+
+def score_against_gold(rec: ClinicalRecord, gold: object, score: SplitScore, eid: str) -> None:
+    """Add one encounter's agreement to ``score`` (see :class:`SplitScore`)."""
+    from stresstest.metrics.claims import canonical_claim, flag_keys
+    from stresstest.schema import CRITICAL_FLAG_KINDS, triage_ord
+
+    g = gold
+    score.n += 1
+    score.triage_same += rec.triage.level == g.triage.level  # type: ignore[attr-defined]
+    score.under_triage += triage_ord(rec.triage.level) < triage_ord(g.triage.level)  # type: ignore[attr-defined]
+    pred = {(c.concept, c.status): c for c in map(canonical_claim, rec.claims)}
+    gold_c = {(c.concept, c.status): c for c in map(canonical_claim, g.claims)}  # type: ignore[attr-defined]
+    score.tp += len(pred.keys() & gold_c.keys())
+    score.n_pred += len(pred)
+    score.n_gold += len(gold_c)
+    for key, gc in gold_c.items():
+        for attr in ("value", "time"):
+            want = getattr(gc, attr)
+            if not want:
+                continue
+            score.vt_gold += 1
+            got = getattr(pred[key], attr) if key in pred else None
+            if got == want:
+                score.vt_hit += 1
+            else:
+                score.misses.append(f"{eid}: {key[0]} {attr} gold {want!r} got {got!r}")
+    gf = flag_keys(g.safety_flags, CRITICAL_FLAG_KINDS)  # type: ignore[attr-defined]
+    pf = flag_keys(rec.safety_flags, CRITICAL_FLAG_KINDS)
+    score.flag_tp += len(gf & pf)
+    score.flag_pred += len(pf)
+    score.flag_gold += len(gf)
+
+
+def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
+    """Agreement with the shipped hand-written OSCE gold, per split (dev, test), or None without gold.
+
+    The test split (``splits.tsv``) was written before the issue-14 rules changes and is never
+    used to tune them; only its totals are printed. ``show_dev`` lists the dev split's
+    value/time misses.
     """
     from stresstest.gold.model import default_gold_dir, load_gold
-    from stresstest.metrics.claims import canonical_claim, flag_keys, match_claims
-    from stresstest.schema import CRITICAL_FLAG_KINDS
 
     golds = {k: g for k, g in load_gold(default_gold_dir()).items() if g.corpus == "osce"}
     if not golds:
         return None
+    splits = gold_splits()
     encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(golds))}
-    g_n = both = same = exact = n_pred = tri = fg = fp = fm = 0
+    scores = {"dev": SplitScore(), "test": SplitScore(), "dev/asr-like": SplitScore(), "test/asr-like": SplitScore()}
     for eid, g in sorted(golds.items()):
-        rec = extract_record(encs[eid].truncated(g.scope_turns).reference_text())
-        gcon = {canonical_claim(c).concept: c.status for c in g.claims}
-        pcon = {canonical_claim(c).concept: c.status for c in rec.claims}
-        common = gcon.keys() & pcon.keys()
-        g_n += len(gcon)
-        n_pred += len(pcon)
-        both += len(common)
-        same += sum(gcon[k] == pcon[k] for k in common)
-        exact += len(match_claims(rec.claims, g.claims).matched)
-        tri += rec.triage.level == g.triage.level
-        gf = flag_keys(g.safety_flags, CRITICAL_FLAG_KINDS)
-        pf = flag_keys(rec.safety_flags, CRITICAL_FLAG_KINDS)
-        fg, fp, fm = fg + len(gf), fp + len(pf), fm + len(gf & pf)
-    return [
-        f"{len(golds)} gold encounters (hand-written, not clinician-audited)",
-        f"concept recall {both}/{g_n} = {both / max(g_n, 1):.2f}; concept precision {both}/{n_pred} = "
-        f"{both / max(n_pred, 1):.2f}; status agreement on shared concepts {same}/{both} = "
-        f"{same / max(both, 1):.2f}; exact claim matches {exact}",
-        f"triage agreement {tri}/{len(golds)}; critical flags recall {fm}/{fg}, precision {fm}/{fp}",
-    ]
+        text = encs[eid].truncated(g.scope_turns).reference_text()
+        split = splits.get(eid, "dev")
+        score_against_gold(extract_record(text), g, scores[split], eid)
+        score_against_gold(extract_record(asr_like(text)), g, scores[f"{split}/asr-like"], eid)
+    out = ["hand-written gold, not clinician-audited; test split never used for tuning"]
+    out += [scores[s].line(s) for s in ("dev", "test", "dev/asr-like", "test/asr-like")]
+    if show_dev:
+        out += ["dev value/time misses:"] + [f"  {m}" for m in scores["dev"].misses]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "osce"
-    parser.add_argument("--corpus", type=Path, default=default, help="OSCE corpus folder")
+    repo = Path(__file__).resolve().parents[1]
+    parser.add_argument("--corpus", type=Path, default=repo / "data" / "osce",
+                        help="OSCE corpus folder (default: the transcripts shipped in data/osce)")
+    parser.add_argument("--show-dev", action="store_true", help="list the dev split's value/time misses")
     parser.add_argument("--n", type=int, default=50, help="number of transcripts (spread over specialties)")
     args = parser.parse_args(argv)
     try:
@@ -165,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     print("human vs asr-like: " + robustness(outputs[0], outputs[1]))
-    agreement = gold_agreement(args.corpus)
+    agreement = gold_agreement(args.corpus, args.show_dev)
     if agreement:
         print("agreement with gold: " + "\n  ".join(agreement))
     return 0

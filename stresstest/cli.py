@@ -19,10 +19,15 @@ EXIT_INTERNAL = 3
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from stresstest.pipeline.runner import format_table, run
+    from stresstest.pipeline.runner import format_quality_table, format_table, run
 
     out, rows = run(a.config, a.out)
     print(format_table(rows))
+    manifest_path = out / "manifest.json"
+    quality = format_quality_table(rows, json.loads(manifest_path.read_text("utf-8")) if manifest_path.is_file()
+                                   else None)
+    if quality:
+        print("\nNote quality (SPEC §8; LLM judges)\n" + quality)
     print(f"\nrun directory: {out}")
     for name in ("summary.csv", "items.jsonl", "manifest.json", "report/report.html"):
         if (out / name).exists():
@@ -59,6 +64,8 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
     noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
     segments = energy_vad(speech)
+    if not segments:
+        raise MixError(f"{a.speech}: no speech found (the file is silent or too quiet to measure an SNR)")
     mask = active_mask(n, segments)
     existed = out.exists()
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".speech.wav", dir=out.parent)
@@ -111,6 +118,11 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     from stresstest.report import cli_compare
 
     print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None))
+    if a.pairwise:
+        from stresstest.report.pairwise_compare import cli_pairwise
+
+        print()
+        print(cli_pairwise(a.run_a, a.run_b, a.out, config=a.config))
     return 0
 
 
@@ -165,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("run_a")
     c.add_argument("run_b")
     c.add_argument("--out")
+    c.add_argument("--pairwise", action="store_true",
+                   help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
+    c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")
     c.set_defaults(func=_cmd_compare)
 
     llm = sub.add_parser("llm", help="local LLM server")

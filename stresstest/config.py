@@ -74,13 +74,37 @@ class GoldConfig(_Strict):
     )
 
 
+class NoteQualityConfig(_Strict):
+    """SPEC §8 note-quality judges, asked through the run's LLM session (the structuring model)."""
+
+    entailment: bool = Field(
+        default=False, description="completeness / conciseness (vs gold) and groundedness (vs the transcript)."
+    )
+    hallucination: bool = Field(
+        default=False, description="halluc_lexical and halluc_inference: literal vs inference-aware judge."
+    )
+    pairwise: list[Literal["noisy_vs_clean", "guard_vs_unmitigated"]] = Field(
+        default_factory=list, description="Within-run pairwise comparisons on the PDSQI-9-derived dimensions."
+    )
+    prompt_version: str = Field(default="v1", description="Version of the judge prompts (stresstest/metrics/prompts).")
+    ontology_version: str = Field(default="v1", description="Version of the ontology grounding file.")
+    batch_statements: int = Field(
+        default=12, ge=1, le=64, description="At most this many statements per judge call (longer lists are split)."
+    )
+
+    def enabled(self) -> bool:
+        """True when any note-quality measure is asked for."""
+        return self.entailment or self.hallucination or bool(self.pairwise)
+
+
 class JudgeConfig(_Strict):
-    """Which judge fills Mean Score / Unsafe."""
+    """Which judge fills Mean Score / Unsafe, and which note-quality judges run."""
 
     backend: Literal["rules", "llm", "none"] = Field(
         default="rules",
         description="'rules' = deterministic rubric mapping; 'llm' = the served LLM with the rubric prompt.",
     )
+    note_quality: NoteQualityConfig = Field(default_factory=NoteQualityConfig)
 
 
 class MitigationConfig(_Strict):
@@ -154,6 +178,15 @@ class RunConfig(_Strict):
             if spec.family != name:
                 raise ValueError(f"noise.{name}.family is {spec.family!r}; it must equal its key {name!r}")
         return v
+
+    @model_validator(mode="after")
+    def _note_quality_needs_llm(self) -> RunConfig:
+        if self.judge.note_quality.enabled() and self.structure.backend == "rules":
+            raise ValueError(
+                "judge.note_quality asks for LLM judges, but structure.backend is 'rules' (no LLM in this run); "
+                "expected structure.backend 'openai' or 'vllm-offline', or turn judge.note_quality off"
+            )
+        return self
 
     @model_validator(mode="after")
     def _mitigation_in_grid(self) -> RunConfig:

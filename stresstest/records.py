@@ -44,6 +44,11 @@ class Encounter(Record):
     source_path: str = Field(description="File the encounter was read from.")
     turns: tuple[Turn, ...] = Field(description="Speaker turns in order.")
     audio_path: str | None = Field(default=None, description="Real recording, if the user has one.")
+    audio_channels: tuple[str, ...] = Field(
+        default=(),
+        description="Separate per-speaker recordings of the same session (PriMock57: doctor, patient), "
+        "mixed into one recording; audio_path is then the first of them.",
+    )
     reference_note: str | None = Field(default=None, description="Clinician note, if the corpus has one.")
     specialty: str | None = Field(default=None, description="Specialty code where known (OSCE: RES, CAR...).")
 

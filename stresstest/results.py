@@ -91,6 +91,17 @@ class ItemScore(BaseModel):
     err_new: int | None = None
     judge_score: Num | None = None
     judge: str | dict[str, Any] | None = Field(default=None, description="Judge id (or {model, ...}).")
+    # note quality (SPEC §8; stresstest.metrics.quality_stage): percent per item, absent when not computed
+    completeness: Num | None = Field(default=None, description="Entailment of the gold statements by the record.")
+    conciseness: Num | None = Field(default=None, description="Entailment of the record's statements by gold.")
+    groundedness: Num | None = Field(default=None, description="Entailment of the record's statements by x(c).")
+    halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
+    halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
+    pairwise: dict[str, Any] | None = Field(
+        default=None, description="{vs: baseline condition, outcomes: {dimension: win|tie|loss}, consistent, ...}."
+    )
+    quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
+    quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
 
     def to_row(self) -> dict[str, Any]:
         """The ``items.jsonl`` form: the fields that were set, JSON-ready."""
@@ -128,6 +139,14 @@ class RunManifest(BaseModel):
     asr: dict[str, Any] = Field(default_factory=dict)
     structure: dict[str, Any] = Field(default_factory=dict)
     judge: str | dict[str, Any] | None = None
+    llm_engines: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The run's LLM engine(s): engine, model, revision, started_at, ready_s, roles, phi_sent, "
+        "server_args / engine_kwargs, log, gpu_memory (stresstest.structure.engine.LLMEngine.info).",
+    )
+    asr_released_at: str | None = Field(
+        default=None, description="UTC time the ASR model was released, before any LLM engine started."
+    )
     executor: dict[str, Any] = Field(default_factory=dict, description="How the stage tasks ran (kind, workers).")
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
     noise: dict[str, Any] = Field(default_factory=dict)
@@ -139,6 +158,9 @@ class RunManifest(BaseModel):
     invocations: list[dict[str, Any]] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
     pairing: dict[str, Any] | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
+    note_quality: dict[str, Any] | None = Field(
+        default=None, description="SPEC §8 judges: model, prompt/ontology hashes, calibration, adequacy, failures."
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The ``manifest.json`` form (conditions with their ``condition`` key)."""

@@ -5,7 +5,17 @@ Published layout::
     primock57/
       transcripts/day1_consultation01_doctor.TextGrid
       transcripts/day1_consultation01_patient.TextGrid ...
+      audio/day1_consultation01_doctor.wav      (optional: the upstream recordings,
+      audio/day1_consultation01_patient.wav      one headset channel per speaker)
       notes/day1_consultation01.json ...  (presenting_complaint, note, highlights)
+
+Recordings are looked for in ``audio/`` beside ``transcripts/`` (or in the
+transcripts folder itself), as ``<id>_doctor`` and ``<id>_patient`` with any
+suffix of :data:`stresstest.audio.AUDIO_SUFFIXES`. Both channels present: the
+encounter carries both in ``audio_channels`` and the speech stage mixes them into
+one recording (rule in :mod:`stresstest.speech.recording`), with the TextGrid
+timings as its active-speech mask. One channel without its partner is an error
+naming the missing file.
 
 Each channel holds one interval tier of utterances with start/end times; empty
 intervals are silence. The loader merges both channels by start time, one turn per
@@ -23,6 +33,7 @@ import json
 import re
 from pathlib import Path
 
+from stresstest.audio import AUDIO_SUFFIXES
 from stresstest.corpus._text import clean_text, has_words, read_text, tidy_after_removal
 from stresstest.corpus.textgrid import read_textgrid
 from stresstest.errors import CorpusError
@@ -113,11 +124,43 @@ def load_primock57(path: str | Path) -> list[Encounter]:
                 f"not found"
             )
         check_id(stem, where=str(files.get("doctor") or next(iter(files.values()))))
-        encounters.append(_load_one(stem, files, notes))
+        encounters.append(_load_one(stem, files, notes, _find_channels(stem, transcripts)))
     return encounters
 
 
-def _load_one(stem: str, files: dict[str, Path], notes: Path) -> Encounter:
+def _find_channels(stem: str, transcripts: Path) -> tuple[str, ...]:
+    """(doctor, patient) recordings of one consultation, or () when there are none.
+
+    Raises:
+        CorpusError: when only one of the two channels exists.
+    """
+    folders = [transcripts.parent / "audio", transcripts / "audio", transcripts]
+    found: dict[str, Path] = {}
+    for channel in _CHANNELS:
+        for folder in folders:
+            if not folder.is_dir():
+                continue
+            hit = next(
+                (folder / f"{stem}_{channel}{suf}" for suf in AUDIO_SUFFIXES
+                 if (folder / f"{stem}_{channel}{suf}").is_file()),
+                None,
+            )
+            if hit is not None:
+                found[channel] = hit
+                break
+    if not found:
+        return ()
+    missing = [c for c in _CHANNELS if c not in found]
+    if missing:
+        present = next(iter(found.values()))
+        raise CorpusError(
+            f"{present}: expected its partner channel {present.parent / f'{stem}_{missing[0]}.wav'} "
+            f"(PriMock57 recordings come as <id>_doctor and <id>_patient), not found"
+        )
+    return tuple(str(found[c].resolve()) for c in _CHANNELS)
+
+
+def _load_one(stem: str, files: dict[str, Path], notes: Path, channels: tuple[str, ...] = ()) -> Encounter:
     timed: list[tuple[float, float, int, Turn]] = []
     for channel, f in files.items():
         speaker = _CHANNELS[channel]
@@ -150,6 +193,8 @@ def _load_one(stem: str, files: dict[str, Path], notes: Path) -> Encounter:
         source_path=str(files["doctor"]),
         turns=tuple(t for *_, t in timed),
         reference_note=_read_note(notes / f"{stem}.json"),
+        audio_path=channels[0] if channels else None,
+        audio_channels=channels,
     )
 
 

@@ -100,6 +100,8 @@ def bootstrap_cis(
     alpha: float = 0.05,
     *,
     clean_condition: str = "clean",
+    metrics: Sequence[str] = METRIC_COLUMNS,
+    aggregate_fn: Callable[[Sequence[Item], bool], Mapping[str, float | None]] | None = None,
 ) -> dict[str, dict[str, Interval | None]]:
     """Paired cluster-bootstrap percentile CIs for every SPEC §6 metric of every condition.
 
@@ -112,6 +114,9 @@ def bootstrap_cis(
         alpha: 1 - coverage.
         clean_condition: the clean-ASR reference condition (aggregated with
             ``is_clean=True``, hence no ErrProp).
+        metrics: which metrics to report (default the SPEC §6 ones).
+        aggregate_fn: ``(rows, is_clean) -> {metric: value}`` (default
+            :func:`~stresstest.metrics.summary.aggregate`); e.g. the note-quality means.
 
     Returns:
         ``{condition: {metric: (lo, hi) or None}}`` for every metric in
@@ -119,22 +124,23 @@ def bootstrap_cis(
         metric is not computed or not estimable.
     """
     conds = list(conditions) if conditions is not None else sorted(items_by_condition)
-    out: dict[str, dict[str, Interval | None]] = {c: dict.fromkeys(METRIC_COLUMNS) for c in conds}
+    agg_fn = aggregate_fn or (lambda rows, clean: aggregate(rows, is_clean=clean))
+    out: dict[str, dict[str, Interval | None]] = {c: dict.fromkeys(metrics) for c in conds}
     eids, aligned = _encounter_table(items_by_condition, conds)
     if not eids:
         return out
     idx = resample_indices(len(eids), n_resamples, np.random.default_rng(seed))
     reps: dict[str, dict[str, list[float | None]]] = {
-        c: {m: [] for m in METRIC_COLUMNS} for c in conds
+        c: {m: [] for m in metrics} for c in conds
     }
     for r in range(n_resamples):
         for c in conds:  # the same idx[r] for every condition: that is the pairing
-            agg = aggregate(_take(aligned[c], idx[r]), is_clean=c == clean_condition)
-            for m in METRIC_COLUMNS:
+            agg = agg_fn(_take(aligned[c], idx[r]), c == clean_condition)
+            for m in metrics:
                 reps[c][m].append(agg[m])
     for c in conds:
-        point = aggregate([row for row in aligned[c] if row is not None], is_clean=c == clean_condition)
-        for m in METRIC_COLUMNS:
+        point = agg_fn([row for row in aligned[c] if row is not None], c == clean_condition)
+        for m in metrics:
             out[c][m] = None if point[m] is None else percentile_interval(reps[c][m], alpha)
     return out
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,9 @@ from stresstest.structure.config import StructureConfig
 from stresstest.structure.gold_draft import draft_gold_with_llm
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession
+
+if TYPE_CHECKING:
+    from stresstest.structure.engine import LLMEngine
 
 JUDGE_PROMPT = "judge"
 
@@ -75,6 +78,7 @@ def llm_judge_many(
     cache_dir: str | Path,
     log_dir: str | Path,
     prompt_version: str = "v1",
+    engine: LLMEngine | None = None,
 ) -> list[JudgeResult]:
     """Score records against gold with the served LLM.
 
@@ -84,6 +88,7 @@ def llm_judge_many(
         cache_dir: cache root (verdicts cached by record, gold, rubric, model and φ).
         log_dir: where a managed server writes its log.
         prompt_version: rubric version (``judge_<version>.md``).
+        engine: the run's LLM engine (role ``judge``); None = a private one, stopped on return.
 
     Returns:
         One :class:`JudgeResult` per pair, in order; ``score`` None (with the reason) for a failed call.
@@ -107,7 +112,7 @@ def llm_judge_many(
                 messages=prompt.messages(record=rec_j, gold=gold_j),
             )
         )
-    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
+    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="judge") as session:
         results = session.run(
             calls, JudgeVerdict, namespace="judge", schema_name="JudgeVerdict", desc="judge"
         )

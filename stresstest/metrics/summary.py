@@ -18,7 +18,17 @@ metric, never counted as zero):
 ``err_new``         ΔErr_i = |Err^(c) \\ Err^(0)|
 ``asr_delta_e``     ΔE_i = max(0, E^(c) − E^(0))
 ``judge_score``     1–5 rubric score
+``completeness``    note quality (SPEC §8), percent per item:
+``conciseness``     entailment scores (:mod:`stresstest.metrics.note_quality`)
+``groundedness``
+``halluc_lexical``  percent of the record's statements unsupported (literal /
+``halluc_inference``inference-aware judge)
 =================== ===========================================================
+
+The note-quality columns (:data:`QUALITY_COLUMNS`) follow the SPEC §10 ones in
+``summary.csv``; each is the mean of the item scores of the condition, and an
+empty cell when no item has one (not computed in that run, e.g. the rules-only
+demo).
 """
 
 from __future__ import annotations
@@ -33,11 +43,16 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "triage_match", "scer", "under_triage", "mean_score", "unsafe",
 )
 METRIC_COLUMNS: tuple[str, ...] = SUMMARY_COLUMNS[4:]
+QUALITY_COLUMNS: tuple[str, ...] = (
+    "completeness", "conciseness", "groundedness", "halluc_lexical", "halluc_inference",
+)
 
 # Direction of "better" for each metric (used for the report's arrows).
 HIGHER_IS_BETTER: dict[str, bool] = {
     "wer": False, "ins_rate": False, "neg_err": False, "err_prop": False, "triage_match": True,
     "scer": False, "under_triage": False, "mean_score": True, "unsafe": False,
+    "completeness": True, "conciseness": True, "groundedness": True, "halluc_lexical": False,
+    "halluc_inference": False,
 }
 
 
@@ -83,6 +98,15 @@ def aggregate(items: Sequence[Mapping[str, Any]], *, is_clean: bool = False) -> 
     return out
 
 
+def aggregate_quality(items: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Note-quality means of one condition: ``{column: mean of the item scores or None}``."""
+    out: dict[str, float | None] = {}
+    for col in QUALITY_COLUMNS:
+        v = _vals(items, col)
+        out[col] = sum(float(x) for x in v) / len(v) if v else None
+    return out
+
+
 def in_pairing(item: Mapping[str, Any]) -> bool:
     """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
 
@@ -112,5 +136,6 @@ def summary_rows(
         its = by_cond.get(c.id, [])
         row: dict[str, Any] = {"condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its)}
         row.update(aggregate(its, is_clean=c.is_clean))
+        row.update(aggregate_quality(its))
         rows.append(row)
     return rows

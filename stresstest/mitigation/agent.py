@@ -28,7 +28,7 @@ text of that call), never a default record.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stresstest.cache import canonical_json, hash_obj
 from stresstest.mitigation.evidence import DEFAULT_HIGH_STAKES, FILTER_VERSION, HighStakes, evidence_filter
@@ -39,6 +39,9 @@ from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
 from stresstest.structure.stage import StructureItem, rules_identity, structure_many, transcript_sha256
+
+if TYPE_CHECKING:
+    from stresstest.structure.engine import LLMEngine
 
 PROMPTS_PACKAGE = "stresstest.mitigation.prompts"
 
@@ -128,6 +131,7 @@ def mitigate_many(
     cache_dir: str | Path,
     log_dir: str | Path,
     high_stakes: HighStakes = DEFAULT_HIGH_STAKES,
+    engine: LLMEngine | None = None,
 ) -> list[RecordEnvelope]:
     """Structure items through Draft → Guard → evidence filter.
 
@@ -137,6 +141,8 @@ def mitigate_many(
         cache_dir: cache root (Draft and Guard calls are cached separately; failures are not cached).
         log_dir: where a managed server writes its log.
         high_stakes: which fields the filter removes when left without evidence.
+        engine: the run's LLM engine (roles ``mitigation-draft`` and ``mitigation-guard``); None = a private
+            one, stopped on return.
 
     Returns:
         One envelope per item in input order (see module docstring for ``extra``).
@@ -152,7 +158,12 @@ def mitigate_many(
     views = [dual_view(it.transcript_text) for it in items]
     shas = [transcript_sha256(it.transcript_text) for it in items]
     ids = [f"{it.encounter_id}/{it.condition}" for it in items]
-    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
+    with (
+        LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="mitigation-draft") as session,
+        LLMSession(
+            config, cache_dir=cache_dir, log_dir=log_dir, engine=session.engine, role="mitigation-guard"
+        ) as guard_session,
+    ):
         drafts = session.run(
             [
                 LLMCall(i, (sha, draft_p.sha256, CLEAN_RULE_VERSION), draft_p.messages(raw=v.raw, clean=v.clean))
@@ -175,7 +186,7 @@ def mitigate_many(
                     guard_p.messages(raw=views[k].raw, draft=draft_json),
                 )
             )
-        guards = session.run(
+        guards = guard_session.run(
             guard_calls,
             ClinicalRecord,
             namespace="mitigation-guard",

@@ -175,7 +175,10 @@ class InProcessExecutor(Executor):
         if not items:
             return []
         worker = worker_cls(init)
-        out = list(worker.run(list(items), on_result))
+        try:
+            out = list(worker.run(list(items), on_result))
+        finally:
+            _close_worker(worker)
         if len(out) != len(items):
             raise RunError(f"{stage}: worker returned {len(out)} results for {len(items)} items")
         return out
@@ -206,6 +209,16 @@ class _PoolActor:
 
     def run(self, shard: list[Any]) -> list[Any]:
         return list(self._worker.run(shard, None))
+
+    def close(self) -> None:
+        _close_worker(self._worker)
+
+
+def _close_worker(worker: Any) -> None:
+    """Call a stage worker's optional ``close()`` (a structuring worker stops the LLM server it started)."""
+    close = getattr(worker, "close", None)
+    if callable(close):
+        close()
 
 
 class RayExecutor(Executor):
@@ -336,6 +349,10 @@ class RayExecutor(Executor):
                     running[actor.run.remote([items[i] for i in shards[k2]])] = (k2, actor)
             return flat
         finally:
+            try:  # let workers stop what they started (an LLM server is a child process of the actor)
+                ray.get([a.close.remote() for a in actors], timeout=60)
+            except Exception:  # noqa: BLE001 - a dead actor must not hide the stage's own error
+                pass
             for a in actors:
                 ray.kill(a)
 

@@ -30,14 +30,13 @@ import yaml
 from tqdm import tqdm
 
 from stresstest import __version__
-from stresstest.asr.backends import release_asr_models
 from stresstest.asr.stage import ASRItem
 from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
-from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.noise.stage import mix_jobs
 from stresstest.pipeline.executor import Executor, make_executor
@@ -77,6 +76,8 @@ class RunState:
     gold: dict[str, Any] = field(default_factory=dict)
     extra_manifest: dict[str, Any] = field(default_factory=dict)  # invocations, completed, pairing
     structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
+    llm_engine: Any = None  # the run's single LLMEngine (structure, guard, judges), None for backend 'rules'
+    asr_released_at: str | None = None
 
 
 @contextmanager
@@ -89,7 +90,8 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
 
 
 def _bar(state: RunState, total: int, desc: str) -> tqdm:
-    return tqdm(total=total, desc=desc, unit="item", disable=not state.cfg.run.progress, file=sys.stderr,
+    # disable=None: no bar when stderr is not a terminal (logs and pipes get clean one-line messages).
+    return tqdm(total=total, desc=desc, unit="item", disable=None if state.cfg.run.progress else True, file=sys.stderr,
                 dynamic_ncols=True, leave=False)
 
 
@@ -162,13 +164,9 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     items = [ASRItem(eid, cond, path) for (eid, cond), path in sorted(state.audio.items())]
     bar = _bar(state, len(items), "asr")
     workers, gpus = _asr_workers(state)
-    try:
-        results: list[ASROutcome] = state.executor.map_pool(
-            "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus,
-            on_result=lambda i, r: bar.update())
-    finally:
-        # In process the ASR model would otherwise keep its (GPU) memory through the LLM stage.
-        release_asr_models()
+    results: list[ASROutcome] = state.executor.map_pool(
+        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus,
+        on_result=lambda i, r: bar.update())
     bar.close()
     for r in results:
         it = r.item
@@ -178,6 +176,24 @@ def _asr_stage(state: RunState, cache: Path) -> None:
             state.transcripts[(it.encounter_id, it.condition)] = r.transcript
             atomic_write_json(id_path(state.out / "transcripts", it.condition, it.encounter_id, suffix=".json"),
                               r.transcript.model_dump(mode="json"))
+
+
+def _release_asr(state: RunState) -> None:
+    """Free the ASR model (and its GPU memory) before the LLM engine starts — the order is fixed here.
+
+    The LLM engine starts lazily inside the structure stage, after this; with vLLM it measures the free GPU
+    memory at that moment. The release itself is the ASR package's (``release_asr_models``).
+    """
+    import gc
+    from importlib import import_module
+
+    for module in ("stresstest.asr", "stresstest.asr.backends"):
+        release = getattr(import_module(module), "release_asr_models", None)
+        if callable(release):
+            release()
+            break
+    gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
+    state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _structure_stage(state: RunState, cache: Path) -> None:
@@ -203,12 +219,30 @@ def _structure_stage(state: RunState, cache: Path) -> None:
 def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = list(SUMMARY_COLUMNS) + extra_cols
+    # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
                     else r[c]) for c in cols])
     return buf.getvalue()
+
+
+def format_quality_table(rows: list[dict[str, Any]], manifest: dict[str, Any] | None = None) -> str:
+    """The note-quality columns per condition, with the judge's adequacy; empty string when not computed."""
+    if not any(r.get(c) is not None for r in rows for c in QUALITY_COLUMNS):
+        return ""
+    heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
+    body = [[str(r["condition"])] + ["–" if r.get(c) is None else f"{r[c]:.1f}" for c in QUALITY_COLUMNS]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))]
+    lines.append("-" * len(lines[0]))
+    lines += ["  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
+    nq = (manifest or {}).get("note_quality") or {}
+    if nq and not nq.get("adequate"):
+        lines.append(f"NOT INTERPRETABLE as note quality: {nq.get('adequacy')} (mechanics only; see the report)")
+    return "\n".join(lines)
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -249,6 +283,14 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
         state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
                          stage_seconds=dict(clock.carried_stages))
         executor_info = executor.describe()
+        if cfg.structure.backend != "rules":
+            from stresstest.structure.engine import LLMEngine
+
+            # One engine per run, registered for this process: structuring, Draft/Guard and every LLM judge
+            # use it (started at the first cache miss, stopped when the stages are done). With the Ray
+            # executor each structuring actor runs an engine of its own (run.executor.llm_engines).
+            state.llm_engine = LLMEngine(cfg.structure, cache_dir=cache, log_dir=out / "logs",
+                                         progress=cfg.run.progress, shared=True)
 
         def checkpoint(completed: bool = False) -> None:
             # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
@@ -272,6 +314,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             checkpoint()
             with _stage(state, "asr"):
                 _asr_stage(state, cache)
+                _release_asr(state)
             checkpoint()
             with _stage(state, "structure"):
                 _structure_stage(state, cache)
@@ -279,15 +322,27 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             with _stage(state, "score"):
                 failures = {(eid, c.id): f for eid in state.encounters for c in state.grid
                             if (f := state.ledger.failed((eid, c.id), base=c.base)) is not None}
-                scored = score_items(ScoreInputs(
+                inputs = ScoreInputs(
                     out=out, grid=state.grid, encounters=state.encounters, gold=state.gold, audio=state.audio,
                     mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
                     judge_backend=cfg.judge.backend, structure=cfg.structure,
-                ), cache, executor=executor)
+                )
+                scored = score_items(inputs, cache, executor=executor)
                 items = [it.to_row() for it in scored]
+            if cfg.judge.note_quality.enabled():
+                checkpoint()
+                with _stage(state, "note_quality"):
+                    from stresstest.pipeline.score import score_note_quality
+
+                    state.extra_manifest["note_quality"] = score_note_quality(
+                        inputs, items, cfg.judge.note_quality, cache
+                    )
+            with _stage(state, "score"):
                 pairing = apply_pairing(items, state.grid)
                 state.extra_manifest["pairing"] = pairing.manifest()
         finally:
+            if state.llm_engine is not None:
+                state.llm_engine.close()
             checkpoint()
     rows = summary_rows(items, state.grid)
     extra = extra_summary_columns([it for it in items if in_pairing(it)], rows)
@@ -339,6 +394,8 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
              "models_used": sorted({t.model for t in state.transcripts.values()})},
         structure=structure,
         judge=cfg.judge.backend,
+        llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
+        asr_released_at=state.asr_released_at,
         executor=executor_info,
         conditions=list(state.grid),
         noise={fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_json
-from stresstest.config import GoldConfig
+from stresstest.config import GoldConfig, NoteQualityConfig
 from stresstest.errors import GoldError
 from stresstest.grid import ConditionGrid
 from stresstest.metrics.align import AlignedPair, align
@@ -266,6 +266,25 @@ def score_items(
     if llm_pairs:
         _llm_judge(inputs, cache, rows, llm_pairs)
     return [ItemScore.model_validate(r) for r in rows]
+
+
+def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: NoteQualityConfig,
+                       cache: Path) -> dict[str, Any]:
+    """SPEC §8 note-quality judges over every item row with a record; updates ``rows`` in place and returns
+    the manifest entry (see :mod:`stresstest.metrics.quality_stage`)."""
+    from stresstest.metrics.quality_stage import QualityItem, open_judge_session
+    from stresstest.metrics.quality_stage import score_note_quality as judge_items
+
+    items = []
+    for k, row in enumerate(rows):
+        env = state.records.get((row["encounter_id"], row["condition"]))
+        if row.get("failed") or env is None or env.failed or env.record is None or row.get("hypothesis_text") is None:
+            continue
+        items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
+                                 row["reference_text"], state.gold.get(row["encounter_id"])))
+    with open_judge_session(state.structure, cache_dir=cache, log_dir=state.out / "logs") as session:
+        conditions = [{"condition": c.id, "mitigated": c.mitigated, "base": c.base} for c in state.grid]
+        return judge_items(rows, items, conditions, config, session, state.out)
 
 
 def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[ScoredItem]:

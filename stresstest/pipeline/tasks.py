@@ -139,10 +139,34 @@ class StructureTask:
 
 
 class StructureWorker:
-    """Structures shards of transcripts with one LLM engine (or the rules extractor)."""
+    """Structures shards of transcripts with one LLM engine (or the rules extractor).
+
+    In the driver's process the engine is the run's (registered by the runner, shared with the judges); in a
+    process of its own (a Ray actor) the worker owns one engine for its lifetime — started at the first cache
+    miss, reused by every shard and by Draft/Guard — and stops it in :meth:`close`.
+    """
 
     def __init__(self, init: tuple[StructureConfig, Path, Path]) -> None:
         self.cfg, self.cache_dir, self.log_dir = init
+        self._own_engine: Any = None
+
+    def _engine(self) -> Any:
+        if self.cfg.backend == "rules":
+            return None
+        from stresstest.structure.engine import LLMEngine, find_run_engine
+
+        engine = find_run_engine(self.cfg, self.log_dir)
+        if engine is None:
+            if self._own_engine is None:
+                self._own_engine = LLMEngine(self.cfg, cache_dir=self.cache_dir, log_dir=self.log_dir, shared=True)
+            engine = self._own_engine
+        return engine
+
+    def close(self) -> None:
+        """Stop the engine this worker owns (none when it used the run's)."""
+        if self._own_engine is not None:
+            self._own_engine.close()
+            self._own_engine = None
 
     def run(
         self, shard: list[StructureTask], emit: Callable[[int, RecordEnvelope], None] | None = None
@@ -158,7 +182,7 @@ class StructureWorker:
                 continue
             items = [StructureItem(encounter_id=t.encounter_id, condition=t.condition,
                                    transcript_text=t.transcript_text) for _, t in group]
-            envs = list(fn(items, self.cfg, cache_dir=self.cache_dir, log_dir=self.log_dir))
+            envs = list(fn(items, self.cfg, cache_dir=self.cache_dir, log_dir=self.log_dir, engine=self._engine()))
             for (i, _), env in zip(group, envs, strict=True):
                 out[i] = env
                 if emit is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from stresstest.cache import atomic_write_text
 from stresstest.metrics.bootstrap import bootstrap_cis, paired_differences
-from stresstest.metrics.summary import METRIC_COLUMNS, aggregate
+from stresstest.metrics.summary import METRIC_COLUMNS, QUALITY_COLUMNS, aggregate
 from stresstest.report import examples as ex_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
@@ -271,6 +271,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
             "triage_gold",
             "abstention_rate",
             "quotes_discarded",
+            *QUALITY_COLUMNS,
         ):
             row[f] = it.get(f)
         for t in TRIGGER_TYPES:
@@ -279,6 +280,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
                 None if ev is None else sum(1 for e in ev if isinstance(e, dict) and e.get("type") == t)
             )
         row["vs_clean_total"] = None if ev is None else len(ev)
+        row["vs_clean_risk"] = None if ev is None else pred_mod.event_risk(ev)
         ncf = it.get("new_critical_flags")
         row["new_critical_flags"] = "; ".join(map(str, ncf)) if isinstance(ncf, list) else None
         row["record_path"] = it.get("record_path")
@@ -407,18 +409,26 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
             "noisy_context",
             "effects",
             "linked_to_record_change",
+            "unexplained_changes",
+            "weight",
             "other_events_in_item",
             "record_path",
         ],
     )
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in pred])
+    from stresstest.report.quality import quality_section, write_quality_tables
+
+    quality = quality_section(run, n_resamples, seed)
+    problems += quality.problems
+    tables += write_quality_tables(quality, table_dir)
     effects = mitigation_effects(run, n_resamples, seed)
     if effects:
         tables += write_table(table_dir / "mitigation_effect", effects)
     tables += write_table(
         table_dir / "wer_vs_safety_items",
         pred_items.rows(),
-        ["encounter_id", "condition", "delta_wer", "trigger_count"] + [n for n, _ in pred_mod.ENDPOINTS],
+        ["encounter_id", "condition", "delta_wer", "trigger_risk", "trigger_count"]
+        + [n for n, _ in pred_mod.ENDPOINTS],
     )
 
     stage = run.manifest.get("stage_seconds") or {}
@@ -447,6 +457,7 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         else [],
         plots={k: p.relative_to(rdir) for k, p in plots.items()},
         tables=[p.relative_to(rdir) for p in tables],
+        quality=quality,
     )
     html_path, md_path = rdir / "report.html", rdir / "report.md"
     atomic_write_text(html_path, render_html(content, rdir))

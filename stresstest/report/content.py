@@ -9,6 +9,7 @@ from typing import Any
 from stresstest.metrics.bootstrap import Interval
 from stresstest.report.examples import Example
 from stresstest.report.predictive import EndpointResult
+from stresstest.report.quality import QualitySection
 from stresstest.report.tables import Row
 
 
@@ -38,3 +39,4 @@ class ReportContent:
     stage_seconds: list[tuple[str, float]]
     plots: dict[str, Path]  # name -> PNG path (relative to the report dir when rendered)
     tables: list[Path] = field(default_factory=list)
+    quality: QualitySection | None = None  # note-quality judges (SPEC §8); None = section not built

@@ -1,5 +1,13 @@
 """Real recordings: canonical 16 kHz copy in the cache and an active-speech mask.
 
+Several channels of one session (``Encounter.audio_channels``: PriMock57's doctor
+and patient headset recordings) become one recording by this rule: each channel is
+read at its recorded level (resampled to 16 kHz mono, *not* normalised on its own,
+so the level difference between the speakers stays as recorded), the channels are
+zero-padded to the longest and summed sample by sample, and the sum is then
+peak-normalised like any single recording. The mixture's duration is the longest
+channel's.
+
 Mask source, in order of preference:
 
 1. ``corpus_timings`` — when every non-empty turn has ``start_s``/``end_s``,
@@ -19,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from stresstest.audio import SAMPLE_RATE_HZ, load_audio, write_wav
+from stresstest.audio import SAMPLE_RATE_HZ, load_audio, peak_normalise, write_wav
 from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha256_file, write_verified_json
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio
 
-RECORDING_CODE_VERSION = "rec-1"
+RECORDING_CODE_VERSION = "rec-2"
 
 VAD_FRAME_S = 0.02
 VAD_FLOOR_PERCENTILE = 10.0
@@ -90,6 +98,16 @@ def _timing_segments(encounter: Encounter, duration_s: float) -> tuple[tuple[flo
     return tuple(_merge(spans)) or None
 
 
+def mix_channels(paths: list[Path]) -> np.ndarray:
+    """One recording from per-speaker channels (rule in the module docstring)."""
+    chans = [load_audio(p, normalise=False) for p in paths]
+    n = max(len(c) for c in chans)
+    out = np.zeros(n, dtype=np.float64)
+    for c in chans:
+        out[: len(c)] += np.asarray(c, dtype=np.float64)
+    return peak_normalise(out.astype(np.float32))
+
+
 def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     """Canonicalise an encounter's real recording into the cache and compute its speech mask.
 
@@ -103,11 +121,14 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     """
     if not encounter.audio_path:
         raise SpeechError(f"encounter {encounter.encounter_id}: no audio_path to load")
-    src = Path(encounter.audio_path)
-    if not src.is_file():
-        raise SpeechError(f"encounter {encounter.encounter_id}: recording not found: {src}")
+    sources = [Path(p) for p in (encounter.audio_channels or (encounter.audio_path,))]
+    for src in sources:
+        if not src.is_file():
+            raise SpeechError(f"encounter {encounter.encounter_id}: recording not found: {src}")
+    src = sources[0]
+    digests = [sha256_file(p) for p in sources]
     timings = [(t.start_s, t.end_s) for t in encounter.turns]
-    key = hash_obj(RECORDING_CODE_VERSION, sha256_file(src), encounter.encounter_id, timings)
+    key = hash_obj(RECORDING_CODE_VERSION, digests, encounter.encounter_id, timings)
     base = Path(cache_dir) / "recordings" / key[:2]
     wav, meta = base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
     # Verified read (WAV size + sha256 as written); a damaged entry is warned about and rebuilt below.
@@ -115,7 +136,7 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
                                 files={"wav": wav})
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    x = load_audio(src)
+    x = load_audio(src) if len(sources) == 1 else mix_channels(sources)
     duration = len(x) / SAMPLE_RATE_HZ
     segs = _timing_segments(encounter, duration)
     source = "corpus_timings"
@@ -131,7 +152,9 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
         recipe={
             "kind": "recording",
             "source_path": str(src),
-            "source_sha256": sha256_file(src),
+            "source_sha256": digests[0],
+            **({"channels": [str(p) for p in sources], "channels_sha256": digests,
+                "mix": "sum at recorded levels, then peak-normalised"} if len(sources) > 1 else {}),
             "mask": source,
             "code_version": RECORDING_CODE_VERSION,
         },

@@ -12,13 +12,21 @@ pydantic model's JSON Schema:
   "Input should be 'text' or 'json_object'", verified against 0.3.36) and turns
   into a grammar.
 
+Every request carries the whole decoding φ (:func:`phi_payload`: temperature,
+top_p, top_k, min_p, the repetition/presence/frequency penalties, seed,
+max_tokens) in the server's dialect, so no server default or model generation
+config fills a gap.
+
 Retries (exponential backoff ``backoff_s * 2**k``): connection errors,
-timeouts, HTTP 5xx/408/429, a malformed response body, invalid JSON, output cut
-at ``max_tokens`` (``finish_reason == "length"``) and schema violations. Other
-4xx answers are not retried (the request itself is wrong). Once retries are
-exhausted the call is a failure carrying the reason and the last raw text; it
-is never replaced by a default object. At temperature 0 a retry for invalid
-output usually reproduces it; those retries exist for transient server faults.
+timeouts, HTTP 5xx/408/429, a malformed response body, invalid JSON and schema
+violations. Other 4xx answers are not retried (the request itself is wrong).
+Output cut at ``max_tokens`` (``finish_reason == "length"``) is retried only at
+temperature > 0: greedy decoding would reproduce the same truncation, so at
+temperature 0 it is a failure at once, its reason saying so (and whether the
+output ended in a whitespace run, the known runaway of JSON-schema decoding).
+Once retries are exhausted the call is a failure carrying the reason, the last
+raw text and, for a managed server, the server log's path; it is never replaced
+by a default object.
 
 Logs never contain transcripts or model text: only ids, status codes and reasons.
 """
@@ -57,12 +65,14 @@ class Endpoint:
         api_key: bearer token (external servers only); excluded from repr so it cannot leak into logs.
         health: optional probe returning None while the server is fine, else why it is not (e.g. a
             managed process that exited); appended to connection-error reasons.
+        log_path: the managed server's log file, named in every failure reason (None: external server).
     """
 
     base_url: str
     model: str
     api_key: str | None = field(default=None, repr=False)
     health: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    log_path: str | None = None
 
 
 @dataclass
@@ -75,6 +85,9 @@ class CallResult(Generic[M]):
     attempts: int
     elapsed_s: float
     cached: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -91,6 +104,48 @@ class _Retryable(Exception):
 
 class _Fatal(_Retryable):
     """A failure that retrying cannot fix (4xx other than 408/429)."""
+
+
+_WS_RUN = re.compile(r"\s+$")
+WHITESPACE_RUNAWAY_CHARS = 64  # a truncated output ending in this much whitespace ran away in whitespace
+
+
+def truncation_reason(text: str, max_tokens: int, temperature: float, where: str = "") -> str:
+    """Reason recorded for an output cut at ``max_tokens``: names the limit, whether the output ended in a
+    whitespace run (the runaway JSON-schema decoding is known for) and, at temperature 0, that it was not
+    retried because greedy decoding would reproduce it."""
+    m = _WS_RUN.search(text)
+    tail = len(m.group(0)) if m else 0
+    parts = [f"truncated output (finish_reason=length at max_tokens={max_tokens}"]
+    if tail >= WHITESPACE_RUNAWAY_CHARS:
+        parts.append(f"; whitespace runaway: output ends in {tail} whitespace characters")
+    if temperature == 0:
+        parts.append("; not retried: at temperature 0 a retry reproduces it")
+    if where:
+        parts.append(f"; {where}")
+    return "".join(parts) + ")"
+
+
+def phi_payload(config: StructureConfig) -> dict[str, Any]:
+    """The sampling fields of every chat-completions request: the whole φ, in the server's dialect.
+
+    vLLM (and the OpenAI schema) name the multiplicative penalty ``repetition_penalty``; llama-cpp-python's
+    server calls it ``repeat_penalty`` and silently ignores the other name (its own default is 1.1). This dict
+    is exactly what is sent (the manifest records it under ``llm_engines[].phi_sent``).
+    """
+    d = config.decoding
+    penalty_key = "repeat_penalty" if config.server.engine == "llama.cpp" else "repetition_penalty"
+    return {
+        "temperature": d.temperature,
+        "top_p": d.top_p,
+        "top_k": d.top_k if config.server.engine == "llama.cpp" or d.top_k > 0 else -1,
+        "min_p": d.min_p,
+        penalty_key: d.repetition_penalty,
+        "presence_penalty": d.presence_penalty,
+        "frequency_penalty": d.frequency_penalty,
+        "seed": d.seed,
+        "max_tokens": d.max_tokens,
+    }
 
 
 def response_format_payload(mode: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -157,15 +212,11 @@ class ChatClient:
     def request_body(
         self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any]
     ) -> dict[str, Any]:
-        """The exact JSON body sent (decoding φ + constrained response format)."""
-        d = self.config.decoding
+        """The exact JSON body sent (the whole decoding φ + constrained response format)."""
         return {
             "model": self.endpoint.model,
             "messages": messages,
-            "temperature": d.temperature,
-            "top_p": d.top_p,
-            "seed": d.seed,
-            "max_tokens": d.max_tokens,
+            **phi_payload(self.config),
             "stream": False,
             "response_format": response_format_payload(
                 self.config.resolved_response_format(), schema_name, schema
@@ -199,6 +250,7 @@ class ChatClient:
         raw: str | None = None
         reason = ""
         attempts = 0
+        usage: dict[str, Any] = {}
         for attempt in range(self.config.max_retries + 1):
             attempts = attempt + 1
             if attempt:
@@ -213,13 +265,15 @@ class ChatClient:
                 )
                 time.sleep(delay)
             try:
-                text = self._post(body)
+                text = self._post(body, usage)
                 raw = text
                 try:
                     parsed = parse_output(text, model_cls)
                 except ValueError as exc:
                     raise _Retryable(str(exc), text) from exc
-                return CallResult(parsed, text, None, attempts, time.monotonic() - t0)
+                return CallResult(
+                    parsed, text, None, attempts, time.monotonic() - t0, **_usage_fields(usage)
+                )
             except _Fatal as exc:
                 reason, raw = exc.reason, exc.raw if exc.raw is not None else raw
                 break
@@ -227,16 +281,27 @@ class ChatClient:
                 reason = exc.reason
                 raw = exc.raw if exc.raw is not None else raw
         url = f"{self.endpoint.base_url.rstrip('/')}/v1/chat/completions"
-        error = f"{reason} (after {attempts} attempt{'s' if attempts > 1 else ''} to {url})"
+        where = f"after {attempts} attempt{'s' if attempts > 1 else ''} to {url}"
+        if self.endpoint.log_path:
+            where += f"; server log: {self.endpoint.log_path}"
+        error = f"{reason} ({where})"
         log.warning("%s: failed: %s", label, error)
-        return CallResult(None, raw[:_RAW_KEEP] if raw else raw, error, attempts, time.monotonic() - t0)
+        return CallResult(
+            None,
+            raw[:_RAW_KEEP] if raw else raw,
+            error,
+            attempts,
+            time.monotonic() - t0,
+            **_usage_fields(usage),
+        )
 
     def _dead_suffix(self) -> str:
         probe = self.endpoint.health
         why = probe() if probe else None
         return f"; {why}" if why else ""
 
-    def _post(self, body: dict[str, Any]) -> str:
+    def _post(self, body: dict[str, Any], usage: dict[str, Any]) -> str:
+        """POST one request; returns the message text, fills ``usage`` (token counts, finish reason)."""
         try:
             resp = self._http.post("/v1/chat/completions", json=body)
         except httpx.TimeoutException as exc:
@@ -259,14 +324,31 @@ class ChatClient:
                 f"malformed response (expected choices[0].message.content, got {resp.text[:200]!r})",
                 resp.text,
             ) from exc
+        u = data.get("usage") if isinstance(data, dict) else None
+        usage.clear()
+        usage["finish_reason"] = finish
+        if isinstance(u, dict):
+            usage["prompt_tokens"] = u.get("prompt_tokens")
+            usage["completion_tokens"] = u.get("completion_tokens")
         if not isinstance(text, str):
             raise _Retryable(f"malformed response (message.content is {type(text).__name__})", resp.text)
         if finish == "length":
-            raise _Retryable(
-                f"truncated output (finish_reason=length at max_tokens={self.config.decoding.max_tokens})",
-                text,
-            )
+            d = self.config.decoding
+            reason = truncation_reason(text, d.max_tokens, d.temperature)
+            # Greedy decoding reproduces the same truncation: retrying only costs time.
+            raise (_Fatal if d.temperature == 0 else _Retryable)(reason, text)
         return text
+
+
+def _usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
+    def _int(v: Any) -> int | None:
+        return int(v) if isinstance(v, int) else None
+
+    return {
+        "prompt_tokens": _int(usage.get("prompt_tokens")),
+        "completion_tokens": _int(usage.get("completion_tokens")),
+        "finish_reason": usage.get("finish_reason") if isinstance(usage.get("finish_reason"), str) else None,
+    }
 
 
 def list_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:

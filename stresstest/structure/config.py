@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 LOOPBACK: Literal["127.0.0.1"] = "127.0.0.1"
+VLLM_STARTUP_TIMEOUT_S = 1200.0
+LLAMA_STARTUP_TIMEOUT_S = 300.0
 
 
 class _Strict(BaseModel):
@@ -59,21 +61,68 @@ class ServerConfig(_Strict):
     n_threads: int | None = Field(
         default=None, ge=1, description="CPU threads for llama.cpp (None = its default)."
     )
-    gpu_memory_utilization: float = Field(
-        default=0.85, gt=0.0, le=1.0, description="vLLM only: fraction of GPU memory it may take."
+    revision: str | None = Field(
+        default=None,
+        description="vLLM only: the model repository revision (commit hash) to load, passed as --revision / "
+        "LLM(revision=...) and recorded in the manifest; pin it for a paper run (weights come from the mounted "
+        "HF cache, never from a hub at run time). llama.cpp: the GGUF file's fingerprint is recorded instead.",
     )
-    startup_timeout_s: float = Field(
-        default=120.0, gt=0, description="How long to wait for a managed server's /v1/models to answer."
+    gpu_memory_utilization: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        description="vLLM only: fraction of the card's memory the engine may take. None = derived from the free "
+        "memory measured when the engine starts (after the ASR model released the card): 92% of the free "
+        "fraction, at most 0.90, at least 0.05; the measured values and the chosen fraction are in the manifest.",
     )
+    startup_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long to wait for a managed server's /v1/models to answer. None = the engine's default "
+        "(vLLM 1200 s: a first load downloads nothing but still reads the weights, compiles and captures CUDA "
+        "graphs; llama.cpp 300 s).",
+    )
+    structured_outputs_backend: Literal["xgrammar", "guidance"] = Field(
+        default="xgrammar",
+        description="vLLM only: grammar engine for the JSON schema, run with disable_any_whitespace (compact "
+        "JSON, no whitespace runaway); the pinned vLLM allows that option only for these two backends.",
+    )
+    batch_invariant: bool = Field(
+        default=False,
+        description="vLLM only: run with batch-invariant kernels (VLLM_BATCH_INVARIANT=1), so an output does not "
+        "depend on which other requests share its batch. Opt-in: slower (README, 'Determinism on a GPU').",
+    )
+
+    def resolved_startup_timeout_s(self) -> float:
+        """``startup_timeout_s``, or the engine's default when unset (vLLM 1200 s, llama.cpp 300 s)."""
+        if self.startup_timeout_s is not None:
+            return self.startup_timeout_s
+        return VLLM_STARTUP_TIMEOUT_S if self.engine == "vllm" else LLAMA_STARTUP_TIMEOUT_S
 
 
 class DecodingConfig(_Strict):
-    """Decoding configuration φ, frozen across all conditions of a run."""
+    """Decoding configuration φ, frozen across all conditions of a run.
+
+    Every field is sent with every request (and to ``SamplingParams`` offline), so no server default or model
+    ``generation_config.json`` can fill a gap: llama-cpp-python's server would otherwise apply its own
+    ``repeat_penalty=1.1``, ``top_k=40``, ``min_p=0.05``; a vLLM server started without
+    ``--generation-config vllm`` the model's (Qwen2.5-Instruct: ``repetition_penalty=1.05``). At temperature 0
+    (greedy) ``top_p``/``top_k``/``min_p`` do not change the argmax, but the penalties do.
+    """
 
     temperature: float = Field(default=0.0, ge=0.0, description="0 = greedy (the study's setting).")
     seed: int = Field(default=1234, description="Sampling seed sent with every request and to the server.")
     max_tokens: int = Field(default=1536, ge=16, description="Upper bound on generated tokens per call.")
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus mass (1.0 = off).")
+    top_k: int = Field(default=0, ge=0, description="Top-k cut (0 = off; sent as -1 to vLLM's SamplingParams).")
+    min_p: float = Field(default=0.0, ge=0.0, le=1.0, description="Min-p cut (0 = off).")
+    repetition_penalty: float = Field(
+        default=1.0, gt=0.0, description="Multiplicative repetition penalty (1.0 = off); llama.cpp: repeat_penalty."
+    )
+    presence_penalty: float = Field(default=0.0, ge=-2.0, le=2.0, description="Additive presence penalty (0 = off).")
+    frequency_penalty: float = Field(
+        default=0.0, ge=-2.0, le=2.0, description="Additive frequency penalty (0 = off)."
+    )
 
 
 class StructureConfig(_Strict):
@@ -100,7 +149,8 @@ class StructureConfig(_Strict):
         ge=0,
         le=20,
         description="Retries after the first attempt on connection errors, timeouts, 5xx/408/429, invalid "
-        "or truncated JSON and schema violations.",
+        "JSON and schema violations; an output truncated at max_tokens is retried only at temperature > 0 "
+        "(at 0 it would come back identical).",
     )
     backoff_s: float = Field(
         default=0.5, ge=0.0, description="First retry delay; doubles on every further retry."

@@ -1,8 +1,11 @@
-"""One LLM session for every role (structure, draft, guard, judge, gold draft).
+"""Role sessions on the run's LLM engine (structure, draft, guard, judges, gold draft).
 
-:class:`LLMSession` owns the cache lookups, the lazily started server (a
-managed server is only started when some call misses the cache, and is reused
-by every role within the session), bounded concurrency and progress. A call is
+:class:`LLMSession` owns the cache lookups, bounded concurrency and progress of
+one role; the engine (server or offline ``vllm.LLM``) belongs to an
+:class:`~stresstest.structure.engine.LLMEngine` that the run creates once and
+hands to every role (``engine.session(role)``), and that is only started when
+some call misses the cache. A session made without an engine (a library caller,
+``stresstest gold draft``) owns a private engine and stops it on exit. A call is
 cached under ``hash(namespace, role key parts, model id, φ, response-format
 mode, output-schema hash)``; the caller's key parts carry the transcript hash
 and the prompt hash. Failed calls are not cached, so a re-run retries them.
@@ -24,12 +27,12 @@ from tqdm import tqdm
 
 from stresstest.cache import KeyValueCache, hash_obj
 from stresstest.errors import StructureError
-from stresstest.structure.client import CallResult, ChatClient, Endpoint
+from stresstest.structure.client import CallResult
 from stresstest.structure.config import StructureConfig
 
 M = TypeVar("M", bound=BaseModel)
 
-CACHE_CODE_VERSION = 1  # bump when how a cached call is produced changes without a prompt/schema change
+CACHE_CODE_VERSION = 2  # bump when how a cached call is produced changes without a prompt/schema change
 
 
 @dataclass(frozen=True)
@@ -63,37 +66,55 @@ def decoding_record(config: StructureConfig) -> dict[str, object]:
 
 
 class LLMSession:
-    """Cache-first execution of LLM calls against the configured backend ('openai' or 'vllm-offline').
+    """Cache-first execution of one role's LLM calls on the run's engine ('openai' or 'vllm-offline').
 
-    Use as a context manager; a managed server started inside is stopped on exit.
+    Args:
+        config: the ``structure`` config (must be the engine's config when ``engine`` is given).
+        cache_dir: stage cache root.
+        log_dir: the run's log directory (used only by a private engine).
+        engine: the run's :class:`~stresstest.structure.engine.LLMEngine`; None = the engine the run registered
+            for this config and log dir in this process (:func:`~stresstest.structure.engine.find_run_engine`),
+            else a private engine owned (and stopped) by this session.
+        role: the caller's name in the manifest's ``llm_engines[].roles`` (default: the first namespace run).
+
+    Use as a context manager; closing never stops a shared engine.
     """
 
-    def __init__(self, config: StructureConfig, *, cache_dir: str | Path, log_dir: str | Path) -> None:
+    def __init__(
+        self,
+        config: StructureConfig,
+        *,
+        cache_dir: str | Path,
+        log_dir: str | Path,
+        engine: Any = None,
+        role: str | None = None,
+    ) -> None:
         if config.backend == "rules":
             raise StructureError(
                 "LLMSession: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'"
             )
+        from stresstest.structure.engine import LLMEngine, find_run_engine
+
+        if engine is None:
+            engine = find_run_engine(config, log_dir)
         self.config = config
         self.cache_dir = Path(cache_dir)
         self.log_dir = Path(log_dir)
-        self._model_id: str | None = None
-        self._endpoint_cm: Any = None
-        self._endpoint: Endpoint | None = None
-        self._client: ChatClient | None = None
+        self.role = role
+        self._owns_engine = engine is None
+        self.engine: LLMEngine = (
+            engine if engine is not None else LLMEngine(config, cache_dir=cache_dir, log_dir=log_dir)
+        )
+        if engine is not None and engine.config != config:
+            raise StructureError(
+                "LLMSession: the session's structure config differs from the run engine's; one engine per run "
+                "serves every role with the same model and φ"
+            )
 
     @property
     def model_id(self) -> str:
         """Model identity (see :func:`stresstest.structure.server.model_identity`), computed once."""
-        if self._model_id is None:
-            from stresstest.structure.server import model_identity
-
-            if self.config.backend == "vllm-offline":
-                from stresstest.structure.vllm_offline import offline_model_id
-
-                self._model_id = offline_model_id(self.config)
-            else:
-                self._model_id = model_identity(self.config)
-        return self._model_id
+        return str(self.engine.model_id)
 
     def __enter__(self) -> LLMSession:
         return self
@@ -102,24 +123,9 @@ class LLMSession:
         self.close()
 
     def close(self) -> None:
-        """Close the client and stop a managed server, if one was started."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._endpoint_cm is not None:
-            cm, self._endpoint_cm = self._endpoint_cm, None
-            self._endpoint = None
-            cm.__exit__(None, None, None)
-
-    def _chat_client(self) -> ChatClient:
-        if self._client is None:
-            from stresstest.structure.server import open_endpoint
-
-            cm = open_endpoint(self.config, self.log_dir)
-            self._endpoint = cm.__enter__()
-            self._endpoint_cm = cm
-            self._client = ChatClient(self._endpoint, self.config)
-        return self._client
+        """Stop the engine if this session owns it (a shared engine is closed by its owner)."""
+        if self._owns_engine:
+            self.engine.close()
 
     def cache_key(self, namespace: str, call: LLMCall, schema: dict[str, Any]) -> str:
         """The cache key of one call (see module docstring)."""
@@ -153,6 +159,7 @@ class LLMSession:
             desc: progress-bar label.
         """
         schema = schema or model_cls.model_json_schema()
+        self.engine.note_role(self.role or namespace)
         cache = KeyValueCache(self.cache_dir, f"llm-{namespace}")
         results: list[CallResult[M] | None] = [None] * len(calls)
         keys = [self.cache_key(namespace, c, schema) for c in calls]
@@ -214,11 +221,13 @@ class LLMSession:
             from stresstest.structure.vllm_offline import generate_offline
 
             for j, res in enumerate(
-                generate_offline([c.messages for c in calls], model_cls, schema, self.config)
+                generate_offline(
+                    [c.messages for c in calls], model_cls, schema, self.config, llm=self.engine.llm()
+                )
             ):
                 done(j, res)
             return
-        client = self._chat_client()
+        client = self.engine.client()
 
         def one(call: LLMCall) -> CallResult[M]:
             return client.complete(
@@ -227,7 +236,7 @@ class LLMSession:
 
         with (
             ThreadPoolExecutor(max_workers=self.config.concurrency) as pool,
-            tqdm(total=len(calls), desc=desc, unit="call", leave=False) as bar,
+            tqdm(total=len(calls), desc=desc, unit="call", leave=False, disable=None) as bar,  # no bar off a tty
         ):
             futures = {pool.submit(one, c): j for j, c in enumerate(calls)}
             try:

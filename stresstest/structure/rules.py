@@ -6,40 +6,63 @@ the mention, capped to a window in unpunctuated ASR text, plus the answer for
 dialogue questions). Pure, deterministic and fast (no model, no I/O after the
 data tables are loaded).
 
-Claims
-    * symptoms / findings / history / social / risk concepts from the lexicon,
-      one claim per (category, concept); "pain" next to a body site composes
-      "<site> pain"; family members in the sentence make it ``family_history``;
-    * status: present if any mention is asserted present, else absent if any is
-      negated (or answered "no"), else uncertain; questions with no readable
-      answer assert nothing;
-    * value/unit (dose, count, measure such as "3 flights of stairs", "7 out of
-      10") and time (duration, onset anchor or frequency) from quantities in
-      the same sentence or the answer; laterality from left/right/both next to
-      a body site;
-    * medications (concept = generic name) with dose and frequency; drugs in a
-      prescribing sentence are ``plan`` claims; allergies ("allergic to
-      penicillin") are ``allergy`` claims and never medication claims.
+Passes (:func:`extract_record` runs them in this order on one token stream)
+    1. mentions: lexicon, drug and composed terms ("pain ... in my left knee" ->
+       knee pain; "hurts to swallow" -> painful swallowing, not the red flag of
+       dysphagia; blood said with a cough word -> hemoptysis), allergens and
+       the reaction they cause;
+    2. assertions: the ConText analyzer, then the dialogue fixes: an answer is
+       read past a filler-only sentence ("Um.") and a short follow-up question
+       ("Any of those symptoms?"); a question whose only wh-word sits in a
+       subordinate clause ("any pain when you breathe in?") is a yes/no
+       question; a question listing several concepts answered by naming some
+       of them ("cough or chest pain?" - "I have a cough") asserts only those;
+    3. groups: one per (category, concept) with every mention;
+    4. dialogue: answers to open questions attach to the topic they are
+       about: onset ("when did it start?" -> time), 0-10 rating (the highest
+       number of the answer; the scale's "10 being the worst" is ignored) and
+       walking distance. The topic is the symptom named in the question, else
+       (when the question points at one: "it", "this", "the pain") the pain
+       talked about most so far for a pain question, else the latest present
+       symptom, else the presenting complaint;
+    5. claims: status present if any mention is asserted present (unless every
+       present mention is a past episode and a direct question was answered
+       no), else absent, else uncertain; unanswered questions assert nothing.
+       value/unit/time: a dialogue answer first, then quantities next to a
+       mention (same sentence or its answer; a duration in the very next
+       statement for a symptom), then a descriptive qualifier (sputum colour,
+       dry/wet cough); temperature readings and oxygen litres; laterality;
+    6. patient: age ("2 1/2 months old", an answer to "how old are you?"), the
+       highest temperature reading, vital signs in a critical range (SpO2 < 92%,
+       heart rate >= 130, respiratory rate >= 30, systolic BP < 90,
+       temperature >= 40);
+    7. flags (below); 8. triage (below).
 
 Flags
-    red-flag symptom present -> ``red_flag`` (plus composite red flags: chest
-    pain at rest or radiating, shortness of breath at rest, GI bleeding with
-    dizziness/fainting, fever with neck stiffness); allergy present ->
-    ``allergy``; high-risk drug class -> ``high_risk_medication``; any other
-    present medication -> ``current_medication``; suicidal ideation / self-harm
-    -> ``self_harm_risk``; current smoking, heavy alcohol, recreational drug
-    use -> ``social_risk``.
+    red-flag symptom present -> ``red_flag`` (constitutional ones - night
+    sweats, weight loss, fatigue - only when the presenting complaint is older
+    than 14 days; dysphagia not with a sore throat; composites: shortness of
+    breath at rest, GI bleeding with dizziness/fainting, fever with neck
+    stiffness; "fever in infant" under 3 months); critical vital sign ->
+    ``critical_vital``; allergy present -> ``allergy``; high-risk drug class ->
+    ``high_risk_medication``; any other present medication ->
+    ``current_medication``; suicidal ideation / self-harm -> ``self_harm_risk``;
+    current smoking, heavy alcohol, recreational drug use -> ``social_risk``.
 
 Triage rule (documented, deterministic)
-    1. ``emergency`` if any present red flag has an emergency hint
-       (hemoptysis, hematemesis, stridor, cyanosis, suicidal ideation...) or a
-       composite emergency red flag is present;
-    2. ``urgent`` if any other red flag is present, or a present symptom has an
-       acute onset (duration in minutes/hours, at most 2 days, or anchored to
-       today / yesterday / last night / this morning), or a severity cue (pain
-       rated >= 8 out of 10, also as the answer to "on a scale of 1 to 10?";
-       "severe", "excruciating", "worst"... within 3 words);
-    3. ``routine`` otherwise.
+    1. ``emergency`` if any of: a present red flag with an emergency hint
+       (hemoptysis, hematemesis, stridor, cyanosis, suicidal ideation, fever in
+       an infant...) that is not chronic (its onset, or the presenting
+       complaint's, at least 14 days ago); chest pain that began at most 12
+       hours ago (minutes, hours, "this morning", "last night"); chest pain at
+       rest or radiating to the arm or jaw; supplemental oxygen; a critical
+       vital sign;
+    2. ``urgent`` if any of: any other red flag (chronic emergency ones
+       included); a symptom rated >= 8/10 or called severe / excruciating /
+       worst; a measured temperature >= 38; a fever at age < 16 or >= 65, or
+       with shortness of breath; orthopnea or paroxysmal nocturnal dyspnea;
+       shortness of breath or chest pain at age >= 65;
+    3. ``routine`` otherwise (an acute onset alone no longer makes a case urgent).
     ``field_evidence["triage"]`` quotes what drove the level (for routine: the
     chief complaint's quote, when there is one).
 """
@@ -48,6 +71,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata, resources
@@ -60,7 +84,7 @@ from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 # Sentences longer than this (run-on ASR text) are quoted as a window around the mention.
 _MAX_QUOTE_TOKENS = 30
@@ -95,7 +119,7 @@ _REST_CUES = ("at rest", "while resting", "when resting", "when i'm resting", "s
               "lying down", "doing nothing", "not doing anything", "even at rest")
 _RADIATION = frozenset({"radiate", "radiates", "radiating", "radiated", "spreads", "spreading", "spread",
                         "travels", "moves", "goes"})
-_RADIATION_SITES = frozenset({"arm", "arms", "jaw", "neck", "shoulder", "shoulders", "back"})
+_ACS_RADIATION = frozenset({"arm", "arms", "jaw"})
 _HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily", "a bottle", "binge",
                 "too much")
 _DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
@@ -122,8 +146,75 @@ _BLOOD_PARTNERS = {
 _TEMP_REACH = 25
 _LIST_JOINERS = frozenset({"or", "and", "nor"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
-_ACUTE_ANCHORS = frozenset({"today", "yesterday", "last night", "this morning", "tonight", "this afternoon",
-                            "this evening"})
+_WH_LEAD = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's", "whereabouts"})
+_OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "all", "right", "great", "good",
+                           "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry"})
+_PAST_MARKERS = ("last week", "last month", "last year", "used to", "in the past", "not anymore", "no longer",
+                 "anymore", "went away", "gone away", "not right now", "not now")
+_PAIN_QUALITIES = frozenset({"sharp", "dull", "burning", "stabbing", "throbbing", "pressure", "shooting",
+                             "crampy", "cramping", "tight", "squeezing", "throbby"})
+_COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
+#: Sentences back in which the topic of an open question ("when did it start?") is looked for.
+_TOPIC_SENTENCES = 10
+#: Words by which a question without a named symptom points at the current topic.
+_TOPIC_POINTERS = frozenset({"it", "it's", "this", "that", "these", "those", "they", "them", "symptoms", "symptom",
+                             "pain", "pains", "problem", "problems", "issue", "issues", "breathlessness",
+                             "discomfort"})
+#: A present chest pain that began at most this many hours ago is an emergency (acute coronary
+#: syndrome / PE cannot be excluded without an ECG and troponin now).
+_ACUTE_CHEST_PAIN_HOURS = 12.0
+#: A presenting complaint at most this old is an acute illness; it explains night sweats etc.
+_ACUTE_ILLNESS_DAYS = 14
+#: An emergency-hint red flag present for at least this long is chronic: urgent, not emergency.
+_CHRONIC_DAYS = 14
+#: A 0-10 rating at or above this is severe (urgent).
+_SEVERE_RATING = 8.0
+#: Red-flag symptoms that are constitutional: flagged only outside an acute illness.
+_CONSTITUTIONAL = frozenset({"night sweats", "weight loss", "fatigue"})
+#: Present heart-failure symptoms make a case urgent.
+_HEART_FAILURE = ("orthopnea", "paroxysmal nocturnal dyspnea")
+#: concept -> (descriptive values, token reach) read as the claim's value when no number is.
+_QUALIFIERS: dict[str, tuple[frozenset[str], int]] = {
+    **dict.fromkeys(("sputum", "productive cough"), (frozenset({
+        "yellow", "yellowish", "green", "greenish", "white", "clear", "brown", "rusty", "frothy", "pink", "bloody",
+        "creamy", "thick"}), 6)),
+    "cough": (frozenset({"dry", "wet", "productive", "barking", "hacking", "chesty"}), 3),
+}
+_THROAT_PAIN = frozenset({"sore throat", "painful swallowing"})
+_ANCHOR_HOURS = {
+    "today": 6.0, "this morning": 6.0, "this afternoon": 3.0, "this evening": 2.0, "tonight": 2.0,
+    "last night": 12.0, "yesterday": 24.0,
+}
+_UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1.0, "day": 24.0, "week": 168.0, "month": 720.0,
+               "year": 8760.0}
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90,
+}
+# "2 1/2 months old", "three years old", "75-year-old", "almost 75 years old".
+_AGE_RE = re.compile(
+    r"\b(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+    r"(?P<half>\s+(?:and\s+a\s+)?(?:1/2|half)|½)?[\s-]+(?P<unit>years?|months?|weeks?)[\s-]+old\b",
+    re.IGNORECASE,
+)
+# (name, pattern, is-critical(values)): measured vital signs in a critical range.
+_CRITICAL_VITALS: tuple[tuple[str, re.Pattern[str], Callable[[list[float]], bool]], ...] = (
+    ("low oxygen saturation",
+     re.compile(r"\b(?:sats|saturations?|oxygen levels?|o2 sat\w*|spo2)\D{0,20}?(\d{2,3})\s*(?:%|percent)",
+                re.IGNORECASE), lambda v: 50 <= v[0] < 92),
+    ("tachycardia", re.compile(r"\b(?:heart rate|pulse)\D{0,20}?(\d{2,3})\b", re.IGNORECASE),
+     lambda v: v[0] >= 130),
+    ("tachypnea", re.compile(r"\b(?:respiratory rate|breathing rate)\D{0,20}?(\d{1,2})\b", re.IGNORECASE),
+     lambda v: v[0] >= 30),
+    ("hypotension", re.compile(r"\bblood pressure\D{0,20}?(\d{2,3})\s*(?:/|over)\s*(\d{2,3})\b", re.IGNORECASE),
+     lambda v: v[0] < 90),
+)
+_OXYGEN_RE = re.compile(
+    r"\bon\s+(?:(?P<n>\d+(?:\.\d+)?|one|two|three|four|five|six)\s+)?(?:(?:litres?|liters?|l)\s+(?:of\s+)?)?oxygen\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -194,8 +285,12 @@ class _Extractor:
         self.tokens: list[Token] = tokenize(text)
         self.words = [t.norm for t in self.tokens]
         self.ctx = ContextAnalyzer(text, self.tokens)
-        self.quantities = find_quantities(text)
+        self.quantities = sorted(find_quantities(text) + _couple_quantities(text), key=lambda q: q.start)
         self.qty_tok = [self._tok_index(q.start) for q in self.quantities]
+        #: temperature readings (Celsius or Fahrenheit as said) by the start of their fever mention
+        self.temp_at: dict[int, float] = {}
+        #: sentences that hold a clinical mention (filled by the mentions pass)
+        self.mention_sents: set[int] = set()
 
     # ---- token / sentence helpers
     def _tok_index(self, char: int) -> int:
@@ -356,9 +451,22 @@ def _compose(
     return out
 
 
+def _couple_quantities(text: str) -> list[Quantity]:
+    """"a couple (of) days" = 2 days, which the shared number reader leaves out without "of"."""
+    out = []
+    for mt in _COUPLE_RE.finditer(text):
+        unit = mt.group("unit").lower()
+        canon = unit if unit.endswith("s") else unit + "s"
+        out.append(Quantity(mt.start(), mt.end(), 2.0, unit, canon, "time"))
+    return out
+
+
+_COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+
+
 def _pain_partner(word: str) -> str | None:
     if word.startswith("swallow"):
-        return "dysphagia"
+        return "painful swallowing"  # odynophagia: not the red flag of true dysphagia
     if word in _PAIN_WORD_PARTNERS:
         return _PAIN_WORD_PARTNERS[word]
     site = _site_words().get(word)
@@ -385,28 +493,42 @@ def _temperature_claims(ex: _Extractor) -> list[tuple[Mention, Assertion]]:
         end_tok = k
         for kk in range(k + 1, min(len(ex.words), k + _TEMP_REACH)):
             x = ex.words[kk]
-            if x in ("high", "raised", "elevated", "spiking"):
+            if x in ("high", "raised", "elevated", "spiking") and status is None:
                 status, end_tok = "present", kk
-                break
-            if x in ("normal", "fine"):
+                continue  # a reading may follow ("pretty high actually, it was like 39.4")
+            if x in ("normal", "fine") and status is None:
                 status, end_tok = "absent", kk
-                break
+                continue
             if x[0].isdigit():
+                if status is not None and kk - end_tok > 8:
+                    break
                 v = _reading(ex, kk)
                 if v is None:
                     continue
                 if 37.8 <= v <= 43 or 100 <= v <= 110:
                     status, end_tok = "present", kk
-                elif 35 <= v <= 37.5 or 95 <= v <= 99.5:
+                    break
+                if 35 <= v <= 37.5 or 95 <= v <= 99.5:
                     status, end_tok = "absent", kk
-                if status:
                     break
         if status is None:
             continue
         start, end = ex.tokens[k].start, ex.tokens[end_tok].end
         m = Mention(start, end, ex.text[start:end], "fever", "symptom")
         cue = ex.tokens[end_tok]
+        reading = _reading(ex, end_tok) if ex.words[end_tok][0].isdigit() else None
+        if reading is not None:
+            ex.temp_at[start] = reading
         out.append((m, Assertion(status, "statement", cue.text, cue.start, cue.end)))  # type: ignore[arg-type]
+    return out
+
+
+def _oxygen_claims(ex: _Extractor) -> list[tuple[Mention, Assertion]]:
+    """Supplemental oxygen ("he is on 2 litres of oxygen"): a present finding; its litres are the value."""
+    out: list[tuple[Mention, Assertion]] = []
+    for mt in _OXYGEN_RE.finditer(ex.text):
+        m = Mention(mt.start(), mt.end(), mt.group(0), "supplemental oxygen", "finding")
+        out.append((m, Assertion("present", "statement")))
     return out
 
 
@@ -506,6 +628,23 @@ def _aggregate_status(items: list[tuple[Mention, Assertion]]) -> str | None:
     return None  # pragma: no cover
 
 
+def _only_past(ex: _Extractor, g: _Group) -> bool:
+    """Every present mention of a symptom describes a past episode (a marker such as "last week",
+    "not anymore", "used to" in its sentence or the two before it) and a direct question about it
+    was answered no: the symptom is absent now."""
+    answered_no = any(a.status == "absent" and a.source == "answer" for _m, a in g.mentions)
+    present = _supporting(g.mentions, "present")
+    if not answered_no or not present:
+        return False
+    for m, _a in present:
+        s = ex.sentence_of(ex.span(m)[0])
+        lo = ex.sentence_bounds(max(0, s - 2))[0]
+        hi = ex.sentence_bounds(min(len(ex.ctx.sent_start) - 1, s + 1))[1]
+        if not _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _PAST_MARKERS):
+            return False
+    return True
+
+
 def _supporting(items: list[tuple[Mention, Assertion]], status: str) -> list[tuple[Mention, Assertion]]:
     return [(m, a) for m, a in items if a.status == status and a.source != "unanswered"]
 
@@ -517,6 +656,10 @@ def _has_any(norm: str, phrases: tuple[str, ...]) -> bool:
 def extract_record(transcript: str) -> ClinicalRecord:
     """Structure one transcript into schema S, deterministically, with exact evidence.
 
+    The work is done in passes over one shared token stream (see the module docstring):
+    mentions -> assertions -> groups -> dialogue attributes -> claims -> patient context ->
+    flags -> triage.
+
     Args:
         transcript: The transcript text (human reference or ASR hypothesis),
             with or without punctuation and speaker labels.
@@ -527,42 +670,216 @@ def extract_record(transcript: str) -> ClinicalRecord:
         ``f1..`` in text order.
     """
     ex = _Extractor(transcript)
-    all_mentions = match_tokens(transcript, ex.tokens)
-    drug_mentions = match_drug_tokens(transcript, ex.tokens)
-    lex_mentions = [m for m in all_mentions if m.category != "body_site"]
+    found = _pass_mentions(ex)
+    assertions = _pass_assertions(ex, found.lex)
+    groups, reactions = _pass_groups(ex, found, assertions)
+    dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
+    built = _pass_claims(ex, groups, dialogue)
+    patient = _pass_patient(ex, built)
+    field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
+    flags = _pass_flags(ex, built, reactions, patient, field_evidence)
+    triage, triage_ev = _pass_triage(ex, built, flags, patient, dialogue)
+    if triage_ev:
+        field_evidence["triage"] = triage_ev
+    chief = next((b.claim for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    # Guarantee the exact-substring contract even if a helper above misbehaves.
+    field_evidence = {k: [q for q in v if q and q in transcript] for k, v in field_evidence.items()}
+    return ClinicalRecord(
+        chief_complaint=chief.concept if chief else None,
+        triage=triage,
+        claims=[b.claim for b in built],
+        safety_flags=[f for f, _ev, _hint in flags],
+        field_evidence=field_evidence,
+    )
+
+
+# ---------------------------------------------------------------- pass 1: mentions
+
+
+@dataclass
+class _Found:
+    """Pass 1 output: what the text mentions (character offsets into the transcript)."""
+
+    lex: list[Mention]                # symptoms, findings, history, social (composed terms included)
+    drugs: list[Mention]
+    allergens: list[Mention]
+    consumed: set[int]                # indexes into ``drugs`` that are allergens, not medications
+    regions: list[tuple[int, int, str]]  # token ranges describing an allergen's reaction
+
+
+def _pass_mentions(ex: _Extractor) -> _Found:
+    """Lexicon, drug and composed mentions; allergens and their reaction regions.
+
+    Composed terms replace what they swallowed; a "bright red blood" next to a cough word is
+    hemoptysis, not rectal bleeding; lexicon mentions that are the allergen itself are dropped.
+    """
+    all_mentions = match_tokens(ex.text, ex.tokens)
+    drugs = match_drug_tokens(ex.text, ex.tokens)
+    lex = [m for m in all_mentions if m.category != "body_site"]
     composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner)
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
                          back_reach=3)
-    # A composed term replaces what it swallowed ("blood ... in the sputum" is not "sputum").
-    lex_mentions = [
-        m for m in lex_mentions if not any(c.start <= m.start and m.end <= c.end for c in composed)
-    ]
-    lex_mentions += composed
-    allergens, consumed = _find_allergens(ex, drug_mentions)
-    # Lexicon mentions that are the allergen itself (e.g. "cats") are not symptoms.
-    allergen_spans = [(a.start, a.end) for a in allergens]
+    lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)]
+    lex = [_cough_blood(ex, m) for m in lex if not _pain_descriptor(ex, m)] + composed
+    allergens, consumed = _find_allergens(ex, drugs)
+    spans = [(a.start, a.end) for a in allergens]
+    lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
+    ex.mention_sents = {ex.sentence_of(ex.span(m)[0]) for m in lex + drugs}
+    return _Found(lex, drugs, allergens, consumed, _reaction_regions(ex, allergens))
 
-    regions = _reaction_regions(ex, allergens)
-    reactions: dict[str, list[str]] = {}
+
+def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
+    """"achy" in a list of pain qualities ("sharp, burning, achy") describes a pain, it is not
+    muscle aches."""
+    if m.surface.lower() not in ("achy", "aching", "ache", "achey"):
+        return False
+    i, j = ex.span(m)
+    lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+    return any(w in _PAIN_QUALITIES for w in ex.words[max(lo, i - 4) : min(hi, j + 4)])
+
+
+def _cough_blood(ex: _Extractor, m: Mention) -> Mention:
+    """Blood said with a cough word in the same clause is coughed up ("bright red blood when you're
+    coughing it up"): hemoptysis, whatever the lexicon surface suggested."""
+    if m.concept != "rectal bleeding":
+        return m
+    i, j = ex.span(m)
+    lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+    near = ex.words[max(lo, i - 6) : min(hi, j + 8)]
+    if not any(w in _COUGH_WORDS for w in near):
+        return m
+    info = concept_info("hemoptysis")
+    return Mention(m.start, m.end, m.surface, "hemoptysis", "symptom",
+                   bool(info and info.red_flag), info.triage_hint if info else None)
+
+
+# ---------------------------------------------------------------- pass 2: assertions
+
+
+def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]:
+    """Assertion of every lexicon mention (keyed by its start offset), with the dialogue fixes.
+
+    1. A question whose first answer sentence is only fillers ("Um.") is read from the next
+       sentence; an answer of only hedges/affirmations still decides it.
+    2. A question that lists several concepts ("any cough or chest pain?") answered by naming
+       some of them ("I have a cough") asserts only the named ones; the others stay unanswered.
+    """
+    out: dict[int, Assertion] = {}
+    for m in lex:
+        a = ex.ctx.assertion(m)
+        if a.source == "unanswered":
+            a = _answer_after_fillers(ex, m) or a
+        elif _subordinate_wh_question(ex, m, a):
+            a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
+        out[m.start] = a
+    by_sent: dict[int, list[Mention]] = {}
+    for m in lex:
+        by_sent.setdefault(ex.sentence_of(ex.span(m)[0]), []).append(m)
+    for s, ms in by_sent.items():
+        listed = {m.concept for m in ms}
+        if len(listed) < 2 or not ex.ctx.ends_q[s]:
+            continue
+        named: set[str] = set()
+        for s2 in _answer_sentences(ex, s):
+            named.update(m.concept for m in by_sent.get(s2, []))
+        if not named & listed:
+            continue
+        for m in ms:
+            a = out[m.start]
+            if m.concept not in named and a.source == "answer" and a.status == "present":
+                out[m.start] = Assertion("uncertain", "unanswered")
+    return out
+
+
+def _answer_sentences(ex: _Extractor, s: int, limit: int = 2) -> list[int]:
+    """The sentences after question ``s`` that answer it: up to ``limit``, stopping at the next question."""
+    out: list[int] = []
+    n = len(ex.ctx.sent_start)
+    for s2 in range(s + 1, min(n, s + 1 + limit)):
+        out.append(s2)
+        if ex.ctx.ends_q[s2]:
+            break
+    return out
+
+
+def _answer_after_fillers(ex: _Extractor, m: Mention) -> Assertion | None:
+    """Read a yes/no answer past a filler-only sentence ("Does your neck hurt? Um. A little tender")
+    or a short follow-up question ("Any headaches or fevers? Any of those symptoms? No.")."""
+    s = ex.sentence_of(ex.span(m)[0])
+    if not ex.ctx.ends_q[s]:
+        return None
+    return _read_yes_no(ex, s, skip_first=True)
+
+
+def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion | None:
+    """The yes/no answer to question sentence ``s`` in the next two sentences, or None.
+
+    Filler-only sentences and short follow-up questions without a clinical mention are skipped;
+    with ``skip_first`` the first real answer sentence (already read by the analyzer) is not re-read.
+    """
+    fillers = _fillers()
+    n = len(ex.ctx.sent_start)
+    for s2 in range(s + 1, min(n, s + 3)):
+        lo, hi = ex.sentence_bounds(s2)
+        words = [w for w in ex.words[lo:hi] if w not in fillers]
+        if not words:
+            continue  # "Um." / "Uh." carries nothing: the answer is in the next sentence
+        if ex.ctx.ends_q[s2] and len(words) <= 6 and s2 not in ex.mention_sents:
+            continue  # a follow-up of the same question ("Any of those symptoms?")
+        if skip_first and s2 == s + 1:
+            return None
+        ans = ex.ctx._answer(lo, hi)
+        if ans is None:
+            return None
+        kind, a, b = ans
+        status = {"answer_no": "absent", "answer_unsure": "uncertain"}.get(kind, "present")
+        start, end = ex.tokens[a].start, ex.tokens[b - 1].end
+        return Assertion(status, "answer", ex.text[start:end], start, end)  # type: ignore[arg-type]
+    return None
+
+
+def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """A yes/no question read as presupposing its target only because a wh-word sits in a
+    subordinate clause ("any pain when you're breathing in?"): the wh-word is not among the
+    sentence's first words."""
+    if a.source != "statement" or a.cue_start is not None:
+        return False
+    s = ex.sentence_of(ex.span(m)[0])
+    if not ex.ctx.ends_q[s]:
+        return False
+    lo, hi = ex.sentence_bounds(s)
+    fillers = _fillers()
+    lead = [w for w in ex.words[lo:hi] if w not in fillers and w not in _OPENER_WORDS][:3]
+    return not any(w in _WH_LEAD for w in lead)
+
+
+@functools.lru_cache(maxsize=1)
+def _fillers() -> frozenset[str]:
+    return frozenset(norm_phrase(r[0]) for r in read_table("fillers.tsv") if r and " " not in r[0].strip())
+
+
+# ---------------------------------------------------------------- pass 3: groups
+
+
+def _pass_groups(
+    ex: _Extractor, found: _Found, assertions: dict[int, Assertion]
+) -> tuple[dict[tuple[str, str], _Group], dict[str, list[str]]]:
+    """One group per (category, concept) with every mention and its assertion; allergen reactions."""
     groups: dict[tuple[str, str], _Group] = {}
+    reactions: dict[str, list[str]] = {}
 
-    def add(
-        category: str, concept: str, m: Mention, red: bool = False, hint: str | None = None,
-        assertion: Assertion | None = None,
-    ) -> _Group:
+    def add(category: str, concept: str, m: Mention, a: Assertion, red: bool = False,
+            hint: str | None = None) -> None:
         g = groups.get((category, concept))
         if g is None:
             g = groups[(category, concept)] = _Group(category, concept, red_flag=red, triage_hint=hint)
         g.red_flag = g.red_flag or red
-        g.mentions.append((m, assertion or ex.ctx.assertion(m)))
-        return g
+        g.mentions.append((m, a))
 
-    for m in sorted(lex_mentions, key=lambda x: x.start):
-        if any(a <= m.start < b for a, b in allergen_spans):
-            continue
+    for m in found.lex:
         if m.category in ("symptom", "finding"):
             tok = ex.span(m)[0]
-            hit = next((r for r in regions if r[0] <= tok < r[1]), None)
+            hit = next((r for r in found.regions if r[0] <= tok < r[1]), None)
             if hit is not None:
                 # The reaction to an allergen ("gives me hives"), not a current symptom.
                 reactions.setdefault(hit[2], [])
@@ -572,63 +889,252 @@ def extract_record(transcript: str) -> ClinicalRecord:
         category = _CATEGORY.get(m.category, "symptom")
         if category == "history" and _is_family(ex, m):
             category = "family_history"
-        add(category, m.concept, m, m.red_flag and category == "symptom", m.triage_hint)
-    for m, asr in _temperature_claims(ex):
-        add("symptom", "fever", m, assertion=asr)
-    for idx, d in enumerate(drug_mentions):
-        if idx in consumed:
+        add(category, m.concept, m, assertions[m.start], m.red_flag and category == "symptom", m.triage_hint)
+    for m, a in _temperature_claims(ex):
+        add("symptom", "fever", m, a)
+    for m, a in _oxygen_claims(ex):
+        add("finding", "supplemental oxygen", m, a)
+    for idx, d in enumerate(found.drugs):
+        if idx in found.consumed:
             continue
         category = "plan" if _has_any(ex.context_norms(d, side=8)[0], _PLAN_CUES) else "medication"
-        add(category, d.concept, d)
-    for al in allergens:
-        add("allergy", al.concept, al)
-    if not allergens:
+        add(category, d.concept, d, ex.ctx.assertion(d))
+    for al in found.allergens:
+        add("allergy", al.concept, al, ex.ctx.assertion(al))
+    if not found.allergens:
         for cue in _no_allergy_statements(ex):
-            asr = ex.ctx.assertion(cue)
-            if asr.status == "absent":
-                g = groups.setdefault(("allergy", "allergies"), _Group("allergy", "allergies"))
-                g.mentions.append((cue, asr))
+            a = ex.ctx.assertion(cue)
+            if a.status == "absent":
+                add("allergy", "allergies", cue, a)
+    return groups, reactions
 
-    claims: list[tuple[int, Claim, list[str], _Group]] = []
-    for g in groups.values():
+
+# ---------------------------------------------------------------- pass 4: dialogue attributes
+
+
+@dataclass
+class _Answered:
+    """An attribute read from the answer to a clinician's question about the current topic."""
+
+    kind: str                 # "onset" | "rating" | "distance"
+    value: str | None
+    unit: str | None
+    time: str | None
+    rating: float | None      # the highest number of a 0-10 rating
+    evidence: list[str]
+
+
+@dataclass
+class _Dialogue:
+    """Pass 4 output: answers attached to a group key, and every 0-10 rating heard."""
+
+    answers: dict[tuple[str, str], list[_Answered]] = field(default_factory=dict)
+    ratings: list[tuple[float, tuple[str, str] | None, list[str]]] = field(default_factory=list)
+
+
+def _question_kind(words: list[str]) -> str | None:
+    """What an open question asks: onset/duration, a 0-10 rating, or a walking distance."""
+    text = " " + " ".join(words) + " "
+    if any(f" {w} " in text for w in _RATING_WORDS) or " 1 to 10 " in text or " 0 to 10 " in text \
+            or " out of 10 " in text or " one to 10 " in text or " zero to 10 " in text:
+        return "rating"
+    if _has_any(text, ("how far", "how many blocks", "how many flights", "how many stairs", "how many steps",
+                       "how many meters", "how many metres", "how long can you walk")):
+        return "distance"
+    if _has_any(text, ("last", "lasts", "lasting")):
+        return None  # "how long does it last": an episode, not the onset
+    if _has_any(text, ("when did", "when was", "how long", "since when", "start", "started", "begin", "began",
+                       "first notice", "first noticed", "going on for", "how many days", "how many weeks")):
+        return "onset"
+    return None
+
+
+def _pass_dialogue(
+    ex: _Extractor, lex: list[Mention], assertions: dict[int, Assertion],
+    groups: dict[tuple[str, str], _Group],
+) -> _Dialogue:
+    """Attach answers to open questions ("when did it start?", "on a scale of 1 to 10?", "how far can
+    you walk?") to the topic they are about.
+
+    Topic: the first symptom named in the question; else, for a question about "pain", the latest
+    pain concept asserted present before it, else the latest present symptom within
+    :data:`_TOPIC_SENTENCES` sentences; else the first present symptom (the presenting complaint).
+    The answer is read from the next one or two sentences (up to the next question): the first
+    time quantity (onset), the highest 0-10 number (rating; "10 being the worst" is ignored), or
+    the first distance with a unit.
+    """
+    out = _Dialogue()
+    key_of: dict[int, tuple[str, str]] = {}
+    for gkey, g in groups.items():
+        for m, _a in g.mentions:
+            key_of[m.start] = gkey
+    symptoms = [
+        (ex.sentence_of(ex.span(m)[0]), m) for m in lex
+        if m.start in key_of and key_of[m.start][0] == "symptom"
+    ]
+    present_syms = [(s, m) for s, m in symptoms if assertions[m.start].status == "present"]
+    chief = present_syms[0][1] if present_syms else None
+    n_sent = len(ex.ctx.sent_start)
+    for s in range(n_sent):
+        if not ex.ctx.ends_q[s]:
+            stated = _stated_rating(ex, s)
+            if stated is not None:
+                value, ev = stated
+                in_s = [m for s2, m in present_syms if s2 == s]
+                before = [m for s2, m in present_syms if s2 <= s]
+                topic_m = in_s[0] if in_s else (before[-1] if before else None)
+                out.ratings.append((value, key_of.get(topic_m.start) if topic_m else None, ev))
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        kind = _question_kind(ex.words[lo:hi])
+        if kind is None:
+            continue
+        in_q = [m for s2, m in symptoms if s2 == s]
+        topic: Mention | None = in_q[0] if in_q else None
+        if topic is None and not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi]):
+            continue  # "how long has he been going to daycare?": about something else
+        if topic is None:
+            recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
+            if any(w in _PAIN_WORDS for w in ex.words[lo:hi]):
+                # "How would you rate the pain?": the pain talked about most so far (latest on a tie).
+                pains = [m for s2, m in present_syms if s2 < s and _is_pain_concept(m.concept)]
+                counts: dict[str, int] = {}
+                for m in pains:
+                    counts[m.concept] = counts.get(m.concept, 0) + 1
+                if pains:
+                    top = max(counts.values())
+                    recent = [m for m in pains if counts[m.concept] == top]
+            topic = recent[-1] if recent else chief
+        answer = _read_answer(ex, s, kind)
+        if answer is None:
+            continue
+        key = key_of.get(topic.start) if topic is not None else None
+        if kind == "rating" and answer.rating is not None:
+            out.ratings.append((answer.rating, key, answer.evidence))
+        if key is not None:
+            out.answers.setdefault(key, []).append(answer)
+    return out
+
+
+def _stated_rating(ex: _Extractor, s: int) -> tuple[float, list[str]] | None:
+    """A rating said in a statement ("I'd rate it a 9"): a number 0-10 within 5 words after a rating word."""
+    lo, hi = ex.sentence_bounds(s)
+    for x in range(lo, hi):
+        if ex.words[x] not in _RATING_WORDS:
+            continue
+        for k in range(x + 1, min(hi, x + 6)):
+            if ex.words[k].isdigit() and 0 <= int(ex.words[k]) <= 10:
+                return float(ex.words[k]), [ex.quote(x, k + 1, lo, hi)]
+    return None
+
+
+def _is_pain_concept(concept: str) -> bool:
+    return any(w in concept for w in ("pain", "ache", "sore", "headache", "dysuria"))
+
+
+def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
+    sents = _answer_sentences(ex, s)
+    if not sents:
+        return None
+    qlo, qhi = ex.sentence_bounds(s)
+    q_quote = ex.quote(qlo, qhi, qlo, qhi)
+    toks = [k for s2 in sents for k in range(*ex.sentence_bounds(s2))]
+    if not toks:
+        return None
+    a_lo, a_hi = toks[0], toks[-1] + 1
+    qs = [q for q, k in zip(ex.quantities, ex.qty_tok, strict=True) if a_lo <= k < a_hi]
+
+    def ev(q: Quantity) -> list[str]:
+        k = ex._tok_index(q.start)
+        slo, shi = ex.sentence_bounds(ex.sentence_of(k))
+        return [q_quote, ex.quote(k, k + 1, slo, shi)]
+
+    if kind == "onset":
+        for q in qs:
+            if q.kind == "time" and (q.value is not None or q.unit_canonical):
+                return _Answered("onset", None, None, _fmt_qty(q), None, ev(q))
+        return None
+    if kind == "distance":
+        for q in qs:
+            if q.value is not None and q.unit_canonical and q.kind in ("count", "measure"):
+                return _Answered("distance", _fmt_value(q), q.unit_canonical, None, None, ev(q))
+        return None
+    best: Quantity | None = None
+    for q in qs:
+        if q.value is None or q.kind not in ("count", "measure"):
+            continue
+        if q.unit_canonical not in (None, "out of 10"):
+            continue
+        top = q.value_max if q.value_max is not None else q.value
+        if not 0 <= top <= 10:
+            continue
+        k = ex._tok_index(q.start)
+        nxt = ex.words[k + 1 : k + 3]
+        prev = ex.words[max(0, k - 2) : k]
+        if top == 10 and (nxt[:1] == ["being"] or prev == ["out", "of"] or "worst" in nxt):
+            continue  # the scale's anchor echoed back ("10 being the worst"), not the rating
+        if best is None or top > (best.value_max if best.value_max is not None else best.value or 0):
+            best = q
+    if best is None:
+        return None
+    best_top = best.value_max if best.value_max is not None else best.value
+    return _Answered("rating", _fmt_value(best), "out of 10", None, best_top, ev(best))
+
+
+# ---------------------------------------------------------------- pass 5: claims
+
+
+@dataclass
+class _Built:
+    """One claim with its evidence and the group it came from."""
+
+    claim: Claim
+    evidence: list[str]
+    group: _Group
+
+
+def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue: _Dialogue) -> list[_Built]:
+    """Status, value/unit, time and laterality per group; ids c1.. in text order.
+
+    Attribute precedence: an answer to a question about this topic (rating, onset, distance)
+    beats a quantity found next to a mention; a mention's own sentence beats its answer's.
+    """
+    rows: list[tuple[int, Claim, list[str], _Group]] = []
+    for key, g in groups.items():
         status = _aggregate_status(g.mentions)
         if status is None:
             continue
+        if status == "present" and g.category == "symptom" and _only_past(ex, g):
+            status = "absent"  # "Any cough? No, not right now, but I did have a flu last week..."
         support = _supporting(g.mentions, status)
-        first_m, first_a = support[0]
+        first_m, _first_a = support[0]
         evidence: list[str] = []
         for m, a in support[:2]:
             for quote in ex.evidence(m, a):
                 if quote not in evidence:
                     evidence.append(quote)
-        value = unit = time = None
-        for m, a in support:
-            qs = ex.quantities_near(m, a, after_only=g.category in ("medication", "plan"))
-            for q in qs:
-                if q.kind in ("time", "frequency") and time is None:
-                    time = _fmt_qty(q)
-                elif q.kind in ("dose", "count", "measure") and value is None and q.value is not None:
-                    if q.unit_canonical is None and g.category not in ("medication", "plan", "social"):
-                        continue  # a bare number next to a symptom is rarely its value
-                    value = _fmt_value(q)
-                    unit = q.unit_canonical
-            if value is not None or time is not None:
-                break
+        value, unit, time = _near_attributes(ex, g, support)
+        if status == "present":
+            used: set[str] = set()  # the first answer of each kind wins (later ones are about episodes)
+            for ans in dialogue.answers.get(key, []):
+                if ans.kind in used:
+                    continue
+                if ans.kind == "onset" and ans.time:
+                    time = ans.time
+                elif ans.kind in ("rating", "distance") and ans.value and (
+                    ans.kind == "rating" or value is None or unit is None
+                ):
+                    value, unit = ans.value, ans.unit
+                else:
+                    continue
+                used.add(ans.kind)
+                for quote in ans.evidence:
+                    if quote not in evidence:
+                        evidence.append(quote)
         if g.category == "social" and status == "present":
-            norm = " ".join(c for m, a in support for c in ex.context_norms(m, a))
-            if any(f" {w} " in norm for w in _FORMER_CUES) and g.concept == "smoking":
-                g.extra["former"] = "1"
+            _social_extras(ex, g, support, value, unit, time)
+            if g.concept == "smoking" and "former" in g.extra:
                 value = value or "former"
-            if g.concept == "alcohol" and _has_any(norm, _HEAVY_DRINK):
-                g.extra["heavy"] = "1"
-            if g.concept == "alcohol" and unit in _DRINK_UNITS and value:
-                try:
-                    n = float(value.split("-")[-1])
-                except ValueError:
-                    n = 0.0
-                per_week = time is not None and "week" in time
-                if (per_week and n >= 14) or (not per_week and time is not None and n >= 4):
-                    g.extra["heavy"] = "1"
         laterality = None
         if g.category in ("symptom", "finding"):
             for m, _a in support:
@@ -637,166 +1143,341 @@ def extract_record(transcript: str) -> ClinicalRecord:
                     break
         claim = Claim(id="", category=g.category, concept=g.concept, status=status,  # type: ignore[arg-type]
                       value=value, unit=unit, time=time, laterality=laterality)  # type: ignore[arg-type]
-        claims.append((first_m.start, claim, evidence, g))
+        rows.append((first_m.start, claim, evidence, g))
+    rows.sort(key=lambda t: (t[0], t[1].category, t[1].concept))
+    return [
+        _Built(claim.model_copy(update={"id": f"c{n}"}), evidence, g)
+        for n, (_, claim, evidence, g) in enumerate(rows, start=1)
+    ]
 
-    claims.sort(key=lambda t: (t[0], t[1].category, t[1].concept))
-    record_claims: list[Claim] = []
-    field_evidence: dict[str, list[str]] = {}
-    present_by_concept: dict[str, tuple[Claim, list[str], _Group]] = {}
-    for n, (_, claim, evidence, g) in enumerate(claims, start=1):
-        claim = claim.model_copy(update={"id": f"c{n}"})
-        record_claims.append(claim)
-        field_evidence[claim.id] = evidence
-        if claim.status == "present":
-            present_by_concept.setdefault(claim.concept, (claim, evidence, g))
 
-    # ---- safety flags
-    # (text position, kind, name, detail, evidence, triage hint)
-    flag_rows: list[tuple[int, str, str, str | None, list[str], str | None]] = []
+def _near_attributes(
+    ex: _Extractor, g: _Group, support: list[tuple[Mention, Assertion]]
+) -> tuple[str | None, str | None, str | None]:
+    """(value, unit, time) from quantities next to the supporting mentions (or in their answer)."""
+    value = unit = time = None
+    for m, _a in support:
+        if m.start in ex.temp_at:
+            value, unit = _fmt_num(ex.temp_at[m.start]), "degrees"
+            break
+        if g.concept == "supplemental oxygen":
+            n = _OXYGEN_RE.match(m.surface)
+            if n and n.group("n"):
+                value, unit = _fmt_num(_num_word(n.group("n")) or 0), "litres"
+            break
+    for m, a in support:
+        if g.concept == "supplemental oxygen":
+            break
+        qs = ex.quantities_near(m, a, after_only=g.category in ("medication", "plan"))
+        for q in qs:
+            if q.kind in ("time", "frequency") and time is None:
+                time = _fmt_qty(q)
+            elif q.kind in ("dose", "count", "measure") and value is None and q.value is not None \
+                    and unit is None:
+                if q.unit_canonical is None and g.category not in ("medication", "plan", "social"):
+                    continue  # a bare number next to a symptom is rarely its value
+                if q.unit_canonical == "years of age":
+                    continue  # the patient's age, not the symptom's value
+                value = _fmt_value(q)
+                unit = q.unit_canonical
+        if value is not None or time is not None:
+            break
+    if time is None and g.category == "symptom":
+        time = _next_sentence_time(ex, support)
+    if value is None and g.concept in _QUALIFIERS:
+        value = _qualifier(ex, g.concept, support)
+    return value, unit, time
 
-    def flag(
-        kind: str, name: str, detail: str | None, ev: list[str], g: _Group, hint: str | None = None
-    ) -> None:
-        pos = _supporting(g.mentions, "present")[0][0].start if _supporting(g.mentions, "present") else 0
-        flag_rows.append((pos, kind, name, detail, ev, hint))
 
-    for claim, evidence, g in present_by_concept.values():
+def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """A descriptive value said next to the symptom or in its answer: sputum colour/consistency
+    ("yellow sputum", "it's creamy yellow"), cough type ("a dry cough")."""
+    words, reach = _QUALIFIERS[concept]
+    for m, a in support:
+        for norm in ex.context_norms(m, a, side=reach):
+            for w in norm.split():
+                if w in words:
+                    return w
+    return None
+
+def _next_sentence_time(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """A duration said right after a statement of the symptom ("he's had this cough... It's been
+    happening for the past two days"): the next sentence, when it is a statement that names no other
+    clinical concept and the symptom's own sentence had no quantity."""
+    for m, a in support:
+        if a.source != "statement":
+            continue
+        s = ex.sentence_of(ex.span(m)[0])
+        if ex.ctx.ends_q[s] or s + 1 >= len(ex.ctx.sent_start) or ex.ctx.ends_q[s + 1] or s + 1 in ex.mention_sents:
+            continue
+        lo, hi = ex.sentence_bounds(s + 1)
+        for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
+            if lo <= k < hi and q.kind == "time" and q.value is not None:
+                return _fmt_qty(q)
+        return None
+    return None
+
+
+def _social_extras(
+    ex: _Extractor, g: _Group, support: list[tuple[Mention, Assertion]], value: str | None, unit: str | None,
+    time: str | None,
+) -> None:
+    """Former smoker / heavy drinking markers on a present social claim (``g.extra``)."""
+    norm = " ".join(c for m, a in support for c in ex.context_norms(m, a))
+    if any(f" {w} " in norm for w in _FORMER_CUES) and g.concept == "smoking":
+        g.extra["former"] = "1"
+    if g.concept == "alcohol" and _has_any(norm, _HEAVY_DRINK):
+        g.extra["heavy"] = "1"
+    if g.concept == "alcohol" and unit in _DRINK_UNITS and value:
+        try:
+            n = float(value.split("-")[-1])
+        except ValueError:
+            n = 0.0
+        per_week = time is not None and "week" in time
+        if (per_week and n >= 14) or (not per_week and time is not None and n >= 4):
+            g.extra["heavy"] = "1"
+
+
+# ---------------------------------------------------------------- pass 6: patient context
+
+
+@dataclass
+class _Patient:
+    """Age and vital signs read from the dialogue (for triage and critical-vital flags)."""
+
+    age_years: float | None = None
+    age_evidence: list[str] = field(default_factory=list)
+    temperature: float | None = None     # highest reading, Celsius
+    temp_evidence: list[str] = field(default_factory=list)
+    # (name, value text, evidence): vital signs in a critical range
+    critical: list[tuple[str, str, list[str]]] = field(default_factory=list)
+
+
+def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
+    """Age ("2 1/2 months old", "I'm 50" in answer to "how old are you?"), the highest temperature
+    reading, and vital signs in a critical range (see :data:`_CRITICAL_VITALS`)."""
+    p = _Patient()
+    for mt in _AGE_RE.finditer(ex.text):
+        n = _num_word(mt.group("n"))
+        if n is None:
+            continue
+        if mt.group("half"):
+            n += 0.5
+        unit = mt.group("unit").lower()
+        p.age_years = n / 12 if unit.startswith("month") else n / 52 if unit.startswith("week") else n
+        p.age_evidence = [mt.group(0)]
+        break
+    if p.age_years is None:
+        for s in range(len(ex.ctx.sent_start)):
+            lo, hi = ex.sentence_bounds(s)
+            words = ex.words[lo:hi]
+            if not ex.ctx.ends_q[s] or not ("age" in words or _has_any(" " + " ".join(words) + " ", ("how old",))):
+                continue
+            for s2 in _answer_sentences(ex, s):
+                alo, ahi = ex.sentence_bounds(s2)
+                nums = [k for k in range(alo, min(ahi, alo + 8)) if ex.words[k].isdigit()]
+                if nums and 0 < int(ex.words[nums[0]]) < 111:
+                    p.age_years = float(ex.words[nums[0]])
+                    p.age_evidence = [ex.quote(nums[0], nums[0] + 1, alo, ahi)]
+                    break
+            if p.age_years is not None:
+                break
+    readings = [(v if v < 50 else (v - 32) * 5 / 9, start) for start, v in ex.temp_at.items()]
+    readings += [
+        (float(b.claim.value), ex.text.find(b.evidence[0]) if b.evidence else 0) for b in built
+        if b.claim.concept == "fever" and b.claim.unit == "degrees" and b.claim.value
+        and _is_number(b.claim.value) and 35 <= float(b.claim.value) <= 43
+    ]
+    if readings:
+        v, start = max(readings)
+        p.temperature = v
+        k = ex._tok_index(max(start, 0))
+        lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+        p.temp_evidence = [ex.quote(k, k + 1, lo, hi)]
+        if v >= 40.0:
+            p.critical.append(("hyperpyrexia", f"{_fmt_num(v)} degrees", p.temp_evidence))
+    for name, pattern, critical in _CRITICAL_VITALS:
+        for mt in pattern.finditer(ex.text):
+            vals = [float(x) for x in mt.groups() if x is not None]
+            if critical(vals):
+                p.critical.append((name, mt.group(0), [mt.group(0)]))
+                break
+    return p
+
+
+def _num_word(text: str) -> float | None:
+    text = text.lower()
+    if text.replace(".", "", 1).isdigit():
+        return float(text)
+    return float(_NUMBER_WORDS[text]) if text in _NUMBER_WORDS else None
+
+
+# ---------------------------------------------------------------- pass 7: flags
+
+
+def _pass_flags(
+    ex: _Extractor, built: list[_Built], reactions: dict[str, list[str]], patient: _Patient,
+    field_evidence: dict[str, list[str]],
+) -> list[tuple[SafetyFlag, list[str], str | None]]:
+    """Safety flags (f1.. in text order) with their evidence and triage hint; fills ``field_evidence``.
+
+    Red-flag symptoms present are ``red_flag`` (constitutional ones such as night sweats and weight
+    loss only when the presenting complaint is not acute, i.e. not within :data:`_ACUTE_ILLNESS_DAYS`
+    days, because an acute febrile illness explains them); a fever in an infant under 3 months is the
+    red flag "fever in infant"; critical vital signs are ``critical_vital``.
+    """
+    present: dict[str, _Built] = {}
+    for b in built:
+        if b.claim.status == "present":
+            present.setdefault(b.claim.concept, b)
+    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    acute_illness = chief is not None and (_hours(chief.claim.time) or 1e9) <= _ACUTE_ILLNESS_DAYS * 24
+    rows: list[tuple[int, str, str, str | None, list[str], str | None]] = []
+
+    def flag(kind: str, name: str, detail: str | None, ev: list[str], g: _Group, hint: str | None = None) -> None:
+        sup = _supporting(g.mentions, "present")
+        rows.append((sup[0][0].start if sup else 0, kind, name, detail, ev, hint))
+
+    for b in present.values():
+        claim, g = b.claim, b.group
         amount = f"{claim.value} {claim.unit or ''}".strip() if claim.value else None
         det_parts = [p for p in (amount, claim.time) if p]
         detail = "; ".join(det_parts) or None
-        if claim.category == "symptom" and g.red_flag:
-            if claim.concept in ("suicidal ideation", "self-harm"):
-                flag("self_harm_risk", claim.concept, detail, evidence, g, g.triage_hint)
-            else:
-                flag("red_flag", claim.concept, detail, evidence, g, g.triage_hint)
-        elif claim.category == "symptom" and claim.concept in ("suicidal ideation", "self-harm"):
-            flag("self_harm_risk", claim.concept, detail, evidence, g, g.triage_hint)
+        if claim.category == "symptom" and claim.concept in ("suicidal ideation", "self-harm"):
+            flag("self_harm_risk", claim.concept, detail, b.evidence, g, g.triage_hint)
+        elif claim.category == "symptom" and g.red_flag:
+            if claim.concept in _CONSTITUTIONAL and acute_illness:
+                continue
+            if claim.concept == "dysphagia" and present.keys() & _THROAT_PAIN:
+                continue  # painful swallowing with a sore throat (odynophagia), not obstructive dysphagia
+            flag("red_flag", claim.concept, detail, b.evidence, g, g.triage_hint)
         elif claim.category == "allergy":
             reaction = ", ".join(reactions.get(claim.concept, [])[:3]) or None
-            flag("allergy", claim.concept, reaction, evidence, g)
+            flag("allergy", claim.concept, reaction, b.evidence, g)
         elif claim.category == "medication":
             cls = high_risk_class(claim.concept)
             if cls is not None:
-                flag("high_risk_medication", claim.concept, "; ".join([cls, *det_parts]), evidence, g)
+                flag("high_risk_medication", claim.concept, "; ".join([cls, *det_parts]), b.evidence, g)
             else:
-                flag("current_medication", claim.concept, detail, evidence, g)
+                flag("current_medication", claim.concept, detail, b.evidence, g)
         elif claim.category == "social":
             if claim.concept == "smoking" and "former" not in g.extra:
-                flag("social_risk", "smoking", detail, evidence, g)
+                flag("social_risk", "smoking", detail, b.evidence, g)
             elif claim.concept == "alcohol" and "heavy" in g.extra:
-                flag("social_risk", "heavy alcohol use", detail, evidence, g)
+                flag("social_risk", "heavy alcohol use", detail, b.evidence, g)
             elif claim.concept == "recreational drug use":
-                flag("social_risk", "recreational drug use", detail, evidence, g)
-
-    for name, hint, ev, g in _composite_red_flags(ex, present_by_concept):
+                flag("social_risk", "recreational drug use", detail, b.evidence, g)
+    if "fever" in present and patient.age_years is not None and patient.age_years < 0.25:
+        fb = present["fever"]
+        flag("red_flag", "fever in infant", fb.claim.value and f"{fb.claim.value} {fb.claim.unit or ''}".strip(),
+             patient.age_evidence + fb.evidence[:1], fb.group, "emergency")
+    present_groups = {c: (b.claim, b.evidence, b.group) for c, b in present.items()}
+    for name, hint, ev, g in _composite_red_flags(ex, present_groups):
         flag("red_flag", name, None, ev, g, hint)
-
-    flag_rows.sort(key=lambda r: (r[0], r[1], r[2]))
-    flags: list[SafetyFlag] = []
+    for name, value, ev in patient.critical:
+        pos = ex.text.find(value)
+        rows.append((pos, "critical_vital", name, value, ev, "emergency"))
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    out: list[tuple[SafetyFlag, list[str], str | None]] = []
     seen: set[tuple[str, str]] = set()
-    triage_drivers: list[tuple[str, str, list[str]]] = []  # level, name, evidence
-    for row in flag_rows:
-        _, kind, name, detail, ev, flag_hint = row
+    for _pos, kind, name, detail, ev, flag_hint in rows:
         if (kind, name) in seen:
             continue
         seen.add((kind, name))
-        f = SafetyFlag(id=f"f{len(flags) + 1}", kind=kind, name=name, detail=detail)  # type: ignore[arg-type]
-        flags.append(f)
+        f = SafetyFlag(id=f"f{len(out) + 1}", kind=kind, name=name, detail=detail)  # type: ignore[arg-type]
+        out.append((f, ev, flag_hint))
         field_evidence[f.id] = ev
-        if kind in ("red_flag", "self_harm_risk"):
-            triage_drivers.append(("emergency" if flag_hint == "emergency" else "urgent", name, ev))
-
-    # ---- triage
-    chief = next((c for c in record_claims if c.category == "symptom" and c.status == "present"), None)
-    level = "routine"
-    driving: list[tuple[str, list[str]]] = []
-    if any(lv == "emergency" for lv, _, _ in triage_drivers):
-        level = "emergency"
-        driving = [(nm, ev) for lv, nm, ev in triage_drivers if lv == "emergency"]
-    elif triage_drivers:
-        level = "urgent"
-        driving = [(nm, ev) for _, nm, ev in triage_drivers]
-    else:
-        acute = [
-            c for c in record_claims
-            if c.category == "symptom" and c.status == "present" and _is_acute(c.time)
-        ]
-        severe = [
-            (c, ev) for c, ev, g in present_by_concept.values()
-            if c.category == "symptom" and _is_severe(ex, c, g)
-        ]
-        rated = [(v, ev) for v, ev in _severity_ratings(ex) if v >= 8]
-        if acute or severe or rated:
-            level = "urgent"
-            driving = [(f"{c.concept} ({c.time})", field_evidence[c.id]) for c in acute]
-            driving += [(f"severe {c.concept}", ev) for c, ev in severe]
-            driving += [(f"pain rated {_fmt_num(v)}/10", ev) for v, ev in rated[:1]]
-    if driving:
-        names = ", ".join(nm for nm, _ in driving[:4])
-        why = "present emergency red flag" if level == "emergency" else (
-            "present red flag" if triage_drivers else "acute onset or severe symptom")
-        rationale = f"{level}: {why}: {names}."
-        tri_ev: list[str] = []
-        for _, ev in driving:
-            for quote in ev[:1]:
-                if quote not in tri_ev:
-                    tri_ev.append(quote)
-    else:
-        rationale = "routine: no red flag, acute onset or severe symptom documented."
-        tri_ev = field_evidence.get(chief.id, [])[:1] if chief else []
-    if tri_ev:
-        field_evidence["triage"] = tri_ev
-
-    # Guarantee the exact-substring contract even if a helper above misbehaves.
-    field_evidence = {k: [q for q in v if q and q in transcript] for k, v in field_evidence.items()}
-    return ClinicalRecord(
-        chief_complaint=chief.concept if chief else None,
-        triage=Triage(level=level, rationale=rationale),  # type: ignore[arg-type]
-        claims=record_claims,
-        safety_flags=flags,
-        field_evidence=field_evidence,
-    )
-
-
-def _severity_ratings(ex: _Extractor) -> list[tuple[float, list[str]]]:
-    """Pain ratings of 0-10 ("I'd rate it an 8"; "On a scale of 1 to 10? ... about an 8").
-
-    A number right after a rating word in the same sentence, or the first number in the answer
-    to a question that asks for a rating. Returns (rating, evidence quotes).
-    """
-    out: list[tuple[float, list[str]]] = []
-    n_sent = len(ex.ctx.sent_start)
-    for s in range(n_sent):
-        lo, hi = ex.sentence_bounds(s)
-        words = ex.words[lo:hi]
-        rate_at = [x for x, w in enumerate(words) if w in _RATING_WORDS]
-        if not rate_at:
-            continue
-        if ex.ctx.ends_q[s] and s + 1 < n_sent:
-            alo, ahi = ex.sentence_bounds(s + 1)
-            nums = [k for k in range(alo, min(ahi, alo + 12)) if ex.words[k].isdigit()]
-            if nums:
-                k = nums[-1] if ex.words[nums[0]] == "10" and len(nums) > 1 else nums[0]
-                v = float(ex.words[k])
-                if 0 <= v <= 10:
-                    out.append((v, [ex.quote(lo, hi, lo, hi), ex.quote(k, k + 1, alo, ahi)]))
-            continue
-        for x in rate_at:
-            nums = [k for k in range(lo + x + 1, min(hi, lo + x + 6)) if ex.words[k].isdigit()]
-            if nums and 0 <= float(ex.words[nums[0]]) <= 10 and not ex.ctx.ends_q[s]:
-                out.append((float(ex.words[nums[0]]), [ex.quote(lo + x, nums[0] + 1, lo, hi)]))
-                break
     return out
 
 
+# ---------------------------------------------------------------- pass 8: triage
+
+
+def _pass_triage(
+    ex: _Extractor, built: list[_Built], flags: list[tuple[SafetyFlag, list[str], str | None]],
+    patient: _Patient, dialogue: _Dialogue,
+) -> tuple[Triage, list[str]]:
+    """The triage rule of the module docstring; returns the decision and the quotes that drove it."""
+    present = {b.claim.concept: b for b in built if b.claim.status == "present"}
+    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    chief_hours = _hours(chief.claim.time) if chief is not None else None
+    emergency: list[tuple[str, list[str]]] = []
+    urgent: list[tuple[str, list[str]]] = []
+    for f, ev, hint in flags:
+        if f.kind not in ("red_flag", "self_harm_risk", "critical_vital"):
+            continue
+        b = present.get(f.name)
+        # A red flag without its own onset is dated by the presenting complaint.
+        hours = _hours(b.claim.time) if b is not None else None
+        hours = hours if hours is not None else chief_hours
+        chronic = b is not None and (hours or 0) >= _CHRONIC_DAYS * 24
+        if hint == "emergency" and not chronic:
+            emergency.append((f.name, ev))
+        else:
+            urgent.append((f.name + (" (chronic)" if chronic and hint == "emergency" else ""), ev))
+    cp = present.get("chest pain")
+    if cp is not None:
+        hours = _hours(cp.claim.time)
+        if hours is not None and hours <= _ACUTE_CHEST_PAIN_HOURS:
+            emergency.append((f"acute chest pain ({cp.claim.time})", cp.evidence))
+        emergency += _chest_pain_modifiers(ex, cp)
+    oxygen = present.get("supplemental oxygen")
+    if oxygen is not None:
+        emergency.append(("on supplemental oxygen", oxygen.evidence))
+    rated = [(v, ev) for v, _key, ev in dialogue.ratings if v >= _SEVERE_RATING]
+    rated += [
+        (float(b.claim.value.split("-")[-1]), b.evidence) for b in present.values()
+        if b.claim.unit == "out of 10" and b.claim.value and _is_number(b.claim.value.split("-")[-1])
+        and float(b.claim.value.split("-")[-1]) >= _SEVERE_RATING
+    ]
+    if rated:
+        urgent.append((f"symptom rated {_fmt_num(max(v for v, _ in rated))}/10", rated[0][1]))
+    for b in present.values():
+        if b.claim.category == "symptom" and _is_severe(ex, b.claim, b.group):
+            urgent.append((f"severe {b.claim.concept}", b.evidence))
+    fever = present.get("fever")
+    if fever is not None:
+        age = patient.age_years
+        if patient.temperature is not None and patient.temperature >= 38.0:
+            urgent.append((f"temperature {_fmt_num(patient.temperature)}", patient.temp_evidence or fever.evidence))
+        elif age is not None and (age < 16 or age >= 65):
+            urgent.append((f"fever at age {_fmt_num(round(age, 1))}", fever.evidence))
+        elif "shortness of breath" in present:
+            urgent.append(("fever with shortness of breath", fever.evidence))
+    for concept in _HEART_FAILURE:
+        if concept in present:
+            urgent.append((concept, present[concept].evidence))
+    if patient.age_years is not None and patient.age_years >= 65:
+        for concept in ("shortness of breath", "chest pain"):
+            if concept in present:
+                urgent.append((f"{concept} at age {_fmt_num(patient.age_years)}", present[concept].evidence))
+    if emergency:
+        level, driving, why = "emergency", emergency, "emergency red flag, acute chest pain or critical vital"
+    elif urgent:
+        level, driving, why = "urgent", urgent, "red flag, severity, fever or age"
+    else:
+        ev = chief.evidence[:1] if chief else []
+        return Triage(level="routine", rationale="routine: no red flag, severe symptom, fever risk or "
+                      "critical vital documented."), ev
+    names = ", ".join(dict.fromkeys(nm for nm, _ in driving[:4]))
+    tri_ev: list[str] = []
+    for _, ev in driving:
+        for quote in ev[:1]:
+            if quote not in tri_ev:
+                tri_ev.append(quote)
+    return Triage(level=level, rationale=f"{level}: {why}: {names}."), tri_ev  # type: ignore[arg-type]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _is_severe(ex: _Extractor, claim: Claim, g: _Group) -> bool:
-    """Severity cue on a present symptom: >= 8 out of 10, or 'severe' / 'excruciating' / 'worst'."""
-    if claim.unit == "out of 10" and claim.value:
-        try:
-            if float(claim.value.split("-")[-1]) >= 8:
-                return True
-        except ValueError:
-            pass
+    """Severity words on a present symptom: 'severe' / 'excruciating' / 'worst' right next to it."""
     for m, _a in _supporting(g.mentions, "present"):
         i, j = ex.span(m)
         lo, hi = ex.sentence_bounds(ex.sentence_of(i))
@@ -807,20 +1488,23 @@ def _is_severe(ex: _Extractor, claim: Claim, g: _Group) -> bool:
     return False
 
 
-def _is_acute(time: str | None) -> bool:
+def _hours(time: str | None) -> float | None:
+    """Rough age of an onset/duration in hours ("30 minutes" 0.5, "last night" 12, "3 days" 72);
+    None when it is no duration (a frequency, "since Monday")."""
     if not time:
-        return False
-    if time in _ACUTE_ANCHORS or time.replace("since ", "") in _ACUTE_ANCHORS:
-        return True
-    parts = time.split()
+        return None
+    t = time.replace("since ", "")
+    if t in _ANCHOR_HOURS:
+        return _ANCHOR_HOURS[t]
+    parts = t.split()
     if len(parts) != 2:
-        return False
+        return None
     try:
         value = float(parts[0].split("-")[-1])
     except ValueError:
-        return False
-    unit = parts[1]
-    return unit in ("minutes", "hours", "seconds") or (unit == "days" and value <= 2)
+        return None
+    unit = parts[1].rstrip("s")
+    return value * _UNIT_HOURS[unit] if unit in _UNIT_HOURS else None
 
 
 #: How far after an allergen its reaction may be described ("Penicillin. What happens? I get hives.").
@@ -855,21 +1539,14 @@ def _reaction_regions(ex: _Extractor, allergens: list[Mention]) -> list[tuple[in
 def _composite_red_flags(
     ex: _Extractor, present: dict[str, tuple[Claim, list[str], _Group]]
 ) -> list[tuple[str, str, list[str], _Group]]:
-    """Red flags that need a modifier or a combination of present concepts."""
+    """Red flags that need a modifier or a combination of present concepts (chest-pain modifiers are
+    triage inputs, see :func:`_chest_pain_modifiers`, not flags of their own)."""
     out: list[tuple[str, str, list[str], _Group]] = []
 
     def sent_norms(g: _Group) -> list[str]:
         # A tight window: a modifier must be said about this mention, not somewhere in the turn.
         return [c for m, a in _supporting(g.mentions, "present") for c in ex.context_norms(m, a, side=8)]
 
-    if "chest pain" in present:
-        claim, ev, g = present["chest pain"]
-        norms = sent_norms(g)
-        if any(_has_any(nm, _REST_CUES) for nm in norms):
-            out.append(("chest pain at rest", "emergency", ev, g))
-        if any(any(f" {r} " in nm for r in _RADIATION) and any(f" {s} " in nm for s in _RADIATION_SITES)
-               for nm in norms):
-            out.append(("radiating chest pain", "emergency", ev, g))
     if "shortness of breath" in present and "shortness of breath at rest" not in present:
         claim, ev, g = present["shortness of breath"]
         if any(_has_any(nm, ("at rest", "while resting", "when resting", "even resting", "sitting still",
@@ -884,4 +1561,20 @@ def _composite_red_flags(
     if "fever" in present and "neck stiffness" in present:
         _, ev1, g = present["neck stiffness"]
         out.append(("fever with neck stiffness", "emergency", present["fever"][1][:1] + ev1[:1], g))
+    return out
+
+
+def _chest_pain_modifiers(ex: _Extractor, b: _Built) -> list[tuple[str, list[str]]]:
+    """Emergency features of a present chest pain, said about it in a statement (not only asked):
+    at rest, or radiating to the arm or jaw (acute coronary syndrome)."""
+    out: list[tuple[str, list[str]]] = []
+    norms = [
+        c for m, a in _supporting(b.group.mentions, "present") if a.source == "statement"
+        for c in ex.context_norms(m, a, side=8)
+    ]
+    if any(_has_any(nm, _REST_CUES) for nm in norms):
+        out.append(("chest pain at rest", b.evidence))
+    if any(any(f" {r} " in nm for r in _RADIATION) and any(f" {s} " in nm for s in _ACS_RADIATION)
+           for nm in norms):
+        out.append(("chest pain radiating to the arm or jaw", b.evidence))
     return out

@@ -4,19 +4,25 @@
 
 * ``python -m llama_cpp.server --model GGUF --model_alias NAME --host 127.0.0.1 --port N --n_ctx C --seed S``
   (CPU; llama-cpp-python[server]; default model = the bundled SmolLM2-135M-Instruct Q4_1 GGUF), or
-* ``vllm serve MODEL --host 127.0.0.1 --port N --seed S --max-model-len C`` (GPU),
+* ``vllm serve MODEL --host 127.0.0.1 --port N --seed S --max-model-len C --generation-config vllm
+  --structured-outputs-config {"backend": "xgrammar", "disable_any_whitespace": true} ...`` (GPU):
+  ``--generation-config vllm`` so the model's ``generation_config.json`` (e.g. Qwen2.5's
+  repetition_penalty 1.05) never changes φ; compact JSON so schema decoding cannot run away in whitespace,
 
 always bound to 127.0.0.1, with its stdout/stderr streamed to a log file in the
-run's log directory, waits until ``/v1/models`` answers (or fails with a
-:class:`StructureError` naming the log), and stops it on exit (SIGTERM, then
-SIGKILL after a grace period). ``external`` mode uses ``server.base_url`` and
-reads the API key from the environment variable named in ``server.api_key_env``.
+run's log directory (never /tmp), waits until ``/v1/models`` answers — printing
+progress on stderr meanwhile — or fails with a :class:`StructureError` naming
+the log, and stops it on exit (SIGTERM, then SIGKILL after a grace period).
+``external`` mode uses ``server.base_url`` and reads the API key from the
+environment variable named in ``server.api_key_env``. The run starts at most one
+server (:class:`stresstest.structure.engine.LLMEngine`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -29,6 +35,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 import httpx
 
@@ -40,6 +47,7 @@ log = logging.getLogger(__name__)
 
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _STOP_GRACE_S = 10.0
+PROGRESS_EVERY_S = 15.0  # a progress line on stderr this often while a managed server loads
 LLAMA_INSTALL_HINT = (
     "install it with: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'llama-cpp-python[server]'"
 )
@@ -170,19 +178,30 @@ def server_command(config: StructureConfig, port: int) -> list[str]:
         return cmd
     if importlib.util.find_spec("vllm") is None:
         raise StructureError(f"engine 'vllm' is not installed; {VLLM_INSTALL_HINT}")
-    exe = shutil.which("vllm")
+    # The vllm entry point of the interpreter's own environment first (a venv need not be on PATH), then PATH.
+    beside = Path(sys.executable).with_name("vllm")
+    exe = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("vllm")
     head = (
         [exe, "serve", model]
         if exe
-        else [
-            sys.executable,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            model,
-        ]
+        else [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model]
     )
-    return head + [
+    return head + vllm_serve_args(config, port)
+
+
+def vllm_serve_args(config: StructureConfig, port: int) -> list[str]:
+    """The options after ``vllm serve MODEL`` (checked against the pinned vLLM by ``make check-vllm``).
+
+    ``--generation-config vllm``: vLLM's neutral sampling defaults instead of the model's
+    ``generation_config.json``; every request sends the whole φ anyway. ``--structured-outputs-config``:
+    the grammar backend with ``disable_any_whitespace`` (compact JSON; the pinned vLLM reads it per engine,
+    not per request). ``--disable-log-requests``: prompts (transcripts) never reach the log.
+    ``server.gpu_memory_utilization`` must be resolved (the engine measures free memory) before this is
+    called; None here falls back to 0.85.
+    """
+    srv, d = config.server, config.decoding
+    model = resolve_model(config)
+    args = [
         "--host",
         srv.host,
         "--port",
@@ -192,10 +211,38 @@ def server_command(config: StructureConfig, port: int) -> list[str]:
         "--max-model-len",
         str(srv.n_ctx),
         "--gpu-memory-utilization",
-        str(srv.gpu_memory_utilization),
+        str(srv.gpu_memory_utilization if srv.gpu_memory_utilization is not None else 0.85),
         "--served-model-name",
         model,
+        "--generation-config",
+        "vllm",
+        "--structured-outputs-config",
+        json.dumps({"backend": srv.structured_outputs_backend, "disable_any_whitespace": True}),
+        "--disable-log-requests",
     ]
+    if srv.revision:
+        args += ["--revision", srv.revision]
+    return args
+
+
+def server_env(config: StructureConfig) -> dict[str, str]:
+    """Environment of a managed server: ours, plus ``VLLM_BATCH_INVARIANT=1`` when batch-invariant mode is on."""
+    env = dict(os.environ)
+    if config.server.engine == "vllm" and config.server.batch_invariant:
+        env["VLLM_BATCH_INVARIANT"] = "1"
+    return env
+
+
+def _last_log_line(path: Path, limit: int = 160) -> str:
+    """The last non-empty line (or tqdm segment) of a log file, shortened; '' when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 4096))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    parts = [p.strip() for p in tail.replace("\r", "\n").splitlines() if p.strip()]
+    return parts[-1][:limit] if parts else ""
 
 
 class ServerProcess:
@@ -227,17 +274,27 @@ class ServerProcess:
             return None
         return f"managed LLM server exited with code {code} (log: {self.log_path})"
 
-    def start(self) -> ServerProcess:
+    def start(self, progress: TextIO | None = None) -> ServerProcess:
         """Start the process and wait until ``/v1/models`` answers.
 
+        Args:
+            progress: where to print a progress line every ``PROGRESS_EVERY_S`` while loading (elapsed, timeout,
+                log path, the log's last line); None = silent.
+
         Raises:
-            StructureError: the process exited or did not become healthy within ``startup_timeout_s``;
+            StructureError: the process exited or did not become healthy within the start-up timeout;
                 the message names the log file.
         """
-        timeout = self.config.server.startup_timeout_s
-        log.info(
-            "starting %s server on %s (log: %s)", self.config.server.engine, self.base_url, self.log_path
-        )
+        timeout = self.config.server.resolved_startup_timeout_s()
+        engine = self.config.server.engine
+        log.info("starting %s server on %s (log: %s)", engine, self.base_url, self.log_path)
+        if progress is not None:
+            print(
+                f"starting {engine} server for {self.model} on {self.base_url} "
+                f"(timeout {timeout:g}s; log: {self.log_path})",
+                file=progress,
+                flush=True,
+            )
         with open(self.log_path, "ab") as fh:
             fh.write(f"$ {' '.join(self.cmd)}\n".encode())
             fh.flush()
@@ -248,23 +305,41 @@ class ServerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                env=server_env(self.config),
             )
-        deadline = time.monotonic() + timeout
+        t0 = time.monotonic()
+        deadline = t0 + timeout
+        next_note = t0 + PROGRESS_EVERY_S
         while time.monotonic() < deadline:
             dead = self.health()
             if dead:
                 raise StructureError(f"{dead}; it did not become ready: {' '.join(self.cmd[:6])} ...")
             try:
                 if httpx.get(f"{self.base_url}/v1/models", timeout=2.0).status_code == 200:
-                    log.info("server ready on %s (pid %s)", self.base_url, self.pid)
+                    ready = time.monotonic() - t0
+                    log.info("server ready on %s (pid %s) after %.1fs", self.base_url, self.pid, ready)
+                    if progress is not None:
+                        print(f"{engine} server ready after {ready:.1f}s", file=progress, flush=True)
                     return self
             except httpx.HTTPError:
                 pass  # not listening yet
+            now = time.monotonic()
+            if progress is not None and now >= next_note:
+                last = _last_log_line(self.log_path)
+                print(
+                    f"  {engine} server loading: {now - t0:.0f}s of {timeout:g}s"
+                    + (f" | {last}" if last else "")
+                    + f" (log: {self.log_path})",
+                    file=progress,
+                    flush=True,
+                )
+                next_note = now + PROGRESS_EVERY_S
             time.sleep(0.25)
         self.stop()
         raise StructureError(
             f"managed LLM server on {self.base_url} not healthy after {timeout:g}s "
-            f"(expected GET /v1/models = 200; log: {self.log_path})"
+            f"(expected GET /v1/models = 200; raise structure.server.startup_timeout_s for a slow first load; "
+            f"log: {self.log_path})"
         )
 
     def stop(self) -> None:
@@ -287,7 +362,13 @@ class ServerProcess:
 
     def endpoint(self) -> Endpoint:
         """The :class:`Endpoint` of this server, with its process as health probe."""
-        return Endpoint(base_url=self.base_url, model=self.model, api_key=None, health=self.health)
+        return Endpoint(
+            base_url=self.base_url,
+            model=self.model,
+            api_key=None,
+            health=self.health,
+            log_path=str(self.log_path),
+        )
 
     def __enter__(self) -> ServerProcess:
         return self.start()
@@ -310,23 +391,17 @@ def _external_url_key(config: StructureConfig) -> tuple[str, str | None]:
     return srv.base_url.rstrip("/"), key
 
 
+def external_endpoint(config: StructureConfig) -> Endpoint:
+    """The :class:`Endpoint` of an external server (``server.base_url``, key from ``server.api_key_env``)."""
+    base_url, key = _external_url_key(config)
+    return Endpoint(base_url=base_url, model=model_identity(config), api_key=key)
+
+
 @contextmanager
-def managed_server(config: StructureConfig, log_dir: str | Path | None = None) -> Iterator[str]:
+def managed_server(config: StructureConfig, log_dir: str | Path) -> Iterator[str]:
     """Start the configured managed server, yield its base URL, stop it on exit."""
     with ServerProcess(config, log_dir) as proc:
         yield proc.base_url
-
-
-@contextmanager
-def open_endpoint(config: StructureConfig, log_dir: str | Path | None = None) -> Iterator[Endpoint]:
-    """Yield an :class:`Endpoint` for backend 'openai': a managed server (started and stopped here) or
-    the external one."""
-    if config.server.mode == "external":
-        base_url, key = _external_url_key(config)
-        yield Endpoint(base_url=base_url, model=model_identity(config), api_key=key)
-        return
-    with ServerProcess(config, log_dir) as proc:
-        yield proc.endpoint()
 
 
 def serve(
@@ -344,7 +419,11 @@ def serve(
         The (stopped, when foreground) :class:`ServerProcess`.
     """
     cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
-    proc = ServerProcess(cfg, log_dir).start()
+    from stresstest.structure.engine import LLMEngine
+
+    root = Path(log_dir) if log_dir is not None else default_log_dir()
+    cfg = LLMEngine(cfg, cache_dir=root, log_dir=root, progress=False)._resolved_config()
+    proc = ServerProcess(cfg, root).start(progress=sys.stderr)
     print(f"serving {proc.model} at {proc.base_url}/v1 (pid {proc.pid}; log: {proc.log_path})", flush=True)
     if not foreground:
         return proc

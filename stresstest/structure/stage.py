@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +23,9 @@ from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema
 from stresstest.structure.config import StructureConfig
 from stresstest.structure.instructions import Prompt, load_prompt
 from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
+
+if TYPE_CHECKING:
+    from stresstest.structure.engine import LLMEngine
 
 STRUCTURE_PROMPT = "structure"
 
@@ -129,7 +133,12 @@ def llm_structure_calls(items: list[StructureItem], prompt: Prompt) -> list[LLMC
 
 
 def structure_many(
-    items: list[StructureItem], config: StructureConfig, *, cache_dir: str | Path, log_dir: str | Path
+    items: list[StructureItem],
+    config: StructureConfig,
+    *,
+    cache_dir: str | Path,
+    log_dir: str | Path,
+    engine: LLMEngine | None = None,
 ) -> list[RecordEnvelope]:
     """Structure every item with the configured backend.
 
@@ -138,6 +147,7 @@ def structure_many(
         config: the ``structure`` config.
         cache_dir: stage cache root (records cached by transcript, I, S, φ and model id).
         log_dir: where a managed server writes its log.
+        engine: the run's LLM engine (role ``structure``); None = a private one, stopped on return.
 
     Returns:
         One envelope per item, in input order; failures have ``failed=True``, ``error`` and ``raw_text``.
@@ -152,7 +162,7 @@ def structure_many(
         return _rules_many(items, cache_dir)
     prompt = structure_prompt(config)
     s_hash = schema_hash()
-    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir) as session:
+    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="structure") as session:
         results = session.run(
             llm_structure_calls(items, prompt),
             ClinicalRecord,

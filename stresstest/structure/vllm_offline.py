@@ -1,30 +1,35 @@
-"""Offline batch backend: ``vllm.LLM.generate`` with JSON-schema structured outputs (GPU).
+"""Offline batch backend: ``vllm.LLM.chat`` with JSON-schema structured outputs (GPU).
 
-Same instruction I (the chat messages, rendered with the model's own chat
-template), same schema S (enforced by vLLM's structured-output decoding) and
-same φ (temperature, top_p, seed, max_tokens) as the served path; all pending
-items go to the engine in one ``generate`` call so vLLM can batch them. The
-engine is built once per process per (model, seed, context, memory fraction).
+Same instruction I (the chat messages, through the model's own chat path:
+``LLM.chat`` renders the template and tokenizes it the way vLLM's server does,
+so no second BOS token is added as when rendered text is fed back to
+``generate``), same schema S (vLLM's structured-output decoding, compact JSON)
+and the same φ as the served path (:func:`sampling_kwargs` — every field,
+nothing left to the model's ``generation_config.json``: the engine is built
+with ``generation_config="vllm"``). All pending items go to the engine in one
+call so vLLM can batch them. The engine (one ``vllm.LLM``) belongs to the run's
+:class:`~stresstest.structure.engine.LLMEngine` and is built once.
 
 There are no retries here: with a local engine there is no transient transport
 fault to recover from, and at temperature 0 a retry would reproduce the same
 text. An invalid or truncated output is a failed result with the raw text.
 
-vLLM is imported lazily; without it the backend fails with an install hint.
-vLLM ≥ 0.10.2 names the option ``structured_outputs=StructuredOutputsParams(json=...)``;
-older releases (≥ 0.6) ``guided_decoding=GuidedDecodingParams(json=...)``. Both are supported.
+vLLM is imported lazily; without it the backend fails with an install hint. The
+API used is that of the pinned vLLM (0.33.0: ``StructuredOutputsParams``,
+``structured_outputs_config``); ``make check-vllm`` builds these objects against
+the real package.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from stresstest.errors import StructureError
-from stresstest.structure.client import CallResult, parse_output
+from stresstest.structure.client import CallResult, parse_output, truncation_reason
 from stresstest.structure.config import StructureConfig
 
 M = TypeVar("M", bound=BaseModel)
@@ -51,35 +56,52 @@ def _import_vllm() -> Any:
     return vllm
 
 
-@lru_cache(maxsize=2)
-def _engine(model: str, seed: int, max_model_len: int, gpu_memory_utilization: float) -> Any:
+def engine_kwargs(config: StructureConfig) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.LLM(...)`` (``server.gpu_memory_utilization`` resolved by the engine)."""
+    srv = config.server
+    kw: dict[str, Any] = {
+        "model": offline_model_id(config),
+        "seed": config.decoding.seed,
+        "max_model_len": srv.n_ctx,
+        "gpu_memory_utilization": srv.gpu_memory_utilization if srv.gpu_memory_utilization is not None else 0.85,
+        "generation_config": "vllm",
+        "structured_outputs_config": {"backend": srv.structured_outputs_backend, "disable_any_whitespace": True},
+    }
+    if srv.revision:
+        kw["revision"] = srv.revision
+    return kw
+
+
+def build_llm(config: StructureConfig) -> Any:
+    """Build the run's ``vllm.LLM`` (batch-invariant kernels when ``server.batch_invariant``)."""
+    if config.server.batch_invariant:
+        os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read by vLLM when the engine initialises
     vllm = _import_vllm()
-    return vllm.LLM(
-        model=model,
-        seed=seed,
-        max_model_len=max_model_len,
-        gpu_memory_utilization=gpu_memory_utilization,
-    )
+    return vllm.LLM(**engine_kwargs(config))
+
+
+def sampling_kwargs(config: StructureConfig) -> dict[str, Any]:
+    """φ as ``SamplingParams`` keywords: the same fields the served path sends (top_k 0 → -1 = off)."""
+    d = config.decoding
+    return {
+        "temperature": d.temperature,
+        "top_p": d.top_p,
+        "top_k": d.top_k if d.top_k > 0 else -1,
+        "min_p": d.min_p,
+        "repetition_penalty": d.repetition_penalty,
+        "presence_penalty": d.presence_penalty,
+        "frequency_penalty": d.frequency_penalty,
+        "seed": d.seed,
+        "max_tokens": d.max_tokens,
+    }
 
 
 def sampling_params(config: StructureConfig, schema: dict[str, Any]) -> Any:
     """``vllm.SamplingParams`` for φ with the JSON Schema as a structured-output constraint."""
     vllm = _import_vllm()
-    d = config.decoding
-    common: dict[str, Any] = {
-        "temperature": d.temperature,
-        "top_p": d.top_p,
-        "seed": d.seed,
-        "max_tokens": d.max_tokens,
-    }
-    try:
-        from vllm.sampling_params import StructuredOutputsParams
+    from vllm.sampling_params import StructuredOutputsParams
 
-        return vllm.SamplingParams(structured_outputs=StructuredOutputsParams(json=schema), **common)
-    except ImportError:
-        from vllm.sampling_params import GuidedDecodingParams
-
-        return vllm.SamplingParams(guided_decoding=GuidedDecodingParams(json=schema), **common)
+    return vllm.SamplingParams(structured_outputs=StructuredOutputsParams(json=schema), **sampling_kwargs(config))
 
 
 def generate_offline(
@@ -87,47 +109,42 @@ def generate_offline(
     model_cls: type[M],
     schema: dict[str, Any],
     config: StructureConfig,
+    *,
+    llm: Any,
 ) -> list[CallResult[M]]:
-    """Generate one constrained JSON object per conversation in a single batched call.
+    """Generate one constrained JSON object per conversation in a single batched ``LLM.chat`` call.
 
     Args:
         conversations: chat messages per item.
         model_cls: pydantic model each output must validate against.
         schema: the JSON Schema enforced during decoding.
-        config: structure config (``server.model``, ``server.n_ctx``, ``server.gpu_memory_utilization``, φ).
+        config: structure config (φ).
+        llm: the run engine's ``vllm.LLM``.
 
     Returns:
         Results in input order; invalid or truncated outputs are failed results with their raw text.
     """
     if not conversations:
         return []
-    srv = config.server
-    llm = _engine(offline_model_id(config), config.decoding.seed, srv.n_ctx, srv.gpu_memory_utilization)
-    tokenizer = llm.get_tokenizer()
-    prompts = [
-        tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
-    ]
     t0 = time.monotonic()
-    outputs = llm.generate(prompts, sampling_params(config, schema), use_tqdm=True)
-    per_item = (time.monotonic() - t0) / len(prompts)
+    outputs = llm.chat(conversations, sampling_params(config, schema), use_tqdm=True, add_generation_prompt=True)
+    per_item = (time.monotonic() - t0) / len(conversations)
+    d = config.decoding
     results: list[CallResult[M]] = []
     for out in outputs:
         comp = out.outputs[0]
         text: str = comp.text
+        usage = {
+            "prompt_tokens": len(out.prompt_token_ids) if getattr(out, "prompt_token_ids", None) else None,
+            "completion_tokens": len(comp.token_ids) if getattr(comp, "token_ids", None) else None,
+            "finish_reason": comp.finish_reason,
+        }
         if comp.finish_reason == "length":
-            results.append(
-                CallResult(
-                    None,
-                    text,
-                    f"truncated output (finish_reason=length at max_tokens={config.decoding.max_tokens}; "
-                    "vllm-offline)",
-                    1,
-                    per_item,
-                )
-            )
+            reason = truncation_reason(text, d.max_tokens, d.temperature, "vllm-offline")
+            results.append(CallResult(None, text, reason, 1, per_item, **usage))
             continue
         try:
-            results.append(CallResult(parse_output(text, model_cls), text, None, 1, per_item))
+            results.append(CallResult(parse_output(text, model_cls), text, None, 1, per_item, **usage))
         except ValueError as exc:
-            results.append(CallResult(None, text, f"{exc} (vllm-offline)", 1, per_item))
+            results.append(CallResult(None, text, f"{exc} (vllm-offline)", 1, per_item, **usage))
     return results

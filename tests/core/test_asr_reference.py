@@ -214,7 +214,7 @@ def test_pipeline_asr_worker_keeps_the_model_across_shards_until_the_stage_relea
         (out,) = worker.run([ASRItem("E1", cond, wav)])
         assert out.transcript is not None
         assert backends._load_faster_whisper.cache_info().currsize == 1  # not reloaded per shard
-    release_asr_models()  # what the runner does after map_pool
+    release_asr_models()  # what the runner does after the ASR stage (_release_asr)
     assert backends._load_faster_whisper.cache_info().currsize == 0
 
 

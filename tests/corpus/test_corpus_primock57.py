@@ -166,3 +166,55 @@ def test_primock57_bad_note_and_missing_channel(tmp_path: Path) -> None:
 def test_primock57_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(CorpusError, match="PriMock57 folder not found"):
         load_corpus("primock57", tmp_path / "absent")
+
+
+def _channel_wav(path: Path, bursts: list[tuple[float, float]], freq: float, amp: float, dur: float = 8.0) -> None:
+    import numpy as np
+    import soundfile as sf
+
+    sr = 16000
+    t = np.arange(int(dur * sr)) / sr
+    x = np.zeros_like(t)
+    for a, b in bursts:
+        m = (t >= a) & (t < b)
+        x[m] = amp * np.sin(2 * np.pi * freq * t[m])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(str(path), x.astype(np.float32), sr)
+
+
+def test_primock57_upstream_audio_layout_is_one_mixed_recording(tmp_path: Path) -> None:
+    """audio/<id>_doctor.wav + audio/<id>_patient.wav beside transcripts/: one recording, channels summed
+    at their recorded levels and peak-normalised; the TextGrid timings are the speech mask."""
+    import numpy as np
+
+    from stresstest.audio import read_wav_exact
+    from stresstest.speech import speech_for
+
+    root = _corpus(tmp_path / "primock57")
+    _channel_wav(root / "audio" / "day1_consultation01_doctor.wav", [(1.0, 2.0), (6.0, 7.5)], 220.0, 0.4)
+    _channel_wav(root / "audio" / "day1_consultation01_patient.wav", [(2.5, 4.0), (6.2, 7.0)], 330.0, 0.1,
+                 dur=7.5)
+    (e,) = load_corpus("primock57", root)
+    audio = root / "audio"
+    assert e.audio_channels == (str((audio / "day1_consultation01_doctor.wav").resolve()),
+                                str((audio / "day1_consultation01_patient.wav").resolve()))
+    assert e.audio_path == e.audio_channels[0]
+    sp = speech_for(e, tmp_path / "cache")
+    assert sp.segments_source == "corpus_timings"
+    assert sp.segments_s == ((1.0, 2.0), (2.5, 4.0), (6.0, 7.5))  # doctor and patient spans, merged
+    assert sp.duration_s == pytest.approx(8.0)  # the longer channel
+    x = read_wav_exact(sp.path)
+    # The patient channel stays 4x quieter than the doctor's (no per-channel normalisation).
+    doc = np.abs(x[int(1.2 * 16000) : int(1.8 * 16000)]).max()
+    pat = np.abs(x[int(2.7 * 16000) : int(3.8 * 16000)]).max()
+    assert doc / pat == pytest.approx(4.0, rel=0.02)
+    assert sp.recipe["channels_sha256"] and len(sp.recipe["channels"]) == 2  # type: ignore[arg-type]
+    # Without audio the same corpus has none.
+    assert load_corpus("primock57", _corpus(tmp_path / "bare"))[0].audio_channels == ()
+
+
+def test_primock57_one_channel_without_its_partner_is_an_error(tmp_path: Path) -> None:
+    root = _corpus(tmp_path / "primock57")
+    _channel_wav(root / "audio" / "day1_consultation01_doctor.wav", [(1.0, 2.0)], 220.0, 0.4)
+    with pytest.raises(CorpusError, match=r"partner channel .*day1_consultation01_patient\.wav"):
+        load_corpus("primock57", root)

@@ -1,5 +1,6 @@
-"""The gold set shipped in stresstest/gold/data: loads, is honest, covers what the demo needs,
-and every evidence quote is in the real transcript (when ../shared/corpora is present)."""
+"""The gold set shipped in stresstest/gold/data: loads, is honest, covers what the demo needs, keeps
+its test split apart, and every evidence quote is in the real transcript (OSCE: the transcripts shipped
+in data/osce, always; PriMock57: when ../shared/corpora is present)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import pytest
 from stresstest.gold.model import GoldRecord, default_gold_dir, gold_files, load_gold
 from stresstest.gold.workflow import check_gold, gold_transcript_text
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
+REPO = Path(__file__).resolve().parents[2]
+CORPORA = REPO.parent / "shared" / "corpora"
+SHIPPED = {"osce": REPO / "data" / "osce"}
 SPECIALTIES = ("RES", "CAR", "GAS", "MSK", "DER")
-DEMO_SCOPE = 16
+DEMO_SCOPE = 40
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +24,8 @@ def gold() -> dict[str, GoldRecord]:
 
 
 def _corpus_dir(kind: str) -> Path:
+    if kind in SHIPPED:
+        return SHIPPED[kind]
     path = CORPORA / kind
     if not path.is_dir():
         pytest.skip(f"real corpus not found at {path} (the shared corpora are not on this machine)")
@@ -46,20 +51,44 @@ def test_coverage(gold: dict[str, GoldRecord]) -> None:
     assert {r.triage.level for r in gold.values()} == {"routine", "urgent", "emergency"}
 
 
-def test_only_the_demo_encounters_are_scoped_and_to_16_turns(gold: dict[str, GoldRecord]) -> None:
+def _splits() -> dict[str, str]:
+    rows = (default_gold_dir() / "splits.tsv").read_text("utf-8").splitlines()
+    return {r.split("\t")[0]: r.split("\t")[1] for r in rows if r and not r.startswith(("#", "encounter_id"))}
+
+
+def _config_ids(name: str) -> tuple[list[str], int | None]:
+    from stresstest.config import load_config
+
+    cfg = load_config(REPO / "configs" / name)
+    return list(cfg.corpus.ids or []), cfg.corpus.max_turns
+
+
+def test_scoped_gold_uses_the_demo_scope(gold: dict[str, GoldRecord]) -> None:
     scoped = {e: r.scope_turns for e, r in gold.items() if r.scope_turns is not None}
-    assert set(scoped.values()) == {DEMO_SCOPE}
-    assert all(e[:3] in ("CAR", "RES") for e in scoped), scoped
+    assert set(scoped.values()) <= {16, DEMO_SCOPE}, scoped
+    assert all(e[:3] in ("CAR", "RES", "MSK", "GEN") for e in scoped), scoped
 
 
-def test_demo_encounters_have_scoped_gold(gold: dict[str, GoldRecord]) -> None:
-    tdir = _corpus_dir("osce") / "transcripts"
-    ids = sorted(p.stem for p in tdir.iterdir() if p.suffix == ".txt")
-    for prefix, n in (("CAR", 4), ("RES", 6)):
-        first = [i for i in ids if i.startswith(prefix)][:n]
-        for eid in first:
-            assert eid in gold, f"{eid} (one of the first {n} {prefix} encounters) has no gold"
-            assert gold[eid].scope_turns == DEMO_SCOPE, eid
+@pytest.mark.parametrize("config", ["demo.yaml", "demo-llm.yaml"])
+def test_demo_encounters_have_gold_and_shipped_transcripts(gold: dict[str, GoldRecord], config: str) -> None:
+    ids, max_turns = _config_ids(config)
+    if config == "demo.yaml":
+        assert len(ids) >= 8 and max_turns == DEMO_SCOPE
+    for eid in ids:
+        assert eid in gold, f"{config}: {eid} has no gold"
+        assert gold[eid].scope_turns == DEMO_SCOPE, eid
+        assert (SHIPPED["osce"] / "transcripts" / f"{eid}.txt").is_file(), eid
+        assert _splits().get(eid, "dev") == "dev", f"{eid}: the demo must not use test-split encounters"
+
+
+def test_test_split_is_ten_scoped_osce_encounters(gold: dict[str, GoldRecord]) -> None:
+    test = sorted(e for e, sp in _splits().items() if sp == "test")
+    assert len(test) >= 10
+    for eid in test:
+        assert eid in gold and gold[eid].corpus == "osce", eid
+        assert gold[eid].scope_turns == DEMO_SCOPE, eid
+        assert "TEST split" in (default_gold_dir() / f"{eid}.yaml").read_text("utf-8"), eid
+    assert set(_splits().values()) <= {"dev", "test"}
 
 
 @pytest.mark.parametrize("kind", ["osce", "primock57"])
@@ -78,19 +107,21 @@ def test_ids_are_real_and_every_quote_is_in_the_transcript(gold: dict[str, GoldR
     assert problems == []
 
 
-def test_every_gold_can_score_the_rules_record_of_its_own_transcript(gold: dict[str, GoldRecord]) -> None:
+@pytest.mark.parametrize("kind", ["osce", "primock57"])
+def test_every_gold_can_score_the_rules_record_of_its_own_transcript(
+    gold: dict[str, GoldRecord], kind: str
+) -> None:
     """End to end on real text: rules structurer -> item fields and judge, deterministic."""
     rules = pytest.importorskip("stresstest.structure.rules")
     from stresstest.corpus import load_corpus
     from stresstest.metrics.judge_rules import rule_judge
     from stresstest.metrics.safety import item_safety
 
-    for kind in ("osce", "primock57"):
-        recs = {e: r for e, r in gold.items() if r.corpus == kind}
-        for enc in load_corpus(kind, _corpus_dir(kind), ids=sorted(recs)):
-            g = recs[enc.encounter_id]
-            rec = rules.extract_record(gold_transcript_text(enc, g))
-            f = item_safety(rec, rec, g)
-            assert (f["triage_match"], f["under_triage_new"], f["scer_new"], f["err_new"]) == (1, 0, 0, 0)
-            j = rule_judge(rec, g)
-            assert j.score in (1, 2, 3, 4, 5) and j == rule_judge(rec, g)
+    recs = {e: r for e, r in gold.items() if r.corpus == kind}
+    for enc in load_corpus(kind, _corpus_dir(kind), ids=sorted(recs)):
+        g = recs[enc.encounter_id]
+        rec = rules.extract_record(gold_transcript_text(enc, g))
+        f = item_safety(rec, rec, g)
+        assert (f["triage_match"], f["under_triage_new"], f["scer_new"], f["err_new"]) == (1, 0, 0, 0)
+        j = rule_judge(rec, g)
+        assert j.score in (1, 2, 3, 4, 5) and j == rule_judge(rec, g)

@@ -82,3 +82,21 @@ def test_missing_recording_errors(tmp_path: Path) -> None:
         load_recording(_enc(None, timed=False), tmp_path)
     with pytest.raises(SpeechError, match="not found"):
         load_recording(_enc(tmp_path / "gone.wav", timed=False), tmp_path)
+
+
+def test_osce_mp3_recording_is_read_through_the_loader(tmp_path: Path) -> None:
+    """The OSCE layout with a real .mp3 beside the transcripts: attached by the loader, decoded, VAD mask."""
+    from stresstest.corpus import load_corpus
+
+    root = tmp_path / "osce"
+    (root / "transcripts").mkdir(parents=True)
+    (root / "transcripts" / "RES0001.txt").write_text("D: Any cough?\nP: Yes, for two days.\n")
+    (root / "audio").mkdir()
+    wav = _recording(tmp_path / "rec.wav")
+    x, sr = sf.read(str(wav))
+    sf.write(str(root / "audio" / "RES0001.mp3"), x.astype(np.float32), sr, format="MP3")
+    (enc,) = load_corpus("osce", root)
+    assert enc.audio_path == str((root / "audio" / "RES0001.mp3").resolve())
+    sp = speech_for(enc, tmp_path / "cache")
+    assert sp.segments_source == "vad" and sp.duration_s == pytest.approx(10.0, abs=0.1)
+    assert len(sp.segments_s) == len(BURSTS)

@@ -10,7 +10,8 @@ from stresstest.schema import ClinicalRecord
 from stresstest.structure import rules
 from stresstest.structure.rules import extract_record, rules_fingerprint
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
+# The OSCE transcripts these tests need ship with the project (data/osce, CC BY 4.0).
+OSCE_DIR = Path(__file__).resolve().parents[2] / "data" / "osce" / "transcripts"
 # Ten real interviews across the five OSCE specialties (plus one general case).
 OSCE_IDS = ["CAR0001", "CAR0002", "DER0001", "GAS0001", "GAS0002", "GEN0001", "MSK0001", "MSK0004",
             "RES0002", "RES0007"]
@@ -18,11 +19,9 @@ OSCE_IDS = ["CAR0001", "CAR0002", "DER0001", "GAS0001", "GAS0002", "GEN0001", "M
 
 @pytest.fixture(scope="module")
 def osce_texts() -> dict[str, str]:
-    if not (CORPORA / "osce").is_dir():
-        pytest.skip(f"OSCE corpus not found at {CORPORA / 'osce'} (real corpora live in ../shared/corpora)")
     from stresstest.corpus import load_corpus
 
-    encs = load_corpus("osce", CORPORA / "osce", ids=OSCE_IDS)
+    encs = load_corpus("osce", OSCE_DIR, ids=OSCE_IDS)
     assert [e.encounter_id for e in encs] == sorted(OSCE_IDS)
     return {e.encounter_id: e.reference_text() for e in encs}
 
@@ -121,7 +120,14 @@ def test_no_allergies_is_an_absent_allergy_claim_without_flag() -> None:
         ("I get this chest pain at rest and it goes to my left arm.", "emergency", "chest pain"),
         ("I've been coughing up blood since yesterday.", "emergency", "coughing up blood"),
         ("I've had chest pain on and off for a month.", "urgent", "chest pain"),
-        ("The tummy pain started this morning.", "urgent", "tummy pain"),
+        ("The chest pain started an hour ago, it feels like pressure.", "emergency", "chest pain"),
+        ("The tummy pain started this morning.", "routine", "tummy pain"),
+        ("My son is 6 weeks old and he has a fever.", "emergency", "6 weeks old"),
+        ("He is 3 years old. He's had a fever since yesterday.", "urgent", "fever"),
+        ("I've had a fever and I'm short of breath.", "urgent", "fever"),
+        ("I've been coughing up blood in streaks for about two months.", "urgent", "coughing up blood"),
+        ("He is on 2 litres of oxygen right now.", "emergency", "oxygen"),
+        ("I get short of breath and I have to sleep propped up on pillows.", "urgent", "propped up"),
         ("I've had an itchy rash on my arm for three weeks.", "routine", "rash"),
         ("There's blood in my stools and I feel dizzy when I stand.", "emergency", "blood in my stools"),
         ("I have had thoughts of ending my life.", "emergency", "thoughts of ending my life"),
@@ -230,7 +236,7 @@ def test_triage_severity_cues(text: str, level: str) -> None:
         ("We checked her temperature and it was pretty high.", "fever", "present"),
         ("Any blood that you notice in the sputum? No.", "hemoptysis", "absent"),
         ("There's been some blood when I go to the toilet, in my stool.", "rectal bleeding", "present"),
-        ("Does it hurt when he swallows food? Yeah.", "dysphagia", "present"),
+        ("Does it hurt when he swallows food? Yeah.", "painful swallowing", "present"),
         ("He's breathing too fast.", "tachypnea", "present"),
     ],
 )
@@ -266,3 +272,78 @@ def test_list_joiners_keep_blood_and_sputum_apart() -> None:
     rec = extract_record("You haven't brought up any blood or any sputum? No, no.")
     got = {c.concept: c.status for c in rec.claims}
     assert got == {"sputum": "absent"}  # a bare "blood" names nothing on its own
+
+
+# ---- dialogue reading (issue 14): answers decide, values and times reach the claim they are about
+
+
+def test_listed_question_answered_by_naming_one_item_asserts_only_that_item() -> None:
+    text = "Do you have any other symptoms like cough or chest pain? I have a cough sometimes, yeah."
+    rec = extract_record(text)
+    got = {c.concept: c.status for c in rec.claims}
+    assert got == {"cough": "present"}, got
+    assert not any(f.kind == "red_flag" for f in rec.safety_flags)
+    assert rec.triage.level == "routine"
+    _check_record(text, rec)
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("Does your neck hurt? No.", "absent"),
+        ("Does your neck hurt? Um. A little bit, yeah.", "present"),
+        ("Any neck pain, headaches or fevers? Any of those symptoms? No.", "absent"),
+        ("Have you had any neck pain when you turn your head? No, not at all.", "absent"),
+    ],
+)
+def test_yes_no_question_resolved_by_the_answer(text: str, status: str) -> None:
+    rec = extract_record(text)
+    got = {c.concept: c.status for c in rec.claims}
+    assert got.get("neck pain") == status, got
+    _check_record(text, rec)
+
+
+def test_open_questions_attach_onset_rating_and_distance_to_the_topic() -> None:
+    text = ("I've got this chest pain. When did it start? About two hours ago. On a scale of 1 to 10, "
+            "10 being the worst, how would you rate the pain? I'd say a seven. I also get breathless. "
+            "How far can you walk before you get short of breath? About 50 meters.")
+    rec = extract_record(text)
+    cp = next(c for c in rec.claims if c.concept == "chest pain")
+    assert (cp.value, cp.unit, cp.time) == ("7", "out of 10", "2 hours")
+    sob = next(c for c in rec.claims if c.concept == "shortness of breath")
+    assert (sob.value, sob.unit) == ("50", "meters")
+    assert rec.triage.level == "emergency"  # chest pain that began 2 hours ago
+    assert any("two hours ago" in q for q in rec.field_evidence[cp.id])
+    _check_record(text, rec)
+
+
+def test_question_about_something_else_does_not_take_the_topic() -> None:
+    text = "He's had a sore throat. OK. How long has he been going to daycare for? About six months."
+    rec = extract_record(text)
+    throat = next(c for c in rec.claims if c.concept == "sore throat")
+    assert throat.time is None
+
+
+def test_a_past_episode_denied_now_is_absent() -> None:
+    text = "Any cough or runny nose? No, well not right now, but I did have a flu last week. I had a cough."
+    rec = extract_record(text)
+    got = {c.concept: c.status for c in rec.claims}
+    assert got["cough"] == "absent", got
+
+
+def test_age_and_chronicity_weigh_in_triage() -> None:
+    infant = extract_record("My son is 2 1/2 months old. He has had a cough and a fever for two days.")
+    assert infant.triage.level == "emergency"
+    assert any(f.name == "fever in infant" for f in infant.safety_flags)
+    adult = extract_record("How old are you? 30. I've had a cough and I felt hot yesterday.")
+    assert adult.triage.level == "routine", adult.triage.rationale
+    old = extract_record("How old are you? 78. I've been feeling a bit short of breath.")
+    assert old.triage.level == "urgent", old.triage.rationale
+
+
+def test_critical_vital_sign_is_flagged() -> None:
+    rec = extract_record("Her oxygen saturation is 86% on room air and she has a cough.")
+    assert [(f.kind, f.name) for f in rec.critical_flags()] == [("critical_vital", "low oxygen saturation")]
+    assert rec.triage.level == "emergency"
+    ok = extract_record("Her oxygen saturation is 97% and she has a cough.")
+    assert not ok.critical_flags()

@@ -34,15 +34,28 @@ def test_valid_answer_is_parsed_and_request_carries_phi_and_schema(record: Clini
     body = srv.requests[0]
     assert body["temperature"] == 0.0 and body["seed"] == 1234 and body["top_p"] == 1.0
     assert body["max_tokens"] == 1536 and body["messages"] == MSGS and body["model"] == "stub-model"
+    # the whole φ, in llama-cpp-python's dialect (its own defaults: repeat_penalty 1.1, top_k 40, min_p 0.05)
+    assert body["repeat_penalty"] == 1.0 and body["top_k"] == 0 and body["min_p"] == 0.0
+    assert body["presence_penalty"] == 0.0 and body["frequency_penalty"] == 0.0
+    assert "repetition_penalty" not in body
     # llama.cpp dialect by default for engine llama.cpp
     assert body["response_format"] == {"type": "json_object", "schema": record_json_schema()}
+    # exactly what the manifest records as phi_sent
+    from stresstest.structure.client import phi_payload
+
+    phi = phi_payload(_cfg())
+    assert {k: body[k] for k in phi} == phi
+    assert set(body) == set(phi) | {"model", "messages", "stream", "response_format"}
+    assert res.finish_reason == "stop"
 
 
 def test_json_schema_dialect_for_vllm(record: ClinicalRecord) -> None:
     cfg = _cfg(server={"engine": "vllm", "model": "m"})
     with stub_server([Reply(record.model_dump_json())]) as srv:
         assert not _call(srv.base_url, cfg).failed
-    rf = srv.requests[0]["response_format"]
+    body = srv.requests[0]
+    assert body["repetition_penalty"] == 1.0 and body["top_k"] == -1 and "repeat_penalty" not in body
+    rf = body["response_format"]
     assert rf == {
         "type": "json_schema",
         "json_schema": {"name": "ClinicalRecord", "schema": record_json_schema()},
@@ -101,12 +114,28 @@ def test_always_slow_is_a_timeout_failure(record: ClinicalRecord) -> None:
     assert res.failed and "timeout after 0.3s" in res.error and res.attempts == 2
 
 
-def test_truncated_output_is_retried_then_recorded_with_the_partial_text(record: ClinicalRecord) -> None:
+def test_truncated_output_at_temperature_0_fails_at_once_with_the_partial_text(record: ClinicalRecord) -> None:
     partial = record.model_dump_json()[:40]
     with stub_server([Reply(partial, finish_reason="length")]) as srv:
         res = _call(srv.base_url, _cfg())
-    assert res.failed and "truncated output (finish_reason=length at max_tokens=1536)" in res.error
-    assert res.raw_text == partial and res.attempts == 3
+    assert res.failed and "truncated output (finish_reason=length at max_tokens=1536" in res.error
+    assert "not retried" in res.error and "whitespace runaway" not in res.error
+    assert res.raw_text == partial and res.attempts == 1 and len(srv.requests) == 1
+
+
+def test_truncated_output_above_temperature_0_is_retried(record: ClinicalRecord) -> None:
+    partial = record.model_dump_json()[:40]
+    with stub_server([Reply(partial, finish_reason="length"), Reply(record.model_dump_json())]) as srv:
+        res = _call(srv.base_url, _cfg(decoding={"temperature": 0.7}))
+    assert res.parsed == record and res.attempts == 2
+
+
+def test_whitespace_runaway_is_named_in_the_reason() -> None:
+    runaway = '{"chief_complaint": "cough",' + "\n" * 300
+    with stub_server([Reply(runaway, finish_reason="length")]) as srv:
+        res = _call(srv.base_url, _cfg())
+    assert res.failed and res.attempts == 1
+    assert "whitespace runaway: output ends in 300 whitespace characters" in res.error
 
 
 def test_schema_violation_is_a_failure_naming_the_field() -> None:

@@ -30,14 +30,13 @@ if importlib.util.find_spec("llama_cpp") is None:
         allow_module_level=True,
     )
 
-OSCE = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "osce"
+# Shipped with the project (data/osce, CC BY 4.0).
+OSCE = Path(__file__).resolve().parents[2] / "data" / "osce"
 
 
 def _osce_items(ids: list[str], max_turns: int, condition: str = "clean") -> list[StructureItem]:
     from stresstest.corpus.osce import load_osce
 
-    if not OSCE.is_dir():
-        pytest.skip(f"OSCE corpus not found at {OSCE}")
     encs = {e.encounter_id: e for e in load_osce(OSCE)}
     return [
         StructureItem(
@@ -87,7 +86,7 @@ def test_managed_server_structures_osce_deterministically(tmp_path: Path) -> Non
     assert [e.record for e in second] == [e.record for e in first]
     assert [e.raw_text for e in second] == [e.raw_text for e in first]
     assert all(not e.extra["cached"] for e in second)
-    assert list((tmp_path / "logs1").glob("llm-server-llama.cpp-*.log"))
+    assert len(list((tmp_path / "logs1").glob("llm-server-llama.cpp-*.log"))) == 1
 
 
 def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) -> None:
@@ -190,3 +189,113 @@ def test_serve_background_binds_loopback_and_stops(tmp_path: Path) -> None:
     finally:
         proc.stop()
     assert proc.health() is not None and "exited" in proc.health()
+
+
+# --- issue 12: one engine per run (1), φ pinned and recorded (3), robust structured output (4) ---------------
+
+
+def test_one_engine_serves_structure_guard_and_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stresstest.metrics.judge_llm import llm_judge_many
+    from stresstest.mitigation import mitigate_many
+    from stresstest.structure.engine import LLMEngine
+
+    items = _osce_items(["CAR0001"], max_turns=4)
+    cfg, cache, logs = _cfg(), tmp_path / "cache", tmp_path / "run" / "logs"
+    with LLMEngine(cfg, cache_dir=cache, log_dir=logs) as engine:
+        (env,) = structure_many(items, cfg, cache_dir=cache, log_dir=logs, engine=engine)
+        g_items = [it.model_copy(update={"condition": "clean_guard"}) for it in items]
+        (genv,) = mitigate_many(g_items, cfg, cache_dir=cache, log_dir=logs, engine=engine)
+        pid = engine._server.pid
+        judged = [(f"{e.encounter_id}/{e.condition}", e.record, e.record) for e in (env, genv) if e.record]
+        llm_judge_many(judged, cfg, cache_dir=cache, log_dir=logs, engine=engine)
+        assert engine._server.pid == pid  # the same process served every role
+        info = engine.info()
+    _check_outcome(env)
+    _check_outcome(genv)
+    assert info["starts"] == 1 and info["engine"] == "llama.cpp" and info["ready_s"] > 0
+    expected_roles = ["structure", "mitigation-draft"] + (["mitigation-guard"] if "stage" not in genv.extra
+                                                          or genv.extra["stage"] != "draft" else [])
+    assert info["roles"][: len(expected_roles)] == expected_roles
+    assert (info["roles"][-1] == "judge") == bool(judged)
+    assert info["model"].startswith("SmolLM2-135M-Instruct.Q4_1.gguf#") and info["revision"]
+    assert Path(info["log"]).parent == logs and Path(info["log"]).is_file()
+    assert len(list(logs.glob("llm-server-*.log"))) == 1  # exactly one server was started
+    err = capsys.readouterr().err
+    assert "starting llama.cpp server" in err and "server ready after" in err and str(logs) in err
+
+
+def test_phi_is_sent_whole_and_overrides_server_defaults(tmp_path: Path) -> None:
+    """llama-cpp-python's server defaults to repeat_penalty=1.1 (and top_k=40, min_p=0.05); the client sends
+    the whole φ, so the server's defaults never bend a record — and the field names are the ones it honours."""
+    import httpx
+
+    from stresstest.schema import record_json_schema
+    from stresstest.structure.client import ChatClient, phi_payload
+    from stresstest.structure.instructions import load_prompt
+
+    (item,) = _osce_items(["RES0002"], max_turns=4)
+    cfg = _cfg(decoding={"max_tokens": 96})
+    messages = load_prompt("structure", "v1").messages(transcript=item.transcript_text)
+    with ServerProcess(cfg, tmp_path / "logs") as proc, ChatClient(proc.endpoint(), cfg) as client:
+        body = client.request_body(messages, "ClinicalRecord", record_json_schema())
+        assert {k: body[k] for k in phi_payload(cfg)} == phi_payload(cfg)
+
+        def text(b: dict[str, object]) -> str:
+            r = httpx.post(f"{proc.base_url}/v1/chat/completions", json=b, timeout=600)
+            assert r.status_code == 200, r.text[:300]
+            return str(r.json()["choices"][0]["message"]["content"])
+
+        ours = text(body)
+        assert text(body) == ours  # temperature 0 + seed: reproducible
+        server_default = {k: v for k, v in body.items() if k not in ("repeat_penalty", "top_k", "min_p")}
+        penalised = {**body, "repeat_penalty": 1.1, "top_k": 40, "min_p": 0.05}
+        assert text(server_default) == text(penalised)  # what the server does when φ is left out
+        assert text(penalised) != ours  # ... which is not what the pinned φ produces
+
+
+def _whitespace_runs_outside_strings(text: str) -> int:
+    """Longest run of whitespace between JSON tokens (string contents excluded)."""
+    longest = run = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str, run = True, 0
+        elif ch.isspace():
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 0
+    return longest
+
+
+def test_truncation_at_temperature_0_fails_once_and_json_stays_compact(tmp_path: Path) -> None:
+    items = _osce_items(["CAR0001", "RES0002"], max_turns=4)
+    cfg = _cfg(decoding={"max_tokens": 16}, max_retries=3)
+    with ServerProcess(cfg, tmp_path / "logs") as proc:
+        ext = cfg.model_copy(
+            update={"server": cfg.server.model_copy(update={"mode": "external", "base_url": proc.base_url})}
+        )
+        t0 = time.monotonic()
+        envs = structure_many(items, ext, cache_dir=tmp_path / "c1", log_dir=tmp_path / "logs")
+        dt = time.monotonic() - t0
+        for env in envs:
+            assert env.failed and env.attempts == 1, env.error  # not retried
+            assert "finish_reason=length at max_tokens=16" in env.error and "not retried" in env.error
+            assert env.raw_text
+        assert dt < 4 * 60  # three retries of each would have been 4x the work
+        # A full-length answer: the grammar keeps JSON compact (no whitespace runaway possible).
+        full = _cfg(decoding={"max_tokens": 512})
+        full = full.model_copy(
+            update={"server": full.server.model_copy(update={"mode": "external", "base_url": proc.base_url})}
+        )
+        (ok,) = structure_many(items[:1], full, cache_dir=tmp_path / "c2", log_dir=tmp_path / "logs")
+    _check_outcome(ok)
+    assert ok.raw_text is not None and _whitespace_runs_outside_strings(ok.raw_text) <= 1, ok.raw_text[:200]

@@ -64,6 +64,11 @@ def test_envelopes_in_order_with_provenance(tmp_path: Path, record: ClinicalReco
             "seed": 1234,
             "max_tokens": 1536,
             "top_p": 1.0,
+            "top_k": 0,
+            "min_p": 0.0,
+            "repetition_penalty": 1.0,
+            "presence_penalty": 0.0,
+            "frequency_penalty": 0.0,
             "response_format": "json_object",
         }
     # the transcript goes to the model inside the versioned user template

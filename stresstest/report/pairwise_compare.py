@@ -1,0 +1,230 @@
+"""``stresstest compare RUN_A RUN_B --pairwise``: which run's structured records the judge prefers.
+
+For every (encounter, condition) that both runs completed, A's record (X) and B's record (Y) are
+compared by the pairwise judge on the PDSQI-9-derived dimensions, reading the encounter's human
+reference transcript (the same in both runs; a pair whose reference texts differ is not compared and
+is counted). Each pair is judged in both orders; a side wins a dimension only when both orders agree
+(:mod:`stresstest.metrics.note_quality`). Win = B preferred. Results per condition and pooled over all
+conditions, as win / tie / loss shares and the tie-adjusted preference score PS(B) with 95% CIs from a
+cluster bootstrap over encounters (all pairs of one encounter resampled together).
+
+The judge is the LLM of ``--config`` (default: RUN_B's ``config.resolved.yaml``), run through one
+LLM session with the shared cache; the same calibration checks as in a run decide whether the output
+is reported as a result or as a mechanics check only.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stresstest.cache import atomic_write_text, default_cache_dir
+from stresstest.errors import ReportError
+from stresstest.metrics.note_judges import PairTask, judge_pairs, quality_prompt
+from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summary
+from stresstest.metrics.statements import note_text, transcript_sentences
+from stresstest.report.rundir import RunData, load_run
+from stresstest.report.tables import write_table
+
+
+@dataclass
+class PairwiseCompareResult:
+    """What :func:`pairwise_compare` judged and wrote."""
+
+    pairs: list[dict[str, Any]]
+    summary: list[dict[str, Any]]
+    text: str
+    out_dir: Path
+    files: list[Path] = field(default_factory=list)
+    adequate: bool = False
+    adequacy: str = ""
+
+
+def _pair_tasks(a: RunData, b: RunData) -> tuple[list[PairTask], list[tuple[str, str]], list[str]]:
+    conds_b = {c.id for c in b.conditions}
+    tasks: list[PairTask] = []
+    keys: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    for c in a.conditions:
+        cond = c.id
+        if cond not in conds_b:
+            continue
+        b_rows = {str(it["encounter_id"]): it for it in b.ok_items(cond)}
+        for it_a in sorted(a.ok_items(cond), key=lambda it: str(it["encounter_id"])):
+            eid = str(it_a["encounter_id"])
+            it_b = b_rows.get(eid)
+            if it_b is None:
+                continue
+            rec_a, rec_b = a.record(it_a), b.record(it_b)
+            if rec_a is None or rec_b is None:
+                skipped.append(f"{eid}/{cond}: record missing in {'A' if rec_a is None else 'B'}")
+                continue
+            ref = str(it_a.get("reference_text") or "")
+            if ref != str(it_b.get("reference_text") or ""):
+                skipped.append(f"{eid}/{cond}: the runs' reference transcripts differ")
+                continue
+            tasks.append(PairTask(f"{eid}/{cond}", eid, tuple(transcript_sentences(ref)), note_text(rec_a),
+                                  note_text(rec_b)))
+            keys.append((eid, cond))
+    return tasks, keys, skipped
+
+
+def _judge_config(run_b: Path, config: Path | None) -> Any:
+    from stresstest.config import load_config
+
+    path = config if config is not None else run_b / "config.resolved.yaml"
+    if not path.is_file():
+        raise ReportError(f"compare --pairwise: {path} not found; pass --config CONFIG.yaml naming the judge LLM")
+    cfg = load_config(path)
+    if cfg.structure.backend == "rules":
+        raise ReportError(
+            f"compare --pairwise: {path} has structure.backend 'rules' (no LLM to judge with); pass --config "
+            "CONFIG.yaml whose structure backend is 'openai' or 'vllm-offline'"
+        )
+    return cfg
+
+
+def pairwise_compare(
+    run_a: Path,
+    run_b: Path,
+    out: Path | None = None,
+    *,
+    config: Path | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    session: Any = None,
+) -> PairwiseCompareResult:
+    """Judge B's records against A's (module docstring); writes pairwise.{md,html} and tables.
+
+    Args:
+        run_a: baseline run (X).
+        run_b: compared run (Y; win = B preferred).
+        out: output directory (default ``RUN_B/compare/vs_<A's name>``).
+        config: run config naming the judge LLM (default RUN_B's resolved config).
+        n_resamples: bootstrap resamples.
+        seed: bootstrap seed.
+        session: an open judge session to use instead of opening one from the config (tests).
+
+    Raises:
+        ReportError: a malformed run, no LLM to judge with, or no (encounter, condition) in common.
+    """
+    from stresstest.config import NoteQualityConfig
+    from stresstest.metrics.quality_stage import adequacy, calibrate, open_judge_session
+
+    a, b = load_run(run_a), load_run(run_b)
+    tasks, keys, skipped = _pair_tasks(a, b)
+    if not tasks:
+        raise ReportError(
+            f"compare --pairwise: runs {run_a} and {run_b} have no (encounter, condition) with a record in both"
+            + (f" ({len(skipped)} skipped: {skipped[0]})" if skipped else "")
+        )
+    out_dir = Path(out) if out is not None else Path(run_b) / "compare" / f"vs_{Path(run_a).resolve().name}"
+    nq = NoteQualityConfig(pairwise=["noisy_vs_clean"])
+    if session is None:
+        cfg = _judge_config(Path(run_b), config)
+        cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
+        with open_judge_session(cfg.structure, cache_dir=cache, log_dir=out_dir / "logs") as s:
+            cal = calibrate(s, nq)
+            results = judge_pairs(tasks, s)
+            model = s.model_id
+    else:
+        cal, results, model = calibrate(session, nq), judge_pairs(tasks, session), session.model_id
+    ok, why = adequacy(model, cal)
+    pairs: list[dict[str, Any]] = []
+    for (eid, cond), pr in zip(keys, results, strict=True):
+        row: dict[str, Any] = {"encounter_id": eid, "condition": cond, "identical": pr.identical,
+                               "consistent": pr.consistent, "error": pr.error}
+        for d in (*PAIRWISE_DIMENSIONS, "overall"):
+            row[d] = None if pr.outcomes is None else {"y": "B", "x": "A", "tie": "tie"}[pr.outcomes[d]]
+        row["_outcomes"] = pr.outcomes
+        pairs.append(row)
+    judged = [p for p in pairs if p["_outcomes"] is not None]
+    summary: list[dict[str, Any]] = []
+    conds = sorted({p["condition"] for p in judged}, key=[c.id for c in a.conditions].index)
+    for label, subset in [("all", judged)] + [(c, [p for p in judged if p["condition"] == c]) for c in conds]:
+        for r in pairwise_summary([{"encounter_id": p["encounter_id"], "outcomes": p["_outcomes"]} for p in subset],
+                                  n_resamples=n_resamples, seed=seed):
+            summary.append({"condition": label, **r})
+    for p in pairs:
+        del p["_outcomes"]
+    n_enc = len({p["encounter_id"] for p in pairs})
+    failed = [p for p in pairs if p["error"]]
+    prompt = quality_prompt("pairwise")
+    head = (f"Pairwise comparison (judge: {model}, {prompt.id} sha256 {prompt.sha256[:12]}): A = {a.run_id} (X), "
+            f"B = {b.run_id} (Y); win = B's record preferred. Compared {len(pairs)} (encounter, condition) pairs "
+            f"over {n_enc} encounters and {len(conds) if conds else 0} conditions ({', '.join(conds)}), each "
+            f"judged in both orders on the human reference transcript; {sum(p['identical'] for p in pairs)} "
+            f"identical pairs (tie without a call); {len(failed)} failed; {len(skipped)} skipped.")
+    verdict = ("Judge adequate: " + why + ".") if ok else (
+        "NOT INTERPRETABLE: " + why + "; the table shows only that the mechanics ran.")
+    text = "\n".join([head, verdict, "", _text_table([r for r in summary if r["condition"] == "all"])]
+                     + ([f"skipped: {s}" for s in skipped[:10]]))
+    files = write_table(out_dir / "tables" / "pairwise_pairs", pairs)
+    files += write_table(out_dir / "tables" / "pairwise_summary", summary)
+    md = _markdown(head, verdict, summary, skipped, cal)
+    files += [out_dir / "pairwise.md", out_dir / "pairwise.html"]
+    atomic_write_text(out_dir / "pairwise.md", md)
+    atomic_write_text(out_dir / "pairwise.html", _html(head, verdict, summary, skipped))
+    return PairwiseCompareResult(pairs, summary, text, out_dir, files, ok, why)
+
+
+def _fmt(v: Any) -> str:
+    return "–" if not isinstance(v, (int, float)) else f"{v:.1f}"
+
+
+def _ps(r: dict[str, Any]) -> str:
+    lo, hi = r.get("ps_lo"), r.get("ps_hi")
+    return _fmt(r.get("ps")) + (f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, float) and isinstance(hi, float) else "")
+
+
+def _text_table(rows: list[dict[str, Any]]) -> str:
+    head = ["Dimension", "n", "Win%", "Tie%", "Loss%", "PS(B) [95% CI]"]
+    body = [[r["dimension"], str(r["n"]), _fmt(r.get("win")), _fmt(r.get("tie")), _fmt(r.get("loss")), _ps(r)]
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head))]
+    lines.append("-" * len(lines[0]))
+    lines += ["  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
+    return "\n".join(lines)
+
+
+def _markdown(head: str, verdict: str, summary: list[dict[str, Any]], skipped: list[str],
+              cal: dict[str, Any]) -> str:
+    lines = ["# Pairwise comparison: B vs A", "", head, "", f"> **{verdict}**", "",
+             "| Condition | Dimension | n | Win % | Tie % | Loss % | PS(B) [95% CI] |",
+             "| :-- | :-- | --: | --: | --: | --: | --: |"]
+    lines += [f"| `{r['condition']}` | {r['dimension']} | {r['n']} | {_fmt(r.get('win'))} | {_fmt(r.get('tie'))} | "
+              f"{_fmt(r.get('loss'))} | {_ps(r)} |" for r in summary]
+    lines += ["", "## Judge calibration checks", ""]
+    lines += [f"- {'passed' if c.get('passed') else 'FAILED'}: {c.get('check')} (expected "
+              f"{', '.join(map(str, c.get('expected') or []))}, got {c.get('got')})" for c in cal.get("checks", [])]
+    if skipped:
+        lines += ["", f"## Skipped ({len(skipped)})", ""] + [f"- {s}" for s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def _html(head: str, verdict: str, summary: list[dict[str, Any]], skipped: list[str]) -> str:
+    from stresstest.report.render import CSS
+
+    e = html.escape
+    rows = "".join(
+        f"<tr><td><code>{e(str(r['condition']))}</code></td><td>{e(str(r['dimension']))}</td><td>{r['n']}</td>"
+        f"<td>{_fmt(r.get('win'))}</td><td>{_fmt(r.get('tie'))}</td><td>{_fmt(r.get('loss'))}</td>"
+        f"<td>{e(_ps(r))}</td></tr>" for r in summary
+    )
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Pairwise comparison</title>"
+            f"<style>{CSS}</style></head><body><h1>Pairwise comparison: B vs A</h1><p class='sub'>{e(head)}</p>"
+            f"<div class='warn'><b>{e(verdict)}</b></div><table class='main'><thead><tr><th>Condition</th>"
+            "<th>Dimension</th><th>n</th><th>Win %</th><th>Tie %</th><th>Loss %</th><th>PS(B) [95% CI]</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>"
+            + "".join(f"<p class='sub'>skipped: {e(s)}</p>" for s in skipped) + "</body></html>")
+
+
+def cli_pairwise(a: str | Path, b: str | Path, out: str | Path | None = None, *, config: str | Path | None = None,
+                 n_resamples: int = 1000, seed: int = 0) -> str:
+    """Run :func:`pairwise_compare` and return the text the CLI prints."""
+    res = pairwise_compare(Path(a), Path(b), Path(out) if out is not None else None,
+                           config=Path(config) if config is not None else None, n_resamples=n_resamples, seed=seed)
+    return f"{res.text}\n\npairwise: {res.out_dir / 'pairwise.html'}\n          {res.out_dir / 'pairwise.md'}"

@@ -1,0 +1,185 @@
+"""The run's single LLM engine: every role shares it, it starts once (lazily), and it describes itself for the
+manifest. Served through the scripted stub on 127.0.0.1 (external mode); the real llama.cpp server is in
+test_structure_llama_integration.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stresstest.errors import StructureError
+from stresstest.schema import ClinicalRecord
+from stresstest.structure.client import phi_payload
+from stresstest.structure.config import StructureConfig
+from stresstest.structure.engine import LLMEngine, default_gpu_memory_utilization
+from stresstest.structure.stage import StructureItem, structure_many
+from stresstest.structure.testing import Reply, stub_server
+
+
+def _cfg(base_url: str) -> StructureConfig:
+    return StructureConfig.model_validate(
+        {
+            "backend": "openai",
+            "server": {"mode": "external", "base_url": base_url, "model": "stub-model"},
+            "max_retries": 0,
+            "backoff_s": 0.0,
+        }
+    )
+
+
+def test_structure_guard_and_judge_share_one_engine(tmp_path: Path, record: ClinicalRecord) -> None:
+    from stresstest.metrics.judge_llm import llm_judge_many
+    from stresstest.mitigation import mitigate_many
+
+    items = [StructureItem(encounter_id="E1", condition="clean", transcript_text="Patient: chest pain.")]
+    judge = '{"rationale": "same", "score": 5}'
+    script = [Reply(record.model_dump_json()), Reply(record.model_dump_json()), Reply(record.model_dump_json()),
+              Reply(judge)]
+    with stub_server(script) as srv:
+        cfg = _cfg(srv.base_url)
+        with LLMEngine(cfg, cache_dir=tmp_path / "c", log_dir=tmp_path / "logs") as engine:
+            assert engine.started_at is None  # lazy: nothing started before a cache miss
+            (env,) = structure_many(items, cfg, cache_dir=tmp_path / "c", log_dir=tmp_path / "logs", engine=engine)
+            g_items = [it.model_copy(update={"condition": "clean_guard"}) for it in items]
+            mitigate_many(g_items, cfg, cache_dir=tmp_path / "c", log_dir=tmp_path / "logs", engine=engine)
+            (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path / "c",
+                                   log_dir=tmp_path / "logs", engine=engine)
+            assert jr.score == 5
+            client = engine.client()
+            info = engine.info()
+        assert client._http.is_closed  # closing the run's engine closes the shared client
+    assert info["starts"] == 1 and info["started_at"] is not None
+    assert info["roles"] == ["structure", "mitigation-draft", "mitigation-guard", "judge"]
+    assert info["engine"] == "external" and info["model"] == "stub-model" and info["ready_s"] is None
+    assert info["phi_sent"] == phi_payload(cfg)
+    assert len(srv.requests) == 4
+    for body in srv.requests:  # every role sent exactly the recorded φ
+        assert {k: body[k] for k in info["phi_sent"]} == info["phi_sent"]
+
+
+def test_fully_cached_rerun_starts_nothing(tmp_path: Path, record: ClinicalRecord) -> None:
+    items = [StructureItem(encounter_id="E1", condition="clean", transcript_text="t")]
+    with stub_server([Reply(record.model_dump_json())]) as srv:
+        cfg = _cfg(srv.base_url)
+        structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path)
+        with LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path) as engine:
+            (env,) = structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
+        assert env.extra["cached"] is True
+    info = engine.info()
+    assert info["started_at"] is None and info["starts"] == 0 and info["roles"] == ["structure"]
+
+
+def test_a_session_with_another_config_is_refused(tmp_path: Path) -> None:
+    from stresstest.structure.roles import LLMSession
+
+    cfg = _cfg("http://127.0.0.1:9")
+    engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
+    other = cfg.model_copy(update={"decoding": cfg.decoding.model_copy(update={"max_tokens": 64})})
+    with pytest.raises(StructureError, match="one engine per run"):
+        LLMSession(other, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
+    assert engine.session("judge-entailment").role == "judge-entailment"
+
+
+def test_closed_engine_does_not_restart(tmp_path: Path) -> None:
+    engine = LLMEngine(_cfg("http://127.0.0.1:9"), cache_dir=tmp_path, log_dir=tmp_path)
+    engine.close()
+    with pytest.raises(StructureError, match="already closed"):
+        engine.start()
+
+
+@pytest.mark.parametrize(
+    ("free", "total", "expected"),
+    [(140_000, 143_000, 0.9), (100_000, 140_000, 0.65), (20_000, 80_000, 0.23), (100, 80_000, 0.05)],
+)
+def test_gpu_memory_default_follows_free_memory(free: float, total: float, expected: float) -> None:
+    assert default_gpu_memory_utilization(free, total) == expected
+
+
+def test_vllm_gpu_memory_is_measured_at_start_unless_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("stresstest.structure.engine.measure_gpu_memory", lambda: (50_000.0, 100_000.0))
+    cfg = StructureConfig(backend="vllm-offline", server={"model": "m"})
+    eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
+    assert eng._resolved_config().server.gpu_memory_utilization == 0.46
+    assert eng.gpu_memory == {"gpu_memory_utilization": 0.46, "source": "measured", "free_mib": 50_000.0,
+                              "total_mib": 100_000.0}
+    fixed = StructureConfig(backend="vllm-offline", server={"model": "m", "gpu_memory_utilization": 0.5})
+    eng = LLMEngine(fixed, cache_dir=tmp_path, log_dir=tmp_path)
+    assert eng._resolved_config().server.gpu_memory_utilization == 0.5 and eng.gpu_memory["source"] == "config"
+    monkeypatch.setattr("stresstest.structure.engine.measure_gpu_memory", lambda: None)
+    eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
+    assert eng._resolved_config().server.gpu_memory_utilization == 0.85
+    assert eng.gpu_memory["source"].startswith("fallback")
+
+
+def test_startup_timeout_defaults_per_engine() -> None:
+    assert StructureConfig(server={"engine": "vllm", "model": "m"}).server.resolved_startup_timeout_s() >= 900
+    assert StructureConfig().server.resolved_startup_timeout_s() == 300
+    assert StructureConfig(server={"startup_timeout_s": 42}).server.resolved_startup_timeout_s() == 42
+
+
+def test_vllm_serve_args_pin_phi_and_compact_json() -> None:
+    import json
+
+    from stresstest.structure.server import server_env, vllm_serve_args
+
+    cfg = StructureConfig(
+        backend="openai",
+        server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "revision": "a09a3545", "n_ctx": 8192,
+                "gpu_memory_utilization": 0.8, "batch_invariant": True},
+    )
+    args = vllm_serve_args(cfg, 8000)
+    opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
+    assert opt["--host"] == "127.0.0.1" and opt["--generation-config"] == "vllm" and opt["--revision"] == "a09a3545"
+    assert opt["--gpu-memory-utilization"] == "0.8" and opt["--max-model-len"] == "8192" and opt["--seed"] == "1234"
+    assert json.loads(opt["--structured-outputs-config"]) == {"backend": "xgrammar", "disable_any_whitespace": True}
+    assert "--disable-log-requests" in args
+    assert server_env(cfg)["VLLM_BATCH_INVARIANT"] == "1"
+    plain = cfg.model_copy(update={"server": cfg.server.model_copy(update={"batch_invariant": False})})
+    assert "VLLM_BATCH_INVARIANT" not in server_env(plain) or server_env(plain)["VLLM_BATCH_INVARIANT"] != "1"
+
+
+def test_registered_run_engine_is_found_by_sessions_and_the_structure_worker(
+    tmp_path: Path, record: ClinicalRecord
+) -> None:
+    from stresstest.metrics.judge_llm import llm_judge_many
+    from stresstest.pipeline.executor import InProcessExecutor
+    from stresstest.pipeline.tasks import StructureTask, StructureWorker
+    from stresstest.structure.engine import find_run_engine
+
+    judge = '{"rationale": "same", "score": 4}'
+    with stub_server([Reply(record.model_dump_json()), Reply(judge)]) as srv:
+        cfg = _cfg(srv.base_url)
+        logs = tmp_path / "logs"
+        engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=logs, shared=True)
+        assert find_run_engine(cfg, logs) is engine and find_run_engine(cfg, tmp_path / "other") is None
+        (env,) = InProcessExecutor().map_pool(
+            "structure", StructureWorker, (cfg, tmp_path, logs), [StructureTask("E1", "clean", "t")]
+        )
+        (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path, log_dir=logs)
+        assert jr.score == 4
+        assert engine.info()["roles"] == ["structure", "judge"] and engine.starts == 1
+        engine.close()
+    assert find_run_engine(cfg, logs) is None
+
+
+def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: Path, record: ClinicalRecord) -> None:
+    from stresstest.pipeline.tasks import StructureTask, StructureWorker
+
+    with stub_server([Reply(record.model_dump_json())]) as srv:
+        cfg = _cfg(srv.base_url)
+        worker = StructureWorker((cfg, tmp_path, tmp_path / "logs"))
+        worker.run([StructureTask("E1", "clean", "a"), StructureTask("E1", "clean_guard", "a", guarded=True)])
+        own = worker._own_engine
+        assert own is not None and own.starts == 1
+        assert own.info()["roles"] == ["structure", "mitigation-draft", "mitigation-guard"]
+        worker.close()
+    assert own.closed and worker._own_engine is None
+
+
+def test_info_of_an_unreachable_external_server_records_why(tmp_path: Path) -> None:
+    cfg = StructureConfig.model_validate(
+        {"backend": "openai", "server": {"mode": "external", "base_url": "http://127.0.0.1:9"}, "timeout_s": 2}
+    )
+    info = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path).info()
+    assert info["model"] is None and "GET /v1/models failed" in info["model_error"]
