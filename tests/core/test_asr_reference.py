@@ -88,6 +88,7 @@ def test_cache_key_changes_with_device_precision_batch_and_versions(cache_dir):
     assert transcript_key("a" * 64, "m", opts, dict(fw)) == base
 
 
+@pytest.mark.integration
 def test_read_ct2_variables_dequantises_int8_written_by_ctranslate2(tmp_path):
     """Round trip through CTranslate2's own writer: float32 exact, float16 exact (fp16 source), int8 ≤ ½ step."""
     from stresstest.asr.convert import ct2_whisper_to_openai, openai_to_ct2
