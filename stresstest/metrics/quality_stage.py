@@ -167,7 +167,7 @@ def _pair_plan(items: Sequence[QualityItem], conditions: Sequence[Mapping[str, A
         if name == "clean":
             continue
         if c.get("mitigated"):
-            base = name.removesuffix("_guard")
+            base = str(c.get("base") or name.removesuffix("_guard"))
             if "guard_vs_unmitigated" not in comparisons:
                 continue
         else:
