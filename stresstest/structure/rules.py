@@ -43,7 +43,8 @@ Flags
     sweats, weight loss, fatigue - only when the presenting complaint is older
     than 14 days; dysphagia not with a sore throat; composites: shortness of
     breath at rest, GI bleeding with dizziness/fainting, fever with neck
-    stiffness; "fever in infant" under 3 months); critical vital sign ->
+    stiffness; "fever in infant" under 3 months; "respiratory distress" for fast
+    breathing on oxygen or in an infant); critical vital sign ->
     ``critical_vital``; allergy present -> ``allergy``; high-risk drug class ->
     ``high_risk_medication``; any other present medication ->
     ``current_medication``; suicidal ideation / self-harm -> ``self_harm_risk``;
@@ -1374,6 +1375,14 @@ def _pass_flags(
     present_groups = {c: (b.claim, b.evidence, b.group) for c, b in present.items()}
     for name, hint, ev, g in _composite_red_flags(ex, present_groups):
         flag("red_flag", name, None, ev, g, hint)
+    if "tachypnea" in present and ("supplemental oxygen" in present or (
+            patient.age_years is not None and patient.age_years < 1)):
+        # Fast breathing that needs oxygen, or in an infant, is respiratory distress.
+        tb = present["tachypnea"]
+        ev = tb.evidence[:1] + (present["supplemental oxygen"].evidence[:1] if "supplemental oxygen" in present
+                                else patient.age_evidence)
+        flag("red_flag", "respiratory distress", "fast breathing" + (
+            " on oxygen" if "supplemental oxygen" in present else " in an infant"), ev, tb.group, "emergency")
     for name, value, ev in patient.critical:
         pos = ex.text.find(value)
         rows.append((pos, "critical_vital", name, value, ev, "emergency"))
