@@ -15,8 +15,10 @@ Passes (:func:`extract_record` runs them in this order on one token stream)
        read past a filler-only sentence ("Um.") and a short follow-up question
        ("Any of those symptoms?"); a question whose only wh-word sits in a
        subordinate clause ("any pain when you breathe in?") is a yes/no
-       question; a question listing several concepts answered by naming some
-       of them ("cough or chest pain?" - "I have a cough") asserts only those;
+       question, and so is a list split off a question by ASR punctuation
+       ("...like sore throat? Running nose, chest pain, anything like that.");
+       a question listing several concepts answered by naming some of them
+       ("cough or chest pain?" - "I have a cough") asserts only those;
     3. groups: one per (category, concept) with every mention;
     4. dialogue: answers to open questions attach to the topic they are
        about: onset ("when did it start?" -> time), 0-10 rating (the highest
@@ -147,6 +149,8 @@ _BLOOD_PARTNERS = {
 _TEMP_REACH = 25
 _LIST_JOINERS = frozenset({"or", "and", "nor"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
+_LIST_ENDINGS = ("anything like that", "anything of that sort", "or anything", "any of those", "any of these",
+                 "et cetera", "etc", "things like that", "stuff like that", "or something like that")
 _WH_LEAD = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's", "whereabouts"})
 _OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "all", "right", "great", "good",
                            "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry"})
@@ -770,7 +774,7 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
         a = ex.ctx.assertion(m)
         if a.source == "unanswered":
             a = _answer_after_fillers(ex, m) or a
-        elif _subordinate_wh_question(ex, m, a):
+        elif _subordinate_wh_question(ex, m, a) or _question_continuation(ex, m, a):
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         out[m.start] = a
     by_sent: dict[int, list[Mention]] = {}
@@ -837,6 +841,20 @@ def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion 
         start, end = ex.tokens[a].start, ex.tokens[b - 1].end
         return Assertion(status, "answer", ex.text[start:end], start, end)  # type: ignore[arg-type]
     return None
+
+
+def _question_continuation(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """A list split off the question before it ("...any other symptoms like sore throat? Running nose,
+    chest pain, dizziness, anything like that."): a statement right after a question that ends like a
+    question's list. Its mentions are asked about, not asserted."""
+    if a.source != "statement" or a.cue_start is not None:
+        return False
+    s = ex.sentence_of(ex.span(m)[0])
+    if s == 0 or ex.ctx.ends_q[s] or not ex.ctx.ends_q[s - 1]:
+        return False
+    lo, hi = ex.sentence_bounds(s)
+    tail = " " + " ".join(ex.words[max(lo, hi - 4) : hi]) + " "
+    return _has_any(tail, _LIST_ENDINGS)
 
 
 def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
@@ -1033,8 +1051,18 @@ def _is_pain_concept(concept: str) -> bool:
     return any(w in concept for w in ("pain", "ache", "sore", "headache", "dysuria"))
 
 
+def _scale_definition(ex: _Extractor, s: int) -> bool:
+    """A sentence that only defines the rating scale ("Zero being the least amount of pain. 10 being the
+    worst."), often split off the question by ASR punctuation."""
+    lo, hi = ex.sentence_bounds(s)
+    words = ex.words[lo:hi]
+    return "being" in words and any(w in ("worst", "least", "best", "most", "no") for w in words)
+
+
 def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
-    sents = _answer_sentences(ex, s)
+    sents = _answer_sentences(ex, s, limit=4 if kind == "rating" else 2)
+    if kind == "rating":
+        sents = [s2 for s2 in sents if not _scale_definition(ex, s2)][:2]
     if not sents:
         return None
     qlo, qhi = ex.sentence_bounds(s)
@@ -1072,7 +1100,7 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         k = ex._tok_index(q.start)
         nxt = ex.words[k + 1 : k + 3]
         prev = ex.words[max(0, k - 2) : k]
-        if top == 10 and (nxt[:1] == ["being"] or prev == ["out", "of"] or "worst" in nxt):
+        if nxt[:1] == ["being"] or (top == 10 and (prev == ["out", "of"] or "worst" in nxt)):
             continue  # the scale's anchor echoed back ("10 being the worst"), not the rating
         if best is None or top > (best.value_max if best.value_max is not None else best.value or 0):
             best = q
