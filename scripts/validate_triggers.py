@@ -1,16 +1,22 @@
-"""Run the trigger detector over real ACI-BENCH ASR-vs-human transcript pairs.
+"""Validate the trigger detector against clinician-style impact labels of real ASR errors.
 
-Pairs (joined on the encounter id, both test splits):
+Default mode scores the in-repo development set ``data/trigger_devset/pairs.jsonl`` (491 real ACI-BENCH
+ASR/human utterance pairs labelled 0 none / 1 minimal / 2 significant by ``docs/trigger_labelling.md``,
+split dev/test by encounter). For each split it prints AUROC with bootstrap 95% CIs (pairs resampled,
+2000 replicates, seed 0) for two endpoints, "significant vs rest" and "any impact vs none", of three scores:
 
-* ``*_virtscribe_asr.csv`` (hypothesis) vs ``*_virtscribe_humantrans.csv`` (reference)
-* ``*_aci_asr.csv`` (hypothesis) vs ``*_aci_asrcorr.csv`` (reference)
+* **trigger risk**: the sum of the weights of ``stresstest triggers`` events (SPEC §6, §10);
+* **WER** of the pair (%);
+* **content-word errors**: reference content words the hypothesis deletes or substitutes (a crude baseline).
 
-Prints WER, event counts by type and, for reading, a seeded sample of events of
-each type with their quotes. Every encounter must go through without an error.
+``--encounters`` instead runs the detector over the whole ACI-BENCH encounter pairs in ``../shared`` (event
+counts by type and a sample of events to read; every encounter must go through). That data is not shipped:
+without it the mode says so and exits 0.
 
 Usage::
 
-    python scripts/validate_triggers.py [--data DIR] [--per-type 5] [--seed 0] [--json OUT.jsonl]
+    python scripts/validate_triggers.py [--pairs FILE] [--resamples 2000] [--misses]
+    python scripts/validate_triggers.py --encounters [--data DIR] [--per-type 5] [--json OUT.jsonl]
 
 ACI-BENCH (Yim et al., Scientific Data 10, 586, 2023) is CC BY 4.0.
 """
@@ -25,14 +31,107 @@ import sys
 import time
 from pathlib import Path
 
-from stresstest.metrics.negation import neg_err_flag
-from stresstest.metrics.triggers import TRIGGER_TYPES, TriggerEvent, detect_triggers, trigger_counts
-from stresstest.metrics.wer import asr_errors, wer_percent
+import numpy as np
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora" / "aci-bench" / "src_experiment_data"
+from stresstest.metrics.align import align
+from stresstest.metrics.bootstrap import bootstrap_statistic
+from stresstest.metrics.triggers import (
+    TRIGGER_TYPES,
+    TriggerEvent,
+    content_word_errors,
+    detect_in_pair,
+    trigger_counts,
+    trigger_risk,
 )
+from stresstest.metrics.wer import asr_errors, wer_percent
+from stresstest.report.predictive import auroc
+
+_ROOT = Path(__file__).resolve().parents[1]
+_REL = Path("shared") / "corpora" / "aci-bench" / "src_experiment_data"
+DEFAULT_DATA = next((p / _REL for p in (_ROOT.parent, _ROOT.parent.parent) if (p / _REL).is_dir()), _ROOT.parent / _REL)
+DEFAULT_PAIRS = _ROOT / "data" / "trigger_devset" / "pairs.jsonl"
 PAIRS = (("virtscribe_asr", "virtscribe_humantrans"), ("aci_asr", "aci_asrcorr"))
+SCORES = (("risk", "trigger risk"), ("content", "content-word errors"), ("wer", "WER"))
+ENDPOINTS = (("significant", "significant vs rest"), ("any", "any impact vs none"))
+
+
+def read_devset(path: Path) -> list[dict[str, object]]:
+    """The labelled pairs; a malformed line is a one-line error naming file and line."""
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                row = json.loads(line)
+                assert isinstance(row["reference"], str) and isinstance(row["hypothesis"], str)
+                assert row["label"] in (0, 1, 2) and row["split"] in ("dev", "test")
+            except (ValueError, KeyError, AssertionError, TypeError) as exc:
+                raise SystemExit(
+                    f"{path}:{n}: expected reference, hypothesis, label 0/1/2, split dev/test ({exc!r})"
+                ) from None
+            rows.append(row)
+    return rows
+
+
+def score_pairs(rows: list[dict[str, object]]) -> dict[str, np.ndarray]:
+    """Per-pair scores (trigger risk, trigger count, content-word errors, WER) and labels."""
+    out: dict[str, list[float]] = {"risk": [], "count": [], "content": [], "wer": [], "label": []}
+    for row in rows:
+        ref, hyp = str(row["reference"]), str(row["hypothesis"])
+        pair = align(ref, hyp)
+        events = detect_in_pair(pair)
+        out["risk"].append(trigger_risk(events))
+        out["count"].append(float(len(events)))
+        out["content"].append(float(content_word_errors(pair)))
+        out["wer"].append(wer_percent([asr_errors(ref, hyp)]))
+        out["label"].append(float(row["label"]))  # type: ignore[arg-type]
+    return {k: np.array(v, float) for k, v in out.items()}
+
+
+def auroc_table(scores: dict[str, np.ndarray], resamples: int, seed: int) -> dict[str, dict[str, tuple]]:
+    """{endpoint: {score: (auroc, (lo, hi) | None)}} with a pair bootstrap."""
+    table: dict[str, dict[str, tuple]] = {}
+    for ep, _ in ENDPOINTS:
+        y = (scores["label"] == 2) if ep == "significant" else (scores["label"] >= 1)
+        y = y.astype(float)
+
+        def stat(ix: np.ndarray, y: np.ndarray = y) -> dict[str, float]:
+            return {s: auroc(scores[s][ix], y[ix]) for s, _ in (*SCORES, ("count", ""))}
+
+        clusters = [np.array([k]) for k in range(len(y))]
+        point, cis = bootstrap_statistic(clusters, stat, resamples, seed=seed)
+        table[ep] = {s: (point[s], cis[s]) for s in point}
+    return table
+
+
+def _fmt(v: tuple) -> str:
+    a, ci = v
+    return f"{a:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{a:.3f}"
+
+
+def run_devset(args: argparse.Namespace) -> int:
+    if not args.pairs.is_file():
+        print(f"error: labelled pairs not found: expected {args.pairs}", file=sys.stderr)
+        return 2
+    rows = read_devset(args.pairs)
+    t0 = time.perf_counter()
+    for split in ("dev", "test"):
+        part = [r for r in rows if r["split"] == split]
+        sc = score_pairs(part)
+        n2, n1 = int((sc["label"] == 2).sum()), int((sc["label"] == 1).sum())
+        with_event = int((sc["count"] > 0).sum())
+        print(f"\n== {split}: {len(part)} pairs ({n2} significant, {n1} minimal); "
+              f"{with_event} pairs with ≥ 1 event ({int((sc['count'][sc['label'] == 2] > 0).sum())}/{n2} significant)")
+        table = auroc_table(sc, args.resamples, args.seed)
+        print(f"{'AUROC (95% CI)':<22}" + "".join(f"{lab:<28}" for _, lab in ENDPOINTS))
+        for s, lab in (*SCORES, ("count", "trigger count")):
+            print(f"{lab:<22}" + "".join(f"{_fmt(table[ep][s]):<28}" for ep, _ in ENDPOINTS))
+        if args.misses and split == "dev":
+            for r, risk in zip(part, sc["risk"], strict=True):
+                if (r["label"] == 2 and risk == 0) or (r["label"] == 0 and risk > 0):
+                    print(f"  {'MISS' if r['label'] == 2 else 'FP  '} {r['pair_id']} risk={risk:.1f}\n"
+                          f"      R: {r['reference']}\n      H: {r['hypothesis']}")
+    print(f"\n({time.perf_counter() - t0:.1f} s)")
+    return 0
 
 
 def _read(path: Path) -> dict[str, str]:
@@ -45,7 +144,7 @@ def _read(path: Path) -> dict[str, str]:
 
 
 def load_pairs(data: Path) -> list[tuple[str, str, str, str]]:
-    """(source, encounter id, reference, hypothesis) for every pair found under ``data``."""
+    """(source, encounter id, reference, hypothesis) for every encounter pair found under ``data``."""
     out = []
     for split in ("test1", "test2"):
         for hyp_name, ref_name in PAIRS:
@@ -55,35 +154,26 @@ def load_pairs(data: Path) -> list[tuple[str, str, str, str]]:
             hyp, ref = _read(hyp_path), _read(ref_path)
             missing = sorted(set(hyp) ^ set(ref))
             if missing:
-                print(f"warning: {split} {hyp_name}/{ref_name}: ids only on one side: {missing}",
-                      file=sys.stderr)
+                print(f"warning: {split} {hyp_name}/{ref_name}: ids only on one side: {missing}", file=sys.stderr)
             for eid in sorted(set(hyp) & set(ref)):
                 out.append((f"{split}_{hyp_name}", eid, ref[eid], hyp[eid]))
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="ACI-BENCH src_experiment_data folder")
-    ap.add_argument("--per-type", type=int, default=5, help="events sampled per type for reading")
-    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
-    ap.add_argument("--json", type=Path, default=None, help="write every event as JSON lines here")
-    args = ap.parse_args(argv)
+def run_encounters(args: argparse.Namespace) -> int:
     if not args.data.is_dir():
-        print(f"error: ACI-BENCH pairs not found: expected a folder at {args.data}", file=sys.stderr)
-        return 2
+        print(f"skipped: ACI-BENCH encounter pairs not found (expected a folder at {args.data})")
+        return 0
     pairs = load_pairs(args.data)
     if not pairs:
         print(f"error: no *_asr.csv / reference csv pairs in {args.data}", file=sys.stderr)
         return 2
-
     all_events: list[tuple[str, str, TriggerEvent]] = []
     by_source: dict[str, dict[str, int]] = {}
     errs = {}
-    neg_flags = {}
     t0 = time.perf_counter()
     for source, eid, ref, hyp in pairs:
-        events = detect_triggers(ref, hyp)
+        events = detect_in_pair(align(ref, hyp))
         for e in events:
             if ref[e.ref_start : e.ref_end] != e.ref_span or hyp[e.hyp_start : e.hyp_end] != e.hyp_span:
                 raise SystemExit(f"{source}/{eid}: event quote does not match its offsets: {e}")
@@ -92,38 +182,41 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in trigger_counts(events).items():
             counts[k] += v
         errs[(source, eid)] = asr_errors(ref, hyp)
-        neg_flags[(source, eid)] = neg_err_flag(ref, hyp)
-    elapsed = time.perf_counter() - t0
-
-    print(f"{len(pairs)} encounter pairs, {elapsed:.1f} s (detector + WER + NegErr)\n")
+    print(f"{len(pairs)} encounter pairs, {time.perf_counter() - t0:.1f} s\n")
     short = "  ".join(f"{t[:12]:>12}" for t in TRIGGER_TYPES)
-    print(f"{'source':<24}{'n':>4}{'WER%':>7}{'NegErr%':>9}  {short}")
+    print(f"{'source':<24}{'n':>4}{'WER%':>7}  {short}")
     for source, counts in by_source.items():
         keys = [k for k in errs if k[0] == source]
-        wer = wer_percent([errs[k] for k in keys])
-        neg = 100.0 * sum(neg_flags[k] for k in keys) / len(keys)
         cells = "  ".join(f"{counts[t]:>12}" for t in TRIGGER_TYPES)
-        print(f"{source:<24}{len(keys):>4}{wer:>7.2f}{neg:>9.1f}  {cells}")
-    total = trigger_counts(e for _, _, e in all_events)
-    cells = "  ".join(f"{total[t]:>12}" for t in TRIGGER_TYPES)
-    print(f"{'total':<24}{len(pairs):>4}{'':>7}{'':>9}  {cells}")
-
+        print(f"{source:<24}{len(keys):>4}{wer_percent([errs[k] for k in keys]):>7.2f}  {cells}")
     rng = random.Random(args.seed)
     for t in TRIGGER_TYPES:
         of_type = [x for x in all_events if x[2].type == t]
         sample = rng.sample(of_type, min(args.per_type, len(of_type)))
         print(f"\n=== {t}: {len(of_type)} events, {len(sample)} sampled ===")
         for n, (source, eid, e) in enumerate(sample, 1):
-            print(f"[{n}] {source}/{eid}  concept={e.concept}")
-            print(f"    ref: {e.ref_span!r}")
-            print(f"    hyp: {e.hyp_span!r}")
-            print(f"    why: {e.explanation}")
+            print(f"[{n}] {source}/{eid}  concept={e.concept} weight={e.weight}")
+            print(f"    ref: {e.ref_span!r}\n    hyp: {e.hyp_span!r}\n    why: {e.explanation}")
     if args.json is not None:
         with args.json.open("w", encoding="utf-8") as fh:
             for source, eid, e in all_events:
                 fh.write(json.dumps({"source": source, "encounter_id": eid, **e.model_dump()}) + "\n")
         print(f"\nwrote {len(all_events)} events to {args.json}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--pairs", type=Path, default=DEFAULT_PAIRS, help="labelled pairs (JSON lines)")
+    ap.add_argument("--resamples", type=int, default=2000, help="bootstrap replicates")
+    ap.add_argument("--seed", type=int, default=0, help="bootstrap / sampling seed")
+    ap.add_argument("--misses", action="store_true", help="print dev-split misses and false positives")
+    ap.add_argument("--encounters", action="store_true", help="whole ACI-BENCH encounters from ../shared instead")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="ACI-BENCH src_experiment_data folder")
+    ap.add_argument("--per-type", type=int, default=5, help="events sampled per type for reading")
+    ap.add_argument("--json", type=Path, default=None, help="write every event as JSON lines here")
+    args = ap.parse_args(argv)
+    return run_encounters(args) if args.encounters else run_devset(args)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,8 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
     noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
     segments = energy_vad(speech)
+    if not segments:
+        raise MixError(f"{a.speech}: no speech found (the file is silent or too quiet to measure an SNR)")
     mask = active_mask(n, segments)
     existed = out.exists()
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".speech.wav", dir=out.parent)

@@ -205,8 +205,7 @@ def tokenize(text: str) -> TokenizedText:
         )
 
     out: list[Token] = []
-    ops = Levenshtein.opcodes(global_tokens, piece_tokens)
-    blocks = _merge_non_equal([(op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end) for op in ops])
+    blocks = _merge_non_equal(_opcodes(global_tokens, piece_tokens))
     for tag, g0, g1, p0, p1 in blocks:
         if tag == "equal" or (g1 - g0) == (p1 - p0):
             for k in range(g1 - g0):
@@ -223,6 +222,59 @@ def tokenize(text: str) -> TokenizedText:
         for k in range(g0, g1):
             out.append(Token(global_tokens[k], *span))
     return TokenizedText(text, tuple(out))
+
+
+# Above this many tokens (both sides together) sequences are aligned window by window (see _opcodes).
+_LONG = 20000
+_WINDOW = 3000
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Levenshtein opcodes ``(tag, a0, a1, b0, b1)`` of two token lists, linear-ish in their length.
+
+    Up to ``_LONG`` tokens this is rapidfuzz's exact alignment (the one jiwer computes), so everything the
+    pipeline scores is unchanged. A longer pair (a 200k-word transcript) would take minutes that way
+    (bit-parallel but quadratic), so it is aligned in windows: the next ``_WINDOW`` tokens of ``a`` against
+    the next 1.5 x ``_WINDOW`` of ``b``; the opcodes up to the last equal block that ends in the window's
+    first half are kept and the next window starts there. Within a window the alignment is optimal; across
+    windows it follows the anchors, which on real transcripts is what the optimal path does too.
+    """
+    if len(a) + len(b) <= _LONG:
+        return [(o.tag, o.src_start, o.src_end, o.dest_start, o.dest_end) for o in Levenshtein.opcodes(a, b)]
+    out: list[tuple[str, int, int, int, int]] = []
+    i = j = 0
+    while i < len(a) or j < len(b):
+        wa, wb = a[i : i + _WINDOW], b[j : j + _WINDOW + _WINDOW // 2]
+        last = i + len(wa) >= len(a) and j + len(wb) >= len(b)
+        ops = [(o.tag, o.src_start + i, o.src_end + i, o.dest_start + j, o.dest_end + j)
+               for o in Levenshtein.opcodes(wa, wb)]
+        cut = len(ops)
+        if not last:
+            half = i + max(1, len(wa) // 2)
+            eq = [k for k, o in enumerate(ops) if o[0] == "equal" and o[2] <= half and o[2] > i]
+            if eq:
+                cut = eq[-1] + 1
+        kept = ops[:cut]
+        out += kept
+        if not kept:
+            break
+        i, j = kept[-1][2], kept[-1][4]
+    if i < len(a) or j < len(b):  # pragma: no cover - defensive: the loop consumes both sides
+        out.append(("replace", i, len(a), j, len(b)))
+    return _coalesce(out)
+
+
+def _coalesce(ops: list[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int, int, int]]:
+    """Adjacent opcodes of one tag joined (window seams split an equal run in two)."""
+    out: list[tuple[str, int, int, int, int]] = []
+    for o in ops:
+        if o[1] == o[2] and o[3] == o[4]:
+            continue
+        if out and out[-1][0] == o[0] and out[-1][2] == o[1] and out[-1][4] == o[3] and o[0] == "equal":
+            out[-1] = (o[0], out[-1][1], o[2], out[-1][3], o[4])
+        else:
+            out.append(o)
+    return out
 
 
 def _merge_non_equal(
@@ -394,8 +446,8 @@ def align(reference: str, hypothesis: str) -> AlignedPair:
 def align_tokens(ref: TokenizedText, hyp: TokenizedText) -> AlignedPair:
     """Align two already tokenised texts (lets callers reuse a tokenisation)."""
     ops: list[AlignOp] = []
-    for o in Levenshtein.opcodes(ref.words, hyp.words):
-        if o.src_start == o.src_end and o.dest_start == o.dest_end:
+    for tag, a0, a1, b0, b1 in _opcodes(ref.words, hyp.words):
+        if a0 == a1 and b0 == b1:
             continue
-        ops.append(AlignOp(_RAPIDFUZZ_TAG[o.tag], o.src_start, o.src_end, o.dest_start, o.dest_end))
+        ops.append(AlignOp(_RAPIDFUZZ_TAG[tag], a0, a1, b0, b1))
     return AlignedPair(ref, hyp, tuple(ops))

@@ -56,6 +56,7 @@ position and type.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -68,10 +69,20 @@ from stresstest.clinical.lexicon import Mention, match_tokens
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token as ClinicalToken
 from stresstest.clinical.text import tokenize as clinical_tokenize
+from stresstest.clinical.vocab import category_weight, match_terms, number_words, set_phrases, unit_words, zipf
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 from stresstest.metrics.negation import entity_mentions, mismatches_from_mentions
 
-__all__ = ["TRIGGER_TYPES", "TriggerEvent", "TriggerType", "detect_triggers", "trigger_counts"]
+__all__ = [
+    "TRIGGER_TYPES",
+    "TriggerEvent",
+    "TriggerType",
+    "content_word_errors",
+    "detect_in_pair",
+    "detect_triggers",
+    "trigger_counts",
+    "trigger_risk",
+]
 
 TriggerType = Literal[
     "negation_flip",
@@ -79,14 +90,16 @@ TriggerType = Literal[
     "temporal_distortion",
     "nonspeech_pollution",
     "entity_substitution",
+    "clinical_omission",
 ]
-#: The five trigger types, in the order reports list them.
+#: The six trigger types, in the order reports list them.
 TRIGGER_TYPES: tuple[TriggerType, ...] = (
     "negation_flip",
     "number_unit_conflict",
     "temporal_distortion",
     "nonspeech_pollution",
     "entity_substitution",
+    "clinical_omission",
 )
 
 
@@ -115,10 +128,28 @@ class TriggerEvent(BaseModel):
     hyp_start: int
     hyp_end: int
     concept: str | None = None
+    weight: float = 1.0
+
+
+def trigger_risk(events: Iterable[TriggerEvent]) -> float:
+    """A pair's trigger risk: the sum of its events' weights (SPEC §6, §10); 0 without events."""
+    return round(sum(e.weight for e in events), 6)
+
+
+def content_word_errors(pair: AlignedPair) -> int:
+    """Reference content words the hypothesis deletes or substitutes (the crude validation baseline).
+
+    Content words are those outside the function-word and filler lists, not numbers, longer than one letter.
+    """
+    n = 0
+    for o in pair.ops:
+        if o.op in ("sub", "del"):
+            n += sum(1 for w in pair.ref.words[o.ref_start : o.ref_end] if _is_content(w))
+    return n
 
 
 def trigger_counts(events: Iterable[TriggerEvent]) -> dict[str, int]:
-    """Number of events per type, with all five types present (zeros included)."""
+    """Number of events per type, with all six types present (zeros included)."""
     counts: dict[str, int] = dict.fromkeys(TRIGGER_TYPES, 0)
     for e in events:
         counts[e.type] += 1
@@ -283,13 +314,13 @@ class _Ann:
     item: Mention | Quantity
 
 
-def _place(tt: TokenizedText, items: Iterable[Mention | Quantity]) -> list[_Ann]:
+def _place(tt: TokenizedText, items: Iterable[Mention | Quantity]) -> _Anns:
     out = []
     for it in items:
         i, j = tt.tokens_in(it.start, it.end)
         if i < j:
             out.append(_Ann(i, j, it.start, it.end, it))
-    return out
+    return _Anns(out)
 
 
 def _union(a: Sequence[_Ann], b: Sequence[_Ann]) -> list[_Ann]:
@@ -297,20 +328,37 @@ def _union(a: Sequence[_Ann], b: Sequence[_Ann]) -> list[_Ann]:
     return sorted(set(a) | set(b), key=lambda x: (x.i, x.j, x.start, x.end))
 
 
+class _Anns(list[_Ann]):
+    """Annotations sorted by first token, with a bisect index: overlap queries cost O(log n + hits)."""
+
+    def __init__(self, items: Iterable[_Ann] = ()) -> None:
+        super().__init__(sorted(items, key=lambda a: (a.i, a.j, a.start, a.end)))
+        self.starts = [a.i for a in self]
+        self.longest = max((a.j - a.i for a in self), default=0)
+
+    def overlapping(self, i: int, j: int) -> list[_Ann]:
+        lo = bisect_left(self.starts, i - self.longest)
+        hi = bisect_left(self.starts, j)
+        return [a for a in self[lo:hi] if a.j > i]
+
+
 def _overlapping(anns: Sequence[_Ann], i: int, j: int) -> list[_Ann]:
     if i == j:
         return []
+    if isinstance(anns, _Anns):
+        return anns.overlapping(i, j)
     return [a for a in anns if a.i < j and a.j > i]
 
 
 @dataclass
 class _Side:
     tt: TokenizedText
-    mentions: list[_Ann]
-    _quantities: list[_Ann] | None = None
+    mentions: _Anns
+    terms: _Anns = field(default_factory=_Anns)
+    _quantities: _Anns | None = None
 
     @property
-    def quantities(self) -> list[_Ann]:
+    def quantities(self) -> _Anns:
         # Found on first use: most regions hold no number or time word and never need them.
         if self._quantities is None:
             self._quantities = _place(self.tt, find_quantities(self.tt.original))
@@ -352,11 +400,13 @@ def _event(
     concept: str | None,
     ref_extra: Iterable[_Ann] = (),
     hyp_extra: Iterable[_Ann] = (),
+    weight: float | None = None,
 ) -> TriggerEvent:
     rs, re_ = _side_span(pair.ref, g.r0, g.r1, ref_extra)
     hs, he = _side_span(pair.hyp, g.h0, g.h1, hyp_extra)
     return TriggerEvent(
         type=kind,
+        weight=category_weight(kind) if weight is None else weight,
         ref_span=pair.ref.original[rs:re_],
         hyp_span=pair.hyp.original[hs:he],
         explanation=explanation,
@@ -389,13 +439,14 @@ def _number(word: str) -> str | None:
     return str(int(c)) if c.isdigit() else c
 
 
-def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str]:
+def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool = False) -> list[str]:
     """Numbers of tokens [i, j); digits written as one ("1:46", "9/17", "4/28/07") are joined.
 
     The normaliser splits "1:46" into "1 46"; joining tokens separated in the
     original only by ``: / , .`` (or by dashes, two or more in one word, as in
     "8-23-97") makes it equal "146". A spoken "o"/"oh", which
-    the normaliser reads as 0, is a filler here. ``roman`` reads ii-ix as numbers.
+    the normaliser reads as 0, is a filler here. ``roman`` reads ii-ix as numbers; ``ranks`` leaves out
+    ordinals outside dates (see :func:`_ordinal`).
     """
     out: list[str] = []
     prev: tuple[int, int] | None = None  # span of the previous number token
@@ -403,7 +454,7 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str
         tok = tt.tokens[k]
         surface = tt.original[tok.start : tok.end]
         word = _ROMAN.get(tt.words[k], tt.words[k]) if roman else tt.words[k]
-        n = None if surface.lower() in ("o", "oh") else _number(word)
+        n = None if surface.lower() in ("o", "oh") or (ranks and _ordinal(tt.words, k)) else _number(word)
         if n is None:
             prev = None
             continue
@@ -423,6 +474,78 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False) -> list[str
             out.append(n)
         prev = (tok.start, tok.end)
     return out
+
+
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+
+
+def _ordinal(words: Sequence[str], k: int) -> bool:
+    """An ordinal ("first", "2nd") is a rank, not a quantity ("the first time"), except in a date ("may 17th")."""
+    if not re.fullmatch(r"\d+(st|nd|rd|th)", words[k]):
+        return False
+    return not any(w in _MONTHS for w in words[max(0, k - 2) : k + 3])
+
+
+_FRACTION = re.compile(r"^(\d+)/(\d+)$")
+_SPOKEN_FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25, "third": 1 / 3, "thirds": 1 / 3}
+
+
+def _spoken_values(tt: TokenizedText, i: int, j: int) -> list[float] | None:
+    """Values of the numbers in the ORIGINAL text of tokens [i, j), fractions folded into the number before.
+
+    "2 1/2", "2.5", "two and a half" and "two and one half" all read [2.5]; "a half" and "1/2" read [0.5];
+    ordinals are left out ("the first time" holds no quantity). The normaliser's own reading of such
+    phrases is not usable here ("one and a half" -> "one.5", "2 1/2" -> "2 one 2").
+    """
+    if j <= i:
+        return None
+    s, e = tt.char_span(i, j)
+    words = re.findall(r"\d+(?:[./]\d+)?|[a-z]+", tt.original[s:e].lower())
+    if not any("/" in w or "." in w or w in _SPOKEN_FRACTIONS for w in words):
+        return None  # nothing fractional: the token comparison stands
+    vals: list[float] = []
+    k = 0
+    while k < len(words):
+        w = words[k]
+        frac = _FRACTION.match(w)
+        v: float | None
+        if frac and float(frac.group(2)) > 0 and int(frac.group(2)) <= 8:
+            v = float(frac.group(1)) / float(frac.group(2))
+            if vals and k > 0 and _is_number_word(words[k - 1]):
+                vals[-1] += v
+                k += 1
+                continue
+        elif w in _SPOKEN_FRACTIONS:
+            v = _SPOKEN_FRACTIONS[w]
+            # "two and a half", "two and one half", "1 and a half": added to the number before "and".
+            back = [x for x in words[max(0, k - 3) : k] if x not in ("a", "an", "one")]
+            if vals and back and back[-1] == "and":
+                vals[-1] += v
+                k += 1
+                continue
+            if k > 0 and words[k - 1] in ("one",) and vals and vals[-1] == 1.0:
+                vals[-1] = v  # "one half"
+                k += 1
+                continue
+        else:
+            v = _word_value(w)
+        if v is not None:
+            vals.append(v)
+        k += 1
+    return [round(x, 4) for x in vals]
+
+
+def _is_number_word(w: str) -> bool:
+    return _word_value(w) is not None
+
+
+def _word_value(w: str) -> float | None:
+    if re.fullmatch(r"\d+(?:\.\d+)?", w):
+        return float(w)
+    v = number_words().get(w)
+    return None if v is None or w in number_words("multiplier") else v
 
 
 _ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
@@ -469,6 +592,12 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     ref_digits, hyp_digits = _numbers(pair.ref, r0, r1), _numbers(pair.hyp, h0, h1)
     if ref_digits != hyp_digits and _numbers(pair.ref, r0, r1, True) == _numbers(pair.hyp, h0, h1, True):
         ref_digits = hyp_digits  # "grade iv to v" / "grade 4-5"
+    if ref_digits != hyp_digits and _numbers(pair.ref, r0, r1, ranks=True) == _numbers(pair.hyp, h0, h1, ranks=True):
+        ref_digits = hyp_digits  # an ordinal is a rank: "for the first week" / "for the week"
+    if ref_digits != hyp_digits and (rv := _spoken_values(pair.ref, r0, r1)) is not None and (
+        rv == _spoken_values(pair.hyp, h0, h1)
+    ):
+        ref_digits = hyp_digits  # "2 1/2" / "two and a half", "1.5" / "one and a half"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
     ref_time = _time_words(pair.ref.words, g.r0, g.r1)
@@ -490,7 +619,9 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         if "time" in kinds and "frequency" not in kinds:
             why = f"time expression changed: {what}"
             return [_event("temporal_distortion", pair, g, why, concept, rq, hq)]
-        return [_event("number_unit_conflict", pair, g, f"quantity changed: {what}", concept, rq, hq)]
+        dose = "dose" in kinds or _near_medication(ref, r0, r1) or _near_medication(hyp, h0, h1)
+        weight = category_weight("dose_conflict" if dose else "number_unit_conflict")
+        return [_event("number_unit_conflict", pair, g, f"quantity changed: {what}", concept, rq, hq, weight)]
     if ref_time != hyp_time and not (rq or hq):
         concept = next(iter(ref_time or hyp_time))
         return [_event("temporal_distortion", pair, g, f"time expression changed: {what}", concept)]
@@ -513,9 +644,18 @@ def _time_words(words: list[str], i: int, j: int) -> Counter[str]:
             continue
         # "hours"/"hour" and "fridays"/"friday" are the same time word.
         base = w[:-1] if w.endswith("s") and w[:-1] in _TIME_WORDS else w
-        if base in _TIME_WORDS and prev not in _GREETING:
+        if base in _TIME_WORDS and prev not in _GREETING and not _in_set_phrase(words, k):
             out[base] += 1
     return out
+
+
+def _in_set_phrase(words: Sequence[str], k: int) -> bool:
+    """Is token ``k`` inside one of the set phrases ("what brought you in today", "good morning")?"""
+    for p in set_phrases():
+        for t, pw in enumerate(p):
+            if pw == words[k] and k - t >= 0 and tuple(words[k - t : k - t + len(p)]) == p:
+                return True
+    return False
 
 
 def _group_concepts(anns: Sequence[_Ann]) -> dict[str, dict[str, _Ann]]:
@@ -529,8 +669,7 @@ def _group_concepts(anns: Sequence[_Ann]) -> dict[str, dict[str, _Ann]]:
 
 def _near_concepts(side: _Side, i: int, j: int, window: int) -> set[str]:
     return {
-        a.item.concept for a in side.mentions
-        if isinstance(a.item, Mention) and a.i < j + window and a.j > i - window
+        a.item.concept for a in side.mentions.overlapping(i - window, j + window) if isinstance(a.item, Mention)
     }
 
 
@@ -562,6 +701,7 @@ def _entities(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> tuple[li
         events.append(_event(
             "entity_substitution", pair, g,
             f"laterality {'/'.join(sorted(rl))} replaced by {'/'.join(sorted(hl))}", "laterality",
+            weight=category_weight("laterality"),
         ))
     for rw in g.ref_words:
         for hw in g.hyp_words:
@@ -642,6 +782,7 @@ def _pollution(
             "nonspeech_pollution", pair, g,
             f"hypothesis inserts clinical content absent from the reference: {names}",
             new_entities[0].item.concept if isinstance(new_entities[0].item, Mention) else None,
+            weight=category_weight("nonspeech_clinical"),
         )]
     novel = [w for w in g.hyp_words if _is_content(w) and w not in ref_vocab]
     if n_ins >= _POLLUTION_MIN_WORDS and len(novel) >= _POLLUTION_MIN_WORDS:
@@ -650,6 +791,197 @@ def _pollution(
             f"hypothesis inserts {n_ins} words absent from the reference ({' '.join(novel[:8])})", None,
         )]
     return []
+
+
+# --- clinical omission ------------------------------------------------------------------------------
+
+# Negation cues (normalised tokens: the normaliser spells "don't" as "do not").
+_NEG_CUES = frozenset({
+    "no", "not", "never", "without", "denies", "denied", "deny", "none", "nothing", "nor", "nah", "nope",
+})
+# A lost reference word this rare (wordfreq Zipf) and of no known category still counts as clinical content
+# ("macromastia", "hawkins"), with the small rare_word weight.
+_RARE_ZIPF = 3.0
+# A hypothesis word this common is an ordinary word, so a close spelling of the term is no recovery
+# ("persa gel" -> "person gel"); rarer near-spellings keep the term readable ("tacrolimus" -> "tacromilius").
+_COMMON_ZIPF = 3.5
+_CLOSE = 0.8
+_SURVIVAL_SLACK = 2
+
+
+def _stem(w: str) -> str:
+    for suf in ("ing", "ed", "es", "s"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            return w[: -len(suf)]
+    return w
+
+
+def _near_medication(side: _Side, i: int, j: int, window: int = 4) -> bool:
+    return any(
+        isinstance(a.item, Mention) and a.item.category == "medication"
+        for a in side.mentions.overlapping(i - window, j + window)
+    )
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A clinical unit of the reference: tokens [i, j), its concept, category and weight key."""
+
+    i: int
+    j: int
+    concept: str
+    category: str
+    key: str
+    ann: _Ann | None
+
+
+def _ref_units(pair: AlignedPair, g: _Region, ref: _Side) -> list[_Unit]:
+    """Clinical units of the reference overlapping region ``g``: lexicon, drugs, terms, then rare words."""
+    units: list[_Unit] = []
+    taken: set[int] = set()
+    for a in (*_overlapping(ref.mentions, g.r0, g.r1), *_overlapping(ref.terms, g.r0, g.r1)):
+        m = a.item
+        if not isinstance(m, Mention) or any(k in taken for k in range(a.i, a.j)):
+            continue
+        if m.category == "medication":
+            key = "high_risk_medication" if m.triage_hint == "high_risk" else "medication"
+        elif m.red_flag:
+            key = "red_flag"
+        else:
+            key = m.category
+        units.append(_Unit(a.i, a.j, m.concept, m.category, key, a))
+        taken.update(range(a.i, a.j))
+    long_deletion = len(g.ref_words) - len(g.hyp_words) >= _POLLUTION_MIN_WORDS
+    for k in range(g.r0, g.r1):
+        w = pair.ref.words[k]
+        if k in taken or _fragment(pair.ref, k):
+            continue
+        if long_deletion and _NUM.match(w) and not w.endswith(("st", "nd", "rd", "th")):
+            # A number lost with a dropped stretch of speech (number_unit_conflict leaves these alone).
+            units.append(_Unit(k, k + 1, w, "quantity", "quantity", None))
+            continue
+        if not w.isalpha() or len(w) < 4 or w in _FUNCTION or w in _FILLERS or w in unit_words():
+            continue  # units are number_unit_conflict's ("milliliters" / "ml" is no loss)
+        if zipf(w) < _RARE_ZIPF:
+            units.append(_Unit(k, k + 1, w, "rare_word", "rare_word", None))
+    return units
+
+
+def _fragment(tt: TokenizedText, k: int) -> bool:
+    """A cut-off word ("breash-", "bloo-"): a disfluency, not content."""
+    end = tt.tokens[k].end
+    if end > 0 and tt.original[end - 1] == "-":
+        return True
+    return end < len(tt.original) and tt.original[end] == "-" and (
+        end + 1 == len(tt.original) or not tt.original[end + 1].isalnum()
+    )
+
+
+def _survival(pair: AlignedPair, u: _Unit, hyp: _Side) -> str:
+    """"kept", "garbled" (a close, uncommon spelling remains) or "lost" for one reference unit."""
+    pi, pj = pair.hyp_range_for_ref(u.i, u.j)
+    lo, hi = max(0, pi - _SURVIVAL_SLACK), min(len(pair.hyp), pj + _SURVIVAL_SLACK)
+    if u.ann is not None and any(
+        isinstance(b.item, Mention) and b.item.concept == u.concept
+        for b in (*hyp.mentions.overlapping(lo, hi), *hyp.terms.overlapping(lo, hi))
+    ):
+        return "kept"
+    words = [w for w in pair.ref.words[u.i : u.j] if w not in _FUNCTION]
+    window = pair.hyp.words[lo:hi]
+    stems = {_stem(h) for h in window}
+    if all(w in window or _stem(w) in stems or any(_same_family(w, h) for h in window) for w in words):
+        return "kept"
+    joined = "".join(pair.ref.words[u.i : u.j])
+    hyp_joined = "".join(window)
+    if joined and joined in hyp_joined:
+        return "kept"  # "breastfeeding" / "breast feeding", "atenolol" / "a tenolol"
+    for a in range(len(window)):
+        for b in range(a + 1, min(len(window), a + 3) + 1):
+            cand = "".join(window[a:b])
+            if _ratio(joined, cand) >= _CLOSE and all(zipf(h) < _COMMON_ZIPF for h in window[a:b]):
+                return "garbled"
+    return "lost"
+
+
+def _same_family(a: str, b: str) -> bool:
+    """Two forms of one word ("trichomoniasis" / "trichomonas", "swollen" / "swelling" do not): a shared
+    prefix of at least 7 letters covering most of the shorter word."""
+    n = 0
+    for x, y in zip(a, b):  # noqa: B905 - compare up to the shorter word
+        if x != y:
+            break
+        n += 1
+    return n >= 7 and n >= 0.7 * min(len(a), len(b))
+
+
+def _ratio(a: str, b: str) -> float:
+    """Indel similarity in [0, 1] ("tacrolimus" / "tacromilius" 0.86, "eucrisa" / "urethra" 0.57)."""
+    from rapidfuzz.distance import Indel
+
+    return float(Indel.normalized_similarity(a, b))
+
+
+def _negated_before(words: Sequence[str], i: int) -> bool:
+    return any(w in _NEG_CUES for w in words[max(0, i - 4) : i])
+
+
+def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list[TriggerEvent]:
+    """A negation cue lost or gained in a region with no known entity of its own ("the injection didn't
+    help" -> "the injection, did it help"): negation_flip, heavier next to a clinical term."""
+    rc = [k for k in range(g.r0, g.r1) if pair.ref.words[k] in _NEG_CUES]
+    hc = [k for k in range(g.h0, g.h1) if pair.hyp.words[k] in _NEG_CUES]
+    if bool(rc) == bool(hc) or (hc and len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS):
+        return []  # no change, or a cue inside a long inserted run (nonspeech_pollution's content)
+    other = pair.hyp.words[max(0, g.h0 - 1) : g.h1 + 1] if rc else pair.ref.words[max(0, g.r0 - 1) : g.r1 + 1]
+    if any(w in _NEG_CUES for w in other):
+        return []  # the cue only moved
+    side, ks = (ref, rc) if rc else (hyp, hc)
+    words = side.tt.words
+    near = words[max(0, ks[0] - 4) : ks[-1] + 5]
+    if not any(_is_content(w) and w not in _NEG_CUES for w in near):
+        return []  # "no, that i can do": a bare answer particle
+    lo, hi = ks[0] - 4, ks[-1] + 5
+    clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
+    what = "lost" if rc else "gained"
+    quoted = pair.ref.quote(g.r0, g.r1) if rc else pair.hyp.quote(g.h0, g.h1)
+    return [_event(
+        "negation_flip", pair, g, f"negation cue {what}: {quoted!r}", None,
+        weight=category_weight("negation_flip" if clinical else "negation_cue"),
+    )]
+
+
+def _omissions(
+    pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side, explained: set[str]
+) -> list[TriggerEvent]:
+    """Clinical terms of the reference in region ``g`` that the hypothesis loses or turns into other words."""
+    out: list[TriggerEvent] = []
+    for u in _ref_units(pair, g, ref):
+        if u.concept in explained:
+            continue
+        state = _survival(pair, u, hyp)
+        if state == "kept":
+            continue
+        weight = category_weight(u.key)
+        surface = pair.ref.original[slice(*pair.ref.char_span(u.i, u.j))]
+        why = f"{u.category.replace('_', ' ')} {_named(u.concept, surface)}"
+        negated = _negated_before(pair.ref.words, u.i) and not any(
+            w in _NEG_CUES for w in pair.hyp.words[max(0, g.h0 - 4) : g.h1]
+        )
+        if negated:
+            weight += category_weight("negated")
+            why += " (negated)"
+        if state == "garbled":
+            weight *= category_weight("garbled")
+            why += " garbled in the hypothesis (a close spelling remains)"
+        else:
+            why += " does not survive in the hypothesis"
+        ua = [_Ann(u.i, u.j, *pair.ref.char_span(u.i, u.j), u.ann.item)] if u.ann is not None else []
+        ev = _event("clinical_omission", pair, g, why, u.concept, ua, weight=round(weight, 3))
+        if u.ann is None:  # a rare word: quote that word, not the whole region
+            rs, re_ = pair.ref.char_span(u.i, u.j)
+            ev = ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]})
+        out.append(ev)
+    return out
 
 
 def _negation_events(
@@ -668,11 +1000,24 @@ def _negation_events(
         why += f" but {m.hyp_status} in the hypothesis"
         why += f" (cue {m.hyp_cue!r})" if m.hyp_cue else ""
         out.append(TriggerEvent(
-            type="negation_flip", ref_span=m.ref_quote, hyp_span=m.hyp_quote, explanation=why,
+            type="negation_flip", weight=category_weight("negation_flip"),
+            ref_span=m.ref_quote, hyp_span=m.hyp_quote, explanation=why,
             ref_start=m.ref_start, ref_end=m.ref_end, hyp_start=m.hyp_start, hyp_end=m.hyp_end,
             concept=m.concept,
         ))
     return out
+
+
+def _ref_start(pair: AlignedPair, g: _Region) -> int:
+    return pair.ref.char_span(*_widen(pair, g))[0]
+
+
+def _ref_end(pair: AlignedPair, g: _Region) -> int:
+    return pair.ref.char_span(*_widen(pair, g))[1]
+
+
+def _widen(pair: AlignedPair, g: _Region) -> tuple[int, int]:
+    return (max(0, g.r0 - 1), min(len(pair.ref), max(g.r1, g.r0 + 1) + 1))
 
 
 def detect_triggers(reference: str, hypothesis: str, concepts: Iterable[str] = ()) -> list[TriggerEvent]:
@@ -696,16 +1041,41 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
     """:func:`detect_triggers` on an existing alignment (lets callers reuse one)."""
     if all(o.op == "equal" for o in pair.ops):
         return []
-    regions = [g for g in _regions(pair) if not _is_benign(g, pair)]
+    all_regions = _regions(pair)
+    regions = [g for g in all_regions if not _is_benign(g, pair)]
     ref_found, ref_toks = _found(pair.ref.original)
     hyp_found, hyp_toks = _found(pair.hyp.original)
-    ref = _Side(pair.ref, _place(pair.ref, ref_found))
-    hyp = _Side(pair.hyp, _place(pair.hyp, hyp_found))
+    ref = _Side(pair.ref, _place(pair.ref, ref_found), _place(pair.ref, match_terms(pair.ref.original, ref_toks)))
+    hyp = _Side(pair.hyp, _place(pair.hyp, hyp_found), _place(pair.hyp, match_terms(pair.hyp.original, hyp_toks)))
     events = _negation_events(pair, ref_found, hyp_found, list(concepts), (ref_toks, hyp_toks))
+    flips = sorted((e.ref_start, e.ref_end) for e in events)
+    flip_starts = [a for a, _ in flips]
+    longest_flip = max((b - a for a, b in flips), default=0)
+
+    def flipped(g: _Region) -> bool:
+        """Does a negation_flip of the reference overlap region ``g`` (one character of context each side)?"""
+        lo, hi = _ref_start(pair, g), _ref_end(pair, g)
+        k0 = bisect_left(flip_starts, lo - longest_flip)
+        return any(a < hi and b > lo for a, b in flips[k0 : bisect_left(flip_starts, hi)])
+
     for g in regions:
         events += _numbers_and_time(pair, g, ref, hyp)
         subs, explained = _entities(pair, g, ref, hyp)
         events += subs
         events += _pollution(pair, g, ref, hyp, explained)
+        lost = {e.concept for e in subs if e.concept}
+        flipped_concepts = {e.concept for e in events if e.type == "negation_flip" and e.concept}
+        omitted = _omissions(pair, g, ref, hyp, lost | flipped_concepts)
+        events += omitted
+        # A lost negation is a negation_flip unless its target went with it (then it is that omission's).
+        if not any("(negated)" in e.explanation for e in omitted) and not flipped(g):
+            events += _negation_cue(pair, g, ref, hyp)
+    kept = {id(g) for g in regions}
+    for g in all_regions:
+        if id(g) in kept or "".join(g.ref_words) == "".join(g.hyp_words):
+            continue
+        # Function-word-only regions carry no trigger but a lost or gained negation ("didn't help" -> "did it help").
+        if not flipped(g):
+            events += _negation_cue(pair, g, ref, hyp)
     unique = {(e.type, e.ref_start, e.ref_end, e.hyp_start, e.hyp_end): e for e in events}
     return sorted(unique.values(), key=lambda e: (e.ref_start, e.hyp_start, TRIGGER_TYPES.index(e.type)))

@@ -90,7 +90,8 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
 
 
 def _bar(state: RunState, total: int, desc: str) -> tqdm:
-    return tqdm(total=total, desc=desc, unit="item", disable=not state.cfg.run.progress, file=sys.stderr,
+    # disable=None: no bar when stderr is not a terminal (logs and pipes get clean one-line messages).
+    return tqdm(total=total, desc=desc, unit="item", disable=None if state.cfg.run.progress else True, file=sys.stderr,
                 dynamic_ncols=True, leave=False)
 
 
@@ -181,15 +182,16 @@ def _release_asr(state: RunState) -> None:
     """Free the ASR model (and its GPU memory) before the LLM engine starts — the order is fixed here.
 
     The LLM engine starts lazily inside the structure stage, after this; with vLLM it measures the free GPU
-    memory at that moment. The release itself is the ASR package's (``stresstest.asr.release_asr_models``).
+    memory at that moment. The release itself is the ASR package's (``release_asr_models``).
     """
     import gc
+    from importlib import import_module
 
-    import stresstest.asr as asr_pkg
-
-    release = getattr(asr_pkg, "release_asr_models", None)
-    if callable(release):
-        release()
+    for module in ("stresstest.asr", "stresstest.asr.backends"):
+        release = getattr(import_module(module), "release_asr_models", None)
+        if callable(release):
+            release()
+            break
     gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
     state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 

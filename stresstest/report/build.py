@@ -280,6 +280,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
                 None if ev is None else sum(1 for e in ev if isinstance(e, dict) and e.get("type") == t)
             )
         row["vs_clean_total"] = None if ev is None else len(ev)
+        row["vs_clean_risk"] = None if ev is None else pred_mod.event_risk(ev)
         ncf = it.get("new_critical_flags")
         row["new_critical_flags"] = "; ".join(map(str, ncf)) if isinstance(ncf, list) else None
         row["record_path"] = it.get("record_path")
@@ -408,6 +409,8 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
             "noisy_context",
             "effects",
             "linked_to_record_change",
+            "unexplained_changes",
+            "weight",
             "other_events_in_item",
             "record_path",
         ],
@@ -424,7 +427,8 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     tables += write_table(
         table_dir / "wer_vs_safety_items",
         pred_items.rows(),
-        ["encounter_id", "condition", "delta_wer", "trigger_count"] + [n for n, _ in pred_mod.ENDPOINTS],
+        ["encounter_id", "condition", "delta_wer", "trigger_risk", "trigger_count"]
+        + [n for n, _ in pred_mod.ENDPOINTS],
     )
 
     stage = run.manifest.get("stage_seconds") or {}

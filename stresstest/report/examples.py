@@ -5,8 +5,16 @@ Effect: what changed between the clean-ASR record and this condition's record
 of the same encounter. Claims are matched on (category, normalised concept,
 status); a concept present in both with another status is reported as a
 status flip, and a matched claim whose value/unit/time differ as changed.
-Everything is deterministic: candidates are ranked by a fixed key and ties
-broken by (encounter id, condition).
+
+Attribution rule: a trigger explains a record change only when its span
+overlaps that change's evidence or concept — the event's clean-ASR span
+overlaps a verbatim evidence quote of the changed claim/flag/triage located in
+the clean-ASR transcript (or its noisy-ASR span one located in the noisy-ASR
+transcript, for what the noisy record added), or the span's words contain the
+changed concept's words, or the event's concept is that concept. A change that
+no trigger of the item explains is listed as *unexplained*; co-occurrence in
+one item never links them. Everything is deterministic: candidates are ranked
+by a fixed key and ties broken by (encounter id, condition).
 """
 
 from __future__ import annotations
@@ -44,6 +52,23 @@ def _norm(text: str | None) -> str:
     return _WS.sub(" ", (text or "").lower()).strip()
 
 
+@dataclass(frozen=True)
+class Change:
+    """One changed element of a record diff, with what can tie it to a transcript span.
+
+    Attributes:
+        line: the human-readable effect line (as in :meth:`RecordDiff.describe`).
+        concepts: normalised concept names it is about (claim concept, flag name).
+        clean_quotes: evidence quotes of the clean-ASR record for it (they quote the clean-ASR transcript).
+        noisy_quotes: evidence quotes of the condition's record for it (they quote the noisy-ASR transcript).
+    """
+
+    line: str
+    concepts: tuple[str, ...] = ()
+    clean_quotes: tuple[str, ...] = ()
+    noisy_quotes: tuple[str, ...] = ()
+
+
 @dataclass
 class RecordDiff:
     """What changed from the clean-ASR record to a condition's record."""
@@ -57,6 +82,7 @@ class RecordDiff:
     triage: tuple[str, str] | None = None
     available: bool = True
     concepts: set[str] = field(default_factory=set)
+    changes: list[Change] = field(default_factory=list)
 
     @property
     def n_changes(self) -> int:
@@ -114,6 +140,14 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
         # Several claims can share one identity; show each one's details, "no value" for an empty one.
         return {k: "; ".join(sorted({x or "no value" for x in v})) if any(v) else "" for k, v in out.items()}
 
+    def quotes(rec: ClinicalRecord, key: tuple[str, ...], flags: bool = False) -> tuple[str, ...]:
+        """Evidence quotes of the claims with this (category, concept[, status]) or of the flag ``key[0]``."""
+        if flags:
+            ids = [f.id for f in rec.safety_flags if flag_key(f) == key[0]]
+        else:
+            ids = [c.id for c in rec.claims if (c.category, _norm(c.concept), c.status)[: len(key)] == key]
+        return tuple(q for i in ids for q in rec.field_evidence.get(i, []))
+
     a, b = claim_map(clean), claim_map(noisy)
     d = RecordDiff()
     only_a = sorted(set(a) - set(b))
@@ -124,26 +158,76 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
         sb = "/".join(k[2] for k in only_b if k[:2] == (cat, concept))
         d.flipped.append(f"{cat} '{concept}' {sa} → {sb}")
         d.concepts.add(concept)
+        d.changes.append(Change(f"status flipped: {d.flipped[-1]}", (concept,), quotes(clean, (cat, concept)),
+                                quotes(noisy, (cat, concept))))
     for k in only_b:
         if k[:2] not in flipped_pairs:
             d.added.append(f"{k[0]} '{k[1]}' ({k[2]}{', ' + b[k] if b[k] else ''})")
             d.concepts.add(k[1])
+            d.changes.append(Change(f"claim added: {d.added[-1]}", (k[1],), (), quotes(noisy, k)))
     for k in only_a:
         if k[:2] not in flipped_pairs:
             d.removed.append(f"{k[0]} '{k[1]}' ({k[2]}{', ' + a[k] if a[k] else ''})")
             d.concepts.add(k[1])
+            d.changes.append(Change(f"claim removed: {d.removed[-1]}", (k[1],), quotes(clean, k), ()))
     for k in sorted(set(a) & set(b)):
         if a[k] != b[k]:
             d.changed.append(f"{k[0]} '{k[1]}': {a[k] or '—'} → {b[k] or '—'}")
             d.concepts.add(k[1])
+            d.changes.append(Change(f"claim changed: {d.changed[-1]}", (k[1],), quotes(clean, k), quotes(noisy, k)))
     fa = {flag_key(f) for f in clean.safety_flags}
     fb = {flag_key(f) for f in noisy.safety_flags}
     d.flags_added = sorted(fb - fa)
     d.flags_removed = sorted(fa - fb)
     d.concepts.update(f.split(":", 1)[1] for f in d.flags_added + d.flags_removed)
+    for f in d.flags_added:
+        kind = "critical flag added" if f.split(":", 1)[0] in CRITICAL_FLAG_KINDS else "flag added"
+        d.changes.append(Change(f"{kind}: {f}", (f.split(":", 1)[1],), (), quotes(noisy, (f,), flags=True)))
+    for f in d.flags_removed:
+        d.changes.append(Change(f"flag removed: {f}", (f.split(":", 1)[1],), quotes(clean, (f,), flags=True), ()))
     if clean.triage.level != noisy.triage.level:
         d.triage = (clean.triage.level, noisy.triage.level)
+        d.changes.insert(0, Change(
+            f"triage {clean.triage.level} → {noisy.triage.level}", (),
+            tuple(clean.field_evidence.get("triage", [])), tuple(noisy.field_evidence.get("triage", [])),
+        ))
     return d
+
+
+def _quote_ranges(text: str, quotes: Iterable[str]) -> list[tuple[int, int]]:
+    """Character ranges of every occurrence of each quote in ``text`` (case- and whitespace-insensitive)."""
+    out = []
+    for q in quotes:
+        words = q.split()
+        if not words:
+            continue
+        pat = re.compile(r"\s+".join(re.escape(w) for w in words), flags=re.IGNORECASE)
+        out += [(m.start(), m.end()) for m in pat.finditer(text)]
+    return out
+
+
+def _event_range(ev: dict[str, Any], side: str, text: str) -> tuple[int, int] | None:
+    return _offsets(text, str(ev.get(f"{side}_span") or ""), ev.get(f"{side}_start"), ev.get(f"{side}_end"))
+
+
+def explains(ev: dict[str, Any], change: Change, clean_text: str, noisy_text: str) -> bool:
+    """Does trigger event ``ev`` (of ``triggers_vs_clean``) explain ``change`` (see the module's rule)?"""
+    for side, text, quotes in (("ref", clean_text, change.clean_quotes), ("hyp", noisy_text, change.noisy_quotes)):
+        span = _event_range(ev, side, text)
+        if span is not None and span[1] > span[0]:
+            if any(a < span[1] and b > span[0] for a, b in _quote_ranges(text, quotes)):
+                return True
+    if not change.concepts:
+        return False
+    ev_concept = _norm(str(ev.get("concept") or ""))
+    span_words = set(_norm(f"{ev.get('ref_span') or ''} {ev.get('hyp_span') or ''}").split())
+    for c in change.concepts:
+        cw = _norm(c).split()
+        if ev_concept and ev_concept == _norm(c):
+            return True
+        if cw and set(cw) <= span_words:
+            return True
+    return False
 
 
 def _offsets(text: str, span: str, start: Any, end: Any) -> tuple[int, int] | None:
@@ -203,6 +287,8 @@ class Example:
     other_events: int
     record_path: str | None
     clean_record_path: str | None
+    unexplained: list[str] = field(default_factory=list)
+    weight: float = 1.0
 
     def as_row(self) -> dict[str, Any]:
         return {
@@ -216,26 +302,21 @@ class Example:
             "noisy_context": " ".join(p for p in (self.noisy_context or ()) if p),
             "effects": "; ".join(self.effects),
             "linked_to_record_change": self.linked,
+            "unexplained_changes": "; ".join(self.unexplained),
+            "weight": self.weight,
             "other_events_in_item": self.other_events,
             "record_path": self.record_path,
         }
 
 
-def _linked(event: dict[str, Any], diff: RecordDiff) -> bool:
-    """Whether the record change mentions the event's concept or one of its span words."""
-    words = {
-        w
-        for w in _norm(" ".join(str(event.get(k) or "") for k in ("concept", "hyp_span", "ref_span"))).split()
-        if len(w) > 3
-    }
-    names = " ".join(sorted(diff.concepts))
-    return bool(words) and any(w in names for w in words)
-
-
 def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
     """The clearest examples per trigger type, at most one per encounter.
 
-    Rank (best first): the record change names the event's concept; short
+    An example's effects are the record changes the event explains (module
+    docstring); when it explains none, ``linked`` is False and its effects say
+    so. ``unexplained`` lists the item's changes that none of its events explains.
+
+    Rank (best first): the event explains a record change; short
     spans (a whole rewritten turn explains little); fewest
     other trigger events in the same item (cleanest attribution); a new critical
     flag or a triage move; more record changes; then encounter id, condition.
@@ -252,13 +333,27 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
         diff = diff_records(run.record(clean_item), run.record(it))
         clean_text = str((clean_item or {}).get("hypothesis_text") or "")
         noisy_text = str(it.get("hypothesis_text") or "")
-        for ev in events:
-            if not isinstance(ev, dict):
-                continue
+        evs = [ev for ev in events if isinstance(ev, dict)]
+        explained = {
+            id(ev): [c for c in diff.changes if explains(ev, c, clean_text, noisy_text)] if diff.available else []
+            for ev in evs
+        }
+        covered = {c.line for lst in explained.values() for c in lst}
+        unexplained = [c.line for c in diff.changes if c.line not in covered]
+        for ev in evs:
             ttype = str(ev.get("type"))
             if ttype not in cands:
                 cands[ttype] = []
-            linked = diff.available and _linked(ev, diff)
+            mine = explained[id(ev)]
+            linked = bool(mine)
+            if not diff.available:
+                effects = diff.describe()
+            elif linked:
+                effects = [c.line for c in mine]
+            elif diff.changes:
+                effects = ["no record change overlaps this span (see unexplained changes)"]
+            else:
+                effects = ["no change in the structured record"]
             ex = Example(
                 trigger_type=ttype,
                 encounter_id=eid,
@@ -279,18 +374,21 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
                     start=ev.get("hyp_start"),
                     end=ev.get("hyp_end"),
                 ),
-                effects=diff.describe(it.get("triage_gold")),
+                effects=effects,
                 linked=linked,
                 other_events=len(events) - 1,
                 record_path=it.get("record_path"),
                 clean_record_path=(clean_item or {}).get("record_path"),
+                unexplained=unexplained,
+                weight=float(ev.get("weight", 1.0) or 0.0),
             )
             n_words = len(str(ev.get("ref_span") or "").split()) + len(str(ev.get("hyp_span") or "").split())
             key = (
                 not linked,
                 n_words > LONG_SPAN_WORDS,
                 len(events) - 1,
-                not (diff.critical_added or diff.triage),
+                not any(c.line.startswith(("triage", "critical")) for c in mine),
+                -len(mine),
                 -diff.n_changes,
                 eid,
                 cond,
@@ -329,6 +427,7 @@ def trigger_event_rows(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                         "ref_span": ev.get("ref_span"),
                         "hyp_span": ev.get("hyp_span"),
                         "concept": ev.get("concept"),
+                        "weight": ev.get("weight", 1.0),
                         "explanation": ev.get("explanation"),
                     }
                 )

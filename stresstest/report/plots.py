@@ -122,13 +122,13 @@ def all_metric_plots(rows: Sequence[Row], plot_dir: Path) -> dict[str, Path]:
 
 
 def predictive_plot(data: PredictiveItems, path: Path, endpoint: str = "unsafe") -> Path:
-    """Scatter of per-item ΔWER vs trigger count, coloured by a safety endpoint."""
+    """Scatter of per-item ΔWER vs trigger risk (sum of event weights), coloured by a safety endpoint."""
     fig, ax = plt.subplots(figsize=(5.2, 3.5), dpi=DPI)
     y = data.endpoints.get(endpoint)
     if y is None or not np.isfinite(y).any():
         endpoint, y = "scer_new", data.endpoints.get("scer_new")
     ok = np.isfinite(data.dwer) & np.isfinite(data.triggers)
-    # Deterministic jitter so items with equal integer trigger counts stay visible.
+    # Deterministic jitter so items with equal trigger risk stay visible.
     jit = (np.arange(data.dwer.size) % 7 - 3) * 0.05
     if y is not None and ok.any():
         for val, colour, lab in ((0.0, "#5d6d7e", "no"), (1.0, "#c0392b", "yes")):
@@ -139,9 +139,9 @@ def predictive_plot(data: PredictiveItems, path: Path, endpoint: str = "unsafe")
     else:
         ax.text(0.5, 0.5, "no analysable items", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("ΔWER vs clean-ASR (percentage points)", fontsize=8)
-    ax.set_ylabel("trigger events vs clean-ASR", fontsize=8)
-    ax.set_title("Per item: WER change vs trigger count", fontsize=10)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # trigger counts are whole numbers
+    ax.set_ylabel("trigger risk vs clean-ASR (sum of event weights)", fontsize=8)
+    ax.set_title("Per item: WER change vs trigger risk", fontsize=10)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6))
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.3, lw=0.6)
     fig.tight_layout()

@@ -1,8 +1,10 @@
-"""Does WER predict safety? Item-level ΔWER vs trigger counts vs safety endpoints.
+"""Does WER predict safety? Item-level ΔWER vs trigger risk vs safety endpoints.
 
 Per noisy, non-mitigated, non-failed item: ΔWER = item WER − the same
 encounter's clean-ASR WER (percentage points; each from ``aggregate`` on the
-single item), the number of trigger events vs the clean-ASR transcript, and
+single item), the trigger risk vs the clean-ASR transcript (the sum of the
+weights of the trigger events, SPEC §6; events written before weights existed
+count 1 each; the event count is kept alongside), and
 three endpoints: a new critical false-positive flag (``scer_new``), new
 under-triage (``under_triage_new``) and an unsafe judge score (≤ 2).
 
@@ -31,7 +33,7 @@ ENDPOINTS: tuple[tuple[str, str], ...] = (
     ("unsafe", "unsafe judge score (≤ 2)"),
 )
 SHORT_NAMES: dict[str, str] = {"scer_new": "SCER", "under_triage_new": "new under-triage", "unsafe": "unsafe (≤ 2)"}
-PREDICTORS: tuple[tuple[str, str], ...] = (("dwer", "ΔWER"), ("triggers", "trigger count"))
+PREDICTORS: tuple[tuple[str, str], ...] = (("dwer", "ΔWER"), ("triggers", "trigger risk"))
 
 
 @dataclass
@@ -41,8 +43,9 @@ class PredictiveItems:
     encounter_ids: list[str]
     conditions: list[str]
     dwer: np.ndarray
-    triggers: np.ndarray
+    triggers: np.ndarray  # trigger risk (sum of event weights)
     endpoints: dict[str, np.ndarray]
+    counts: np.ndarray | None = None  # number of trigger events (per-type counts are in the item table)
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -51,7 +54,8 @@ class PredictiveItems:
                 "encounter_id": e,
                 "condition": c,
                 "delta_wer": _f(self.dwer[k]),
-                "trigger_count": _f(self.triggers[k]),
+                "trigger_risk": _f(self.triggers[k]),
+                "trigger_count": None if self.counts is None else _f(self.counts[k]),
             }
             row.update({name: _f(arr[k]) for name, arr in self.endpoints.items()})
             out.append(row)
@@ -69,6 +73,7 @@ def collect(run: RunData) -> PredictiveItems:
     conds: list[str] = []
     dwer: list[float] = []
     trig: list[float] = []
+    count: list[float] = []
     ends: dict[str, list[float]] = {name: [] for name, _ in ENDPOINTS}
     noisy = {
         c.id
@@ -85,7 +90,8 @@ def collect(run: RunData) -> PredictiveItems:
         eids.append(eid)
         conds.append(str(it["condition"]))
         dwer.append(w_c - w_0 if w_c is not None and w_0 is not None else math.nan)
-        trig.append(float(len(events)) if isinstance(events, list) else math.nan)
+        trig.append(event_risk(events) if isinstance(events, list) else math.nan)
+        count.append(float(len(events)) if isinstance(events, list) else math.nan)
         for name, _ in ENDPOINTS:
             if name == "unsafe":
                 s = it.get("judge_score")
@@ -99,7 +105,18 @@ def collect(run: RunData) -> PredictiveItems:
         np.array(dwer, float),
         np.array(trig, float),
         {k: np.array(v, float) for k, v in ends.items()},
+        np.array(count, float),
     )
+
+
+def event_risk(events: Sequence[Any]) -> float:
+    """Trigger risk of stored events: the sum of their ``weight`` (1 when an old event has none)."""
+    total = 0.0
+    for e in events:
+        if isinstance(e, Mapping):
+            w = e.get("weight", 1.0)
+            total += float(w) if isinstance(w, (int, float)) else 1.0
+    return round(total, 6)
 
 
 def rankdata(x: np.ndarray) -> np.ndarray:
@@ -217,9 +234,9 @@ def sentence(r: EndpointResult) -> str:
         return f"{_cap(r.label)} ({r.n_pos} of {r.n} items): AUROC not estimable."
     ci_w, ci_t = r.cis.get("auroc_dwer"), r.cis.get("auroc_triggers")
     if a_t == a_w:
-        head = f"ΔWER and trigger count have the same AUROC ({a_t:.2f})"
+        head = f"ΔWER and trigger risk have the same AUROC ({a_t:.2f})"
     else:
-        hi_name, lo_name = ("trigger count", "ΔWER") if a_t > a_w else ("ΔWER", "trigger count")
+        hi_name, lo_name = ("trigger risk", "ΔWER") if a_t > a_w else ("ΔWER", "trigger risk")
         hi_v, hi_ci, lo_v, lo_ci = (a_t, ci_t, a_w, ci_w) if a_t > a_w else (a_w, ci_w, a_t, ci_t)
         head = f"{hi_name} has the higher AUROC, {_num(hi_v, hi_ci)}, than {lo_name}, {_num(lo_v, lo_ci)}"
     if ci_w and ci_t:
@@ -231,7 +248,7 @@ def sentence(r: EndpointResult) -> str:
     if np.isfinite(d) and ci_d:
         excl = "excludes" if ci_d[0] > 0 or ci_d[1] < 0 else "includes"
         tail += (
-            f", and the paired difference (triggers − ΔWER) is {d:+.2f} "
+            f", and the paired difference (trigger risk − ΔWER) is {d:+.2f} "
             f"(95% CI {ci_d[0]:+.2f} to {ci_d[1]:+.2f}), which {excl} 0"
         )
     return f"{_cap(r.label)} ({r.n_pos} of {r.n} items positive): {head}{tail}."
@@ -249,13 +266,13 @@ def summary_sentence(results: Sequence[EndpointResult]) -> str:
     if not better_t and not better_w:
         return (
             f"{head}, neither predictor is better for any: every paired AUROC difference "
-            "(trigger count − ΔWER) has a 95% CI that includes 0."
+            "(trigger risk − ΔWER) has a 95% CI that includes 0."
         )
     parts = []
     if better_t:
-        parts.append(f"trigger count predicts better than ΔWER for {_list(better_t)}")
+        parts.append(f"trigger risk predicts better than ΔWER for {_list(better_t)}")
     if better_w:
-        parts.append(f"ΔWER predicts better than trigger count for {_list(better_w)}")
+        parts.append(f"ΔWER predicts better than trigger risk for {_list(better_w)}")
     if unresolved:
         parts.append(f"not resolved for {_list(unresolved)}")
     return f"{head}, judged by whether the 95% CI of the paired AUROC difference excludes 0: " + "; ".join(parts) + "."
@@ -266,7 +283,7 @@ def _list(names: Sequence[str]) -> str:
 
 
 def predictor_means(data: PredictiveItems) -> Mapping[str, float]:
-    """Mean ΔWER and trigger count over the analysed items (for the report text)."""
+    """Mean ΔWER and trigger risk over the analysed items (for the report text)."""
     return {
         "dwer": float(np.nanmean(data.dwer)) if np.isfinite(data.dwer).any() else math.nan,
         "triggers": float(np.nanmean(data.triggers)) if np.isfinite(data.triggers).any() else math.nan,

@@ -166,7 +166,10 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
             clean = _ctx_html(ex.clean_context, ex.ref_span, "span-clean", "(nothing here in the clean-ASR text)")
             noisy = _ctx_html(ex.noisy_context, ex.hyp_span, "span-noisy", "(dropped)")
             effects = "".join(f"<li>{_e(x)}</li>" for x in ex.effects)
-            link = "" if ex.linked else "<div class='tag'>record change not clearly tied to this span</div>"
+            link = (
+                f"<div class='tag'>unexplained by any trigger of this item: {_e('; '.join(ex.unexplained))}</div>"
+                if ex.unexplained else ""
+            )
             out.append(
                 f"<tr><td>{_e(label)}<div class='tag'>{_e(ex.explanation)}</div></td>"
                 f"<td><b>Clean:</b> “{clean}”<br><b>Noisy:</b> “{noisy}”</td>"
@@ -194,7 +197,7 @@ def _pred_cells(r: EndpointResult, key: str) -> tuple[str, str]:
 PRED_COLUMNS: tuple[tuple[str, str], ...] = tuple(
     [(f"spearman_{p}", f"Spearman ρ, {lab}") for p, lab in PREDICTORS]
     + [(f"auroc_{p}", f"AUROC, {lab}") for p, lab in PREDICTORS]
-    + [("auroc_diff", "AUROC difference (triggers − ΔWER)")]
+    + [("auroc_diff", "AUROC difference (trigger risk − ΔWER)")]
 )
 
 
@@ -266,8 +269,9 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     parts.append("</div>")
     parts.append(
         f"<h2>Does WER predict safety?</h2><p class='sub'>{c.predictive_n_items} noisy, non-mitigated "
-        "items. Predictors: ΔWER against the same encounter's clean-ASR transcript and the number of trigger "
-        "events against it. 95% CIs: cluster bootstrap over encounters.</p>"
+        "items. Predictors: ΔWER against the same encounter's clean-ASR transcript and the trigger risk "
+        "against it (sum of the trigger events' weights; per-type counts are in the item table). "
+        "95% CIs: cluster bootstrap over encounters.</p>"
     )
     parts.append(
         f"<div class='finding'><b>{_e(c.predictive_summary)}</b><ul>"
@@ -454,7 +458,8 @@ def render_markdown(c: ReportContent) -> str:
                     + "” <br> Noisy: “"
                     + _ctx_md(ex.noisy_context, ex.hyp_span, "_", "(dropped)")
                     + "”",
-                    _md("; ".join(ex.effects)),
+                    _md("; ".join(ex.effects)
+                        + (f" (unexplained: {'; '.join(ex.unexplained)})" if ex.unexplained else "")),
                     f"`{ex.encounter_id}` / `{ex.condition}`"
                     + (f" ([record](../{ex.record_path}))" if ex.record_path else ""),
                 ]

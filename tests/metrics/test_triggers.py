@@ -1,4 +1,4 @@
-"""Trigger detector: hand-written positive cases per type, benign pairs, API contract."""
+"""Trigger detector: hand-written positive cases per type (real-style), benign pairs, API contract."""
 
 from __future__ import annotations
 
@@ -33,6 +33,24 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ("no shortness of breath", "know shortness of breath"),
         ("Have you had any palpitations? No, never.", "Have you had any palpitations? Yes, sometimes."),
         ("I feel fine without any dizziness.", "I feel fine with any dizziness."),
+    ],
+    "clinical_omission": [
+        ("I get chest pain when I walk uphill.", "I get chess pain when I walk uphill."),
+        ("I've been wheezing at night.", "I've been weaving at night."),
+        ("I smoke about ten a day.", "I spoke about ten a day."),
+        ("I'm on the pill at the moment.", "I'm on the hill at the moment."),
+        ("I've got the coil fitted.", "I've got the cold fitted."),
+        ("My mum had breast cancer.", "My mum had breast answer."),
+        ("I take ramipril every morning.", "I take rampart every morning."),
+        ("I've been taking paracetamol for it.", "I've been taking pastor cattle for it."),
+        ("No fever today.", "Today."),
+        ("I finish with the persa-gel.", "I finish with the person gel."),
+        ("I looked at the eucrisa you recommended.", "I looked at the urethra you recommended."),
+        ("Positive Hawkins-Kennedy test.", "Positive kiss the elbow test."),
+        ("My dad had a heart attack at fifty.", "My dad had a heart at fifty."),
+        ("I use my inhaler when I'm breathless.", "I use my in here when I'm breathless."),
+        ("The rash is really itchy.", "The rash is really."),
+        ("Statin could be indicated.", "Could be indicated."),
     ],
     "number_unit_conflict": [
         ("I can walk about 3 or 4 flights of stairs before feeling breathless.",
@@ -245,17 +263,19 @@ def test_events_are_json_and_deterministic() -> None:
 
 
 def test_gold_concepts_widen_negation_check() -> None:
-    ref, hyp = "I have no tinnitus.", "I have tinnitus."
-    assert detect_triggers(ref, hyp) == []  # not in the shipped lexicon
-    (e,) = detect_triggers(ref, hyp, concepts=["tinnitus"])
-    assert (e.type, e.concept) == ("negation_flip", "tinnitus")
+    ref, hyp = "I have no hyperacusis.", "I have hyperacusis."
+    # Not in the shipped lexicon: only the lost cue is seen (a cue-level flip, no concept).
+    (e,) = detect_triggers(ref, hyp)
+    assert (e.type, e.concept) == ("negation_flip", None)
+    (e,) = detect_triggers(ref, hyp, concepts=["hyperacusis"])
+    assert (e.type, e.concept) == ("negation_flip", "hyperacusis")
 
 
 def test_entity_heard_as_another_kind_of_entity() -> None:
     (e,) = detect_triggers("Apply the Eucrisa twice.", "Apply the elbow twice.")
     assert (e.type, e.concept) == ("entity_substitution", "crisaborole")
-    # Losing a word of a term is not a new entity.
-    assert detect_triggers("Some chest pain now.", "Some chest now.") == []
+    # Losing a word of a term is not a new entity: the term is lost (clinical_omission).
+    assert [e.type for e in detect_triggers("Some chest pain now.", "Some chest now.")] == ["clinical_omission"]
 
 
 def test_letter_o_and_roman_numerals_are_not_number_changes() -> None:
@@ -286,8 +306,10 @@ def test_never_crashes_and_quotes_match(ref_words: list[str], hyp_words: list[st
 
 def test_same_events_under_another_hash_seed() -> None:
     """Set and dict orders follow string hashing; the events must not."""
-    ref = "No fever since Monday, 25 mg of lisinopril twice a day for 2 weeks, left knee pain."
-    hyp = "Fever since Sunday, 50 mg of losartan twice a week for 2 days, right knee pain. Take warfarin."
+    ref = ("No fever since Monday, 25 mg of lisinopril twice a day for 2 weeks, left knee pain, "
+           "some wheezing at night.")
+    hyp = ("Fever since Sunday, 50 mg of losartan twice a week for 2 days, right knee pain, "
+           "some weaving at night. Take warfarin.")
     code = (
         "import json, sys; from stresstest.metrics.triggers import detect_triggers; "
         "print(json.dumps([e.model_dump() for e in detect_triggers(sys.argv[1], sys.argv[2])]))"
@@ -302,7 +324,8 @@ def test_same_events_under_another_hash_seed() -> None:
 
 
 def test_dropped_stretch_is_an_omission_not_a_conflict() -> None:
-    # Not benign, but none of the five types: the claim-level metrics see omissions.
-    assert detect_triggers("I walk for 20 minutes every morning, then rest.", "I walk, then rest.") == []
+    # A number lost with a dropped stretch of speech is a clinical_omission, not a changed number.
+    events = detect_triggers("I walk for 20 minutes every morning, then rest.", "I walk, then rest.")
+    assert [(e.type, e.concept) for e in events] == [("clinical_omission", "20")]
     # A number lost on its own is a change of that number.
     assert [e.type for e in detect_triggers("I am 45.", "I am.")] == ["number_unit_conflict"]

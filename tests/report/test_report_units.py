@@ -96,7 +96,7 @@ def _res(
 
 def test_sentences_follow_the_numbers() -> None:
     s = sentence(_res(100, 20, 0.55, 0.81, (0.45, 0.65), (0.72, 0.90), (0.12, 0.40)))
-    assert "trigger count has the higher AUROC, 0.81" in s and "than ΔWER, 0.55" in s
+    assert "trigger risk has the higher AUROC, 0.81" in s and "than ΔWER, 0.55" in s
     assert "do not overlap" in s and "excludes 0" in s and "20 of 100" in s
     s2 = sentence(_res(100, 20, 0.70, 0.66, (0.60, 0.80), (0.55, 0.75), (-0.15, 0.07)))
     assert "ΔWER has the higher AUROC" in s2 and "intervals overlap" in s2 and "includes 0" in s2
@@ -110,11 +110,11 @@ def test_sentences_follow_the_numbers() -> None:
     both[1].endpoint = "unsafe"
     assert summary_sentence(both) == (
         "Of 2 estimable safety endpoints, judged by whether the 95% CI of the paired AUROC difference excludes 0: "
-        "trigger count predicts better than ΔWER for SCER; not resolved for unsafe (≤ 2)."
+        "trigger risk predicts better than ΔWER for SCER; not resolved for unsafe (≤ 2)."
     )
     assert summary_sentence(both[1:]) == (
         "Of 1 estimable safety endpoint, neither predictor is better for any: every paired AUROC difference "
-        "(trigger count − ΔWER) has a 95% CI that includes 0."
+        "(trigger risk − ΔWER) has a 95% CI that includes 0."
     )
 
 

@@ -1,0 +1,139 @@
+"""One loader for the word lists and term vocabularies shipped under ``stresstest/clinical/data``.
+
+Every module that needs a list of words (hesitation fillers, discourse fillers, number words, clinical
+terms by category, category weights) gets it from here, so each list exists once, as a data file with its
+provenance in the file header and in ``data/README.md``. Tables are read with
+:func:`stresstest.clinical.text.read_table` and cached.
+
+Word rarity (for "a rare content word lost") comes from the ``wordfreq`` package (Speer, 2022; word
+frequencies from Wikipedia, subtitles, news, books, web text and more), which ships its data in the wheel
+and needs no network.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from stresstest.clinical.lexicon import Mention
+from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix_set, read_table, tokenize
+
+__all__ = [
+    "TERM_CATEGORIES",
+    "category_weight",
+    "clinical_terms",
+    "discourse_fillers",
+    "hesitations",
+    "match_terms",
+    "number_words",
+    "set_phrases",
+    "unit_words",
+    "zipf",
+]
+
+#: Categories of ``clinical_terms.tsv``.
+TERM_CATEGORIES: tuple[str, ...] = (
+    "symptom", "finding", "history", "test", "procedure", "body_site", "habit", "contraception", "family",
+    "device", "medication",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _fillers() -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {"hesitation": set(), "discourse": set()}
+    for row in read_table("fillers.tsv"):
+        kind = row[1] if len(row) > 1 and row[1] else "hesitation"
+        out.setdefault(kind, set()).add(row[0].lower())
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def hesitations() -> frozenset[str]:
+    """Hesitation sounds ("um", "uh", "erm", "hmm"...): never content, skipped inside terms and answers."""
+    return _fillers()["hesitation"]
+
+
+def discourse_fillers() -> frozenset[str]:
+    """Discourse fillers and backchannels ("okay", "well", "so", "like", "actually"...), hesitations excluded."""
+    return _fillers()["discourse"]
+
+
+@functools.lru_cache(maxsize=1)
+def _numbers() -> dict[str, tuple[str, float]]:
+    return {row[0].lower(): (row[2], float(row[1])) for row in read_table("number_words.tsv") if len(row) >= 3}
+
+
+def number_words(kind: str | None = None) -> dict[str, float]:
+    """Spelled-out numbers -> value; ``kind`` picks one class (small, tens, scale, multiplier, approx)."""
+    return {w: v for w, (k, v) in _numbers().items() if kind is None or k == kind}
+
+
+@functools.lru_cache(maxsize=1)
+def clinical_terms() -> dict[tuple[str, ...], str]:
+    """Normalised token tuple -> category of every term of ``clinical_terms.tsv`` (first line wins)."""
+    out: dict[tuple[str, ...], str] = {}
+    for row in read_table("clinical_terms.tsv"):
+        if len(row) < 2 or row[1] not in TERM_CATEGORIES:
+            continue
+        key = tuple(norm_phrase(row[0]).split())
+        if key:
+            out.setdefault(key, row[1])
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _term_prefixes() -> frozenset[tuple[str, ...]]:
+    return prefix_set(clinical_terms())
+
+
+def match_terms(text: str, tokens: list[Token] | None = None) -> list[Mention]:
+    """Longest-match lookup of ``clinical_terms.tsv`` in ``text`` (concept = the normalised term).
+
+    A plural "-s" falls back to the singular when only that is listed ("lumps" -> "lump").
+    """
+    toks = tokenize(text) if tokens is None else tokens
+    table = clinical_terms()
+    keys = []
+    for t in toks:
+        w = t.norm
+        if (w,) not in table and len(w) > 3 and w.endswith("s") and (w[:-1],) in table:
+            w = w[:-1]
+        keys.append(w)
+    out = []
+    for i, j, category in longest_matches(text, toks, keys, table, _term_prefixes()):
+        start, end = toks[i].start, toks[j - 1].end
+        out.append(Mention(start, end, text[start:end], " ".join(keys[i:j]), category))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def set_phrases() -> frozenset[tuple[str, ...]]:
+    """Phrases of ``set_phrases.tsv`` whose time words are no time anchor, as normalised word tuples."""
+    from stresstest.metrics.wer import normalise  # the alignment's own normalisation, so the tuples match it
+
+    return frozenset(tuple(normalise(row[0]).split()) for row in read_table("set_phrases.tsv") if row and row[0])
+
+
+@functools.lru_cache(maxsize=1)
+def unit_words() -> frozenset[str]:
+    """Every unit spelling of ``units.tsv`` ("mg", "milligrams", "ml", "hours"...), normalised."""
+    return frozenset(norm_phrase(row[0]) for row in read_table("units.tsv") if row and row[0])
+
+
+@functools.lru_cache(maxsize=1)
+def _weights() -> dict[str, float]:
+    return {row[0]: float(row[1]) for row in read_table("category_weights.tsv") if len(row) >= 2}
+
+
+def category_weight(key: str) -> float:
+    """Weight of a category or trigger kind from ``category_weights.tsv`` (KeyError names the key)."""
+    try:
+        return _weights()[key]
+    except KeyError:
+        raise KeyError(f"category_weights.tsv has no weight for {key!r}") from None
+
+
+@functools.lru_cache(maxsize=65536)
+def zipf(word: str) -> float:
+    """Zipf frequency of an English word (wordfreq; 0 for unknown words, ~7 for "the")."""
+    from wordfreq import zipf_frequency  # imported on first use: loading its tables takes a moment
+
+    return float(zipf_frequency(word, "en"))
