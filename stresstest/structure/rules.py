@@ -84,6 +84,7 @@ from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, sur
 from stresstest.clinical.negation import Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+from stresstest.clinical.vocab import discourse_fillers, hesitations, number_words
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
@@ -192,18 +193,24 @@ _ANCHOR_HOURS = {
 }
 _UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1.0, "day": 24.0, "week": 168.0, "month": 720.0,
                "year": 8760.0}
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
-    "seventy": 70, "eighty": 80, "ninety": 90,
-}
-# "2 1/2 months old", "three years old", "75-year-old", "almost 75 years old".
-_AGE_RE = re.compile(
-    r"\b(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
-    r"(?P<half>\s+(?:and\s+a\s+)?(?:1/2|half)|½)?[\s-]+(?P<unit>years?|months?|weeks?)[\s-]+old\b",
-    re.IGNORECASE,
-)
+
+
+@functools.lru_cache(maxsize=1)
+def _age_re() -> re.Pattern[str]:
+    """ "2 1/2 months old", "three years old", "75-year-old", "almost 75 years old"."""
+    words = "|".join(sorted(_number_words(), key=len, reverse=True))
+    return re.compile(
+        r"\b(?P<n>\d{1,3}|" + words + r")"
+        r"(?P<half>\s+(?:and\s+a\s+)?(?:1/2|half)|½)?[\s-]+(?P<unit>years?|months?|weeks?)[\s-]+old\b",
+        re.IGNORECASE,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _number_words() -> dict[str, float]:
+    return {**number_words("small"), **number_words("tens")}
+
+
 # (name, pattern, is-critical(values)): measured vital signs in a critical range.
 _CRITICAL_VITALS: tuple[tuple[str, re.Pattern[str], Callable[[list[float]], bool]], ...] = (
     ("low oxygen saturation",
@@ -867,14 +874,19 @@ def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
     if not ex.ctx.ends_q[s]:
         return False
     lo, hi = ex.sentence_bounds(s)
-    fillers = _fillers()
-    lead = [w for w in ex.words[lo:hi] if w not in fillers and w not in _OPENER_WORDS][:3]
+    lead = [w for w in ex.words[lo:hi] if w not in _lead_fillers() and w not in _OPENER_WORDS][:3]
     return not any(w in _WH_LEAD for w in lead)
 
 
-@functools.lru_cache(maxsize=1)
 def _fillers() -> frozenset[str]:
-    return frozenset(norm_phrase(r[0]) for r in read_table("fillers.tsv") if r and " " not in r[0].strip())
+    """Hesitation sounds ("um", "uh"): a sentence of only these carries no answer."""
+    return hesitations()
+
+
+@functools.lru_cache(maxsize=1)
+def _lead_fillers() -> frozenset[str]:
+    """Words skipped when looking for a question's first word: hesitations and discourse fillers."""
+    return hesitations() | discourse_fillers()
 
 
 # ---------------------------------------------------------------- pass 3: groups
@@ -1286,7 +1298,7 @@ def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
     """Age ("2 1/2 months old", "I'm 50" in answer to "how old are you?"), the highest temperature
     reading, and vital signs in a critical range (see :data:`_CRITICAL_VITALS`)."""
     p = _Patient()
-    for mt in _AGE_RE.finditer(ex.text):
+    for mt in _age_re().finditer(ex.text):
         n = _num_word(mt.group("n"))
         if n is None:
             continue
@@ -1338,7 +1350,7 @@ def _num_word(text: str) -> float | None:
     text = text.lower()
     if text.replace(".", "", 1).isdigit():
         return float(text)
-    return float(_NUMBER_WORDS[text]) if text in _NUMBER_WORDS else None
+    return _number_words().get(text)
 
 
 # ---------------------------------------------------------------- pass 7: flags
