@@ -122,7 +122,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
         from stresstest.report.pairwise_compare import cli_pairwise
 
         print()
-        print(cli_pairwise(a.run_a, a.run_b, a.out, config=a.config))
+        print(cli_pairwise(a.run_a, a.run_b, a.out, config=a.config, conditions=a.conditions))
     return 0
 
 
@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--pairwise", action="store_true",
                    help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
     c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")
+    c.add_argument("--conditions", help="--pairwise: judge only these conditions (comma-separated: clean,babble_5db)")
     c.set_defaults(func=_cmd_compare)
 
     llm = sub.add_parser("llm", help="local LLM server")

@@ -202,6 +202,9 @@ CASES: list[Case] = [
     Case("out_under_a_file", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out",
                                          str(_text(r, "../out/afile", b"x") / "run")], "is a file")),
     # --- corpora: OSCE
+    Case("osce_path_is_a_file", lambda r: (_run(r, "{corpus}\n", corpus=f"corpus: {{kind: osce, path: "
+                                                                         f"{_text(r, 'x.txt', OSCE_TXT.encode())}}}"),
+                                           "is a file")),
     Case("osce_empty_folder", lambda r: (_osce_run(r, None, None), "found none")),
     Case("osce_bad_first_line", lambda r: (_osce_run(r, "X1.txt", b"hello\n"), "X1.txt:1:")),
     Case("osce_control_char_name", lambda r: (_osce_run(r, "A\x01B.txt", OSCE_TXT.encode()), "control character")),
@@ -248,7 +251,7 @@ CASES: list[Case] = [
     Case("mix_speech_truncated", lambda r: (["mix", "--speech", str(_truncated(r)), "--noise", str(_noise(r)),
                                              "--snr", "5", "--out", str(r / "out" / "m.wav")], "truncated")),
     Case("mix_speech_is_dir", lambda r: (["mix", "--speech", str(_osce(r)), "--noise", str(_noise(r)),
-                                          "--snr", "5", "--out", str(r / "out" / "m.wav")], "osce")),
+                                          "--snr", "5", "--out", str(r / "out" / "m.wav")], "is a directory")),
     Case("mix_noise_not_audio", lambda r: (["mix", "--speech", str(_speech(r)), "--noise",
                                             str(_text(r, "n.wav", b"hello, not audio")), "--snr", "5", "--out",
                                             str(r / "out" / "m.wav")], "n.wav")),

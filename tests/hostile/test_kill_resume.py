@@ -136,3 +136,45 @@ def test_damaged_cache_entries_are_recomputed_to_the_same_numbers(tmp_path: Path
         a = (tmp_path / "a" / name).read_text().replace(str(tmp_path / "a"), "RUN")
         b = (tmp_path / "b" / name).read_text().replace(str(tmp_path / "b"), "RUN")
         assert a == b, name
+
+
+def test_partial_failures_exit_0_say_so_and_leave_every_row(tmp_path: Path) -> None:
+    """One good recording, one truncated: exit 0, one warning line, every row covers the same encounter."""
+    import csv
+
+    import numpy as np
+
+    from stresstest.audio import write_wav
+    from stresstest.speech import SpeakerVoice, synthesize
+
+    x = synthesize("I have had chest pain since last night and I feel short of breath.", SpeakerVoice())
+    write_wav(tmp_path / "good.wav", np.concatenate([np.zeros(4000, np.float32), x, np.zeros(4000, np.float32)]))
+    write_wav(tmp_path / "full.wav", x)
+    (tmp_path / "bad.wav").write_bytes((tmp_path / "full.wav").read_bytes()[:-2000])
+    text = "I have had chest pain since last night and I feel short of breath."
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"encounter_id": e, "audio": a, "reference_text": text})
+                                              + "\n" for e, a in (("GOOD", "good.wav"), ("BAD", "bad.wav"))))
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(f"""run: {{seed: 3, progress: false, max_failures: 10}}
+corpus: {{kind: manifest, path: {tmp_path / 'm.jsonl'}}}
+noise: {{ambient: {{family: ambient, kind: builtin}}}}
+snr_db: [5]
+structure: {{backend: rules}}
+report: {{enabled: false}}
+""")
+    (tmp_path / "home").mkdir()
+    proc = _start(tmp_path, cfg, tmp_path / "out")
+    _, err_b = proc.communicate(timeout=900)
+    err = [ln for ln in err_b.decode().splitlines() if ln.strip()]
+    assert proc.returncode == 0, err
+    assert len(err) == 1 and err[0].startswith("stresstest: warning: 2 of 4 items failed"), err
+    assert "speech: 2" in err[0] and "BAD" in err[0] and "manifest.json" in err[0]
+    with open(tmp_path / "out" / "summary.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["condition"], r["n"], r["n_dropped"], r["dropped"]) for r in rows] == [
+        ("clean", "1", "1", "BAD"), ("ambient_5db", "1", "1", "BAD")]
+    items = [json.loads(ln) for ln in (tmp_path / "out" / "items.jsonl").read_text().splitlines()]
+    assert len(items) == 4 and all(it["failed"] and "truncated" in it["error"]
+                                   for it in items if it["encounter_id"] == "BAD")
+    m = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert list(m["pairing"]["dropped"]) == ["BAD"] and m["n_failures"] == 2
