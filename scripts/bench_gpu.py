@@ -555,8 +555,8 @@ def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: 
     kind = ("random-init " if random_mode else "") + ("tiny.en" if args.tiny else "large-v3")
     lines = [
         f"Device: {gpu}; model: {kind}-sized (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
-        f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {n_windows} windows of 30 s (clean, babble 5 dB, "
-        f"ambient 5 dB); floor peaks: {peak_s}; total {total_s:.0f} s."
+        f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {n_windows} fixed 30-s windows (a file's last one "
+        f"shorter; clean, babble 5 dB, ambient 5 dB); floor peaks: {peak_s}; total {total_s:.0f} s."
         + (" THROUGHPUT ONLY (random weights, forced decode lengths)." if random_mode else ""),
         "",
         "| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "
