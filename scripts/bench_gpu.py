@@ -375,7 +375,9 @@ def main(argv: list[str] | None = None) -> int:
             eot = whisper.tokenizer.get_tokenizer(False).eot
             suppress = [eot, *range(tb, dims["n_vocab"])]
             ow_over = {"sample_len": forced, "suppress_tokens": suppress}
-            fw_over = {"max_new_tokens": forced, "suppress_tokens": suppress}
+            # CTranslate2's Whisper generates at most max_length / 2 tokens (448 → 224, like openai-whisper's
+            # sample_len); max_length = prompt (sot, notimestamps: 2) + max_new_tokens.
+            fw_over = {"max_new_tokens": 2 * forced - 2, "suppress_tokens": suppress}
             o = DecodingOptions(without_timestamps=True, no_speech_threshold=None)
 
         # 1. baseline: openai-whisper as written (fp32 weights, per-call cast, CPU mel, one decode per window)
