@@ -69,7 +69,15 @@ from stresstest.clinical.lexicon import Mention, match_tokens
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token as ClinicalToken
 from stresstest.clinical.text import tokenize as clinical_tokenize
-from stresstest.clinical.vocab import category_weight, match_terms, number_words, set_phrases, unit_words, zipf
+from stresstest.clinical.vocab import (
+    category_weight,
+    discourse_fillers,
+    match_terms,
+    number_words,
+    set_phrases,
+    unit_words,
+    zipf,
+)
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 from stresstest.metrics.negation import entity_mentions, mismatches_from_mentions
 
@@ -160,10 +168,7 @@ def trigger_counts(events: Iterable[TriggerEvent]) -> dict[str, int]:
 
 # Discourse fillers and backchannels that ASR drops or adds freely; the normaliser already removes
 # um/uh/hmm. Polarity words (no, yes, not) are NOT here: negation is judged separately.
-_FILLERS = frozenset(
-    "okay ok alright oh ah huh well so like just actually basically really right yeah yep um uh hmm mm "
-    "mhm er erm".split()
-)
+_FILLERS = discourse_fillers()  # data/fillers.tsv: hesitations, discourse fillers, backchannels
 _FILLER_BIGRAMS = frozenset(
     {("you", "know"), ("i", "mean"), ("kind", "of"), ("sort", "of"), ("all", "right")}
 )
@@ -184,10 +189,7 @@ _FUNCTION = frozenset(
 )
 
 _NUM = re.compile(r"^\$?\d+(?:\.\d+)?(?:st|nd|rd|th|%)?$")
-_WORD_NUMS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "once": "1", "twice": "2",
-}
+_WORD_NUMS = {w: str(int(v)) for w, v in number_words().items() if v <= 10 and w != "thrice"}
 _TIME_WORDS = frozenset(
     """minute minutes hour hours day days week weeks month months year years decade decades fortnight
     yesterday today tomorrow tonight overnight morning mornings afternoon afternoons evening evenings night
@@ -1058,13 +1060,13 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
         k0 = bisect_left(flip_starts, lo - longest_flip)
         return any(a < hi and b > lo for a, b in flips[k0 : bisect_left(flip_starts, hi)])
 
+    flipped_concepts = {e.concept for e in events if e.concept}  # entity-level negation flips
     for g in regions:
         events += _numbers_and_time(pair, g, ref, hyp)
         subs, explained = _entities(pair, g, ref, hyp)
         events += subs
         events += _pollution(pair, g, ref, hyp, explained)
         lost = {e.concept for e in subs if e.concept}
-        flipped_concepts = {e.concept for e in events if e.type == "negation_flip" and e.concept}
         omitted = _omissions(pair, g, ref, hyp, lost | flipped_concepts)
         events += omitted
         # A lost negation is a negation_flip unless its target went with it (then it is that omission's).

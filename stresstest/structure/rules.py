@@ -81,6 +81,7 @@ from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, sur
 from stresstest.clinical.negation import Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+from stresstest.clinical.vocab import answer_fillers, number_words
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
@@ -187,12 +188,8 @@ _ANCHOR_HOURS = {
 }
 _UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1.0, "day": 24.0, "week": 168.0, "month": 720.0,
                "year": 8760.0}
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
-    "seventy": 70, "eighty": 80, "ninety": 90,
-}
+_NUMBER_WORDS = {w: int(v) for w, v in {**number_words("small"), **number_words("tens")}.items()
+                 if w not in ("zero", "fourty")}
 # "2 1/2 months old", "three years old", "75-year-old", "almost 75 years old".
 _AGE_RE = re.compile(
     r"\b(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
@@ -855,7 +852,7 @@ def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _fillers() -> frozenset[str]:
-    return frozenset(norm_phrase(r[0]) for r in read_table("fillers.tsv") if r and " " not in r[0].strip())
+    return frozenset(norm_phrase(w) for w in answer_fillers())
 
 
 # ---------------------------------------------------------------- pass 3: groups
