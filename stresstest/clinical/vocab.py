@@ -34,7 +34,7 @@ __all__ = [
 #: Categories of ``clinical_terms.tsv``.
 TERM_CATEGORIES: tuple[str, ...] = (
     "symptom", "finding", "history", "test", "procedure", "body_site", "habit", "contraception", "family",
-    "device", "medication",
+    "family_member", "device", "medication",
 )
 
 

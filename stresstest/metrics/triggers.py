@@ -808,6 +808,7 @@ _RARE_ZIPF = 3.0
 # ("persa gel" -> "person gel"); rarer near-spellings keep the term readable ("tacrolimus" -> "tacromilius").
 _COMMON_ZIPF = 3.5
 _CLOSE = 0.8
+_RESPELLED = 0.6
 _SURVIVAL_SLACK = 2
 
 
@@ -845,6 +846,8 @@ def _ref_units(pair: AlignedPair, g: _Region, ref: _Side) -> list[_Unit]:
         m = a.item
         if not isinstance(m, Mention) or any(k in taken for k in range(a.i, a.j)):
             continue
+        if m.category == "family_member" and not _condition_near(ref, a.i, a.j):
+            continue  # "dad and I both think..." is no family history
         if m.category == "medication":
             key = "high_risk_medication" if m.triage_hint == "high_risk" else "medication"
         elif m.red_flag:
@@ -867,6 +870,17 @@ def _ref_units(pair: AlignedPair, g: _Region, ref: _Side) -> list[_Unit]:
         if zipf(w) < _RARE_ZIPF:
             units.append(_Unit(k, k + 1, w, "rare_word", "rare_word", None))
     return units
+
+
+_CONDITION_CATEGORIES = frozenset({"symptom", "finding", "history", "risk", "habit"})
+
+
+def _condition_near(side: _Side, i: int, j: int, window: int = 6) -> bool:
+    """Is a condition (symptom, finding, history, habit) mentioned within ``window`` tokens of [i, j)?"""
+    return any(
+        isinstance(a.item, Mention) and a.item.category in _CONDITION_CATEGORIES
+        for a in (*side.mentions.overlapping(i - window, j + window), *side.terms.overlapping(i - window, j + window))
+    )
 
 
 def _fragment(tt: TokenizedText, k: int) -> bool:
@@ -900,14 +914,21 @@ def _survival(pair: AlignedPair, u: _Unit, hyp: _Side) -> str:
     for a in range(len(window)):
         for b in range(a + 1, min(len(window), a + 3) + 1):
             cand = "".join(window[a:b])
-            if _ratio(joined, cand) >= _CLOSE and all(zipf(h) < _COMMON_ZIPF for h in window[a:b]):
+            r = _ratio(joined, cand)
+            if u.category == "rare_word" and r >= _RESPELLED:
+                return "kept"  # a rare word of no known category respelled ("culdesac" / "culvasec")
+            if r >= _CLOSE and all(zipf(h) < _COMMON_ZIPF for h in window[a:b]):
                 return "garbled"
     return "lost"
 
 
 def _same_family(a: str, b: str) -> bool:
-    """Two forms of one word ("trichomoniasis" / "trichomonas", "swollen" / "swelling" do not): a shared
-    prefix of at least 7 letters covering most of the shorter word."""
+    """Two forms of one word ("trichomoniasis" / "trichomonas"; "swollen" / "swelling" are not): a shared
+    prefix of at least 7 letters covering most of the shorter word, or a word of 5+ letters extended by at
+    most 3."""
+    short, long_ = sorted((a, b), key=len)
+    if len(short) >= 5 and long_.startswith(short) and len(long_) - len(short) <= 3:
+        return True  # "weigh" / "weight", "smoke" / "smoker" ("pain" / "paint" is too short to tell)
     n = 0
     for x, y in zip(a, b):  # noqa: B905 - compare up to the shorter word
         if x != y:
@@ -939,8 +960,8 @@ def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list
         return []  # the cue only moved
     side, ks = (ref, rc) if rc else (hyp, hc)
     words = side.tt.words
-    near = words[max(0, ks[0] - 4) : ks[-1] + 5]
-    if not any(_is_content(w) and w not in _NEG_CUES for w in near):
+    near = words[max(0, ks[0] - 3) : ks[-1] + 4]
+    if not any(_is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES for w in near):
         return []  # "no, that i can do": a bare answer particle
     lo, hi = ks[0] - 4, ks[-1] + 5
     clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
