@@ -52,8 +52,9 @@ def _spelling() -> dict[str, str]:
     return {row[0].lower(): row[1].lower() for row in read_table("spelling.tsv") if len(row) >= 2}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def norm_word(word: str) -> str:
-    """Lookup form of one word: lower-cased, straight apostrophe, American spelling."""
+    """Lookup form of one word: lower-cased, straight apostrophe, American spelling (cached: words repeat)."""
     w = word.lower().replace("\u2019", "'")
     return _spelling().get(w, w)
 
