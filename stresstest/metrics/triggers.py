@@ -602,8 +602,8 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         ref_digits = hyp_digits  # "2 1/2" / "two and a half", "1.5" / "one and a half"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
-    ref_time = _time_words(pair.ref.words, g.r0, g.r1)
-    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1)
+    ref_time = _time_words(pair.ref.words, g.r0, g.r1, _in_terms(ref, g.r0, g.r1))
+    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, _in_terms(hyp, g.h0, g.h1))
     inserted = len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS
     if inserted and not ref_digits and not ref_units and not ref_time:
         return []  # numbers inside a long inserted run are that run's content: see nonspeech_pollution
@@ -635,10 +635,18 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     return []
 
 
-def _time_words(words: list[str], i: int, j: int) -> Counter[str]:
-    """Time words of tokens [i, j) in singular form, except greetings ("good morning") and "i am"."""
+def _in_terms(side: _Side, i: int, j: int) -> frozenset[int]:
+    """Tokens of [i, j) inside a lexicon/drug mention ("night" of "night sweats" is no time word)."""
+    return frozenset(k for a in side.mentions.overlapping(i, j) for k in range(a.i, a.j))
+
+
+def _time_words(words: list[str], i: int, j: int, skip: frozenset[int] = frozenset()) -> Counter[str]:
+    """Time words of tokens [i, j) in singular form, except greetings ("good morning"), "i am", set phrases
+    and tokens of a clinical term (``skip``)."""
     out: Counter[str] = Counter()
     for k in range(i, j):
+        if k in skip:
+            continue
         w, prev = words[k], words[k - 1] if k > 0 else ""
         if w in _CLOCK:
             if _NUM.match(prev):
@@ -998,12 +1006,10 @@ def _omissions(
             why += " garbled in the hypothesis (a close spelling remains)"
         else:
             why += " does not survive in the hypothesis"
-        ua = [_Ann(u.i, u.j, *pair.ref.char_span(u.i, u.j), u.ann.item)] if u.ann is not None else []
-        ev = _event("clinical_omission", pair, g, why, u.concept, ua, weight=round(weight, 3))
-        if u.ann is None:  # a rare word: quote that word, not the whole region
-            rs, re_ = pair.ref.char_span(u.i, u.j)
-            ev = ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]})
-        out.append(ev)
+        ev = _event("clinical_omission", pair, g, why, u.concept, weight=round(weight, 3))
+        # Quote the lost term itself (several terms lost in one region are several events).
+        rs, re_ = pair.ref.char_span(u.i, u.j)
+        out.append(ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]}))
     return out
 
 
