@@ -115,6 +115,8 @@ def load_audio(path: str | Path, normalise: bool = True) -> np.ndarray:
         AudioError: naming the file when it is missing, unreadable or empty.
     """
     p = Path(path)
+    if p.is_dir():
+        raise AudioError(f"{p}: is a directory; expected an audio file (wav, flac, mp3, ogg)")
     if not p.is_file():
         raise AudioError(f"{p}: audio file not found")
     data, sr = _read_any(p)

@@ -64,6 +64,8 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
     noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
     segments = energy_vad(speech)
+    if not segments:
+        raise MixError(f"{a.speech}: no speech found (the file is silent or too quiet to measure an SNR)")
     mask = active_mask(n, segments)
     existed = out.exists()
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".speech.wav", dir=out.parent)
@@ -120,7 +122,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
         from stresstest.report.pairwise_compare import cli_pairwise
 
         print()
-        print(cli_pairwise(a.run_a, a.run_b, a.out, config=a.config))
+        print(cli_pairwise(a.run_a, a.run_b, a.out, config=a.config, conditions=a.conditions))
     return 0
 
 
@@ -178,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--pairwise", action="store_true",
                    help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
     c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")
+    c.add_argument("--conditions", help="--pairwise: judge only these conditions (comma-separated: clean,babble_5db)")
     c.set_defaults(func=_cmd_compare)
 
     llm = sub.add_parser("llm", help="local LLM server")

@@ -19,6 +19,7 @@ from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix
 
 __all__ = [
     "TERM_CATEGORIES",
+    "all_fillers",
     "answer_fillers",
     "category_weight",
     "clinical_terms",
@@ -58,6 +59,11 @@ def answer_fillers() -> frozenset[str]:
 
 
 def discourse_fillers() -> frozenset[str]:
+    """Discourse fillers ("okay", "well", "so", "like", "actually"...), hesitations and backchannels excluded."""
+    return _fillers()["discourse"]
+
+
+def all_fillers() -> frozenset[str]:
     """Every filler kind: hesitations, discourse fillers and backchannels ("yeah", "right", "just"...)."""
     return frozenset().union(*_fillers().values())
 

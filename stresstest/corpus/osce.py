@@ -76,6 +76,8 @@ def load_osce(path: str | Path) -> list[Encounter]:
     """
     root = Path(path)
     folder = transcripts_dir(root)
+    if root.is_file():
+        raise CorpusError(f"{root}: is a file; corpus.path for kind osce is a folder of D:/P: .txt transcripts")
     if not folder.is_dir():
         raise CorpusError(
             f"{root}: OSCE folder not found (expected a folder of D:/P: .txt transcripts, "

@@ -70,8 +70,8 @@ from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token as ClinicalToken
 from stresstest.clinical.text import tokenize as clinical_tokenize
 from stresstest.clinical.vocab import (
+    all_fillers,
     category_weight,
-    discourse_fillers,
     match_terms,
     number_words,
     set_phrases,
@@ -168,7 +168,7 @@ def trigger_counts(events: Iterable[TriggerEvent]) -> dict[str, int]:
 
 # Discourse fillers and backchannels that ASR drops or adds freely; the normaliser already removes
 # um/uh/hmm. Polarity words (no, yes, not) are NOT here: negation is judged separately.
-_FILLERS = discourse_fillers()  # data/fillers.tsv: hesitations, discourse fillers, backchannels
+_FILLERS = all_fillers()  # data/fillers.tsv: hesitations, discourse fillers, backchannels
 _FILLER_BIGRAMS = frozenset(
     {("you", "know"), ("i", "mean"), ("kind", "of"), ("sort", "of"), ("all", "right")}
 )

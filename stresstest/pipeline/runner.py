@@ -90,7 +90,8 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
 
 
 def _bar(state: RunState, total: int, desc: str) -> tqdm:
-    return tqdm(total=total, desc=desc, unit="item", disable=not state.cfg.run.progress, file=sys.stderr,
+    # disable=None: no bar when stderr is not a terminal (logs and pipes get clean one-line messages).
+    return tqdm(total=total, desc=desc, unit="item", disable=None if state.cfg.run.progress else True, file=sys.stderr,
                 dynamic_ncols=True, leave=False)
 
 
@@ -163,8 +164,11 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     items = [ASRItem(eid, cond, path) for (eid, cond), path in sorted(state.audio.items())]
     bar = _bar(state, len(items), "asr")
     workers, gpus = _asr_workers(state)
+    # Shards hold whole batch groups (batch_size // 2 encounters), so batches are the ones a single process forms.
+    group = max(1, state.cfg.asr.batch_size // 2) if state.cfg.asr.batch_size > 1 else 1
+    shard = -(-state.cfg.run.executor.shard_size // group) * group
     results: list[ASROutcome] = state.executor.map_pool(
-        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus,
+        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus, shard_size=shard,
         on_result=lambda i, r: bar.update())
     bar.close()
     for r in results:
@@ -181,15 +185,16 @@ def _release_asr(state: RunState) -> None:
     """Free the ASR model (and its GPU memory) before the LLM engine starts — the order is fixed here.
 
     The LLM engine starts lazily inside the structure stage, after this; with vLLM it measures the free GPU
-    memory at that moment. The release itself is the ASR package's (``stresstest.asr.release_asr_models``).
+    memory at that moment. The release itself is the ASR package's (``release_asr_models``).
     """
     import gc
+    from importlib import import_module
 
-    import stresstest.asr as asr_pkg
-
-    release = getattr(asr_pkg, "release_asr_models", None)
-    if callable(release):
-        release()
+    for module in ("stresstest.asr", "stresstest.asr.backends"):
+        release = getattr(import_module(module), "release_asr_models", None)
+        if callable(release):
+            release()
+            break
     gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
     state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -200,9 +205,11 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     for c in state.grid.mitigated():
         tasks += [StructureTask(eid, c.id, t.text, guarded=True) for (eid, cond), t in ts if cond == c.base]
     ex = state.cfg.run.executor
+    # One shard per engine: each structuring call opens an LLM session (a managed server starts once per call).
     envs: list[RecordEnvelope] = state.executor.map_pool(
         "structure", StructureWorker, (state.cfg.structure, cache, state.out / "logs"), tasks,
-        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine)
+        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine,
+        shard_size=max(1, -(-len(tasks) // ex.llm_engines)))
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env

@@ -16,12 +16,13 @@ is reported as a result or as a mechanics check only.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_text, default_cache_dir
-from stresstest.errors import ReportError
+from stresstest.errors import ReportError, StressTestError
 from stresstest.metrics.note_judges import PairTask, judge_pairs, quality_prompt
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summary
 from stresstest.metrics.statements import note_text, transcript_sentences
@@ -42,8 +43,17 @@ class PairwiseCompareResult:
     adequacy: str = ""
 
 
-def _pair_tasks(a: RunData, b: RunData) -> tuple[list[PairTask], list[tuple[str, str]], list[str]]:
+def _pair_tasks(
+    a: RunData, b: RunData, only: Sequence[str] | None = None
+) -> tuple[list[PairTask], list[tuple[str, str]], list[str]]:
     conds_b = {c.id for c in b.conditions}
+    if only is not None:
+        common = [c.id for c in a.conditions if c.id in conds_b]
+        unknown = [c for c in only if c not in common]
+        if unknown:
+            raise ReportError(f"compare --pairwise: condition(s) {unknown} are not in both runs; expected some of "
+                              f"{common}")
+        conds_b = {c for c in conds_b if c in only}
     tasks: list[PairTask] = []
     keys: list[tuple[str, str]] = []
     skipped: list[str] = []
@@ -77,7 +87,11 @@ def _judge_config(run_b: Path, config: Path | None) -> Any:
     path = config if config is not None else run_b / "config.resolved.yaml"
     if not path.is_file():
         raise ReportError(f"compare --pairwise: {path} not found; pass --config CONFIG.yaml naming the judge LLM")
-    cfg = load_config(path)
+    try:
+        cfg = load_config(path)
+    except (StressTestError, ValueError) as exc:
+        raise ReportError(f"compare --pairwise: cannot read the judge config {path}: {str(exc).splitlines()[0]}") \
+            from exc
     if cfg.structure.backend == "rules":
         raise ReportError(
             f"compare --pairwise: {path} has structure.backend 'rules' (no LLM to judge with); pass --config "
@@ -92,6 +106,7 @@ def pairwise_compare(
     out: Path | None = None,
     *,
     config: Path | None = None,
+    conditions: Sequence[str] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
     session: Any = None,
@@ -103,6 +118,7 @@ def pairwise_compare(
         run_b: compared run (Y; win = B preferred).
         out: output directory (default ``RUN_B/compare/vs_<A's name>``).
         config: run config naming the judge LLM (default RUN_B's resolved config).
+        conditions: judge only these conditions (default: every condition both runs have).
         n_resamples: bootstrap resamples.
         seed: bootstrap seed.
         session: an open judge session to use instead of opening one from the config (tests).
@@ -114,7 +130,7 @@ def pairwise_compare(
     from stresstest.metrics.quality_stage import adequacy, calibrate, open_judge_session
 
     a, b = load_run(run_a), load_run(run_b)
-    tasks, keys, skipped = _pair_tasks(a, b)
+    tasks, keys, skipped = _pair_tasks(a, b, conditions)
     if not tasks:
         raise ReportError(
             f"compare --pairwise: runs {run_a} and {run_b} have no (encounter, condition) with a record in both"
@@ -223,8 +239,10 @@ def _html(head: str, verdict: str, summary: list[dict[str, Any]], skipped: list[
 
 
 def cli_pairwise(a: str | Path, b: str | Path, out: str | Path | None = None, *, config: str | Path | None = None,
-                 n_resamples: int = 1000, seed: int = 0) -> str:
-    """Run :func:`pairwise_compare` and return the text the CLI prints."""
+                 conditions: str | None = None, n_resamples: int = 1000, seed: int = 0) -> str:
+    """Run :func:`pairwise_compare` and return the text the CLI prints (``conditions``: comma-separated)."""
+    only = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
     res = pairwise_compare(Path(a), Path(b), Path(out) if out is not None else None,
-                           config=Path(config) if config is not None else None, n_resamples=n_resamples, seed=seed)
+                           config=Path(config) if config is not None else None, conditions=only,
+                           n_resamples=n_resamples, seed=seed)
     return f"{res.text}\n\npairwise: {res.out_dir / 'pairwise.html'}\n          {res.out_dir / 'pairwise.md'}"

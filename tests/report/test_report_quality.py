@@ -117,3 +117,21 @@ def test_compare_pairwise_on_two_runs(tmp_path: Path) -> None:
     assert res.adequate and "Compared" in res.text and f"{len(res.pairs)} (encounter, condition) pairs" in res.text
     assert (tmp_path / "out" / "pairwise.md").is_file()
     assert (tmp_path / "out" / "tables" / "pairwise_pairs.csv").is_file()
+
+
+def test_compare_pairwise_errors_name_what_is_missing(tmp_path: Path) -> None:
+    from stresstest.errors import ReportError
+
+    a = make_run(tmp_path / "A", n_encounters=3, seed=3, mitigation=False, failed=())
+    b = make_run(tmp_path / "B", n_encounters=3, seed=3, mitigation=False, failed=())
+    with pytest.raises(ReportError, match=r"condition\(s\) \['nope'\] are not in both runs"):
+        pairwise_compare(a, b, tmp_path / "o", conditions=["nope"], session=object())
+    with pytest.raises(ReportError, match="cannot read the judge config"):
+        pairwise_compare(a, b, tmp_path / "o")  # the synthetic run's resolved config is not a run config
+    (b / "config.resolved.yaml").unlink(missing_ok=True)
+    with pytest.raises(ReportError, match="config.resolved.yaml not found; pass --config"):
+        pairwise_compare(a, b, tmp_path / "o")
+    rules_cfg = tmp_path / "rules.yaml"
+    rules_cfg.write_text("corpus: {kind: osce, path: x}\n")
+    with pytest.raises(ReportError, match="structure.backend 'rules'"):
+        pairwise_compare(a, b, tmp_path / "o", config=rules_cfg, conditions=["clean"])

@@ -175,3 +175,11 @@ def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: 
         assert own.info()["roles"] == ["structure", "mitigation-draft", "mitigation-guard"]
         worker.close()
     assert own.closed and worker._own_engine is None
+
+
+def test_info_of_an_unreachable_external_server_records_why(tmp_path: Path) -> None:
+    cfg = StructureConfig.model_validate(
+        {"backend": "openai", "server": {"mode": "external", "base_url": "http://127.0.0.1:9"}, "timeout_s": 2}
+    )
+    info = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path).info()
+    assert info["model"] is None and "GET /v1/models failed" in info["model_error"]

@@ -1,0 +1,299 @@
+"""Unit-level proofs of the hostile-input rules (docs/reliability.md lists which test proves what)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from stresstest.cache import (
+    KeyValueCache,
+    atomic_write_bytes,
+    read_verified_json,
+    write_verified_json,
+)
+from stresstest.errors import ConfigError
+from stresstest.ids import IdError, check_id, id_path, id_problem
+
+
+@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "../x", "/abs", "a\\b", "a\x00b", "a\nb", "a\x1bb",
+                                 " lead", "trail ", "x" * 201])
+def test_id_rule_rejects_non_file_names(bad: str) -> None:
+    assert id_problem(bad) is not None
+    with pytest.raises(IdError, match=r"^m\.jsonl:3: encounter id "):
+        check_id(bad, where="m.jsonl:3")
+
+
+@pytest.mark.parametrize("good", ["CAR0001", "day1_consultation01", "test1_virtscribe_asr-VS017", "a.b-c_d",
+                                  "visite-é"])
+def test_id_rule_accepts_plain_names(good: str) -> None:
+    assert id_problem(good) is None and check_id(good, where="x") == good
+
+
+def test_id_path_stays_inside_its_root(tmp_path: Path) -> None:
+    assert id_path(tmp_path, "clean", "E1", suffix=".json") == tmp_path / "clean" / "E1.json"
+    with pytest.raises(IdError):
+        id_path(tmp_path, "clean", "../../etc/passwd")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(IdError, match="resolves outside"):
+        id_path(tmp_path / "root", "link", "E1", suffix=".json")
+
+
+# ---------------------------------------------------------------------------------------------- verified cache
+
+
+def test_verified_cache_detects_damage_and_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wav = tmp_path / "x.wav"
+    wav.write_bytes(b"RIFF" + bytes(100))
+    meta = tmp_path / "x.c2.json"
+    write_verified_json(meta, {"n": 1}, files={"wav": wav})
+    assert read_verified_json(meta, files={"wav": wav}) == {"n": 1}
+    wav.write_bytes(b"RIFF" + bytes(50))  # truncated
+    assert read_verified_json(meta, files={"wav": wav}) is None
+    assert f"cache entry {meta}: {wav} has 54 bytes, 104 were written" in capsys.readouterr().err
+    wav.write_bytes(b"RIFX" + bytes(100))  # same size, other content
+    assert read_verified_json(meta, files={"wav": wav}) is None
+    assert "different content hash" in capsys.readouterr().err
+    env = json.loads(meta.read_text())
+    env["value"] = {"n": 2}  # edited by hand
+    meta.write_text(json.dumps(env))
+    assert read_verified_json(meta) is None
+    assert "does not match its recorded content hash" in capsys.readouterr().err
+    meta.write_text("{torn")
+    assert read_verified_json(meta) is None
+    assert f"cache entry {meta} is damaged" in capsys.readouterr().err
+
+
+def test_wrong_shape_is_a_warned_miss_and_legacy_entries_are_upgraded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kv = KeyValueCache(tmp_path, "ns")
+    kv.put("ab12", {"text": "hi"})
+
+    def need_int(v: object) -> int:
+        return int(v["n"])  # type: ignore[index]
+
+    assert kv.get("ab12", validate=need_int) is None
+    err = capsys.readouterr().err
+    assert str(kv.path("ab12")) in err and "wrong shape" in err and err.count("\n") == 1
+    # A pre-envelope plain entry: accepted when it validates, then copied into an envelope.
+    legacy = kv.legacy_path("cd34")
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text(json.dumps({"n": 7}))
+    assert kv.get("cd34", validate=need_int) == 7
+    assert kv.path("cd34").is_file() and json.loads(legacy.read_text()) == {"n": 7}
+    # ...but never when it should vouch for a file (no digest was recorded).
+    legacy2 = kv.legacy_path("ef56")
+    legacy2.parent.mkdir(parents=True, exist_ok=True)
+    legacy2.write_text("{}")
+    assert kv.get("ef56", files={"wav": tmp_path / "x.wav"}) is None
+
+
+def test_written_files_follow_the_umask(tmp_path: Path) -> None:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    atomic_write_bytes(tmp_path / "f", b"x")
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+# ---------------------------------------------------------------------------------------------- YAML
+
+
+def test_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    from stresstest.config import load_config
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match="alias bomb"):
+        load_config(p)
+    assert time.monotonic() - t0 < 2.0
+
+
+def test_strict_yaml_rules(tmp_path: Path) -> None:
+    from stresstest.config import load_config
+
+    p = tmp_path / "c.yaml"
+    for body, msg in [
+        ("corpus: {kind: osce, path: x}\nrun: {seed: true}\n", "c.yaml:2: run.seed"),
+        ("corpus: {kind: osce, path: x}\ncorpus: {kind: osce, path: y}\n", "c.yaml:2: duplicate key 'corpus'"),
+        ("corpus: {kind: osce, path: x}\nsnr_db: [10, 10.0]\n", "appears twice"),
+        ("corpus: {kind: osce, path: x}\nsnr_db: []\n", "at least one SNR"),
+    ]:
+        p.write_text(body)
+        with pytest.raises(ConfigError, match=msg):
+            load_config(p)
+    # Anchors and aliases of a sane size still work.
+    p.write_text("corpus: {kind: osce, path: x}\nspeech:\n  doctor: &v {length_scale: 1.0}\n  patient: *v\n")
+    assert load_config(p).speech.patient.length_scale == 1.0
+
+
+# ---------------------------------------------------------------------------------------------- pairing
+
+
+def _rows(failed: set[tuple[str, str]]) -> list[dict[str, object]]:
+    rows = []
+    for e in ("E1", "E2", "E3"):
+        for c in ("clean", "ambient_5db", "ambient_5db_guard"):
+            rows.append({"encounter_id": e, "condition": c, "failed": (e, c) in failed,
+                         "error": "asr: boom" if (e, c) in failed else None, "ref_words": 10,
+                         "asr_sub": 1 if e == "E2" else 0, "asr_del": 0, "asr_ins": 0, "neg_err": 0})
+    return rows
+
+
+def _grid():  # type: ignore[no-untyped-def]
+    from stresstest.grid import ConditionGrid
+
+    return ConditionGrid.from_json([
+        {"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False},
+        {"condition": "ambient_5db", "family": "ambient", "snr_db": 5.0, "mitigated": False},
+        {"condition": "ambient_5db_guard", "family": "ambient", "snr_db": 5.0, "mitigated": True},
+    ])
+
+
+def test_pairing_drops_the_encounter_from_every_row_clean_included() -> None:
+    from stresstest.metrics.summary import summary_rows
+    from stresstest.pipeline.pairing import apply_pairing
+
+    conds = _grid()
+    items = _rows({("E2", "ambient_5db")})
+    pairing = apply_pairing(items, conds)
+    assert pairing.paired == ["E1", "E3"] and list(pairing.dropped) == ["E2"]
+    assert pairing.dropped["E2"] == ["ambient_5db: asr: boom"]
+    clean_e2 = next(it for it in items if it["encounter_id"] == "E2" and it["condition"] == "clean")
+    assert clean_e2["paired"] is False and "ambient_5db" in str(clean_e2["unpaired_reason"])
+    rows = summary_rows(items, conds)
+    assert [r["n"] for r in rows] == [2, 2, 2]  # every row covers the same encounters
+    assert rows[0]["wer"] == 0.0  # E2's clean errors are not in the clean row either
+    assert "2 of 3 encounters" in pairing.sentence() and "E2" in pairing.sentence()
+
+
+def test_report_and_compare_use_the_same_pairing(tmp_path: Path) -> None:
+    from stresstest.report.rundir import load_run
+
+    d = tmp_path / "run"
+    d.mkdir()
+    items = _rows({("E2", "ambient_5db")})
+    from stresstest.pipeline.pairing import apply_pairing
+
+    apply_pairing(items, _grid())
+    (d / "manifest.json").write_text(json.dumps({"conditions": [c.to_json() for c in _grid()]}))
+    (d / "items.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
+    assert {it["encounter_id"] for it in load_run(d).ok_items("clean")} == {"E1", "E3"}
+
+
+def test_compare_of_different_grids_says_so(tmp_path: Path) -> None:
+    from stresstest.report.compare import compare_runs
+
+    def run(name: str, conds: list[str]) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps({"run_id": name, "conditions": [
+            {"condition": c, "family": "clean" if c == "clean" else "ambient", "snr_db": None} for c in conds]}))
+        (d / "items.jsonl").write_text("".join(json.dumps(
+            {"encounter_id": e, "condition": c, "failed": False, "ref_words": 10, "asr_sub": 1, "asr_del": 0,
+             "asr_ins": 0}) + "\n" for e in ("E1", "E2") for c in conds))
+        return d
+
+    res = compare_runs(run("a", ["clean", "ambient_5db", "ambient_10db"]), run("b", ["clean", "ambient_5db"]),
+                       tmp_path / "cmp", n_resamples=100)
+    assert res.warnings and "different condition grids" in res.warnings[0]
+    assert "only in A: ambient_10db" in res.text and "only in B: none" in res.text
+    assert "different condition grids" in res.html.read_text()
+    assert "different condition grids" in res.markdown.read_text()
+
+
+# ---------------------------------------------------------------------------------------------- run directory
+
+
+def test_stale_artefacts_are_pruned_and_nothing_else(tmp_path: Path) -> None:
+    from stresstest.pipeline.housekeeping import prune_stale
+
+    for sub in ("records", "transcripts", "scores"):
+        for cond in ("clean", "babble_5db"):
+            for e in ("E1", "OLD"):
+                p = tmp_path / sub / cond / f"{e}.json"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_text("{}")
+    (tmp_path / "records" / "babble_5db" / "notes.txt").write_text("mine")
+    removed = prune_stale(tmp_path, ["clean"], ["E1"])
+    assert len(removed) == 3 * 3
+    assert (tmp_path / "records" / "clean" / "E1.json").is_file()
+    assert not (tmp_path / "records" / "clean" / "OLD.json").exists()
+    assert not (tmp_path / "scores" / "babble_5db").exists()
+    assert (tmp_path / "records" / "babble_5db" / "notes.txt").read_text() == "mine"
+
+
+def test_wall_time_is_carried_over_from_an_unfinished_invocation(tmp_path: Path) -> None:
+    from stresstest.pipeline.housekeeping import WallClock
+
+    started = time.time() - 100
+    (tmp_path / "transcripts").mkdir()
+    (tmp_path / "transcripts" / "x.json").write_text("{}")  # written "now": the killed run got this far
+    from datetime import datetime, timezone
+
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "invocations": [{"started": datetime.fromtimestamp(started, timezone.utc).isoformat(), "seconds": 10.0,
+                         "completed": False}],
+        "stage_seconds": {"speech": 10.0, "total": 10.0}}))
+    clock = WallClock(tmp_path)
+    assert clock.carried_stages == {"speech": 10.0}
+    assert 99 <= clock.previous[0]["seconds"] <= 102
+    assert clock.total() >= 99 and len(clock.invocations(True)) == 2
+    (tmp_path / "manifest.json").write_text(json.dumps({"invocations": [{"completed": True, "seconds": 5}]}))
+    assert WallClock(tmp_path).previous == []  # after a completed run, a new account starts
+
+
+def test_out_that_is_a_file_is_a_user_error(tmp_path: Path) -> None:
+    from stresstest.errors import RunError
+    from stresstest.pipeline.housekeeping import check_out_dir
+
+    f = tmp_path / "f"
+    f.write_text("x")
+    with pytest.raises(RunError, match="exists and is not a directory"):
+        check_out_dir(f)
+    with pytest.raises(RunError, match="is a file"):
+        check_out_dir(f / "sub")
+
+
+def test_truncated_wav_is_detected(tmp_path: Path) -> None:
+    import numpy as np
+    import soundfile as sf
+
+    from stresstest.audio import load_audio, wav_truncation
+    from stresstest.errors import AudioError
+
+    p = tmp_path / "a.wav"
+    sf.write(str(p), np.zeros(1600, dtype=np.float32) + 0.1, 16000, subtype="PCM_16")
+    assert wav_truncation(p) is None
+    p.write_bytes(p.read_bytes()[:-1000])
+    with pytest.raises(AudioError, match="truncated: its header declares 3200 bytes"):
+        load_audio(p)
+
+
+def test_console_lines_are_single_and_plain() -> None:
+    from stresstest.console import one_line
+
+    assert one_line("\x1b[31mpiper failed\x1b[0m\nline two\r\n\x07end") == "piper failed | line two | end"
+
+
+def test_gold_files_use_the_bounded_loader(tmp_path: Path) -> None:
+    from stresstest.errors import GoldError
+    from stresstest.gold.model import read_gold_file
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    p = tmp_path / "E1.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(GoldError, match="alias bomb"):
+        read_gold_file(p)
+    p.write_text("encounter_id: E1\nencounter_id: E2\n")
+    with pytest.raises(GoldError, match="E1.yaml:2: duplicate key 'encounter_id'"):
+        read_gold_file(p)
