@@ -375,7 +375,9 @@ def main(argv: list[str] | None = None) -> int:
             eot = whisper.tokenizer.get_tokenizer(False).eot
             suppress = [eot, *range(tb, dims["n_vocab"])]
             ow_over = {"sample_len": forced, "suppress_tokens": suppress}
-            fw_over = {"max_new_tokens": forced, "suppress_tokens": suppress}
+            # CTranslate2's Whisper generates at most max_length / 2 tokens (448 → 224, like openai-whisper's
+            # sample_len); max_length = prompt (sot, notimestamps: 2) + max_new_tokens.
+            fw_over = {"max_new_tokens": 2 * forced - 2, "suppress_tokens": suppress}
             o = DecodingOptions(without_timestamps=True, no_speech_threshold=None)
 
         # 1. baseline: openai-whisper as written (fp32 weights, per-call cast, CPU mel, one decode per window)
@@ -555,8 +557,8 @@ def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: 
     kind = ("random-init " if random_mode else "") + ("tiny.en" if args.tiny else "large-v3")
     lines = [
         f"Device: {gpu}; model: {kind}-sized (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
-        f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {n_windows} windows of 30 s (clean, babble 5 dB, "
-        f"ambient 5 dB); floor peaks: {peak_s}; total {total_s:.0f} s."
+        f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {n_windows} fixed 30-s windows (a file's last one "
+        f"shorter; clean, babble 5 dB, ambient 5 dB); floor peaks: {peak_s}; total {total_s:.0f} s."
         + (" THROUGHPUT ONLY (random weights, forced decode lengths)." if random_mode else ""),
         "",
         "| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "

@@ -44,7 +44,7 @@ def test_bench_gpu_cpu_tiny_smoke_prints_rtf_for_each_implementation():
         assert float(rows[n][0].replace(",", "")) > 0
     assert "transformers sdpa (b16)" in rows  # measured, or says why not
     assert rows["openai-whisper reference (b16)"][5] == "1.000"  # agreement with itself
-    assert "3 windows of 30 s" in out
+    assert "3 fixed 30-s windows" in out
 
 
 @pytest.mark.integration
