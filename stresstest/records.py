@@ -114,3 +114,10 @@ class Transcript(Record):
     audio_sha256: str
     segments: tuple[tuple[float, float, str], ...] = Field(default=(), description="(start, end, text).")
     elapsed_s: float = 0.0
+    runtime: dict[str, object] = Field(
+        default_factory=dict, description="Device, precision/compute type, batch size, package versions."
+    )
+    token_limit_hits: int | None = Field(
+        default=None, description="Decodes that reached the 224-token sample length and continued from their "
+        "last timestamp (None: the backend does not report it)."
+    )

@@ -8,10 +8,16 @@ lazily and models load once per process (cached loaders).
 from __future__ import annotations
 
 import functools
+import gc
+import importlib.metadata
 import importlib.util
 import io
 import os
+import sys
+import weakref
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,25 +52,47 @@ def _skip_window(no_speech_prob: float, avg_logprob: float, options: DecodingOpt
     return options.log_prob_threshold is None or avg_logprob < options.log_prob_threshold
 
 
+_live_faster_whisper: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 @functools.lru_cache(maxsize=4)
 def _load_faster_whisper(model_path: str, device: str, compute_type: str, cpu_threads: int) -> Any:
+    """Load once per (model, device, compute type, threads); a model *name* must already be downloaded."""
     try:
         from faster_whisper import WhisperModel
     except ImportError as exc:  # pragma: no cover - faster-whisper is a core dependency
         raise ASRError("faster-whisper is not installed: pip install faster-whisper") from exc
     try:
-        return WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=cpu_threads)
+        model = WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=cpu_threads,
+                             local_files_only=True)
     except Exception as exc:
-        raise ASRError(f"cannot load faster-whisper model {model_path!r}: {exc}") from exc
+        hint = "" if os.path.isdir(model_path) else (
+            f" (a model name must be in the Hugging Face cache already; nothing is downloaded at run time: "
+            f"fetch it once with `huggingface-cli download Systran/faster-whisper-{model_path}` or give a "
+            f"CTranslate2 model directory)")
+        raise ASRError(f"cannot load faster-whisper model {model_path!r}: {exc}{hint}") from exc
+    _live_faster_whisper.add(model)
+    return model
+
+
+def resolve_compute_type(compute_type: str, device: str) -> str:
+    """``auto`` → float16 on CUDA, int8 on CPU; anything else is used as given."""
+    if compute_type != "auto":
+        return compute_type
+    return "float16" if device == "cuda" else "int8"
 
 
 class FasterWhisperBackend:
-    """faster-whisper (CTranslate2). Default: the bundled tiny.en, int8 on CPU."""
+    """faster-whisper (CTranslate2), the fast path. Default: the bundled tiny.en, int8 on CPU.
+
+    ``compute_type="auto"`` is float16 on CUDA and int8 on CPU. Both paths use
+    the same decoding arguments (:meth:`_kwargs`) and the same silence rule.
+    """
 
     name = "faster-whisper"
 
     def __init__(
-        self, model: str | None = None, *, device: str = "cpu", compute_type: str = "int8", cpu_threads: int = 0
+        self, model: str | None = None, *, device: str = "cpu", compute_type: str = "auto", cpu_threads: int = 0
     ) -> None:
         if model in (None, BUNDLED_TINY_EN):
             self.model_path = str(bundled_tiny_en_path())
@@ -73,9 +101,22 @@ class FasterWhisperBackend:
             self.model_path = str(model)
             self.model_id = f"faster-whisper:{model}"
         self.device = "cpu" if device == "auto" and not _cuda_available() else ("cuda" if device == "auto" else device)
-        self.compute_type = compute_type
+        self.compute_type = resolve_compute_type(compute_type, self.device)
         self.cpu_threads = cpu_threads or min(4, os.cpu_count() or 1)
         self.model_id += f":{self.compute_type}"
+        # Benchmark hooks (never set by the pipeline): extra faster-whisper transcribe arguments.
+        self.decode_overrides: dict[str, Any] = {}
+
+    def runtime(self, batch_size: int) -> dict[str, object]:
+        """Everything besides audio, model and decoding options that can change the text.
+
+        The batch size matters only on the batched path (``batch_size > 1``),
+        whose single-pass-plus-remainder decode can differ from the sequential one.
+        """
+        return {
+            "device": self.device, "compute_type": self.compute_type, "batch_size": batch_size,
+            "faster-whisper": _package_version("faster-whisper"), "ctranslate2": _package_version("ctranslate2"),
+        }
 
     def _model(self) -> Any:
         return _load_faster_whisper(self.model_path, self.device, self.compute_type, self.cpu_threads)
@@ -87,6 +128,7 @@ class FasterWhisperBackend:
             without_timestamps=options.without_timestamps, suppress_blank=options.suppress_blank,
             # Silence skipping is applied by _skip_window so both paths share one rule.
             no_speech_threshold=None, log_prob_threshold=None, compression_ratio_threshold=None,
+            **self.decode_overrides,
         )
 
     def transcribe_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:
@@ -103,6 +145,12 @@ class FasterWhisperBackend:
     def transcribe_windows_batched(
         self, windows: list[np.ndarray], options: DecodingOptions, batch_size: int
     ) -> list[str]:
+        """Batched texts (see :meth:`decode_windows_batched`)."""
+        return [r.text for r in self.decode_windows_batched(windows, options, batch_size)]
+
+    def decode_windows_batched(
+        self, windows: list[np.ndarray], options: DecodingOptions, batch_size: int
+    ) -> list[WindowResult]:
         """Batched: windows of all encounters decoded ``batch_size`` at a time.
 
         One batched pass decodes every window once (``BatchedInferencePipeline``
@@ -119,6 +167,8 @@ class FasterWhisperBackend:
             return []
         pipe = BatchedInferencePipeline(self._model())
         texts: list[list[str]] = [[] for _ in windows]
+        kept = [0] * len(windows)
+        passes = [0] * len(windows)
         pending = [(i, w.astype(np.float32)) for i, w in enumerate(windows)]
         for _ in range(MAX_PASSES):
             if not pending:
@@ -134,9 +184,12 @@ class FasterWhisperBackend:
             )
             bounds = np.asarray(starts)
             last_end = [0.0] * len(pending)
+            for i, _ in pending:
+                passes[i] += 1
             for s in segments:
                 k = int(np.searchsorted(bounds, s.start + 1e-3, side="right") - 1)
                 last_end[k] = max(last_end[k], s.end - starts[k])
+                kept[pending[k][0]] += len(s.tokens)
                 if not _skip_window(s.no_speech_prob, s.avg_logprob, options):
                     texts[pending[k][0]].append(s.text.strip())
             nxt = []
@@ -145,7 +198,9 @@ class FasterWhisperBackend:
                 if 0 < cut and w.size - cut > REMAINDER_MIN_S * SAMPLE_RATE_HZ:
                     nxt.append((i, w[cut:]))
             pending = nxt
-        return [" ".join(t) for t in texts]
+        # Tokens: those of the kept segments (the batched pipeline does not return a dropped unfinished tail).
+        return [WindowResult(text=" ".join(t), n_decodes=p, n_tokens=n, token_limit_hits=-1)
+                for t, p, n in zip(texts, passes, kept, strict=True)]
 
 
 REMAINDER_MIN_S = 1.0
@@ -162,38 +217,94 @@ def _cuda_available() -> bool:
 
 
 @functools.lru_cache(maxsize=2)
-def _load_openai_whisper(name_or_path: str, device: str) -> Any:
+def _load_openai_whisper(name_or_path: str, device: str, fp16: bool) -> Any:
+    """Load once per (model, device, precision). ``fp16``: weights converted to float16 once, here.
+
+    openai-whisper's ``Linear``/``Conv1d`` cast their weights to the input dtype on
+    every call; with float16 weights that cast is a no-op. Layer norms stay
+    float32 (whisper's ``LayerNorm`` computes in float32 and casts back).
+    """
     try:
+        import torch
         import whisper
     except ImportError as exc:
         raise ASRError(
             "openai-whisper is not installed: pip install 'stresstest[whisper]' (GPU: 'stresstest[gpu]')"
         ) from exc
-    try:
-        # A model name is looked up where the user downloaded it before (~/.cache/whisper), not in the
-        # tool cache that $XDG_CACHE_HOME points to inside stresstest (see cache.confine_tool_dirs).
-        from stresstest.cache import user_cache_home
+    from stresstest.asr.convert import load_openai_checkpoint
 
-        return whisper.load_model(name_or_path, device=device, download_root=str(user_cache_home() / "whisper"))
+    try:
+        if os.path.isfile(name_or_path):
+            model = load_openai_checkpoint(name_or_path, device)
+        else:
+            # A model name is looked up where the user downloaded it before (~/.cache/whisper), not in the
+            # tool cache that $XDG_CACHE_HOME points to inside stresstest (see cache.confine_tool_dirs).
+            from stresstest.cache import user_cache_home
+
+            model = whisper.load_model(name_or_path, device=device,
+                                       download_root=str(user_cache_home() / "whisper"))
     except Exception as exc:
         raise ASRError(f"cannot load openai-whisper model {name_or_path!r}: {exc}") from exc
+    model.eval()
+    if fp16:
+        model.half()
+        for m in model.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.float()
+    return model
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """One window's decode: its text and what it cost (for the transcript and the benchmark)."""
+
+    text: str
+    n_decodes: int = 1
+    n_tokens: int = 0
+    token_limit_hits: int = 0
+
+
+def _package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
 
 
 class OpenAIWhisperBackend:
-    """openai-whisper, the paper's reference (``large-v3`` by name or a checkpoint path).
+    """openai-whisper, the paper's reference (``large-v3`` by name, a checkpoint path, or ``tiny.en-bundled``).
 
-    Windows are padded to 30 s, turned into log-Mel spectrograms with the
-    model's ``n_mels``, and decoded in batches with ``whisper.decode``
-    (greedy, temperature 0, no timestamps): batched ASR on the GPU.
+    Each window is decoded with exactly the loop of ``whisper.transcribe``
+    (temperature 0 only, no conditioning on previous text): a decode covers
+    the 30 s from the current seek; if its output does not end with a single
+    timestamp, the unfinished segment after the last timestamp pair is dropped
+    and decoding resumes from that timestamp (this is also how a decode that
+    hits the 224-token sample length continues; such decodes are counted).
+    The batched path runs the same loop for many windows at once: a queue of
+    (window, seek) decodes is served ``batch_size`` at a time, so remainders
+    share batches with other windows' first decodes. Log-Mel spectrograms are
+    computed on the model's device; on CUDA the weights are float16 (converted
+    once at load). The one deliberate difference from ``whisper.transcribe``: a
+    decode whose last timestamp pair sits at 0.00 s would make ``transcribe``
+    seek by zero and loop forever; here the window moves on by a full segment.
+
+    ``tiny.en-bundled`` (or any CTranslate2 Whisper directory) is converted once
+    to an openai-whisper checkpoint under the cache dir (:mod:`stresstest.asr.convert`).
     """
 
     name = "openai-whisper"
 
-    def __init__(self, model: str = "large-v3", *, device: str = "auto", batch_size: int = 16) -> None:
+    def __init__(
+        self, model: str = "large-v3", *, device: str = "auto", batch_size: int = 16,
+        cache_dir: str | Path | None = None,
+    ) -> None:
         self.model_name = model
         self.model_id = f"openai-whisper:{model}"
         self.device = device
         self.batch_size = max(1, batch_size)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        # Benchmark hooks (never set by the pipeline): extra whisper.DecodingOptions fields.
+        self.decode_overrides: dict[str, Any] = {}
 
     def _resolved_device(self) -> str:
         if self.device != "auto":
@@ -205,32 +316,199 @@ class OpenAIWhisperBackend:
         except ImportError:
             return "cpu"
 
+    def _checkpoint(self) -> str:
+        """A loadable name or file: CTranslate2 models (and the bundled tiny.en) are converted once."""
+        src: Path | None = None
+        if self.model_name == BUNDLED_TINY_EN:
+            src = bundled_tiny_en_path()
+        elif os.path.isdir(self.model_name) and (Path(self.model_name) / "model.bin").is_file():
+            src = Path(self.model_name)
+        if src is None:
+            return self.model_name
+        from stresstest.asr.convert import openai_checkpoint_for_ct2
+        from stresstest.cache import default_cache_dir
+
+        return str(openai_checkpoint_for_ct2(src, self.cache_dir or default_cache_dir()))
+
+    def _model(self) -> Any:
+        device = self._resolved_device()
+        return _load_openai_whisper(self._checkpoint(), device, device.startswith("cuda"))
+
+    def runtime(self, batch_size: int) -> dict[str, object]:
+        """Everything besides audio, model and decoding options that can change the text."""
+        from stresstest.asr.convert import CONVERTER_VERSION
+
+        device = self._resolved_device()
+        converted = self.model_name == BUNDLED_TINY_EN or os.path.isdir(self.model_name)
+        return {
+            "device": device, "precision": "float16" if device.startswith("cuda") else "float32",
+            "batch_size": self.batch_size, "openai-whisper": _package_version("openai-whisper"),
+            "torch": _package_version("torch"), "converter": CONVERTER_VERSION if converted else None,
+        }
+
+    def _whisper_options(self, options: DecodingOptions, model: Any, fp16: bool) -> Any:
+        import whisper
+
+        return whisper.DecodingOptions(**{
+            "task": "transcribe", "language": options.language if model.is_multilingual else "en",
+            "temperature": options.temperature, "beam_size": None if options.beam_size == 1 else options.beam_size,
+            "without_timestamps": options.without_timestamps, "suppress_blank": options.suppress_blank,
+            "fp16": fp16, **self.decode_overrides,
+        })
+
     def transcribe_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:
+        """Batched (``batch_size`` decodes at a time), text identical in rule to ``whisper.transcribe``."""
+        return [r.text for r in self.decode_windows(windows, options)]
+
+    def transcribe_windows_reference(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:
+        """The literal reference: one ``whisper.transcribe`` call per window (used to test the batched loop)."""
         import torch
         import whisper
 
-        device = self._resolved_device()
-        model = _load_openai_whisper(self.model_name, device)
-        dec = whisper.DecodingOptions(
-            task="transcribe", language=options.language if model.is_multilingual else "en",
-            temperature=options.temperature, beam_size=None if options.beam_size == 1 else options.beam_size,
-            without_timestamps=options.without_timestamps, suppress_blank=options.suppress_blank,
-            fp16=device == "cuda",
-        )
-        out: list[str] = []
-        for i in range(0, len(windows), self.batch_size):
-            chunk = windows[i : i + self.batch_size]
-            mels = torch.stack([
-                whisper.log_mel_spectrogram(
-                    whisper.pad_or_trim(torch.from_numpy(w.astype(np.float32))), n_mels=model.dims.n_mels
-                )
-                for w in chunk
-            ]).to(device)
-            with torch.inference_mode():
-                results = whisper.decode(model, mels, dec)
-            for r in results:
-                out.append("" if _skip_window(r.no_speech_prob, r.avg_logprob, options) else r.text.strip())
+        model = self._model()
+        device = str(next(model.parameters()).device)
+        out = []
+        for w in windows:
+            audio = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(device)
+            r = whisper.transcribe(
+                model, audio, verbose=None, temperature=options.temperature,
+                compression_ratio_threshold=None, logprob_threshold=options.log_prob_threshold,
+                no_speech_threshold=options.no_speech_threshold,
+                condition_on_previous_text=options.condition_on_previous_text, word_timestamps=False,
+                language=options.language if model.is_multilingual else "en", task="transcribe",
+                fp16=device.startswith("cuda"), beam_size=None if options.beam_size == 1 else options.beam_size,
+                suppress_blank=options.suppress_blank, without_timestamps=options.without_timestamps,
+            )
+            out.append(str(r["text"]).strip())
         return out
+
+    def decode_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[WindowResult]:
+        """Decode every window with the ``transcribe`` seek loop, ``batch_size`` decodes per batch."""
+        import torch
+        import whisper
+        from whisper.audio import HOP_LENGTH, N_FRAMES, N_SAMPLES
+
+        if options.condition_on_previous_text:
+            raise ASRError("openai-whisper backend: condition_on_previous_text must stay false (windows are "
+                           "independent)")
+        model = self._model()
+        device = str(next(model.parameters()).device)
+        fp16 = device.startswith("cuda")
+        dtype = torch.float16 if fp16 else torch.float32
+        dec = self._whisper_options(options, model, fp16)
+        tokenizer = whisper.tokenizer.get_tokenizer(
+            model.is_multilingual, num_languages=model.num_languages, language=dec.language, task="transcribe"
+        )
+        tb, eot = tokenizer.timestamp_begin, tokenizer.eot
+        sample_len = dec.sample_len or model.dims.n_text_ctx // 2
+        input_stride = N_FRAMES // model.dims.n_audio_ctx
+        time_precision = input_stride * HOP_LENGTH / SAMPLE_RATE_HZ
+        states = []
+        with torch.inference_mode():
+            for w in windows:
+                audio = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(device)
+                mel = whisper.log_mel_spectrogram(audio, model.dims.n_mels, padding=N_SAMPLES)
+                states.append(_SeekState(mel=mel, content_frames=mel.shape[-1] - N_FRAMES))
+            queue = deque(st for st in states if st.content_frames > 0)
+            while queue:
+                batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
+                sizes = [min(N_FRAMES, st.content_frames - st.seek) for st in batch]
+                mels = torch.stack([
+                    whisper.pad_or_trim(st.mel[:, st.seek : st.seek + n], N_FRAMES) for st, n in zip(
+                        batch, sizes, strict=True)
+                ]).to(dtype)
+                results = whisper.decode(model, mels, dec)
+                for st, n, res in zip(batch, sizes, results, strict=True):
+                    _advance(st, list(res.tokens), n, res, options, tokenizer, tb, eot, sample_len,
+                             input_stride, time_precision)
+                    if st.seek < st.content_frames:
+                        queue.append(st)
+        return [
+            WindowResult(text=tokenizer.decode(st.tokens).strip(), n_decodes=st.decodes, n_tokens=st.sampled,
+                         token_limit_hits=st.limit_hits)
+            for st in states
+        ]
+
+
+@dataclass
+class _SeekState:
+    mel: Any
+    content_frames: int
+    seek: int = 0
+    tokens: list[int] = field(default_factory=list)
+    decodes: int = 0
+    sampled: int = 0
+    limit_hits: int = 0
+
+
+def _advance(
+    st: _SeekState, tokens: list[int], segment_size: int, res: Any, options: DecodingOptions, tokenizer: Any,
+    tb: int, eot: int, sample_len: int, input_stride: int, time_precision: float,
+) -> None:
+    """One step of ``whisper.transcribe``'s seek loop (no word timestamps, no prompt) for one window."""
+    from whisper.audio import HOP_LENGTH
+
+    st.decodes += 1
+    st.sampled += len(tokens)
+    if len(tokens) >= sample_len:
+        st.limit_hits += 1
+    if options.no_speech_threshold is not None:
+        skip = res.no_speech_prob > options.no_speech_threshold
+        if options.log_prob_threshold is not None and res.avg_logprob > options.log_prob_threshold:
+            skip = False
+        if skip:
+            st.seek += segment_size
+            return
+    time_offset = st.seek * HOP_LENGTH / SAMPLE_RATE_HZ
+    is_ts = [t >= tb for t in tokens]
+    single_ending = is_ts[-2:] == [False, True]
+    consecutive = [i + 1 for i in range(len(tokens) - 1) if is_ts[i] and is_ts[i + 1]]
+    segments: list[tuple[float, float, list[int]]] = []
+    previous = st.seek
+    if consecutive:
+        slices = consecutive + ([len(tokens)] if single_ending else [])
+        last = 0
+        for cur in slices:
+            piece = tokens[last:cur]
+            segments.append((time_offset + (piece[0] - tb) * time_precision,
+                             time_offset + (piece[-1] - tb) * time_precision, piece))
+            last = cur
+        if single_ending:
+            st.seek += segment_size
+        else:
+            st.seek += (tokens[last - 1] - tb) * input_stride
+    else:
+        duration = segment_size * HOP_LENGTH / SAMPLE_RATE_HZ
+        stamps = [t for t in tokens if t >= tb]
+        if stamps and stamps[-1] != tb:
+            duration = (stamps[-1] - tb) * time_precision
+        segments.append((time_offset, time_offset + duration, tokens))
+        st.seek += segment_size
+    if st.seek <= previous:  # transcribe would decode the same input again, forever
+        st.seek = previous + segment_size
+    for start, end, piece in segments:
+        if start == end or tokenizer.decode([t for t in piece if t < eot]).strip() == "":
+            continue
+        st.tokens.extend(piece)
+
+
+def release_asr_models() -> None:
+    """Free every cached ASR model (host and GPU memory) so the next stage starts on a free card.
+
+    Clears the loader caches (CTranslate2 models are unloaded explicitly first),
+    runs the garbage collector, and empties torch's CUDA cache when torch is loaded.
+    """
+    for model in list(_live_faster_whisper):
+        try:
+            model.model.unload_model()
+        except Exception:  # pragma: no cover - unloading is best effort before dropping the reference
+            pass
+    _load_faster_whisper.cache_clear()
+    _load_openai_whisper.cache_clear()
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 class OpenAICompatibleASR:

@@ -14,6 +14,8 @@ from stresstest.asr.backends import (
     FasterWhisperBackend,
     OpenAICompatibleASR,
     OpenAIWhisperBackend,
+    WindowResult,
+    release_asr_models,
 )
 from stresstest.asr.base import ASRBackend, DecodingOptions, join_windows, split_windows
 from stresstest.audio import read_wav_exact
@@ -21,7 +23,7 @@ from stresstest.cache import KeyValueCache, hash_obj, sha256_file
 from stresstest.errors import ASRError
 from stresstest.records import Transcript
 
-ASR_CODE_VERSION = "asr-1"
+ASR_CODE_VERSION = "asr-2"
 
 
 class ASRConfig(BaseModel):
@@ -38,21 +40,27 @@ class ASRConfig(BaseModel):
         "'large-v3' or a checkpoint path; openai-api: the served model name.",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    compute_type: str = Field(default="int8", description="faster-whisper compute type (int8 on CPU, float16 on GPU).")
-    batch_size: int = Field(default=1, ge=1, description="1 = sequential; >1 = batched windows across encounters.")
+    compute_type: str = Field(
+        default="auto", description="faster-whisper compute type; 'auto' = float16 on CUDA, int8 on CPU."
+    )
+    batch_size: int = Field(
+        default=1, ge=1, description="1 = sequential; >1 = windows of several encounters decoded together "
+        "(faster-whisper: batched pass + remainder pass; openai-whisper: batched transcribe seek loop)."
+    )
     cpu_threads: int = Field(default=0, ge=0, description="faster-whisper CPU threads (0 = min(4, cores)).")
     base_url: str | None = Field(default=None, description="openai-api: e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(default=None, description="openai-api: env var holding the key (never stored).")
     decoding: DecodingOptions = Field(default_factory=DecodingOptions)
 
 
-def make_backend(cfg: ASRConfig) -> ASRBackend:
+def make_backend(cfg: ASRConfig, cache_dir: Path | None = None) -> ASRBackend:
     """Instantiate the configured backend (models load lazily on first use)."""
     if cfg.backend == "faster-whisper":
         return FasterWhisperBackend(cfg.model, device=cfg.device, compute_type=cfg.compute_type,
                                     cpu_threads=cfg.cpu_threads)
     if cfg.backend == "openai-whisper":
-        return OpenAIWhisperBackend(cfg.model or "large-v3", device=cfg.device, batch_size=cfg.batch_size)
+        return OpenAIWhisperBackend(cfg.model or "large-v3", device=cfg.device, batch_size=cfg.batch_size,
+                                    cache_dir=cache_dir)
     if not cfg.base_url or not cfg.model:
         raise ASRError("asr.backend 'openai-api' needs asr.base_url and asr.model")
     return OpenAICompatibleASR(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env)
@@ -67,9 +75,47 @@ class ASRItem:
     audio_path: Path
 
 
-def transcript_key(audio_sha256: str, model_id: str, decoding: DecodingOptions) -> str:
-    """Cache key: (audio content, model, decoding, code version)."""
-    return hash_obj("transcript", ASR_CODE_VERSION, audio_sha256, model_id, decoding.model_dump())
+def backend_runtime(backend: ASRBackend, batch_size: int) -> dict[str, object]:
+    """What besides audio, model and decoding can change a backend's text (device, precision, batch
+    shape, package versions); ``{}`` for a backend that cannot say (an HTTP server)."""
+    fn = getattr(backend, "runtime", None)
+    return dict(fn(batch_size)) if callable(fn) else {}
+
+
+def transcript_key(
+    audio_sha256: str, model_id: str, decoding: DecodingOptions, runtime: dict[str, object] | None = None
+) -> str:
+    """Cache key: (audio content, model, decoding, runtime: device/precision/batch/package versions, code)."""
+    return hash_obj("transcript", ASR_CODE_VERSION, audio_sha256, model_id, decoding.model_dump(), runtime or {})
+
+
+def _decode(backend: ASRBackend, windows: list, opts: DecodingOptions, batch_size: int) -> list[WindowResult]:
+    """Route to the backend's best path: its own seek-loop decoder, the batched pass, or sequential."""
+    decode = getattr(backend, "decode_windows", None)
+    if callable(decode):
+        return list(decode(windows, opts))
+    batched = getattr(backend, "transcribe_windows_batched", None)
+    if batch_size > 1 and callable(batched):
+        texts = batched(windows, opts, batch_size)
+    else:
+        texts = backend.transcribe_windows(windows, opts)
+    return [WindowResult(text=t, n_tokens=-1, token_limit_hits=-1) for t in texts]
+
+
+def _groups(sizes: list[int], batch_size: int) -> list[list[int]]:
+    """Consecutive item groups for one backend call: one item at a time when sequential; when batched,
+    enough items that a call holds at least ``4 × batch_size`` windows (windows of many encounters per batch)."""
+    if batch_size <= 1:
+        return [[i] for i in range(len(sizes))]
+    groups: list[list[int]] = [[]]
+    n = 0
+    for i, k in enumerate(sizes):
+        if groups[-1] and n >= 4 * batch_size:
+            groups.append([])
+            n = 0
+        groups[-1].append(i)
+        n += k
+    return [g for g in groups if g]
 
 
 def transcribe_items(
@@ -79,16 +125,35 @@ def transcribe_items(
     cache_dir: Path,
     on_done: Callable[[ASRItem, Transcript | None, str | None], None],
     backend: ASRBackend | None = None,
+    release: bool = True,
 ) -> None:
     """Transcribe every item, reading the cache first; report each outcome via ``on_done``.
 
     ``on_done(item, transcript, error)`` is called once per item, as soon as it
     is finished (so the runner can persist it immediately); a failing item gets
-    ``transcript=None`` and the error message, and the others go on.
+    ``transcript=None`` and the error message, and the others go on. With
+    ``release`` (the default) every cached ASR model is freed when the stage
+    ends, however it ends, so the LLM stage that follows starts on a free GPU.
     """
-    backend = backend or make_backend(cfg)
+    try:
+        _transcribe_items(items, cfg, cache_dir=cache_dir, on_done=on_done, backend=backend)
+    finally:
+        if release:
+            release_asr_models()
+
+
+def _transcribe_items(
+    items: Sequence[ASRItem],
+    cfg: ASRConfig,
+    *,
+    cache_dir: Path,
+    on_done: Callable[[ASRItem, Transcript | None, str | None], None],
+    backend: ASRBackend | None,
+) -> None:
+    backend = backend or make_backend(cfg, cache_dir)
     cache = KeyValueCache(cache_dir, "transcripts")
     opts = cfg.decoding
+    runtime = backend_runtime(backend, cfg.batch_size)
     pending: list[tuple[ASRItem, str, str]] = []
     for it in items:
         try:
@@ -96,7 +161,7 @@ def transcribe_items(
         except OSError as exc:
             on_done(it, None, f"{it.audio_path}: cannot read audio ({exc})")
             continue
-        key = transcript_key(digest, backend.model_id, opts)
+        key = transcript_key(digest, backend.model_id, opts, runtime)
         t = cache.get(key, validate=Transcript.model_validate)  # damaged/wrong shape: warned, recomputed
         if t is not None:
             on_done(it, t.model_copy(update={"encounter_id": it.encounter_id, "condition": it.condition}), None)
@@ -105,38 +170,33 @@ def transcribe_items(
     if not pending:
         return
 
-    def finish(it: ASRItem, digest: str, key: str, texts: list[str], elapsed: float) -> None:
+    def finish(it: ASRItem, digest: str, key: str, results: list[WindowResult], elapsed: float) -> None:
+        texts = [r.text for r in results]
+        hits = None if any(r.token_limit_hits < 0 for r in results) else sum(r.token_limit_hits for r in results)
         t = Transcript(
             encounter_id=it.encounter_id, condition=it.condition, text=join_windows(texts),
             backend=backend.name, model=backend.model_id, decoding=opts.model_dump(), audio_sha256=digest,
             segments=tuple((i * opts.window_s, i * opts.window_s + opts.window_s, s) for i, s in enumerate(texts)),
-            elapsed_s=round(elapsed, 3),
+            elapsed_s=round(elapsed, 3), runtime=runtime, token_limit_hits=hits,
         )
         cache.put(key, t.model_dump(mode="json"))
         on_done(it, t, None)
 
-    batched = cfg.batch_size > 1 and hasattr(backend, "transcribe_windows_batched")
-    # Group consecutive items so one batch holds windows of several encounters.
-    group_size = max(1, cfg.batch_size // 2) if batched else 1
-    for g in range(0, len(pending), group_size):
-        group = pending[g : g + group_size]
-        windows_per_item: list[list] = []
-        ok: list[tuple[ASRItem, str, str]] = []
-        for it, digest, key in group:
-            try:
-                windows_per_item.append(split_windows(read_wav_exact(it.audio_path), opts.window_s))
-                ok.append((it, digest, key))
-            except Exception as exc:
-                on_done(it, None, f"{it.audio_path}: {exc}")
-        if not ok:
-            continue
+    windows_per_item: list[list | None] = []
+    for it, _, _ in pending:
+        try:
+            windows_per_item.append(split_windows(read_wav_exact(it.audio_path), opts.window_s))
+        except Exception as exc:
+            windows_per_item.append(None)
+            on_done(it, None, f"{it.audio_path}: {exc}")
+    readable = [k for k, ws in enumerate(windows_per_item) if ws is not None]
+    sizes = [len(windows_per_item[k] or []) for k in readable]
+    for group in _groups(sizes, cfg.batch_size):
+        ok = [pending[readable[g]] for g in group]
+        wins = [windows_per_item[readable[g]] or [] for g in group]
         t0 = time.perf_counter()
         try:
-            flat = [w for ws in windows_per_item for w in ws]
-            if batched:
-                texts = backend.transcribe_windows_batched(flat, opts, cfg.batch_size)  # type: ignore[attr-defined]
-            else:
-                texts = backend.transcribe_windows(flat, opts)
+            results = _decode(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
         except ASRError:
             raise  # configuration/install problems stop the run with a clear message
         except Exception as exc:
@@ -145,6 +205,6 @@ def transcribe_items(
             continue
         elapsed = (time.perf_counter() - t0) / len(ok)
         pos = 0
-        for (it, digest, key), ws in zip(ok, windows_per_item, strict=True):
-            finish(it, digest, key, texts[pos : pos + len(ws)], elapsed)
+        for (it, digest, key), ws in zip(ok, wins, strict=True):
+            finish(it, digest, key, results[pos : pos + len(ws)], elapsed)
             pos += len(ws)

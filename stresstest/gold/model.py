@@ -123,12 +123,14 @@ def read_gold_file(path: str | Path) -> GoldRecord:
         raise GoldError(f"{p}: gold file not found") from None
     except (OSError, UnicodeDecodeError) as err:
         raise GoldError(f"{p}: cannot read gold file as UTF-8 text: {err}") from None
+    from stresstest.errors import ConfigError
+    from stresstest.yamlcfg import load_yaml_bounded
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise GoldError(f"{p}: not valid YAML{at}: {getattr(err, 'problem', err)}") from None
+        # The bounded safe loader: alias bombs, duplicate keys and oversized files are one-line errors.
+        data, _ = load_yaml_bounded(text, str(p))
+    except ConfigError as err:
+        raise GoldError(str(err)) from None
     rec = parse_gold(data, str(p))
     if p.stem != rec.encounter_id:
         # One file per encounter, named after it: otherwise an edit to the wrong file goes unnoticed.
@@ -230,8 +232,11 @@ def dump_gold(record: GoldRecord) -> str:
 
 def _is_audited_file(p: Path) -> bool:
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        from stresstest.errors import ConfigError
+        from stresstest.yamlcfg import load_yaml_bounded
+
+        data, _ = load_yaml_bounded(p.read_text(encoding="utf-8"), str(p))
+    except (OSError, UnicodeDecodeError, ConfigError):
         return False
     prov = data.get("provenance") if isinstance(data, Mapping) else None
     return bool(isinstance(prov, Mapping) and prov.get("audited") is True)

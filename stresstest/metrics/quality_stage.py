@@ -24,12 +24,13 @@ otherwise (the embedded 135M demo model is also never treated as a clinical judg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_json
+from stresstest.grid import Condition
 from stresstest.ids import id_path
 from stresstest.metrics.note_judges import (
     EntailmentTask,
@@ -157,17 +158,17 @@ def adequacy(model_id: str, calibration: Mapping[str, Any]) -> tuple[bool, str]:
 # ------------------------------------------------------------------ the stage
 
 
-def _pair_plan(items: Sequence[QualityItem], conditions: Sequence[Mapping[str, Any]],
+def _pair_plan(items: Sequence[QualityItem], conditions: Iterable[Condition],
                comparisons: Sequence[str]) -> list[tuple[QualityItem, QualityItem]]:
     """(baseline X, compared Y) item pairs of the same encounter for the requested comparisons."""
     by_key = {(it.encounter_id, it.condition): it for it in items}
     plan = []
     for c in conditions:
-        name = str(c["condition"])
-        if name == "clean":
+        name = c.id
+        if c.is_clean:
             continue
-        if c.get("mitigated"):
-            base = str(c.get("base") or name.removesuffix("_guard"))
+        if c.mitigated:
+            base = c.base
             if "guard_vs_unmitigated" not in comparisons:
                 continue
         else:
@@ -183,7 +184,7 @@ def _pair_plan(items: Sequence[QualityItem], conditions: Sequence[Mapping[str, A
 def score_note_quality(
     rows: list[dict[str, Any]],
     items: Sequence[QualityItem],
-    conditions: Sequence[Mapping[str, Any]],
+    conditions: Iterable[Condition],
     cfg: Any,
     session: JudgeSession,
     out_dir: Path,
@@ -193,7 +194,7 @@ def score_note_quality(
     Args:
         rows: the run's item rows (``items[k].row`` indexes into it).
         items: the items that have a record.
-        conditions: the run's conditions (dicts with ``condition``, ``mitigated``).
+        conditions: the run's grid (a guard row is compared with its ``base``).
         cfg: :class:`stresstest.config.NoteQualityConfig`.
         session: the run's LLM session.
         out_dir: the run directory.

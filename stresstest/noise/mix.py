@@ -61,8 +61,11 @@ def _rms(x: np.ndarray) -> float:
     # float64 accumulation: a float32 BLAS dot rounds differently on different CPU kernels, and a gain that
     # differs in its last bits gives a different mixture (and, through greedy ASR, a different transcript).
     # In float64 the reduction error is far below float32 resolution, so the float32 gain is the same everywhere.
+    # numpy's own pairwise sum, not a BLAS dot: a threaded BLAS splits the sum by its thread count, so a
+    # process with OMP_NUM_THREADS=1 (a Ray worker) and one with 2+ threads disagreed in the last bits of
+    # the recorded gain.
     x64 = np.asarray(x, dtype=np.float64)
-    return float(np.sqrt(np.dot(x64, x64) / x64.size)) if x64.size else 0.0
+    return float(np.sqrt(np.sum(x64 * x64) / x64.size)) if x64.size else 0.0
 
 
 def snr_db(speech: np.ndarray, noise: np.ndarray, mask: np.ndarray) -> float:

@@ -22,7 +22,7 @@ from stresstest.noise import NoiseSource
 from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
 from stresstest.records import MixInfo, SpeechAudio
 
-MIX_CODE_VERSION = "mix-2"  # bump whenever the mixer arithmetic changes: cached mixtures depend on it
+MIX_CODE_VERSION = "mix-3"  # bump whenever the mixer arithmetic changes: cached mixtures depend on it
 
 
 @dataclass(frozen=True)

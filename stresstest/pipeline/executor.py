@@ -26,6 +26,8 @@ output cached.
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -111,9 +113,15 @@ class Executor(ABC):
         *,
         workers: int = 1,
         gpus_per_worker: float = 0.0,
+        shard_size: int | None = None,
         on_result: Callable[[int, R], None] | None = None,
     ) -> list[R]:
-        """Results of ``worker.run`` over shards of ``items``, flattened in item order."""
+        """Results of ``worker.run`` over shards of ``items``, flattened in item order.
+
+        ``shard_size`` (default ``run.executor.shard_size``) is how many consecutive items one
+        ``run`` call gets; a stage whose worker has a per-call cost (an LLM session) asks for
+        one shard per worker.
+        """
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about the executor."""
@@ -168,6 +176,7 @@ class InProcessExecutor(Executor):
         *,
         workers: int = 1,
         gpus_per_worker: float = 0.0,
+        shard_size: int | None = None,
         on_result: Callable[[int, R], None] | None = None,
     ) -> list[R]:
         # One worker holds the model; the whole list is one shard, so a stage that
@@ -187,6 +196,7 @@ class InProcessExecutor(Executor):
 # --------------------------------------------------------------------------- Ray
 
 _RAY_LOCK = threading.Lock()
+_MAX_RAY_TEMP_DIR = 44  # 107-byte AF_UNIX limit minus what Ray appends
 
 
 def _ray() -> Any:
@@ -195,6 +205,17 @@ def _ray() -> Any:
     except ImportError as exc:
         raise RunError(RAY_INSTALL_HINT) from exc
     return ray
+
+
+def _reload_ray_auth() -> None:
+    # Ray reads RAY_AUTH_MODE / RAY_AUTH_TOKEN once per process and caches them; `import ray`
+    # has already happened here, so make it read the values just set (a no-op on Ray builds without it).
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - older Ray without token auth
+        return
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _call(fn: Callable[[Any, Any], Any], context: Any, item: Any) -> Any:
@@ -234,10 +255,18 @@ class RayExecutor(Executor):
     kind = "ray"
 
     def __init__(self, cfg: ExecutorConfig, *, temp_dir: Path, env: dict[str, str] | None = None) -> None:
-        ray = _ray()
         self.cfg = cfg
         self._started = False
-        runtime_env = {"env_vars": dict(env or {})}
+        self._link: Path | None = None
+        self._saved_env: dict[str, str | None] = {}
+        self._saved_cluster_flag: bool | None = None
+        if cfg.address is None:
+            # Loopback only: with this unset Ray advertises (and binds) the machine's outward IP.
+            self._set_env({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
+        ray = _ray()
+        if cfg.address is None:
+            self._loopback_only(ray)
+        runtime_env: dict[str, Any] = {"env_vars": dict(env or {})}
         # Workers import this package the way the driver does (a source tree on PYTHONPATH included).
         if os.environ.get("PYTHONPATH"):
             runtime_env["env_vars"].setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
@@ -245,22 +274,80 @@ class RayExecutor(Executor):
             if ray.is_initialized():
                 raise RunError("ray is already initialised in this process; one run per process on the ray executor")
             if cfg.address is None:
-                temp_dir.mkdir(parents=True, exist_ok=True)
-                ray.init(
-                    num_cpus=cfg.num_cpus,
-                    num_gpus=cfg.num_gpus,
-                    object_store_memory=cfg.object_store_mb * 1024 * 1024,
-                    _node_ip_address="127.0.0.1",
-                    _temp_dir=str(temp_dir.resolve()),
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    configure_logging=False,
-                    runtime_env=runtime_env,
-                )
+                # A fresh token per run, in the environment only: Ray would otherwise write ~/.ray/auth_token.
+                self._set_env({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+                               "RAY_USAGE_STATS_ENABLED": "0"})
+                _reload_ray_auth()
+                try:
+                    ray.init(
+                        num_cpus=cfg.num_cpus,
+                        num_gpus=cfg.num_gpus,
+                        object_store_memory=cfg.object_store_mb * 1024 * 1024,
+                        _node_ip_address="127.0.0.1",
+                        _temp_dir=str(self._short_temp_dir(temp_dir)),
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        configure_logging=False,
+                        runtime_env=runtime_env,
+                    )
+                except Exception:
+                    self._restore()
+                    raise
             else:
                 ray.init(address=cfg.address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
             self._started = True
         self._ray = ray
+
+    def _loopback_only(self, ray: Any) -> None:
+        # The env var above is read when Ray is first imported; if it already was, set the flag it feeds.
+        consts = getattr(getattr(ray, "_private", None), "ray_constants", None)
+        if consts is not None and hasattr(consts, "ENABLE_RAY_CLUSTER"):
+            self._saved_cluster_flag = bool(consts.ENABLE_RAY_CLUSTER)
+            consts.ENABLE_RAY_CLUSTER = False
+
+    def _set_env(self, values: dict[str, str]) -> None:
+        for k, v in values.items():
+            self._saved_env[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def _short_temp_dir(self, temp_dir: Path) -> Path:
+        """``temp_dir``, or a short link to it: Ray's AF_UNIX socket paths must stay under 108 bytes.
+
+        Ray appends ~62 characters (``/session_<time>_<pid>/sockets/plasma_store``). When
+        ``temp_dir`` is too long for that, a link ``/tmp/st-ray-XXXXXXXX`` pointing to it is
+        used (removed when the executor closes); everything Ray writes still lands in ``temp_dir``.
+        """
+        temp_dir = temp_dir.resolve()
+        temp_dir.mkdir(parents=True, exist_ok=True)
+        if len(str(temp_dir)) <= _MAX_RAY_TEMP_DIR:
+            return temp_dir
+        for _ in range(100):
+            link = Path(tempfile.gettempdir()) / f"st-ray-{secrets.token_hex(4)}"
+            try:
+                link.symlink_to(temp_dir, target_is_directory=True)
+            except FileExistsError:
+                continue
+            self._link = link
+            return link
+        raise RunError(f"cannot make a short link to the Ray temp dir {temp_dir}")
+
+    def _restore(self) -> None:
+        for k, v in self._saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if self._saved_env:
+            _reload_ray_auth()
+        self._saved_env.clear()
+        if self._saved_cluster_flag is not None:
+            import ray
+
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = self._saved_cluster_flag
+            self._saved_cluster_flag = None
+        if self._link is not None:
+            self._link.unlink(missing_ok=True)
+            self._link = None
 
     def gpu_count(self) -> int:
         return int(self._ray.cluster_resources().get("GPU", 0))
@@ -315,12 +402,13 @@ class RayExecutor(Executor):
         *,
         workers: int = 1,
         gpus_per_worker: float = 0.0,
+        shard_size: int | None = None,
         on_result: Callable[[int, R], None] | None = None,
     ) -> list[R]:
         if not items:
             return []
         ray = self._ray
-        shards = _shards(len(items), self.cfg.shard_size)
+        shards = _shards(len(items), shard_size or self.cfg.shard_size)
         n = max(1, min(workers, len(shards)))
         actor_cls = ray.remote(num_cpus=1, num_gpus=gpus_per_worker)(_PoolActor)
         actors = [actor_cls.options(name=None).remote(worker_cls, init) for _ in range(n)]
@@ -360,6 +448,7 @@ class RayExecutor(Executor):
         if self._started:
             self._ray.shutdown()
             self._started = False
+        self._restore()
 
 
 def make_executor(cfg: ExecutorConfig, *, cache_dir: Path) -> Executor:

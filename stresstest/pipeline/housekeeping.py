@@ -46,8 +46,8 @@ def check_out_dir(out: Path) -> None:
             break
     try:
         out.mkdir(parents=True, exist_ok=True)
-    except PermissionError as exc:
-        raise RunError(f"--out {out}: cannot create the run directory (permission denied)") from exc
+    except OSError as exc:  # permission denied, read-only or special file system, full disk...
+        raise RunError(f"--out {out}: cannot create the run directory ({exc.strerror or exc})") from exc
     if not os.access(out, os.W_OK | os.X_OK):
         raise RunError(f"--out {out}: the run directory is not writable")
 

@@ -164,8 +164,11 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     items = [ASRItem(eid, cond, path) for (eid, cond), path in sorted(state.audio.items())]
     bar = _bar(state, len(items), "asr")
     workers, gpus = _asr_workers(state)
+    # Shards hold whole batch groups (batch_size // 2 encounters), so batches are the ones a single process forms.
+    group = max(1, state.cfg.asr.batch_size // 2) if state.cfg.asr.batch_size > 1 else 1
+    shard = -(-state.cfg.run.executor.shard_size // group) * group
     results: list[ASROutcome] = state.executor.map_pool(
-        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus,
+        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus, shard_size=shard,
         on_result=lambda i, r: bar.update())
     bar.close()
     for r in results:
@@ -202,9 +205,11 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     for c in state.grid.mitigated():
         tasks += [StructureTask(eid, c.id, t.text, guarded=True) for (eid, cond), t in ts if cond == c.base]
     ex = state.cfg.run.executor
+    # One shard per engine: each structuring call opens an LLM session (a managed server starts once per call).
     envs: list[RecordEnvelope] = state.executor.map_pool(
         "structure", StructureWorker, (state.cfg.structure, cache, state.out / "logs"), tasks,
-        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine)
+        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine,
+        shard_size=max(1, -(-len(tasks) // ex.llm_engines)))
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env

@@ -283,8 +283,7 @@ def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: N
         items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
                                  row["reference_text"], state.gold.get(row["encounter_id"])))
     with open_judge_session(state.structure, cache_dir=cache, log_dir=state.out / "logs") as session:
-        conditions = [{"condition": c.id, "mitigated": c.mitigated, "base": c.base} for c in state.grid]
-        return judge_items(rows, items, conditions, config, session, state.out)
+        return judge_items(rows, items, state.grid, config, session, state.out)
 
 
 def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[ScoredItem]:

@@ -104,7 +104,7 @@ class ASRWorker:
         from stresstest.asr.stage import make_backend
 
         self.cfg, self.cache_dir = init
-        self.backend = make_backend(self.cfg)
+        self.backend = make_backend(self.cfg, self.cache_dir)
 
     def run(self, shard: list[ASRItem], emit: Callable[[int, ASROutcome], None] | None = None) -> list[ASROutcome]:
         from stresstest.asr.stage import transcribe_items
@@ -118,7 +118,10 @@ class ASRWorker:
             if emit is not None:
                 emit(i, out[i])  # type: ignore[arg-type]
 
-        transcribe_items(shard, self.cfg, cache_dir=self.cache_dir, on_done=done, backend=self.backend)
+        # The model stays loaded across shards; the runner releases it after the stage (in process) or the
+        # actor's process ends (Ray).
+        transcribe_items(shard, self.cfg, cache_dir=self.cache_dir, on_done=done, backend=self.backend,
+                         release=False)
         return [o if o is not None else ASROutcome(shard[i], None, "no transcript") for i, o in enumerate(out)]
 
 

@@ -75,6 +75,12 @@ class ServerConfig(_Strict):
         "memory measured when the engine starts (after the ASR model released the card): 92% of the free "
         "fraction, at most 0.90, at least 0.05; the measured values and the chosen fraction are in the manifest.",
     )
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, description="vLLM only: GPUs one engine shards the model over (--tensor-parallel-size)."
+    )
+    data_parallel_size: int = Field(
+        default=1, ge=1, description="vLLM serve only: engine replicas behind one server (--data-parallel-size)."
+    )
     startup_timeout_s: float | None = Field(
         default=None,
         gt=0,

@@ -15,8 +15,10 @@ Passes (:func:`extract_record` runs them in this order on one token stream)
        read past a filler-only sentence ("Um.") and a short follow-up question
        ("Any of those symptoms?"); a question whose only wh-word sits in a
        subordinate clause ("any pain when you breathe in?") is a yes/no
-       question; a question listing several concepts answered by naming some
-       of them ("cough or chest pain?" - "I have a cough") asserts only those;
+       question, and so is a list split off a question by ASR punctuation
+       ("...like sore throat? Running nose, chest pain, anything like that.");
+       a question listing several concepts answered by naming some of them
+       ("cough or chest pain?" - "I have a cough") asserts only those;
     3. groups: one per (category, concept) with every mention;
     4. dialogue: answers to open questions attach to the topic they are
        about: onset ("when did it start?" -> time), 0-10 rating (the highest
@@ -43,7 +45,8 @@ Flags
     sweats, weight loss, fatigue - only when the presenting complaint is older
     than 14 days; dysphagia not with a sore throat; composites: shortness of
     breath at rest, GI bleeding with dizziness/fainting, fever with neck
-    stiffness; "fever in infant" under 3 months); critical vital sign ->
+    stiffness; "fever in infant" under 3 months; "respiratory distress" for fast
+    breathing on oxygen or in an infant); critical vital sign ->
     ``critical_vital``; allergy present -> ``allergy``; high-risk drug class ->
     ``high_risk_medication``; any other present medication ->
     ``current_medication``; suicidal ideation / self-harm -> ``self_harm_risk``;
@@ -81,6 +84,7 @@ from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, sur
 from stresstest.clinical.negation import Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+from stresstest.clinical.vocab import discourse_fillers, hesitations, number_words
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
@@ -146,6 +150,8 @@ _BLOOD_PARTNERS = {
 _TEMP_REACH = 25
 _LIST_JOINERS = frozenset({"or", "and", "nor"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
+_LIST_ENDINGS = ("anything like that", "anything of that sort", "or anything", "any of those", "any of these",
+                 "et cetera", "etc", "things like that", "stuff like that", "or something like that")
 _WH_LEAD = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's", "whereabouts"})
 _OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "all", "right", "great", "good",
                            "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry"})
@@ -187,18 +193,24 @@ _ANCHOR_HOURS = {
 }
 _UNIT_HOURS = {"second": 1 / 3600, "minute": 1 / 60, "hour": 1.0, "day": 24.0, "week": 168.0, "month": 720.0,
                "year": 8760.0}
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
-    "seventy": 70, "eighty": 80, "ninety": 90,
-}
-# "2 1/2 months old", "three years old", "75-year-old", "almost 75 years old".
-_AGE_RE = re.compile(
-    r"\b(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
-    r"(?P<half>\s+(?:and\s+a\s+)?(?:1/2|half)|½)?[\s-]+(?P<unit>years?|months?|weeks?)[\s-]+old\b",
-    re.IGNORECASE,
-)
+
+
+@functools.lru_cache(maxsize=1)
+def _age_re() -> re.Pattern[str]:
+    """ "2 1/2 months old", "three years old", "75-year-old", "almost 75 years old"."""
+    words = "|".join(sorted(_number_words(), key=len, reverse=True))
+    return re.compile(
+        r"\b(?P<n>\d{1,3}|" + words + r")"
+        r"(?P<half>\s+(?:and\s+a\s+)?(?:1/2|half)|½)?[\s-]+(?P<unit>years?|months?|weeks?)[\s-]+old\b",
+        re.IGNORECASE,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _number_words() -> dict[str, float]:
+    return {**number_words("small"), **number_words("tens")}
+
+
 # (name, pattern, is-critical(values)): measured vital signs in a critical range.
 _CRITICAL_VITALS: tuple[tuple[str, re.Pattern[str], Callable[[list[float]], bool]], ...] = (
     ("low oxygen saturation",
@@ -769,7 +781,7 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
         a = ex.ctx.assertion(m)
         if a.source == "unanswered":
             a = _answer_after_fillers(ex, m) or a
-        elif _subordinate_wh_question(ex, m, a):
+        elif _subordinate_wh_question(ex, m, a) or _question_continuation(ex, m, a):
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         out[m.start] = a
     by_sent: dict[int, list[Mention]] = {}
@@ -838,6 +850,20 @@ def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion 
     return None
 
 
+def _question_continuation(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """A list split off the question before it ("...any other symptoms like sore throat? Running nose,
+    chest pain, dizziness, anything like that."): a statement right after a question that ends like a
+    question's list. Its mentions are asked about, not asserted."""
+    if a.source != "statement" or a.cue_start is not None:
+        return False
+    s = ex.sentence_of(ex.span(m)[0])
+    if s == 0 or ex.ctx.ends_q[s] or not ex.ctx.ends_q[s - 1]:
+        return False
+    lo, hi = ex.sentence_bounds(s)
+    tail = " " + " ".join(ex.words[max(lo, hi - 4) : hi]) + " "
+    return _has_any(tail, _LIST_ENDINGS)
+
+
 def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
     """A yes/no question read as presupposing its target only because a wh-word sits in a
     subordinate clause ("any pain when you're breathing in?"): the wh-word is not among the
@@ -848,14 +874,19 @@ def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
     if not ex.ctx.ends_q[s]:
         return False
     lo, hi = ex.sentence_bounds(s)
-    fillers = _fillers()
-    lead = [w for w in ex.words[lo:hi] if w not in fillers and w not in _OPENER_WORDS][:3]
+    lead = [w for w in ex.words[lo:hi] if w not in _lead_fillers() and w not in _OPENER_WORDS][:3]
     return not any(w in _WH_LEAD for w in lead)
 
 
-@functools.lru_cache(maxsize=1)
 def _fillers() -> frozenset[str]:
-    return frozenset(norm_phrase(r[0]) for r in read_table("fillers.tsv") if r and " " not in r[0].strip())
+    """Hesitation sounds ("um", "uh"): a sentence of only these carries no answer."""
+    return hesitations()
+
+
+@functools.lru_cache(maxsize=1)
+def _lead_fillers() -> frozenset[str]:
+    """Words skipped when looking for a question's first word: hesitations and discourse fillers."""
+    return hesitations() | discourse_fillers()
 
 
 # ---------------------------------------------------------------- pass 3: groups
@@ -1032,8 +1063,18 @@ def _is_pain_concept(concept: str) -> bool:
     return any(w in concept for w in ("pain", "ache", "sore", "headache", "dysuria"))
 
 
+def _scale_definition(ex: _Extractor, s: int) -> bool:
+    """A sentence that only defines the rating scale ("Zero being the least amount of pain. 10 being the
+    worst."), often split off the question by ASR punctuation."""
+    lo, hi = ex.sentence_bounds(s)
+    words = ex.words[lo:hi]
+    return "being" in words and any(w in ("worst", "least", "best", "most", "no") for w in words)
+
+
 def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
-    sents = _answer_sentences(ex, s)
+    sents = _answer_sentences(ex, s, limit=4 if kind == "rating" else 2)
+    if kind == "rating":
+        sents = [s2 for s2 in sents if not _scale_definition(ex, s2)][:2]
     if not sents:
         return None
     qlo, qhi = ex.sentence_bounds(s)
@@ -1071,7 +1112,7 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         k = ex._tok_index(q.start)
         nxt = ex.words[k + 1 : k + 3]
         prev = ex.words[max(0, k - 2) : k]
-        if top == 10 and (nxt[:1] == ["being"] or prev == ["out", "of"] or "worst" in nxt):
+        if nxt[:1] == ["being"] or (top == 10 and (prev == ["out", "of"] or "worst" in nxt)):
             continue  # the scale's anchor echoed back ("10 being the worst"), not the rating
         if best is None or top > (best.value_max if best.value_max is not None else best.value or 0):
             best = q
@@ -1257,7 +1298,7 @@ def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
     """Age ("2 1/2 months old", "I'm 50" in answer to "how old are you?"), the highest temperature
     reading, and vital signs in a critical range (see :data:`_CRITICAL_VITALS`)."""
     p = _Patient()
-    for mt in _AGE_RE.finditer(ex.text):
+    for mt in _age_re().finditer(ex.text):
         n = _num_word(mt.group("n"))
         if n is None:
             continue
@@ -1309,7 +1350,7 @@ def _num_word(text: str) -> float | None:
     text = text.lower()
     if text.replace(".", "", 1).isdigit():
         return float(text)
-    return float(_NUMBER_WORDS[text]) if text in _NUMBER_WORDS else None
+    return _number_words().get(text)
 
 
 # ---------------------------------------------------------------- pass 7: flags
@@ -1374,6 +1415,14 @@ def _pass_flags(
     present_groups = {c: (b.claim, b.evidence, b.group) for c, b in present.items()}
     for name, hint, ev, g in _composite_red_flags(ex, present_groups):
         flag("red_flag", name, None, ev, g, hint)
+    if "tachypnea" in present and ("supplemental oxygen" in present or (
+            patient.age_years is not None and patient.age_years < 1)):
+        # Fast breathing that needs oxygen, or in an infant, is respiratory distress.
+        tb = present["tachypnea"]
+        ev = tb.evidence[:1] + (present["supplemental oxygen"].evidence[:1] if "supplemental oxygen" in present
+                                else patient.age_evidence)
+        flag("red_flag", "respiratory distress", "fast breathing" + (
+            " on oxygen" if "supplemental oxygen" in present else " in an infant"), ev, tb.group, "emergency")
     for name, value, ev in patient.critical:
         pos = ex.text.find(value)
         rows.append((pos, "critical_vital", name, value, ev, "emergency"))

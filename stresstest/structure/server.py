@@ -222,6 +222,10 @@ def vllm_serve_args(config: StructureConfig, port: int) -> list[str]:
     ]
     if srv.revision:
         args += ["--revision", srv.revision]
+    if srv.tensor_parallel_size > 1:
+        args += ["--tensor-parallel-size", str(srv.tensor_parallel_size)]
+    if srv.data_parallel_size > 1:
+        args += ["--data-parallel-size", str(srv.data_parallel_size)]
     return args
 
 

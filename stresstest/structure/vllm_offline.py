@@ -69,6 +69,8 @@ def engine_kwargs(config: StructureConfig) -> dict[str, Any]:
     }
     if srv.revision:
         kw["revision"] = srv.revision
+    if srv.tensor_parallel_size > 1:
+        kw["tensor_parallel_size"] = srv.tensor_parallel_size
     return kw
 
 

@@ -282,3 +282,18 @@ def test_console_lines_are_single_and_plain() -> None:
     from stresstest.console import one_line
 
     assert one_line("\x1b[31mpiper failed\x1b[0m\nline two\r\n\x07end") == "piper failed | line two | end"
+
+
+def test_gold_files_use_the_bounded_loader(tmp_path: Path) -> None:
+    from stresstest.errors import GoldError
+    from stresstest.gold.model import read_gold_file
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    p = tmp_path / "E1.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(GoldError, match="alias bomb"):
+        read_gold_file(p)
+    p.write_text("encounter_id: E1\nencounter_id: E2\n")
+    with pytest.raises(GoldError, match="E1.yaml:2: duplicate key 'encounter_id'"):
+        read_gold_file(p)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from stresstest.config import NoteQualityConfig, RunConfig
+from stresstest.grid import ConditionGrid
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.metrics.quality_stage import QualityItem, adequacy, score_note_quality
 from stresstest.schema import Claim, ClinicalRecord, Triage
@@ -16,11 +17,7 @@ from stresstest.structure.config import StructureConfig
 from stresstest.structure.roles import LLMSession
 from stresstest.structure.testing import Reply, stub_server
 
-CONDS = [
-    {"condition": "clean", "mitigated": False},
-    {"condition": "babble_5db", "mitigated": False},
-    {"condition": "babble_5db_guard", "mitigated": True},
-]
+CONDS = ConditionGrid.build(["babble"], [5.0], ["babble_5db"])
 
 
 def _good_judge(body: dict[str, Any]) -> str:
@@ -55,8 +52,8 @@ def _rec(extra: bool) -> ClinicalRecord:
 
 def test_stage_fills_rows_details_pairwise_and_manifest(tmp_path: Path) -> None:
     gold = _rec(False)
-    rows: list[dict[str, Any]] = [{"encounter_id": "E1", "condition": c["condition"]} for c in CONDS]
-    items = [QualityItem(k, "E1", c["condition"], _rec(c["condition"] == "babble_5db"), "I have a cough.",
+    rows: list[dict[str, Any]] = [{"encounter_id": "E1", "condition": c.id} for c in CONDS]
+    items = [QualityItem(k, "E1", c.id, _rec(c.id == "babble_5db"), "I have a cough.",
                          "I have a cough.", gold) for k, c in enumerate(CONDS)]
     cfg = NoteQualityConfig(entailment=True, hallucination=True, pairwise=["noisy_vs_clean", "guard_vs_unmitigated"])
     scfg = StructureConfig(backend="openai", concurrency=1, max_retries=0,

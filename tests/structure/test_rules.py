@@ -347,3 +347,15 @@ def test_critical_vital_sign_is_flagged() -> None:
     assert rec.triage.level == "emergency"
     ok = extract_record("Her oxygen saturation is 97% and she has a cough.")
     assert not ok.critical_flags()
+
+
+def test_asr_punctuation_splits_are_read_as_the_question() -> None:
+    # Whisper splits a listed question and the scale definition into sentences of their own.
+    text = ("Are you having any other symptoms like sore throat? Running nose, chest pain, dizziness, "
+            "anything like that. Now, okay. I have this pain in my chest. How do you rate the pain on a scale "
+            "of zero to 10? Zero being the least amount of pain. Ten being the worst. Uh, seven.")
+    rec = extract_record(text)
+    got = {c.concept: c for c in rec.claims}
+    assert "dizziness" not in got and "sore throat" not in got  # asked, never answered
+    assert (got["chest pain"].value, got["chest pain"].unit) == ("7", "out of 10")
+    _check_record(text, rec)
