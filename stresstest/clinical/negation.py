@@ -40,6 +40,7 @@ from typing import Literal
 
 from stresstest.clinical.lexicon import Mention
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
+from stresstest.clinical.vocab import answer_fillers
 
 Status = Literal["present", "absent", "uncertain"]
 
@@ -97,7 +98,7 @@ class _Rules:
             if len(row) >= 4 and row[3]:
                 # Optional 4th column: how many tokens before its target a pre-cue reaches.
                 self.reach[key] = int(row[3])
-        self.fillers = frozenset(row[0].lower() for row in read_table("fillers.tsv") if row)
+        self.fillers = answer_fillers()
         self.max_len = max(len(k) for table in self.by_type.values() for k in table)
         self.max_reach = max([PRE_WINDOW, *self.reach.values()])
 

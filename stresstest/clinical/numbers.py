@@ -25,20 +25,15 @@ from typing import Literal
 from text_to_num import alpha2digit
 
 from stresstest.clinical.text import norm_word, read_table
+from stresstest.clinical.vocab import number_words
 
 QuantityKind = Literal["time", "dose", "count", "measure", "frequency"]
 
-_SMALL = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-}
-_TENS = {
-    "twenty": 20, "thirty": 30, "forty": 40, "fourty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-    "eighty": 80, "ninety": 90,
-}
-_SCALES = {"hundred": 100, "thousand": 1000}
-_MULT_WORDS = {"once": 1.0, "twice": 2.0, "thrice": 3.0}
+# Number words come from data/number_words.tsv (the one list; see stresstest.clinical.vocab).
+_SMALL = {w: int(v) for w, v in number_words("small").items()}
+_TENS = {w: int(v) for w, v in number_words("tens").items()}
+_SCALES = {w: int(v) for w, v in number_words("scale").items()}
+_MULT_WORDS = number_words("multiplier")
 # Prescription shorthand -> doses per day.
 _ABBREV_FREQ = {
     "od": 1.0, "qd": 1.0, "bd": 2.0, "bid": 2.0, "tds": 3.0, "tid": 3.0, "qds": 4.0, "qid": 4.0,

@@ -52,8 +52,9 @@ def _spelling() -> dict[str, str]:
     return {row[0].lower(): row[1].lower() for row in read_table("spelling.tsv") if len(row) >= 2}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def norm_word(word: str) -> str:
-    """Lookup form of one word: lower-cased, straight apostrophe, American spelling."""
+    """Lookup form of one word: lower-cased, straight apostrophe, American spelling (cached: words repeat)."""
     w = word.lower().replace("\u2019", "'")
     return _spelling().get(w, w)
 
@@ -81,7 +82,15 @@ def norm_words(text: str) -> list[str]:
 
 
 _JOIN_GAP = re.compile(r"[\s\-/]*")
-_INNER_FILLERS = frozenset({"um", "umm", "uh", "uhh", "uhm", "erm", "er", "ah", "hmm"})
+
+
+
+@functools.lru_cache(maxsize=1)
+def _inner_fillers() -> frozenset[str]:
+    # Imported here: vocab builds on this module (read_table, tokenize).
+    from stresstest.clinical.vocab import hesitations
+
+    return hesitations()
 
 
 def longest_matches(
@@ -116,7 +125,7 @@ def longest_matches(
                     break
                 # Disfluencies inside a term ("short of uh breath", "blood in the the stool") are
                 # stepped over so that speech and ASR output find the same term.
-                if keys[j] in _INNER_FILLERS or keys[j] == keys[j - 1]:
+                if keys[j] in _inner_fillers() or keys[j] == keys[j - 1]:
                     j += 1
                     continue
             key.append(keys[j])

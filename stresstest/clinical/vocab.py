@@ -19,6 +19,8 @@ from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix
 
 __all__ = [
     "TERM_CATEGORIES",
+    "all_fillers",
+    "answer_fillers",
     "category_weight",
     "clinical_terms",
     "discourse_fillers",
@@ -33,7 +35,7 @@ __all__ = [
 #: Categories of ``clinical_terms.tsv``.
 TERM_CATEGORIES: tuple[str, ...] = (
     "symptom", "finding", "history", "test", "procedure", "body_site", "habit", "contraception", "family",
-    "device", "medication",
+    "family_member", "device", "medication",
 )
 
 
@@ -51,9 +53,19 @@ def hesitations() -> frozenset[str]:
     return _fillers()["hesitation"]
 
 
+def answer_fillers() -> frozenset[str]:
+    """Hesitations and discourse fillers ("um", "well", "so", "okay"...): skipped when reading an answer."""
+    return _fillers()["hesitation"] | _fillers()["discourse"]
+
+
 def discourse_fillers() -> frozenset[str]:
-    """Discourse fillers and backchannels ("okay", "well", "so", "like", "actually"...), hesitations excluded."""
+    """Discourse fillers ("okay", "well", "so", "like", "actually"...), hesitations and backchannels excluded."""
     return _fillers()["discourse"]
+
+
+def all_fillers() -> frozenset[str]:
+    """Every filler kind: hesitations, discourse fillers and backchannels ("yeah", "right", "just"...)."""
+    return frozenset().union(*_fillers().values())
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,8 +74,11 @@ def _numbers() -> dict[str, tuple[str, float]]:
 
 
 def number_words(kind: str | None = None) -> dict[str, float]:
-    """Spelled-out numbers -> value; ``kind`` picks one class (small, tens, scale, multiplier, approx)."""
-    return {w: v for w, (k, v) in _numbers().items() if kind is None or k == kind}
+    """Spelled-out numbers -> value; ``kind`` picks one class (small, tens, scale, multiplier, approx).
+
+    Without ``kind``: every class but ``approx`` ("half", "single", "couple" only count in claim keys).
+    """
+    return {w: v for w, (k, v) in _numbers().items() if (k != "approx" if kind is None else k == kind)}
 
 
 @functools.lru_cache(maxsize=1)

@@ -224,57 +224,23 @@ def tokenize(text: str) -> TokenizedText:
     return TokenizedText(text, tuple(out))
 
 
-# Above this many tokens (both sides together) sequences are aligned window by window (see _opcodes).
+# Above this many tokens (both sides together) rapidfuzz gets a distance hint (see _opcodes).
 _LONG = 20000
-_WINDOW = 3000
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """Levenshtein opcodes ``(tag, a0, a1, b0, b1)`` of two token lists, linear-ish in their length.
+    """Levenshtein opcodes ``(tag, a0, a1, b0, b1)`` of two token lists: rapidfuzz's exact alignment.
 
-    Up to ``_LONG`` tokens this is rapidfuzz's exact alignment (the one jiwer computes), so everything the
-    pipeline scores is unchanged. A longer pair (a 200k-word transcript) would take minutes that way
-    (bit-parallel but quadratic), so it is aligned in windows: the next ``_WINDOW`` tokens of ``a`` against
-    the next 1.5 x ``_WINDOW`` of ``b``; the opcodes up to the last equal block that ends in the window's
-    first half are kept and the next window starts there. Within a window the alignment is optimal; across
-    windows it follows the anchors, which on real transcripts is what the optimal path does too.
+    For long inputs (a 200k-word transcript pair) rapidfuzz is given a ``score_hint`` (an eighth of the
+    longer side), which makes it start from a banded search that widens as needed: the same optimal
+    alignment (the counts jiwer computes), in time that grows with length x distance instead of length
+    squared for transcripts of one conversation.
     """
-    if len(a) + len(b) <= _LONG:
-        return [(o.tag, o.src_start, o.src_end, o.dest_start, o.dest_end) for o in Levenshtein.opcodes(a, b)]
-    out: list[tuple[str, int, int, int, int]] = []
-    i = j = 0
-    while i < len(a) or j < len(b):
-        wa, wb = a[i : i + _WINDOW], b[j : j + _WINDOW + _WINDOW // 2]
-        last = i + len(wa) >= len(a) and j + len(wb) >= len(b)
-        ops = [(o.tag, o.src_start + i, o.src_end + i, o.dest_start + j, o.dest_end + j)
-               for o in Levenshtein.opcodes(wa, wb)]
-        cut = len(ops)
-        if not last:
-            half = i + max(1, len(wa) // 2)
-            eq = [k for k, o in enumerate(ops) if o[0] == "equal" and o[2] <= half and o[2] > i]
-            if eq:
-                cut = eq[-1] + 1
-        kept = ops[:cut]
-        out += kept
-        if not kept:
-            break
-        i, j = kept[-1][2], kept[-1][4]
-    if i < len(a) or j < len(b):  # pragma: no cover - defensive: the loop consumes both sides
-        out.append(("replace", i, len(a), j, len(b)))
-    return _coalesce(out)
-
-
-def _coalesce(ops: list[tuple[str, int, int, int, int]]) -> list[tuple[str, int, int, int, int]]:
-    """Adjacent opcodes of one tag joined (window seams split an equal run in two)."""
-    out: list[tuple[str, int, int, int, int]] = []
-    for o in ops:
-        if o[1] == o[2] and o[3] == o[4]:
-            continue
-        if out and out[-1][0] == o[0] and out[-1][2] == o[1] and out[-1][4] == o[3] and o[0] == "equal":
-            out[-1] = (o[0], out[-1][1], o[2], out[-1][3], o[4])
-        else:
-            out.append(o)
-    return out
+    hint = max(len(a), len(b)) // 8 if len(a) + len(b) > _LONG else None
+    return [
+        (o.tag, o.src_start, o.src_end, o.dest_start, o.dest_end)
+        for o in Levenshtein.opcodes(a, b, score_hint=hint)
+    ]
 
 
 def _merge_non_equal(

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from stresstest.clinical.vocab import number_words
 from stresstest.errors import GoldError
 from stresstest.schema import Claim, SafetyFlag, flag_key
 
@@ -45,10 +46,8 @@ _DOT_WORD = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
 # Number words the key understands even without the shared number normaliser; it
 # is applied first, these only catch what is left (e.g. "a couple of").
 _NUMBER_WORDS: dict[str, str] = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-    "fifteen": "15", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
-    "half": "0.5", "single": "1", "couple": "2", "once": "1", "twice": "2", "thrice": "3",
+    w: (str(int(v)) if v == int(v) else str(v))
+    for w, v in {**number_words(), **number_words("approx")}.items() if w != "thousand"
 }
 
 # Unit spellings -> canonical unit. Why a table here: the key must not depend on

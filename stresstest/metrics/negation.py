@@ -36,6 +36,7 @@ entity that appears only in the hypothesis (inserted content; see the
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -151,10 +152,14 @@ def entity_mentions(
         (m for m in found if m.category in NEGATION_CATEGORIES or m.concept in gold_concepts),
         key=lambda m: (m.start, -m.end),
     )
-    out: list[Mention] = []
+    out: list[Mention] = []  # non-overlapping, sorted by start (so also by end): bisect finds the neighbours
+    starts: list[int] = []
     for m in [*kept, *_gold_mentions(text, gold_keys)]:
-        if all(m.end <= o.start or m.start >= o.end for o in out):
-            out.append(m)
+        k = bisect_right(starts, m.start)
+        if (k > 0 and out[k - 1].end > m.start) or (k < len(out) and out[k].start < m.end):
+            continue
+        out.insert(k, m)
+        starts.insert(k, m.start)
     out.sort(key=lambda m: (m.start, m.end))
     return out
 

@@ -69,7 +69,15 @@ from stresstest.clinical.lexicon import Mention, match_tokens
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token as ClinicalToken
 from stresstest.clinical.text import tokenize as clinical_tokenize
-from stresstest.clinical.vocab import category_weight, match_terms, number_words, set_phrases, unit_words, zipf
+from stresstest.clinical.vocab import (
+    all_fillers,
+    category_weight,
+    match_terms,
+    number_words,
+    set_phrases,
+    unit_words,
+    zipf,
+)
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 from stresstest.metrics.negation import entity_mentions, mismatches_from_mentions
 
@@ -160,10 +168,7 @@ def trigger_counts(events: Iterable[TriggerEvent]) -> dict[str, int]:
 
 # Discourse fillers and backchannels that ASR drops or adds freely; the normaliser already removes
 # um/uh/hmm. Polarity words (no, yes, not) are NOT here: negation is judged separately.
-_FILLERS = frozenset(
-    "okay ok alright oh ah huh well so like just actually basically really right yeah yep um uh hmm mm "
-    "mhm er erm".split()
-)
+_FILLERS = all_fillers()  # data/fillers.tsv: hesitations, discourse fillers, backchannels
 _FILLER_BIGRAMS = frozenset(
     {("you", "know"), ("i", "mean"), ("kind", "of"), ("sort", "of"), ("all", "right")}
 )
@@ -184,10 +189,7 @@ _FUNCTION = frozenset(
 )
 
 _NUM = re.compile(r"^\$?\d+(?:\.\d+)?(?:st|nd|rd|th|%)?$")
-_WORD_NUMS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "once": "1", "twice": "2",
-}
+_WORD_NUMS = {w: str(int(v)) for w, v in number_words().items() if v <= 10 and w != "thrice"}
 _TIME_WORDS = frozenset(
     """minute minutes hour hours day days week weeks month months year years decade decades fortnight
     yesterday today tomorrow tonight overnight morning mornings afternoon afternoons evening evenings night
@@ -600,8 +602,8 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         ref_digits = hyp_digits  # "2 1/2" / "two and a half", "1.5" / "one and a half"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
-    ref_time = _time_words(pair.ref.words, g.r0, g.r1)
-    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1)
+    ref_time = _time_words(pair.ref.words, g.r0, g.r1, _in_terms(ref, g.r0, g.r1))
+    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, _in_terms(hyp, g.h0, g.h1))
     inserted = len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS
     if inserted and not ref_digits and not ref_units and not ref_time:
         return []  # numbers inside a long inserted run are that run's content: see nonspeech_pollution
@@ -633,10 +635,18 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     return []
 
 
-def _time_words(words: list[str], i: int, j: int) -> Counter[str]:
-    """Time words of tokens [i, j) in singular form, except greetings ("good morning") and "i am"."""
+def _in_terms(side: _Side, i: int, j: int) -> frozenset[int]:
+    """Tokens of [i, j) inside a lexicon/drug mention ("night" of "night sweats" is no time word)."""
+    return frozenset(k for a in side.mentions.overlapping(i, j) for k in range(a.i, a.j))
+
+
+def _time_words(words: list[str], i: int, j: int, skip: frozenset[int] = frozenset()) -> Counter[str]:
+    """Time words of tokens [i, j) in singular form, except greetings ("good morning"), "i am", set phrases
+    and tokens of a clinical term (``skip``)."""
     out: Counter[str] = Counter()
     for k in range(i, j):
+        if k in skip:
+            continue
         w, prev = words[k], words[k - 1] if k > 0 else ""
         if w in _CLOCK:
             if _NUM.match(prev):
@@ -806,6 +816,7 @@ _RARE_ZIPF = 3.0
 # ("persa gel" -> "person gel"); rarer near-spellings keep the term readable ("tacrolimus" -> "tacromilius").
 _COMMON_ZIPF = 3.5
 _CLOSE = 0.8
+_RESPELLED = 0.6
 _SURVIVAL_SLACK = 2
 
 
@@ -843,6 +854,8 @@ def _ref_units(pair: AlignedPair, g: _Region, ref: _Side) -> list[_Unit]:
         m = a.item
         if not isinstance(m, Mention) or any(k in taken for k in range(a.i, a.j)):
             continue
+        if m.category == "family_member" and not _condition_near(ref, a.i, a.j):
+            continue  # "dad and I both think..." is no family history
         if m.category == "medication":
             key = "high_risk_medication" if m.triage_hint == "high_risk" else "medication"
         elif m.red_flag:
@@ -865,6 +878,17 @@ def _ref_units(pair: AlignedPair, g: _Region, ref: _Side) -> list[_Unit]:
         if zipf(w) < _RARE_ZIPF:
             units.append(_Unit(k, k + 1, w, "rare_word", "rare_word", None))
     return units
+
+
+_CONDITION_CATEGORIES = frozenset({"symptom", "finding", "history", "risk", "habit"})
+
+
+def _condition_near(side: _Side, i: int, j: int, window: int = 6) -> bool:
+    """Is a condition (symptom, finding, history, habit) mentioned within ``window`` tokens of [i, j)?"""
+    return any(
+        isinstance(a.item, Mention) and a.item.category in _CONDITION_CATEGORIES
+        for a in (*side.mentions.overlapping(i - window, j + window), *side.terms.overlapping(i - window, j + window))
+    )
 
 
 def _fragment(tt: TokenizedText, k: int) -> bool:
@@ -898,14 +922,21 @@ def _survival(pair: AlignedPair, u: _Unit, hyp: _Side) -> str:
     for a in range(len(window)):
         for b in range(a + 1, min(len(window), a + 3) + 1):
             cand = "".join(window[a:b])
-            if _ratio(joined, cand) >= _CLOSE and all(zipf(h) < _COMMON_ZIPF for h in window[a:b]):
+            r = _ratio(joined, cand)
+            if u.category == "rare_word" and r >= _RESPELLED:
+                return "kept"  # a rare word of no known category respelled ("culdesac" / "culvasec")
+            if r >= _CLOSE and all(zipf(h) < _COMMON_ZIPF for h in window[a:b]):
                 return "garbled"
     return "lost"
 
 
 def _same_family(a: str, b: str) -> bool:
-    """Two forms of one word ("trichomoniasis" / "trichomonas", "swollen" / "swelling" do not): a shared
-    prefix of at least 7 letters covering most of the shorter word."""
+    """Two forms of one word ("trichomoniasis" / "trichomonas"; "swollen" / "swelling" are not): a shared
+    prefix of at least 7 letters covering most of the shorter word, or a word of 5+ letters extended by at
+    most 3."""
+    short, long_ = sorted((a, b), key=len)
+    if len(short) >= 5 and long_.startswith(short) and len(long_) - len(short) <= 3:
+        return True  # "weigh" / "weight", "smoke" / "smoker" ("pain" / "paint" is too short to tell)
     n = 0
     for x, y in zip(a, b):  # noqa: B905 - compare up to the shorter word
         if x != y:
@@ -937,8 +968,8 @@ def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list
         return []  # the cue only moved
     side, ks = (ref, rc) if rc else (hyp, hc)
     words = side.tt.words
-    near = words[max(0, ks[0] - 4) : ks[-1] + 5]
-    if not any(_is_content(w) and w not in _NEG_CUES for w in near):
+    near = words[max(0, ks[0] - 3) : ks[-1] + 4]
+    if not any(_is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES for w in near):
         return []  # "no, that i can do": a bare answer particle
     lo, hi = ks[0] - 4, ks[-1] + 5
     clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
@@ -975,12 +1006,10 @@ def _omissions(
             why += " garbled in the hypothesis (a close spelling remains)"
         else:
             why += " does not survive in the hypothesis"
-        ua = [_Ann(u.i, u.j, *pair.ref.char_span(u.i, u.j), u.ann.item)] if u.ann is not None else []
-        ev = _event("clinical_omission", pair, g, why, u.concept, ua, weight=round(weight, 3))
-        if u.ann is None:  # a rare word: quote that word, not the whole region
-            rs, re_ = pair.ref.char_span(u.i, u.j)
-            ev = ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]})
-        out.append(ev)
+        ev = _event("clinical_omission", pair, g, why, u.concept, weight=round(weight, 3))
+        # Quote the lost term itself (several terms lost in one region are several events).
+        rs, re_ = pair.ref.char_span(u.i, u.j)
+        out.append(ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]}))
     return out
 
 
@@ -1058,13 +1087,13 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
         k0 = bisect_left(flip_starts, lo - longest_flip)
         return any(a < hi and b > lo for a, b in flips[k0 : bisect_left(flip_starts, hi)])
 
+    flipped_concepts = {e.concept for e in events if e.concept}  # entity-level negation flips
     for g in regions:
         events += _numbers_and_time(pair, g, ref, hyp)
         subs, explained = _entities(pair, g, ref, hyp)
         events += subs
         events += _pollution(pair, g, ref, hyp, explained)
         lost = {e.concept for e in subs if e.concept}
-        flipped_concepts = {e.concept for e in events if e.type == "negation_flip" and e.concept}
         omitted = _omissions(pair, g, ref, hyp, lost | flipped_concepts)
         events += omitted
         # A lost negation is a negation_flip unless its target went with it (then it is that omission's).

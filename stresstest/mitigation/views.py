@@ -26,16 +26,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from stresstest.clinical.vocab import hesitations, number_words
+
 CLEAN_RULE_VERSION = "clean-v1"
 
-FILLERS: frozenset[str] = frozenset(
-    {"um", "umm", "uh", "uhh", "er", "erm", "ah", "ahh", "hmm", "hm", "mm", "mmm"}
-)
+# data/fillers.tsv, kind "hesitation"; clean-v1 never removed "uhm" (a new version would).
+FILLERS: frozenset[str] = hesitations() - {"uhm"}
 _GRAMMATICAL_DOUBLES: frozenset[str] = frozenset({"had", "that"})
 _NUMBER_WORDS: frozenset[str] = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
-    "thousand".split()
+    w for kind in ("small", "tens", "scale") for w in number_words(kind) if w != "fourty"
 )
 _STRIP = re.compile(r"^[^\w']+|[^\w']+$")
 _FINAL_PUNCT = re.compile(r"[.?!]+$")

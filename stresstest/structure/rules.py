@@ -84,7 +84,7 @@ from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, sur
 from stresstest.clinical.negation import Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
-from stresstest.clinical.vocab import discourse_fillers, hesitations, number_words
+from stresstest.clinical.vocab import answer_fillers, discourse_fillers, hesitations, number_words
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
@@ -879,8 +879,8 @@ def _subordinate_wh_question(ex: _Extractor, m: Mention, a: Assertion) -> bool:
 
 
 def _fillers() -> frozenset[str]:
-    """Hesitation sounds ("um", "uh"): a sentence of only these carries no answer."""
-    return hesitations()
+    """Hesitations and discourse fillers ("um", "well"): a sentence of only these carries no answer."""
+    return answer_fillers()
 
 
 @functools.lru_cache(maxsize=1)

@@ -168,7 +168,7 @@ def test_200k_word_pair_is_fast() -> None:
     reps = 200_000 // len(ref_words) + 1
     ref, hyp = " ".join((ref_words * reps)[:200_000]), " ".join((hyp_words * reps)[:200_000])
     detect_triggers("warm up the dictionaries", "warm up the dictionary")
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: the shared machine's wall clock also measures the neighbours
     events = detect_triggers(ref, hyp)
-    assert time.perf_counter() - t0 < 60  # 30 s target on an idle machine (BENCHMARKS.md); CI is loaded
+    assert time.process_time() - t0 < 30  # every sentence of this text differs: the worst case
     assert events and all(ref[e.ref_start : e.ref_end] == e.ref_span for e in events)
