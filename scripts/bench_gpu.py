@@ -300,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", type=Path, default=ROOT / "configs" / "demo.yaml", help="corpus + seed source")
     ap.add_argument("--encounters", type=int, default=None, help="at most this many encounters")
     ap.add_argument("--max-turns", type=int, default=None, help="truncate encounters (default: config's)")
-    ap.add_argument("--budget-s", type=float, default=60.0, help="timed seconds per implementation at most")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="timed seconds per implementation at most (default 40; 25 with forced lengths; 30 tiny)")
+    ap.add_argument("--deadline-s", type=float, default=None,
+                    help="start no implementation after this many seconds in all (default 450, so a GPU run fits "
+                    "8 min; none with --tiny)")
     ap.add_argument("--fw-model", default="large-v3", help="faster-whisper model name/dir (real weights)")
     ap.add_argument("--ow-model", default="large-v3", help="openai-whisper model name/checkpoint (real weights)")
     ap.add_argument("--hf-model", default=None, help="HF transformers Whisper dir (real weights)")
@@ -362,7 +366,14 @@ def main(argv: list[str] | None = None) -> int:
         dims = dict(ck["dims"])
         del ck
     fp16 = device == "cuda"
-    budget = args.budget_s if not args.tiny else min(args.budget_s, 30.0)
+    budget = args.budget_s or (30.0 if args.tiny else 25.0 if random_mode else 40.0)
+
+    def timed(name: str, make: Callable[[], Row]) -> Row:
+        """Run one implementation unless the overall deadline has passed (then say so in its row)."""
+        deadline = args.deadline_s or (float("inf") if args.tiny else 450.0)
+        if time.perf_counter() - t_start > deadline:
+            return Row(name, skipped=f"skipped: past the {deadline:.0f}-s deadline")
+        return make()
 
     rows: list[Row] = []
     for forced in forced_lengths:
@@ -387,23 +398,26 @@ def main(argv: list[str] | None = None) -> int:
                 return _forced_baseline(model, ws, 16, fp16, ow_over)
             return baseline_openai_whisper(model, ws, 16, fp16)
 
-        rows.append(run_impl("openai-whisper as written (b16)" + label, base_fn, windows, device, budget, 32))
+        rows.append(timed("openai-whisper as written (b16)" + label, lambda label=label, base_fn=base_fn: run_impl(
+            "openai-whisper as written (b16)" + label, base_fn, windows, device, budget, 32)))
         _plain_openai.cache_clear()
         release_asr_models()
 
         ref_be = OpenAIWhisperBackend(ow_src, device=device, batch_size=16, cache_dir=cache)
         ref_be.decode_overrides = ow_over
-        rows.append(run_impl("openai-whisper reference (b16)" + label,
-                             lambda ws, be=ref_be, o=o: be.decode_windows(ws, o), windows, device, budget, 32))
+        rows.append(timed("openai-whisper reference (b16)" + label, lambda label=label, be=ref_be, o=o: run_impl(
+            "openai-whisper reference (b16)" + label, lambda ws: be.decode_windows(ws, o), windows, device,
+            budget, 32)))
         release_asr_models()
         for bs in (16, 32):
             fw_be = FasterWhisperBackend(fw_src, device=device, compute_type="auto", cpu_threads=threads)
             fw_be.decode_overrides = fw_over
-            rows.append(run_impl(f"faster-whisper {fw_be.compute_type} (b{bs})" + label,
-                                 lambda ws, be=fw_be, bs=bs, o=o: be.decode_windows_batched(ws, o, bs),
-                                 windows, device, budget, 2 * bs))
+            name = f"faster-whisper {fw_be.compute_type} (b{bs})" + label
+            rows.append(timed(name, lambda name=name, be=fw_be, bs=bs, o=o: run_impl(
+                name, lambda ws: be.decode_windows_batched(ws, o, bs), windows, device, budget, 2 * bs)))
             release_asr_models()
-        rows.append(_hf_row(args, device, dims, windows, budget, forced, label, fp16))
+        rows.append(timed("transformers sdpa (b16)" + label, lambda label=label, forced=forced: _hf_row(
+            args, device, dims, windows, budget, forced, label, fp16)))
         _free(device)
 
     table = render(rows, dims, peaks, gpu, random_mode, args, len(windows), time.perf_counter() - t_start)
@@ -415,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(not r.skipped or r.skipped.startswith(("not importable", "no HF")) for r in rows) else 1
+    return 0 if all(not r.skipped or r.skipped.startswith(("not importable", "no HF", "skipped")) for r in rows) else 1
 
 
 def _large_v3_available(ow_model: str, fw_model: str) -> bool:

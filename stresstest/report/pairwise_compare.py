@@ -1,6 +1,7 @@
 """``stresstest compare RUN_A RUN_B --pairwise``: which run's structured records the judge prefers.
 
-For every (encounter, condition) that both runs completed, A's record (X) and B's record (Y) are
+For every (encounter, condition) whose record both runs have (not failed; the within-run pairing rule of
+SPEC §11 does not apply, each pair being complete in itself), A's record (X) and B's record (Y) are
 compared by the pairwise judge on the PDSQI-9-derived dimensions, reading the encounter's human
 reference transcript (the same in both runs; a pair whose reference texts differ is not compared and
 is counted). Each pair is judged in both orders; a side wins a dimension only when both orders agree
@@ -61,8 +62,11 @@ def _pair_tasks(
         cond = c.id
         if cond not in conds_b:
             continue
-        b_rows = {str(it["encounter_id"]): it for it in b.ok_items(cond)}
-        for it_a in sorted(a.ok_items(cond), key=lambda it: str(it["encounter_id"])):
+        # The unit here is one (encounter, condition) pair, complete in itself: an item counts when both runs
+        # have its record, even if the run's pairing rule dropped the encounter's other conditions.
+        b_rows = {str(it["encounter_id"]): it for it in b.items if it.get("condition") == cond and not it.get("failed")}
+        a_items = [it for it in a.items if it.get("condition") == cond and not it.get("failed")]
+        for it_a in sorted(a_items, key=lambda it: str(it["encounter_id"])):
             eid = str(it_a["encounter_id"])
             it_b = b_rows.get(eid)
             if it_b is None:

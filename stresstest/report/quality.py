@@ -68,6 +68,7 @@ class QualitySection:
     consistency: list[dict[str, Any]] = field(default_factory=list)
     n_failures: int = 0
     problems: list[str] = field(default_factory=list)
+    n_scored_unpaired: int = 0  # items with note-quality scores left out by the pairing rule (SPEC §11)
 
 
 def _pairs(items: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -145,6 +146,8 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
                     problems.append(f"{name}/{col}: summary.csv has {cell!r}, items give {got}")
         rows.append(row)
     pw, cons = pairwise_rows(run.items, n_resamples, seed)
+    unpaired = sum(1 for it in run.items if not it.get("failed") and not in_pairing(it)
+                   and any(it.get(c) is not None for c in QUALITY_COLUMNS))
     cal_raw = man.get("calibration")
     cal: dict[str, Any] = cal_raw if isinstance(cal_raw, dict) else {}
     return QualitySection(
@@ -159,6 +162,7 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
         consistency=cons,
         n_failures=int(man.get("n_failures") or 0),
         problems=problems,
+        n_scored_unpaired=unpaired,
     )
 
 
@@ -184,10 +188,15 @@ def _vci(r: Mapping[str, Any], key: str) -> str:
 
 def _banner(sec: QualitySection) -> str:
     if sec.adequate:
-        return f"Judge: {sec.judge_model} — {sec.adequacy}."
-    return (f"Not interpretable as note quality: {sec.adequacy}. The numbers below only show that the "
-            "mechanics ran (prompts rendered, outputs parsed, orders swapped, aggregation); do not read them as "
-            "measurements.")
+        text = f"Judge: {sec.judge_model} — {sec.adequacy}."
+    else:
+        text = (f"Not interpretable as note quality: {sec.adequacy}. The numbers below only show that the "
+                "mechanics ran (prompts rendered, outputs parsed, orders swapped, aggregation); do not read them as "
+                "measurements.")
+    if sec.n_scored_unpaired:
+        text += (f" {sec.n_scored_unpaired} judged item(s) belong to encounters the pairing rule (SPEC §11) dropped "
+                 "from every row, so the rows leave them out; their scores are in items.jsonl and quality/.")
+    return text
 
 
 def _e(x: object) -> str:

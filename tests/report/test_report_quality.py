@@ -135,3 +135,19 @@ def test_compare_pairwise_errors_name_what_is_missing(tmp_path: Path) -> None:
     rules_cfg.write_text("corpus: {kind: osce, path: x}\n")
     with pytest.raises(ReportError, match="structure.backend 'rules'"):
         pairwise_compare(a, b, tmp_path / "o", config=rules_cfg, conditions=["clean"])
+
+
+def test_items_dropped_by_the_pairing_rule_are_said_not_hidden(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "r", n_encounters=4, seed=3)
+    _add_quality(run, True)
+    items = [json.loads(x) for x in (run / "items.jsonl").read_text().splitlines()]
+    for it in items:
+        if it["encounter_id"] == "enc000":
+            it["paired"], it["unpaired_reason"] = False, "enc000/clean failed"
+    (run / "items.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
+    sec = quality_section(load_run(run), 200, 0)
+    n = sum(1 for it in items if it["encounter_id"] == "enc000" and not it.get("failed")
+            and it.get("completeness") is not None)
+    assert n and sec.n_scored_unpaired == n
+    md = build_report(run, n_resamples=200, seed=0).markdown.read_text()
+    assert f"{n} judged item(s) belong to encounters the pairing rule (SPEC §11) dropped" in md
