@@ -94,7 +94,9 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
         ["CAR0001", "RES0002"], max_turns=8, condition="babble_5db"
     )
     cache, logs = tmp_path / "cache", tmp_path / "logs"
-    base = _cfg()
+    # The subject here is kill/resume, not φ: a repetition penalty keeps the 135M model out of the loops it
+    # falls into at 1.0 (which end at max_tokens, a deterministic failure), as llama.cpp's hidden default did.
+    base = _cfg(decoding={"max_tokens": 512, "repetition_penalty": 1.1})
     proc = ServerProcess(base, logs).start()
     port = proc.port
     cfg = base.model_copy(
