@@ -30,6 +30,7 @@ TRIGGER_TYPES: tuple[str, ...] = (
     "temporal_distortion",
     "nonspeech_pollution",
     "entity_substitution",
+    "clinical_omission",
 )
 TRIGGER_LABELS: dict[str, str] = {
     "negation_flip": "Negation loss / flip",
@@ -37,6 +38,7 @@ TRIGGER_LABELS: dict[str, str] = {
     "temporal_distortion": "Temporal distortion",
     "nonspeech_pollution": "Non-speech pollution",
     "entity_substitution": "Clinical entity substitution",
+    "clinical_omission": "Clinical omission",
 }
 
 # Column header: (name as in the paper, unit line). Arrows come from HIGHER_IS_BETTER.

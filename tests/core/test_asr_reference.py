@@ -227,14 +227,13 @@ DEMO = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
 def test_reference_wer_within_one_point_of_faster_whisper_on_demo_audio(tmp_path, cache_dir):
     """Same weights (tiny.en, float32) through both implementations: pooled WER within 1 point on a demo
     encounter, clean and ambient 5 dB."""
-    from stresstest.conditions import MixJob, build_mixtures
-
     from stresstest.asr.base import join_windows
     from stresstest.audio import read_wav_exact
     from stresstest.config import load_config
     from stresstest.corpus import load_corpus
     from stresstest.errors import StressTestError
     from stresstest.noise import NoiseSpec, make_noise_source
+    from stresstest.noise.stage import MixJob, build_mixtures
     from stresstest.speech import speech_for
 
     cfg = load_config(DEMO)

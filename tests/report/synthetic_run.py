@@ -49,6 +49,7 @@ TRIGGER_TYPES = (
     "temporal_distortion",
     "nonspeech_pollution",
     "entity_substitution",
+    "clinical_omission",
 )
 ClaimT = tuple[str, str, str, str | None, str | None, str | None]  # category, concept, status, value, unit, time
 FlagT = tuple[str, str, str | None]  # kind, name, detail
