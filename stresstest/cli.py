@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from stresstest import __version__
@@ -242,6 +244,21 @@ def _error(msg: str) -> None:
     sys.stderr.flush()
 
 
+def _terminate_like_interrupt() -> None:
+    """Make SIGTERM unwind like Ctrl-C, so ``finally`` blocks stop a managed LLM server.
+
+    Python's default SIGTERM action kills the process without running cleanup, which left the run's
+    llama.cpp/vLLM server (its own session, so not killed with us) running after ``kill PID``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _on_term)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status.
 
@@ -254,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     from stresstest.cache import confine_tool_dirs
 
     confine_tool_dirs()  # nothing in $HOME but the documented cache dir
+    _terminate_like_interrupt()
     try:
         return int(a.func(a))
     except StressTestError as exc:

@@ -178,3 +178,56 @@ report: {{enabled: false}}
                                    for it in items if it["encounter_id"] == "BAD")
     m = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert list(m["pairing"]["dropped"]) == ["BAD"] and m["n_failures"] == 2
+
+
+def _children_serving_llm(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` and whose command line runs a llama.cpp server."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (proc / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"llama_cpp.server" in cmd:
+            found.append(int(proc.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_during_structuring_stops_the_managed_llm_server(tmp_path: Path) -> None:
+    """`kill PID` of a run unwinds like Ctrl-C: the run's llama.cpp server (own session) is stopped too."""
+    pytest.importorskip("llama_cpp")
+    cfg = _setup(tmp_path)
+    cfg.write_text(cfg.read_text().replace(
+        "structure: {backend: rules}",
+        "structure: {backend: openai, server: {mode: managed, engine: llama.cpp, port: 0},"
+        " decoding: {temperature: 0.0, seed: 1, max_tokens: 256, repetition_penalty: 1.1}}"))
+    out = tmp_path / "run"
+    proc = _start(tmp_path, cfg, out)
+    server: list[int] = []
+    deadline = time.monotonic() + 600
+    while not server and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        server = _children_serving_llm(proc.pid)
+    assert server, f"the run never started its LLM server: {proc.stderr.read().decode() if proc.stderr else ''}"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
+    assert "interrupted" in err.decode()
+    deadline = time.monotonic() + 60
+    while any(_alive(p) for p in server) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    leaked = [p for p in server if _alive(p)]
+    for p in leaked:
+        os.kill(p, signal.SIGKILL)
+    assert not leaked, f"SIGTERM left the managed LLM server running (pids {leaked})"
