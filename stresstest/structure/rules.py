@@ -148,6 +148,7 @@ _BLOOD_PARTNERS = {
     **dict.fromkeys(("vomit", "vomiting", "vomited"), "hematemesis"),
 }
 _TEMP_REACH = 25
+_MAX_CLARIFYING = 2  # sentences without a clinical term skipped between a question and its yes/no
 _LIST_JOINERS = frozenset({"or", "and", "nor"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
 _LIST_ENDINGS = ("anything like that", "anything of that sort", "or anything", "any of those", "any of these",
@@ -159,6 +160,11 @@ _PAST_MARKERS = ("last week", "last month", "last year", "used to", "in the past
                  "anymore", "went away", "gone away", "not right now", "not now")
 _PAIN_QUALITIES = frozenset({"sharp", "dull", "burning", "stabbing", "throbbing", "pressure", "shooting",
                              "crampy", "cramping", "tight", "squeezing", "throbby"})
+_QUALITY_REACH = 5
+#: Open questions about a symptom's character ("how would you describe the pain?", "is it dry?").
+_DESCRIBE_CUES = ("describe", "feel like", "feels like", "what kind of", "what type of", "what sort of",
+                  "character", "quality of", "sharp or dull", "dull or sharp", "is it dry", "dry or",
+                  "what colour", "what color")
 _COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
 #: Sentences back in which the topic of an open question ("when did it start?") is looked for.
 _TOPIC_SENTENCES = 10
@@ -186,6 +192,7 @@ _QUALIFIERS: dict[str, tuple[frozenset[str], int]] = {
         "creamy", "thick"}), 6)),
     "cough": (frozenset({"dry", "wet", "productive", "barking", "hacking", "chesty"}), 3),
 }
+_QUALITY_WORDS = _PAIN_QUALITIES | frozenset(w for words, _reach in _QUALIFIERS.values() for w in words)
 _THROAT_PAIN = frozenset({"sore throat", "painful swallowing"})
 _ANCHOR_HOURS = {
     "today": 6.0, "this morning": 6.0, "this afternoon": 3.0, "this evening": 2.0, "tonight": 2.0,
@@ -286,7 +293,7 @@ def _fmt_value(q: Quantity) -> str:
 def _fmt_qty(q: Quantity) -> str:
     if q.value is None:
         anchor = q.unit_canonical or ""
-        return anchor if anchor.startswith(("last", "this", "yesterday")) else f"since {anchor}"
+        return anchor if anchor.startswith(("last", "this", "yesterday", "few", "several")) else f"since {anchor}"
     val = _fmt_value(q)
     return f"{val} {q.unit_canonical}" if q.unit_canonical else val
 
@@ -297,7 +304,9 @@ class _Extractor:
         self.tokens: list[Token] = tokenize(text)
         self.words = [t.norm for t in self.tokens]
         self.ctx = ContextAnalyzer(text, self.tokens)
-        self.quantities = sorted(find_quantities(text) + _couple_quantities(text), key=lambda q: q.start)
+        self.quantities = sorted(
+            find_quantities(text) + _couple_quantities(text) + _few_quantities(text), key=lambda q: q.start
+        )
         self.qty_tok = [self._tok_index(q.start) for q in self.quantities]
         #: temperature readings (Celsius or Fahrenheit as said) by the start of their fever mention
         self.temp_at: dict[int, float] = {}
@@ -474,6 +483,18 @@ def _couple_quantities(text: str) -> list[Quantity]:
 
 
 _COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+_FEW_RE = re.compile(
+    r"\b(?P<q>few|several)\s+(?P<unit>minutes|hours|days|nights|weeks|months|years)\b", re.IGNORECASE)
+
+
+def _few_quantities(text: str) -> list[Quantity]:
+    """"a few days", "several weeks": a vague duration, kept as said (value None, canonical
+    "few days"), which the shared number reader leaves out."""
+    return [
+        Quantity(mt.start(), mt.end(), None, mt.group(0), f"{mt.group('q').lower()} {mt.group('unit').lower()}",
+                 "time")
+        for mt in _FEW_RE.finditer(text)
+    ]
 
 
 def _pain_partner(word: str) -> str | None:
@@ -831,18 +852,20 @@ def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion 
     """
     fillers = _fillers()
     n = len(ex.ctx.sent_start)
-    for s2 in range(s + 1, min(n, s + 3)):
+    explained = 0  # clarifying sentences skipped ("Any chills? So, shaking in your bed. No, not really.")
+    for s2 in range(s + 1, min(n, s + 3 + _MAX_CLARIFYING)):
         lo, hi = ex.sentence_bounds(s2)
         words = [w for w in ex.words[lo:hi] if w not in fillers]
         if not words:
             continue  # "Um." / "Uh." carries nothing: the answer is in the next sentence
         if ex.ctx.ends_q[s2] and len(words) <= 6 and s2 not in ex.mention_sents:
             continue  # a follow-up of the same question ("Any of those symptoms?")
-        if skip_first and s2 == s + 1:
-            return None
-        ans = ex.ctx._answer(lo, hi)
+        ans = None if (skip_first and s2 == s + 1) else ex.ctx._answer(lo, hi)
         if ans is None:
-            return None
+            if not ex.ctx.ends_q[s] or ex.ctx.ends_q[s2] or s2 in ex.mention_sents or explained >= _MAX_CLARIFYING:
+                return None
+            explained += 1  # no yes/no and no clinical term: an explanation of the question; read on
+            continue
         kind, a, b = ans
         status = {"answer_no": "absent", "answer_unsure": "uncertain"}.get(kind, "present")
         start, end = ex.tokens[a].start, ex.tokens[b - 1].end
@@ -972,6 +995,8 @@ def _question_kind(words: list[str]) -> str | None:
     if _has_any(text, ("how far", "how many blocks", "how many flights", "how many stairs", "how many steps",
                        "how many meters", "how many metres", "how long can you walk")):
         return "distance"
+    if _has_any(text, _DESCRIBE_CUES) and not _has_any(text, ("how long", "how often", "how many")):
+        return "describe"
     if _has_any(text, ("last", "lasts", "lasting")):
         return None  # "how long does it last": an episode, not the onset
     if _has_any(text, ("when did", "when was", "how long", "since when", "start", "started", "begin", "began",
@@ -1095,6 +1120,12 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
             if q.kind == "time" and (q.value is not None or q.unit_canonical):
                 return _Answered("onset", None, None, _fmt_qty(q), None, ev(q))
         return None
+    if kind == "describe":
+        for k in toks:
+            if ex.words[k] in _QUALITY_WORDS:
+                slo, shi = ex.sentence_bounds(ex.sentence_of(k))
+                return _Answered("describe", ex.words[k], None, None, None, [q_quote, ex.quote(k, k + 1, slo, shi)])
+        return None
     if kind == "distance":
         for q in qs:
             if q.value is not None and q.unit_canonical and q.kind in ("count", "measure"):
@@ -1162,6 +1193,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     continue
                 if ans.kind == "onset" and ans.time:
                     time = ans.time
+                elif ans.kind == "describe" and ans.value and value is None:
+                    value, unit = ans.value, None
                 elif ans.kind in ("rating", "distance") and ans.value and (
                     ans.kind == "rating" or value is None or unit is None
                 ):
@@ -1227,6 +1260,8 @@ def _near_attributes(
         time = _next_sentence_time(ex, support)
     if value is None and g.concept in _QUALIFIERS:
         value = _qualifier(ex, g.concept, support)
+    if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
+        value = _pain_quality(ex, support)
     return value, unit, time
 
 
@@ -1240,6 +1275,17 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
                 if w in words:
                     return w
     return None
+
+def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """A pain's character said next to it ("a sharp pain", "it's burning"): the first word of
+    :data:`_PAIN_QUALITIES` within :data:`_QUALITY_REACH` tokens of a supporting mention."""
+    for m, a in support:
+        for norm in ex.context_norms(m, a, side=_QUALITY_REACH):
+            for w in norm.split():
+                if w in _PAIN_QUALITIES:
+                    return w
+    return None
+
 
 def _next_sentence_time(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
     """A duration said right after a statement of the symptom ("he's had this cough... It's been
