@@ -204,9 +204,21 @@ class CanonicalClaim:
         return f"{self.concept}|{self.status}|{self.value}|{self.time}"
 
 
+@functools.lru_cache(maxsize=1)
+def _allergen_names() -> dict[str, str]:
+    """Non-drug allergen spellings -> one name ("peanut" = "peanuts"), from the shared allergen table."""
+    from stresstest.clinical.text import read_table
+
+    return {_basic(r[0]): r[1] for r in read_table("allergens.tsv") if len(r) >= 2}
+
+
+def _allergen(name: str) -> str:
+    return _allergen_names().get(_basic(name), name)
+
+
 def canonical_claim(claim: Claim) -> CanonicalClaim:
     """Canonical identity of one claim; deterministic, no model calls."""
-    concept = canonical_concept_name(claim.concept)
+    concept = canonical_concept_name(_allergen(claim.concept) if claim.category == "allergy" else claim.concept)
     if claim.category == "family_history":
         # "Mother has diabetes" is a different fact from "the patient has diabetes".
         concept = f"family history of {concept}"
@@ -227,7 +239,7 @@ def canonical_flag_name(flag: SafetyFlag) -> str:
     """Canonical flag name: allergy wording stripped ("penicillin allergy" = "penicillin"), then concept."""
     name = _basic(flag.name)
     if flag.kind == "allergy":
-        name = _ALLERGY_WORDS.sub("", name).strip() or name
+        name = _allergen(_ALLERGY_WORDS.sub("", name).strip() or name)
     return canonical_concept_name(name)
 
 

@@ -184,6 +184,11 @@ _SEVERE_RATING = 8.0
 #: Red-flag symptoms that are constitutional: flagged only outside an acute illness.
 _CONSTITUTIONAL = frozenset({"night sweats", "weight loss", "fatigue"})
 #: Present heart-failure symptoms make a case urgent.
+_JOINT_SITES = frozenset({"knee", "hip", "ankle", "elbow", "wrist", "shoulder"})
+_JOINT_PAIN_SITES = ("knee pain", "hip pain", "ankle pain", "elbow pain", "wrist pain", "shoulder pain")
+#: Words that make breathlessness exertional only ("short of breath when I run"), which alone is not urgent.
+_EXERTION = ("exercise", "exercising", "running", "when i run", "jogging", "exertion", "playing", "sports",
+             "hockey", "soccer", "stairs", "climbing")
 _HEART_FAILURE = ("orthopnea", "paroxysmal nocturnal dyspnea")
 #: concept -> (descriptive values, token reach) read as the claim's value when no number is.
 _QUALIFIERS: dict[str, tuple[frozenset[str], int]] = {
@@ -753,7 +758,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
                          back_reach=3)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)]
-    lex = [_cough_blood(ex, m) for m in lex if not _pain_descriptor(ex, m)] + composed
+    lex = [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)] + composed
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -769,6 +774,20 @@ def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
     i, j = ex.span(m)
     lo, hi = ex.sentence_bounds(ex.sentence_of(i))
     return any(w in _PAIN_QUALITIES for w in ex.words[max(lo, i - 4) : min(hi, j + 4)])
+
+
+def _joint_swelling(ex: _Extractor, m: Mention) -> Mention:
+    """Swelling said of a joint ("swelling in my right knee", "the knee is swollen") is joint swelling."""
+    if m.concept != "swelling":
+        return m
+    i, j = ex.span(m)
+    lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+    sites = _site_words()
+    if not any(sites.get(ex.words[k]) in _JOINT_SITES or ex.words[k] in ("joint", "joints")
+               for k in range(max(lo, i - 5), min(hi, j + 5))):
+        return m
+    info = concept_info("joint swelling")
+    return Mention(m.start, m.end, m.surface, "joint swelling", info.category if info else "symptom")
 
 
 def _cough_blood(ex: _Extractor, m: Mention) -> Mention:
@@ -1542,6 +1561,12 @@ def _pass_triage(
     for concept in _HEART_FAILURE:
         if concept in present:
             urgent.append((concept, present[concept].evidence))
+    sob = present.get("shortness of breath")
+    if sob is not None and not _exertional_only(ex, sob.group):
+        sob_hours = _hours(sob.claim.time)
+        if sob_hours is None or sob_hours < _CHRONIC_DAYS * 24 or sob is chief:
+            # New (or presenting) breathlessness needs same-day assessment (oxygen saturation, chest exam).
+            urgent.append(("shortness of breath", sob.evidence))
     if patient.age_years is not None and patient.age_years >= 65:
         for concept in ("shortness of breath", "chest pain"):
             if concept in present:
@@ -1561,6 +1586,13 @@ def _pass_triage(
             if quote not in tri_ev:
                 tri_ev.append(quote)
     return Triage(level=level, rationale=f"{level}: {why}: {names}."), tri_ev  # type: ignore[arg-type]
+
+
+def _exertional_only(ex: _Extractor, g: _Group) -> bool:
+    """Breathlessness said with exertion words ("when I play hockey", "running") and never at rest."""
+    norms = [c for m, a in _supporting(g.mentions, "present") for c in ex.context_norms(m, a, side=8)]
+    return any(_has_any(nm, _EXERTION) for nm in norms) and not any(
+        _has_any(nm, ("at rest", "resting", "all the time", "always", "sitting")) for nm in norms)
 
 
 def _is_number(text: str) -> bool:
@@ -1656,6 +1688,12 @@ def _composite_red_flags(
     if "fever" in present and "neck stiffness" in present:
         _, ev1, g = present["neck stiffness"]
         out.append(("fever with neck stiffness", "emergency", present["fever"][1][:1] + ev1[:1], g))
+    swollen = sorted({"joint swelling", "swelling"} & present.keys())
+    if swollen and "warmth" in present and ({"redness", "joint pain"} & present.keys()
+                                            or any(c.endswith(_JOINT_PAIN_SITES) for c in present)):
+        # A hot, swollen (red or painful) joint: septic arthritis until proven otherwise.
+        _, ev1, g = present[swollen[0]]
+        out.append(("hot swollen joint", "urgent", ev1[:1] + present["warmth"][1][:1], g))
     return out
 
 
