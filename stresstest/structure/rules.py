@@ -72,12 +72,14 @@ Triage rule (documented, deterministic)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata, resources
+from typing import Literal
 
 from stresstest.clinical.drugs import high_risk_class, match_drug_tokens
 from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, surfaces_by_category
@@ -150,6 +152,10 @@ _BLOOD_PARTNERS = {
 _TEMP_REACH = 25
 _MAX_CLARIFYING = 2  # sentences without a clinical term skipped between a question and its yes/no
 _LIST_JOINERS = frozenset({"or", "and", "nor"})
+#: Symptoms said together with a pain at one site ("pain and swelling in my right knee"): a joiner
+#: followed by one of these does not split the pain from its site.
+_CO_SYMPTOM_WORDS = frozenset({"swelling", "stiffness", "tenderness", "redness", "bruising", "numbness",
+                               "tingling", "weakness", "discomfort"})
 _GI_BLEED = frozenset({"rectal bleeding", "melena", "hematemesis"})
 _LIST_ENDINGS = ("anything like that", "anything of that sort", "or anything", "any of those", "any of these",
                  "et cetera", "etc", "things like that", "stuff like that", "or something like that")
@@ -184,6 +190,10 @@ _SEVERE_RATING = 8.0
 #: Red-flag symptoms that are constitutional: flagged only outside an acute illness.
 _CONSTITUTIONAL = frozenset({"night sweats", "weight loss", "fatigue"})
 #: Present heart-failure symptoms make a case urgent.
+#: Lexicon concepts too unspecific to be a claim of their own ("any swelling?", "any discharge?"):
+#: matched (so they shadow and give context) but never written; specific ones (joint swelling,
+#: leg swelling, wound discharge) are.
+_VAGUE_CONCEPTS = frozenset({"swelling", "discharge", "skin lesion"})
 _JOINT_SITES = frozenset({"knee", "hip", "ankle", "elbow", "wrist", "shoulder"})
 _JOINT_PAIN_SITES = ("knee pain", "hip pain", "ankle pain", "elbow pain", "wrist pain", "shoulder pain")
 #: Words that make breathlessness exertional only ("short of breath when I run"), which alone is not urgent.
@@ -457,7 +467,9 @@ def _compose(
         for d in range(1, reach + 1):
             for kk in (k + d, k - d) if d <= back else (k + d,):
                 if lo <= kk < hi and (partner_may_be_covered or not covered[kk]) and kk not in used:
-                    if any(ex.words[x] in _LIST_JOINERS for x in range(min(k, kk) + 1, max(k, kk))):
+                    between = range(min(k, kk) + 1, max(k, kk))
+                    if any(ex.words[x] in _LIST_JOINERS and ex.words[x + 1] not in _CO_SYMPTOM_WORDS
+                           for x in between):
                         continue  # "blood or any sputum" names two things, not bloody sputum
                     concept = partner(ex.words[kk])
                     if concept is not None:
@@ -713,13 +725,15 @@ def extract_record(transcript: str) -> ClinicalRecord:
     groups, reactions = _pass_groups(ex, found, assertions)
     dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
     built = _pass_claims(ex, groups, dialogue)
+    built = _renumber(built + _occupation_claims(ex, {b.claim.concept for b in built}))
     patient = _pass_patient(ex, built)
     field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
     flags = _pass_flags(ex, built, reactions, patient, field_evidence)
     triage, triage_ev = _pass_triage(ex, built, flags, patient, dialogue)
     if triage_ev:
         field_evidence["triage"] = triage_ev
-    chief = next((b.claim for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    chief = next((b.claim for b in built if b.claim.category == "symptom" and b.claim.status == "present"
+                  and b.claim.concept not in _MODIFIER_CONCEPTS), None)
     # Guarantee the exact-substring contract even if a helper above misbehaves.
     field_evidence = {k: [q for q in v if q and q in transcript] for k, v in field_evidence.items()}
     return ClinicalRecord(
@@ -754,16 +768,93 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     all_mentions = match_tokens(ex.text, ex.tokens)
     drugs = match_drug_tokens(ex.text, ex.tokens)
     lex = [m for m in all_mentions if m.category != "body_site"]
-    composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner)
+    composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner, reach=6)
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
                          back_reach=3)
-    lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)]
+    lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
+           or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}]  # "pain and swelling in my knee"
+    composed += _modifier_mentions(ex, all_mentions + composed)
     lex = [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)] + composed
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
     ex.mention_sents = {ex.sentence_of(ex.span(m)[0]) for m in lex + drugs}
     return _Found(lex, drugs, allergens, consumed, _reaction_regions(ex, allergens))
+
+
+#: Activities that change a pain ("worse when I'm coughing or laying down", "leaning forward helps"):
+#: word sequence -> (concept when it makes the pain worse, concept when it relieves it).
+_MODIFIER_ACTIVITIES: dict[tuple[str, ...], tuple[str | None, str | None]] = {
+    **dict.fromkeys([("lie", "down"), ("lying", "down"), ("laying", "down"), ("lay", "down"), ("lie", "flat"),
+                     ("lying", "flat"), ("laying", "flat")], ("pain worse lying down", "pain relieved by lying down")),
+    **dict.fromkeys([("cough",), ("coughing",), ("coughs",)], ("pain worse with coughing", None)),
+    **dict.fromkeys([("deep", "breath"), ("deep", "breaths"), ("breathe", "in"), ("breathing", "in"),
+                     ("deep", "breathing")], ("pain worse with deep breath", None)),
+    **dict.fromkeys([("move",), ("moving",), ("movement",), ("movements",), ("walk",), ("walking",),
+                     ("activity",), ("activities",), ("bend",), ("bending",), ("lifting",), ("exercise",),
+                     ("exercising",)], ("pain worse with movement", None)),
+    **dict.fromkeys([("eat",), ("eating",), ("meal",), ("meals",), ("food",)], ("pain worse with eating", None)),
+    **dict.fromkeys([("lean", "forward"), ("leaning", "forward"), ("sit", "forward"), ("sitting", "forward")],
+                    ("pain worse leaning forward", "pain relieved by leaning forward")),
+    **dict.fromkeys([("rest",), ("resting",), ("rested",)], (None, "pain relieved by rest")),
+}
+#: Concepts that describe another symptom (its modifiers, pattern, radiation, history), never a topic
+#: or the presenting complaint themselves.
+_MODIFIER_CONCEPTS = frozenset(
+    {c for pair in _MODIFIER_ACTIVITIES.values() for c in pair if c}
+    | {"pain radiation", "constant pain", "previous similar episode", "pain worse with deep breath",
+       "pain worse with coughing", "pain worse with movement", "pain worse with eating", "pain worse lying down",
+       "pain relieved by rest", "pain relieved by leaning forward"}
+)
+_WORSE_WORDS = frozenset({"worse", "worsens", "worsen", "aggravates", "aggravate", "aggravated"})
+_BETTER_WORDS = frozenset({"better", "helps", "help", "helped", "relieves", "relieve", "relieved", "eases", "ease",
+                           "eased", "improves", "improve", "improved"})
+_MODIFIER_REACH = 6
+
+
+def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """Aggravating / relieving factors of a pain said in free form: an activity of
+    :data:`_MODIFIER_ACTIVITIES` within :data:`_MODIFIER_REACH` tokens of "worse" or "better/helps"
+    in the same sentence, in a sentence (or the one before) that talks about pain. The mention spans
+    the activity, so its status comes from the same negation and question/answer reading as any term.
+    Tokens a lexicon surface already covers are left to it."""
+    covered = [False] * len(ex.tokens)
+    for m in mentions:
+        if m.category == "body_site":
+            continue
+        i, j = ex.span(m)
+        for k in range(i, j):
+            covered[k] = True
+    longest = max(len(k) for k in _MODIFIER_ACTIVITIES)
+    out: list[Mention] = []
+    k = 0
+    n = len(ex.words)
+    while k < n:
+        hit = None
+        for size in range(longest, 0, -1):
+            key = tuple(ex.words[k : k + size])
+            if len(key) == size and key in _MODIFIER_ACTIVITIES and not any(covered[k : k + size]):
+                hit = (size, _MODIFIER_ACTIVITIES[key])
+                break
+        if hit is None:
+            k += 1
+            continue
+        size, (worse_c, better_c) = hit
+        s = ex.sentence_of(k)
+        lo, hi = ex.sentence_bounds(s)
+        near = ex.words[max(lo, k - _MODIFIER_REACH) : min(hi, k + size + _MODIFIER_REACH)]
+        plo = ex.sentence_bounds(s - 1)[0] if s > 0 else lo
+        about_pain = any(w in _PAIN_WORDS or w in ("it", "pain") for w in ex.words[plo:hi])
+        concept = None
+        if worse_c and any(w in _WORSE_WORDS for w in near) and about_pain:
+            concept = worse_c
+        elif better_c and any(w in _BETTER_WORDS for w in near) and about_pain:
+            concept = better_c
+        if concept is not None:
+            start, end = ex.tokens[k].start, ex.tokens[k + size - 1].end
+            out.append(Mention(start, end, ex.text[start:end], concept, "symptom"))
+        k += size
+    return out
 
 
 def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
@@ -823,6 +914,9 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _answer_after_fillers(ex, m) or a
         elif _subordinate_wh_question(ex, m, a) or _question_continuation(ex, m, a):
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
+        if _inverted(m):
+            # "completely new" = absent; "not the first time" / "first time? - No" = present.
+            a = dataclasses.replace(a, status=_FLIP[a.status])
         out[m.start] = a
     by_sent: dict[int, list[Mention]] = {}
     for m in lex:
@@ -841,6 +935,23 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             if m.concept not in named and a.source == "answer" and a.status == "present":
                 out[m.start] = Assertion("uncertain", "unanswered")
     return out
+
+
+#: Surfaces that assert the opposite of their concept: "this is completely new" / "is this the first
+#: time? - Yes" mean no previous similar episode. Their status is flipped after the usual reading.
+_INVERTED_SURFACES = {
+    "previous similar episode": frozenset({
+        "first time", "completely new", "brand new", "nothing like this before", "never had this before",
+        "never had anything like this", "never had anything like this before", "never happened before",
+        "never experienced this before", "never experienced anything like this"}),
+}
+_FLIP: dict[str, Literal["present", "absent", "uncertain"]] = {
+    "present": "absent", "absent": "present", "uncertain": "uncertain"}
+
+
+def _inverted(m: Mention) -> bool:
+    forms = _INVERTED_SURFACES.get(m.concept)
+    return forms is not None and norm_phrase(m.surface) in forms
 
 
 def _answer_sentences(ex: _Extractor, s: int, limit: int = 2) -> list[int]:
@@ -1045,7 +1156,7 @@ def _pass_dialogue(
             key_of[m.start] = gkey
     symptoms = [
         (ex.sentence_of(ex.span(m)[0]), m) for m in lex
-        if m.start in key_of and key_of[m.start][0] == "symptom"
+        if m.start in key_of and key_of[m.start][0] == "symptom" and m.concept not in _MODIFIER_CONCEPTS
     ]
     present_syms = [(s, m) for s, m in symptoms if assertions[m.start].status == "present"]
     chief = present_syms[0][1] if present_syms else None
@@ -1104,6 +1215,8 @@ def _stated_rating(ex: _Extractor, s: int) -> tuple[float, list[str]] | None:
 
 
 def _is_pain_concept(concept: str) -> bool:
+    if concept in _MODIFIER_CONCEPTS:
+        return False
     return any(w in concept for w in ("pain", "ache", "sore", "headache", "dysuria"))
 
 
@@ -1141,7 +1254,7 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         return None
     if kind == "describe":
         for k in toks:
-            if ex.words[k] in _QUALITY_WORDS:
+            if ex.words[k] in _QUALITY_WORDS and not ex.ctx.ends_q[ex.sentence_of(k)]:
                 slo, shi = ex.sentence_bounds(ex.sentence_of(k))
                 return _Answered("describe", ex.words[k], None, None, None, [q_quote, ex.quote(k, k + 1, slo, shi)])
         return None
@@ -1192,6 +1305,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
     """
     rows: list[tuple[int, Claim, list[str], _Group]] = []
     for key, g in groups.items():
+        if g.concept in _VAGUE_CONCEPTS:
+            continue
         status = _aggregate_status(g.mentions)
         if status is None:
             continue
@@ -1344,6 +1459,61 @@ def _social_extras(
             g.extra["heavy"] = "1"
 
 
+_WORK_QUESTIONS = ("for work", "for a living", "what do you do", "occupation", "are you working", "do you work",
+                   "where do you work", "your job", "employed", "what kind of work", "what type of work",
+                   "line of work")
+_JOB_PATTERNS = (
+    re.compile(r"\b(?:i'm|i am|i work as|working as|work as|job as|i'm currently|i am currently)\s+(?:an?|the)\s+"
+               r"(?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
+    re.compile(r"\b(?:work|working|job)\s+(?:at|in|for)\s+(?:an?|the|my)?\s*(?P<job>[a-z]+(?:\s+[a-z]+)?)",
+               re.IGNORECASE),
+    re.compile(r"\b(?P<job>retired(?:\s+[a-z]+)?|unemployed|laid off|student|on disability|stay at home \w+|"
+               r"not working)\b", re.IGNORECASE),
+)
+_JOB_STOP = frozenset({"um", "uh", "like", "so", "and", "but", "right", "now", "currently", "the", "a", "an", "at",
+                       "in", "as", "for", "it", "its"})
+
+
+def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
+    """The patient's occupation, read from the answer to a work question ("What do you do for work? I'm an
+    accountant."): one social claim ``occupation``; its value is the job when a pattern of
+    :data:`_JOB_PATTERNS` names one ("an accountant", "work at a butcher shop", "retired"), else None."""
+    if "occupation" in have:
+        return []
+    for s in range(len(ex.ctx.sent_start)):
+        if not ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        if not _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _WORK_QUESTIONS):
+            continue
+        for s2 in _answer_sentences(ex, s):
+            if ex.ctx.ends_q[s2]:
+                break
+            alo, ahi = ex.sentence_bounds(s2)
+            if ahi - alo < 2 or ex.ctx._answer(alo, ahi) is not None and ahi - alo < 4:
+                continue  # "Yes." / "No, not really.": no job named
+            answer = ex.text[ex.tokens[alo].start : ex.tokens[ahi - 1].end]
+            value = None
+            for pat in _JOB_PATTERNS:
+                mt = pat.search(answer)
+                if mt:
+                    words = [w for w in mt.group("job").lower().split() if w not in _JOB_STOP]
+                    value = " ".join(words) or None
+                    break
+            claim = Claim(id="", category="social", concept="occupation", status="present", value=value)
+            quotes = [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
+            return [_Built(claim, quotes, _Group("social", "occupation"))]
+    return []
+
+
+def _renumber(built: list[_Built]) -> list[_Built]:
+    """Claims in text order (of their first evidence quote) with ids c1..; stable for equal positions."""
+    return [
+        _Built(b.claim.model_copy(update={"id": f"c{n}"}), b.evidence, b.group)
+        for n, b in enumerate(built, start=1)
+    ]
+
+
 # ---------------------------------------------------------------- pass 6: patient context
 
 
@@ -1436,7 +1606,8 @@ def _pass_flags(
     for b in built:
         if b.claim.status == "present":
             present.setdefault(b.claim.concept, b)
-    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
+                  and b.claim.concept not in _MODIFIER_CONCEPTS), None)
     acute_illness = chief is not None and (_hours(chief.claim.time) or 1e9) <= _ACUTE_ILLNESS_DAYS * 24
     rows: list[tuple[int, str, str, str | None, list[str], str | None]] = []
 
@@ -1513,7 +1684,8 @@ def _pass_triage(
 ) -> tuple[Triage, list[str]]:
     """The triage rule of the module docstring; returns the decision and the quotes that drove it."""
     present = {b.claim.concept: b for b in built if b.claim.status == "present"}
-    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"), None)
+    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
+                  and b.claim.concept not in _MODIFIER_CONCEPTS), None)
     chief_hours = _hours(chief.claim.time) if chief is not None else None
     emergency: list[tuple[str, list[str]]] = []
     urgent: list[tuple[str, list[str]]] = []
