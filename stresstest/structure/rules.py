@@ -96,6 +96,7 @@ RULES_VERSION = 2
 _MAX_QUOTE_TOKENS = 30
 _QUOTE_SIDE = 12
 _QTY_WINDOW = 8  # tokens between a mention and a quantity that may belong to it
+_TIME_WINDOW = 12  # ... and for a duration said after it with no other clinical term between
 
 _CATEGORY = {
     "symptom": "symptom", "finding": "finding", "history": "history", "social": "social", "risk": "symptom",
@@ -129,6 +130,7 @@ _ACS_RADIATION = frozenset({"arm", "arms", "jaw"})
 _HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily", "a bottle", "binge",
                 "too much")
 _DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
+_SEVERITY_ASKS = ("how bad", "how severe", "how much pain", "how painful", "how intense", "how strong")
 _RATING_WORDS = frozenset({"rate", "rated", "rating", "scale", "severity"})
 _SEVERE = frozenset({"severe", "severely", "excruciating", "unbearable", "agonizing", "agonising", "worst",
                      "intense", "terrible"})
@@ -174,6 +176,9 @@ _DESCRIBE_CUES = ("describe", "feel like", "feels like", "what kind of", "what t
 _COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
 #: Sentences back in which the topic of an open question ("when did it start?") is looked for.
 _TOPIC_SENTENCES = 10
+#: Words that make an open question about life, not the symptom ("how long have you worked in this role?").
+_NON_SYMPTOM_TOPICS = frozenset({"work", "worked", "working", "job", "role", "live", "lived", "living", "married",
+                                 "smoke", "smoked", "smoking", "drink", "drinking", "school", "retired", "moved"})
 #: Words by which a question without a named symptom points at the current topic.
 _TOPIC_POINTERS = frozenset({"it", "it's", "this", "that", "these", "those", "they", "them", "symptoms", "symptom",
                              "pain", "pains", "problem", "problems", "issue", "issues", "breathlessness",
@@ -319,14 +324,18 @@ class _Extractor:
         self.tokens: list[Token] = tokenize(text)
         self.words = [t.norm for t in self.tokens]
         self.ctx = ContextAnalyzer(text, self.tokens)
+        periods = _past_period_quantities(text)
         self.quantities = sorted(
-            find_quantities(text) + _couple_quantities(text) + _few_quantities(text), key=lambda q: q.start
+            [q for q in find_quantities(text) if not any(p.start <= q.start < p.end for p in periods)]
+            + _couple_quantities(text) + _few_quantities(text) + periods,
+            key=lambda q: q.start,
         )
         self.qty_tok = [self._tok_index(q.start) for q in self.quantities]
         #: temperature readings (Celsius or Fahrenheit as said) by the start of their fever mention
         self.temp_at: dict[int, float] = {}
         #: sentences that hold a clinical mention (filled by the mentions pass)
         self.mention_sents: set[int] = set()
+        self.mention_toks: set[int] = set()
 
     # ---- token / sentence helpers
     def _tok_index(self, char: int) -> int:
@@ -407,8 +416,10 @@ class _Extractor:
                 dist = (i - k) if k < i else (k - j)
                 if k >= i and k < j:
                     continue  # inside the mention itself ("type 2 diabetes")
-                if dist > _QTY_WINDOW:
-                    continue
+                if dist > _QTY_WINDOW and not (q.kind == "time" and k >= j and dist <= _TIME_WINDOW
+                                               and not any(j <= t < k for t in self.mention_toks)):
+                    continue  # a duration may trail its symptom further ("pain that's been going on
+                    # now for the last two weeks"), unless another clinical term comes between
                 out.append((dist, q))
             else:
                 out.append((_QTY_WINDOW + 1 + k, q))  # in the answer: after same-sentence ones
@@ -502,6 +513,20 @@ def _couple_quantities(text: str) -> list[Quantity]:
 _COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
 _FEW_RE = re.compile(
     r"\b(?P<q>few|several)\s+(?P<unit>minutes|hours|days|nights|weeks|months|years)\b", re.IGNORECASE)
+
+
+_PAST_PERIOD_RE = re.compile(
+    r"\b(?:for|over|in|during|within)\s+the\s+(?:past|last)\s+(?P<unit>minute|hour|day|night|week|month|year)\b",
+    re.IGNORECASE)
+
+
+def _past_period_quantities(text: str) -> list[Quantity]:
+    """"for the past month", "over the last week": a duration of one unit (the shared reader takes
+    "last week" for an anchor, which it is only without "for/over the")."""
+    return [
+        Quantity(mt.start(), mt.end(), 1.0, mt.group("unit"), mt.group("unit").lower() + "s", "time")
+        for mt in _PAST_PERIOD_RE.finditer(text)
+    ]
 
 
 def _few_quantities(text: str) -> list[Quantity]:
@@ -779,6 +804,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
     ex.mention_sents = {ex.sentence_of(ex.span(m)[0]) for m in lex + drugs}
+    ex.mention_toks = {ex.span(m)[0] for m in lex + drugs}
     return _Found(lex, drugs, allergens, consumed, _reaction_regions(ex, allergens))
 
 
@@ -1130,7 +1156,8 @@ def _question_kind(words: list[str]) -> str | None:
     if _has_any(text, ("last", "lasts", "lasting")):
         return None  # "how long does it last": an episode, not the onset
     if _has_any(text, ("when did", "when was", "how long", "since when", "start", "started", "begin", "began",
-                       "first notice", "first noticed", "going on for", "how many days", "how many weeks")):
+                       "first notice", "first noticed", "going on for", "how many days", "how many weeks",
+                       "how many hours", "how many months", "how many years", "how long ago", "how many minutes")):
         return "onset"
     return None
 
@@ -1173,12 +1200,17 @@ def _pass_dialogue(
             continue
         lo, hi = ex.sentence_bounds(s)
         kind = _question_kind(ex.words[lo:hi])
+        if kind is None and s > 0 and _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _SEVERITY_ASKS):
+            plo, phi = ex.sentence_bounds(s - 1)
+            if _question_kind(ex.words[plo:phi]) == "rating" or _scale_definition(ex, s - 1):
+                kind = "rating"  # "One to 10, 10 being the worst. How bad is this pain?"
         if kind is None:
             continue
         in_q = [m for s2, m in symptoms if s2 == s]
         topic: Mention | None = in_q[0] if in_q else None
-        if topic is None and not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi]):
-            continue  # "how long has he been going to daycare?": about something else
+        if topic is None and (not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi])
+                              or any(w in _NON_SYMPTOM_TOPICS for w in ex.words[lo:hi])):
+            continue  # "how long has he been going to daycare?", "how long have you worked in this role?"
         if topic is None:
             recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
             if any(w in _PAIN_WORDS for w in ex.words[lo:hi]):
@@ -1396,6 +1428,8 @@ def _near_attributes(
         value = _qualifier(ex, g.concept, support)
     if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
         value = _pain_quality(ex, support)
+    if value is None and g.category == "medication" and _no_relief(ex, support):
+        value = "no relief"
     return value, unit, time
 
 
@@ -1409,6 +1443,30 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
                 if w in words:
                     return w
     return None
+
+_NEG_HELP = frozenset({"didn't", "doesn't", "don't", "not", "nothing", "no", "wasn't", "isn't", "haven't", "hasn't",
+                       "never", "did", "does"})
+_HELP_WORDS = frozenset({"help", "helps", "helping", "helped", "relief", "difference", "anything", "work", "working",
+                         "worked"})
+
+
+def _no_relief(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> bool:
+    """A medication said not to help ("I tried Tylenol but it didn't really seem to help", "nothing really
+    helping"): a negation followed within four words by help/relief/difference/anything/work, in the
+    medication's sentence or the next one (unless that one is about another clinical term)."""
+    for m, _a in support:
+        s = ex.sentence_of(ex.span(m)[0])
+        for s2 in (s, s + 1):
+            if s2 >= len(ex.ctx.sent_start) or (s2 != s and s2 in ex.mention_sents):
+                continue  # the next sentence is about another clinical term
+            lo, hi = ex.sentence_bounds(s2)
+            words = ex.words[lo:hi]
+            for k, w in enumerate(words):
+                if w in _NEG_HELP and (w not in ("did", "does") or words[k + 1 : k + 2] == ["not"]) \
+                        and any(x in _HELP_WORDS for x in words[k + 1 : k + 5]):
+                    return True  # "didn't really seem to help", "nothing really helping", "no relief"
+    return False
+
 
 def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
     """A pain's character said next to it ("a sharp pain", "it's burning"): the first word of
