@@ -750,7 +750,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
     groups, reactions = _pass_groups(ex, found, assertions)
     dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
     built = _pass_claims(ex, groups, dialogue)
-    built = _renumber(built + _occupation_claims(ex, {b.claim.concept for b in built}))
+    have = {b.claim.concept for b in built}
+    built = _renumber(built + _occupation_claims(ex, have) + _how_is_claims(ex, have))
     patient = _pass_patient(ex, built)
     field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
     flags = _pass_flags(ex, built, reactions, patient, field_evidence)
@@ -799,6 +800,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
            or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}]  # "pain and swelling in my knee"
     composed += _modifier_mentions(ex, all_mentions + composed)
+    composed += _sense_mentions(ex, all_mentions + composed)
     lex = [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)] + composed
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
@@ -836,6 +838,36 @@ _WORSE_WORDS = frozenset({"worse", "worsens", "worsen", "aggravates", "aggravate
 _BETTER_WORDS = frozenset({"better", "helps", "help", "helped", "relieves", "relieve", "relieved", "eases", "ease",
                            "eased", "improves", "improve", "improved"})
 _MODIFIER_REACH = 6
+
+
+_SENSES = {"vision": "vision changes", "eyesight": "vision changes", "hearing": "hearing changes",
+           "smell": "loss of smell", "taste": "loss of taste"}
+_SENSE_CUES = frozenset({"change", "changes", "changed", "problems", "problem", "trouble", "loss", "senses",
+                         "difficulty", "issues"})
+
+
+def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """The senses listed in a screening question ("any changes in your vision, hearing, smell or taste?"):
+    each bare sense word is a mention of its change/loss concept, answered by the usual reading.
+    Only in questions that ask about changes or problems; statements ("my taste is fine") are left alone."""
+    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    out: list[Mention] = []
+    for k, w in enumerate(ex.words):
+        if w not in _SENSES or k in covered:
+            continue
+        s = ex.sentence_of(k)
+        if not ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        if not any(x in _SENSE_CUES for x in ex.words[lo:hi]):
+            continue
+        tok = ex.tokens[k]
+        concept = _SENSES[w]
+        info = concept_info(concept)
+        out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], concept,
+                           info.category if info else "symptom", bool(info and info.red_flag),
+                           info.triage_hint if info else None))
+    return out
 
 
 def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
@@ -1562,6 +1594,52 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
             quotes = [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
             return [_Built(claim, quotes, _Group("social", "occupation"))]
     return []
+
+
+#: "How is your appetite?" - the noun asked about and the concept its answer decides.
+_HOW_IS_TOPICS = {"appetite": "loss of appetite", "sleep": "sleep disturbance", "sleeping": "sleep disturbance",
+                  "energy": "fatigue", "bowel": "change in bowel habit", "bowels": "change in bowel habit",
+                  "urination": "urinary symptoms", "peeing": "urinary symptoms"}
+_NORMAL_WORDS = frozenset({"normal", "fine", "good", "okay", "ok", "great", "same", "usual", "regular", "alright",
+                           "unchanged", "well"})
+_ABNORMAL_WORDS = frozenset({"poor", "bad", "less", "decreased", "low", "down", "worse", "terrible", "trouble",
+                             "lost", "reduced", "hard", "difficult", "not", "haven't", "hasn't", "isn't", "can't",
+                             "barely", "little"})
+
+
+def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
+    """Open questions about a function ("How's your appetite?", "how has your energy been?") answered in
+    words: "normal/fine/good/the same" makes the concept of :data:`_HOW_IS_TOPICS` absent, "poor/less/
+    not/down" present; any other answer, or a concept already claimed, gives nothing."""
+    out: list[_Built] = []
+    seen = set(have)
+    for s in range(len(ex.ctx.sent_start)):
+        if not ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        words = ex.words[lo:hi]
+        if "how" not in words and "how's" not in words:
+            continue
+        concept = next((_HOW_IS_TOPICS[w] for w in words if w in _HOW_IS_TOPICS), None)
+        if concept is None or concept in seen:
+            continue
+        sents = [x for x in _answer_sentences(ex, s, limit=1) if not ex.ctx.ends_q[x]]
+        if not sents:
+            continue
+        alo, ahi = ex.sentence_bounds(sents[0])
+        answer = ex.words[alo : min(ahi, alo + 8)]
+        abnormal = any(w in _ABNORMAL_WORDS for w in answer)
+        normal = any(w in _NORMAL_WORDS for w in answer)
+        if abnormal == normal:
+            continue  # neither, or both ("not bad", "good but less"): leave it unread
+        status = "present" if abnormal else "absent"
+        info = concept_info(concept)
+        claim = Claim(id="", category=info.category if info else "symptom", concept=concept,  # type: ignore[arg-type]
+                      status=status)
+        out.append(_Built(claim, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)],
+                          _Group(claim.category, concept)))
+        seen.add(concept)
+    return out
 
 
 def _renumber(built: list[_Built]) -> list[_Built]:
