@@ -1632,7 +1632,7 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         normal = any(w in _NORMAL_WORDS for w in answer)
         if abnormal == normal:
             continue  # neither, or both ("not bad", "good but less"): leave it unread
-        status = "present" if abnormal else "absent"
+        status: Literal["present", "absent"] = "present" if abnormal else "absent"
         info = concept_info(concept)
         claim = Claim(id="", category=info.category if info else "symptom", concept=concept,  # type: ignore[arg-type]
                       status=status)
