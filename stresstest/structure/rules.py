@@ -130,6 +130,8 @@ _ACS_RADIATION = frozenset({"arm", "arms", "jaw"})
 _HEAVY_DRINK = ("a lot", "heavily", "heavy", "every day", "every night", "daily", "a bottle", "binge",
                 "too much")
 _DRINK_UNITS = frozenset({"drinks", "glasses", "glasses of wine", "bottles"})
+#: Hedges that, on a habit or a medication, qualify the amount or frequency, not whether it happens.
+_AMOUNT_HEDGES = frozenset({"maybe", "probably", "i think", "i guess", "perhaps"})
 _SEVERITY_ASKS = ("how bad", "how severe", "how much pain", "how painful", "how intense", "how strong")
 _RATING_WORDS = frozenset({"rate", "rated", "rating", "scale", "severity"})
 _SEVERE = frozenset({"severe", "severely", "excruciating", "unbearable", "agonizing", "agonising", "worst",
@@ -1374,9 +1376,13 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         status = _aggregate_status(g.mentions)
         if status is None:
             continue
+        read_as = status  # the mentions that decided the status support the claim
         if status == "present" and g.category == "symptom" and _only_past(ex, g):
             status = "absent"  # "Any cough? No, not right now, but I did have a flu last week..."
-        support = _supporting(g.mentions, status)
+        if status == "uncertain" and g.category in ("social", "medication") and all(
+                a.status != "uncertain" or (a.cue or "").lower() in _AMOUNT_HEDGES for _m, a in g.mentions):
+            status = "present"  # "maybe a glass of wine on the weekend": the hedge is on the amount
+        support = _supporting(g.mentions, read_as if read_as == "uncertain" else status)
         first_m, _first_a = support[0]
         evidence: list[str] = []
         for m, a in support[:2]:
