@@ -531,6 +531,11 @@ def _past_period_quantities(text: str) -> list[Quantity]:
     ]
 
 
+def _vague(time: str) -> bool:
+    """ "a few days", "several weeks": a duration without a number."""
+    return time.startswith(("few ", "several "))
+
+
 def _few_quantities(text: str) -> list[Quantity]:
     """"a few days", "several weeks": a vague duration, kept as said (value None, canonical
     "few days"), which the shared number reader leaves out."""
@@ -1314,9 +1319,10 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         return [q_quote, ex.quote(k, k + 1, slo, shi)]
 
     if kind == "onset":
-        for q in qs:
-            if q.kind == "time" and (q.value is not None or q.unit_canonical):
-                return _Answered("onset", None, None, _fmt_qty(q), None, ev(q))
+        times = [q for q in qs if q.kind == "time" and (q.value is not None or q.unit_canonical)]
+        exact = [q for q in times if not _vague(_fmt_qty(q))]
+        for q in exact[:1] or times[:1]:
+            return _Answered("onset", None, None, _fmt_qty(q), None, ev(q))
         return None
     if kind == "describe":
         for k in toks:
@@ -1396,7 +1402,11 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                 if ans.kind in used:
                     continue
                 if ans.kind == "onset" and ans.time:
+                    if _vague(ans.time) and time is not None and not _vague(time):
+                        continue  # "a few days" does not replace "3 days"
                     time = ans.time
+                    if _vague(time):
+                        continue  # keep reading: a later answer may give the number
                 elif ans.kind == "describe" and ans.value and value is None:
                     value, unit = ans.value, None
                 elif ans.kind in ("rating", "distance") and ans.value and (
@@ -1448,8 +1458,9 @@ def _near_attributes(
             break
         qs = ex.quantities_near(m, a, after_only=g.category in ("medication", "plan"))
         for q in qs:
-            if q.kind in ("time", "frequency") and time is None:
-                time = _fmt_qty(q)
+            if q.kind in ("time", "frequency") and (time is None or _vague(time)) and not (
+                    time is not None and _vague(_fmt_qty(q))):
+                time = _fmt_qty(q)  # a number beats "a few days" said alongside it
             elif q.kind in ("dose", "count", "measure") and value is None and q.value is not None \
                     and unit is None:
                 if q.unit_canonical is None and g.category not in ("medication", "plan", "social"):
@@ -1458,7 +1469,7 @@ def _near_attributes(
                     continue  # the patient's age, not the symptom's value
                 value = _fmt_value(q)
                 unit = q.unit_canonical
-        if value is not None or time is not None:
+        if value is not None or (time is not None and not _vague(time)):
             break
     if time is None and g.category == "symptom":
         time = _next_sentence_time(ex, support)
