@@ -806,7 +806,9 @@ def _pass_mentions(ex: _Extractor) -> _Found:
                          back_reach=3)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
            or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}]  # "pain and swelling in my knee"
-    composed += _modifier_mentions(ex, all_mentions + composed)
+    modifiers = _modifier_mentions(ex, all_mentions + composed)
+    lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in modifiers)]
+    composed += modifiers
     composed += _sense_mentions(ex, all_mentions + composed)
     lex = [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)] + composed
     allergens, consumed = _find_allergens(ex, drugs)
@@ -841,6 +843,7 @@ _MODIFIER_CONCEPTS = frozenset(
        "pain worse with coughing", "pain worse with movement", "pain worse with eating", "pain worse lying down",
        "pain relieved by rest", "pain relieved by leaning forward"}
 )
+_COUGH_MODIFIER = frozenset({"cough", "coughing", "coughs"})
 _WORSE_WORDS = frozenset({"worse", "worsens", "worsen", "aggravates", "aggravate", "aggravated"})
 _BETTER_WORDS = frozenset({"better", "helps", "help", "helped", "relieves", "relieve", "relieved", "eases", "ease",
                            "eased", "improves", "improve", "improved"})
@@ -901,6 +904,9 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             if len(key) == size and key in _MODIFIER_ACTIVITIES and not any(covered[k : k + size]):
                 hit = (size, _MODIFIER_ACTIVITIES[key])
                 break
+        if hit is None and ex.words[k] in _COUGH_MODIFIER and covered[k] and any(
+                w in _WORSE_WORDS for w in ex.words[max(ex.sentence_bounds(ex.sentence_of(k))[0], k - 4) : k]):
+            hit = (1, _MODIFIER_ACTIVITIES[(ex.words[k],)])  # "worse when I'm coughing": not a cough of its own
         if hit is None:
             k += 1
             continue
@@ -1367,6 +1373,7 @@ class _Built:
     claim: Claim
     evidence: list[str]
     group: _Group
+    pos: int = 0  # character offset of the first supporting mention (claims are numbered in text order)
 
 
 def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue: _Dialogue) -> list[_Built]:
@@ -1434,8 +1441,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         rows.append((first_m.start, claim, evidence, g))
     rows.sort(key=lambda t: (t[0], t[1].category, t[1].concept))
     return [
-        _Built(claim.model_copy(update={"id": f"c{n}"}), evidence, g)
-        for n, (_, claim, evidence, g) in enumerate(rows, start=1)
+        _Built(claim.model_copy(update={"id": f"c{n}"}), evidence, g, pos)
+        for n, (pos, claim, evidence, g) in enumerate(rows, start=1)
     ]
 
 
@@ -1599,7 +1606,8 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
             alo, ahi = ex.sentence_bounds(s2)
             if ahi - alo < 2 or ex.ctx._answer(alo, ahi) is not None and ahi - alo < 4:
                 continue  # "Yes." / "No, not really.": no job named
-            answer = ex.text[ex.tokens[alo].start : ex.tokens[ahi - 1].end]
+            answer = " ".join(w for w in ex.text[ex.tokens[alo].start : ex.tokens[ahi - 1].end].split()
+                              if w.lower().strip(",.") not in _fillers())
             value = None
             for pat in _JOB_PATTERNS:
                 mt = pat.search(answer)
@@ -1609,7 +1617,7 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
                     break
             claim = Claim(id="", category="social", concept="occupation", status="present", value=value)
             quotes = [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
-            return [_Built(claim, quotes, _Group("social", "occupation"))]
+            return [_Built(claim, quotes, _Group("social", "occupation"), ex.tokens[alo].start)]
     return []
 
 
@@ -1645,8 +1653,16 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
             continue
         alo, ahi = ex.sentence_bounds(sents[0])
         answer = ex.words[alo : min(ahi, alo + 8)]
-        abnormal = any(w in _ABNORMAL_WORDS for w in answer)
-        normal = any(w in _NORMAL_WORDS for w in answer)
+        abnormal = normal = False
+        for x, w in enumerate(answer):
+            negated = x > 0 and answer[x - 1] in ("not", "isn't", "wasn't", "hasn't", "never")
+            if w in _NORMAL_WORDS:
+                abnormal, normal = (True, normal) if negated else (abnormal, True)  # "not great"
+            elif w in _ABNORMAL_WORDS and w not in ("not", "isn't", "hasn't", "haven't", "can't"):
+                abnormal, normal = (abnormal, True) if negated else (True, normal)  # "not bad"
+            elif w in ("not", "isn't", "hasn't", "haven't", "can't") and x + 1 < len(answer) \
+                    and answer[x + 1] not in _NORMAL_WORDS and answer[x + 1] not in _ABNORMAL_WORDS:
+                abnormal = True  # "I haven't been eating"
         if abnormal == normal:
             continue  # neither, or both ("not bad", "good but less"): leave it unread
         status: Literal["present", "absent"] = "present" if abnormal else "absent"
@@ -1654,16 +1670,17 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         claim = Claim(id="", category=info.category if info else "symptom", concept=concept,  # type: ignore[arg-type]
                       status=status)
         out.append(_Built(claim, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)],
-                          _Group(claim.category, concept)))
+                          _Group(claim.category, concept), ex.tokens[lo].start))
         seen.add(concept)
     return out
 
 
 def _renumber(built: list[_Built]) -> list[_Built]:
-    """Claims in text order (of their first evidence quote) with ids c1..; stable for equal positions."""
+    """Claims in text order (of their first supporting mention or question) with ids c1.."""
+    ordered = sorted(built, key=lambda b: (b.pos, b.claim.category, b.claim.concept))
     return [
-        _Built(b.claim.model_copy(update={"id": f"c{n}"}), b.evidence, b.group)
-        for n, b in enumerate(built, start=1)
+        _Built(b.claim.model_copy(update={"id": f"c{n}"}), b.evidence, b.group, b.pos)
+        for n, b in enumerate(ordered, start=1)
     ]
 
 

@@ -1,0 +1,177 @@
+"""History-taking readings of the ``rules`` structurer added in issue 14 (dev split only): pain modifiers,
+screening questions, occupation, vague and one-unit durations, medication response, hedged habits,
+inverted surfaces, triage for new breathlessness and a hot swollen joint."""
+
+from __future__ import annotations
+
+import pytest
+
+from stresstest.metrics.claims import canonical_claim, canonical_flag_key
+from stresstest.schema import Claim, SafetyFlag
+from stresstest.structure.rules import extract_record
+
+
+def _claims(text: str) -> dict[str, Claim]:
+    rec = extract_record(text)
+    for c in rec.claims:  # the exact-substring evidence contract holds for the new readings too
+        assert rec.field_evidence.get(c.id), c
+        assert all(q in text for q in rec.field_evidence[c.id])
+    return {c.concept: c for c in rec.claims}
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("I have this chest pain. It's usually worse when I'm coughing or laying down.", "pain worse with coughing",
+         "present"),
+        ("I have this chest pain. It's usually worse when I'm coughing or laying down.", "pain worse lying down",
+         "present"),
+        ("D: Is the pain worse when you lie down? P: No.", "pain worse lying down", "absent"),
+        ("My knee pain is bad. Resting it definitely helps.", "pain relieved by rest", "present"),
+        ("I have chest pain. When I lean forward, it actually does get better.", "pain relieved by leaning forward",
+         "present"),
+        ("D: Does the pain radiate anywhere? P: No, it stays in one spot.", "pain radiation", "absent"),
+        ("D: Has this ever happened before? P: No, no it hasn't.", "previous similar episode", "absent"),
+        ("P: I have a headache and this is completely new for me.", "previous similar episode", "absent"),
+        ("D: Is this the first time you're having this back pain? P: Yeah yes.", "previous similar episode",
+         "absent"),
+        ("P: It's not the first time, I had the same pain last year.", "previous similar episode", "present"),
+    ],
+)
+def test_pain_modifiers_and_previous_episodes(text: str, concept: str, status: str) -> None:
+    got = _claims(text)
+    assert concept in got, sorted(got)
+    assert got[concept].status == status
+
+
+def test_modifiers_need_a_pain_and_are_never_the_chief_complaint() -> None:
+    rec = extract_record("P: My throat pain is worse when I'm coughing.")
+    assert rec.chief_complaint == "sore throat"
+    assert {c.concept for c in rec.claims} == {"sore throat", "pain worse with coughing"}  # no cough of its own
+    # no pain word anywhere: "worse when I cough" describes the cough, not a pain modifier
+    assert "pain worse with coughing" not in {c.concept for c in extract_record("P: The cough is worse when I "
+                                                                                   "lie flat at night.").claims}
+
+
+def test_senses_listed_in_a_screening_question_are_each_answered() -> None:
+    got = _claims("D: Any changes in your vision, hearing, smell, or taste? P: Nope, that's all been normal.")
+    assert {k: v.status for k, v in got.items()} == {
+        "vision changes": "absent", "hearing changes": "absent", "loss of smell": "absent", "loss of taste": "absent"}
+    # a statement about a sense is not a screening answer
+    assert "loss of taste" not in _claims("P: My taste has been fine though.")
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [("Appetite's been normal.", "absent"), ("Not great, I'm eating less.", "present"), ("Hmm.", None)],
+)
+def test_how_is_your_appetite(answer: str, status: str | None) -> None:
+    got = _claims(f"D: How's your appetite been? P: {answer}")
+    assert (got["loss of appetite"].status if "loss of appetite" in got else None) == status
+
+
+@pytest.mark.parametrize(
+    ("answer", "value"),
+    [("I'm an accountant.", "accountant"), ("So I work um at a butcher shop.", "butcher shop"),
+     ("I'm retired now.", "retired"), ("I do a bit of everything.", None)],
+)
+def test_occupation_from_the_answer_to_a_work_question(answer: str, value: str | None) -> None:
+    got = _claims(f"D: And what do you do for work? P: {answer}")
+    assert got["occupation"].category == "social" and got["occupation"].status == "present"
+    assert got["occupation"].value == value
+
+
+def test_no_work_question_no_occupation() -> None:
+    assert "occupation" not in _claims("P: I have a cough. D: How long has it been going on? P: Two days.")
+
+
+@pytest.mark.parametrize(
+    ("text", "time"),
+    [
+        ("P: I've had this cough over the last few days.", "few days"),
+        ("P: I've been having this back pain for the past month.", "1 months"),
+        ("P: I've had this back pain that's been going on now for the last uh two weeks.", "2 weeks"),
+        ("P: I've had a cough for a few days, about 3 days now.", "3 days"),
+    ],
+)
+def test_durations(text: str, time: str) -> None:
+    got = _claims(text)
+    concept = "cough" if "cough" in text else "back pain"
+    assert got[concept].time == time
+
+
+def test_a_life_question_never_dates_the_symptom() -> None:
+    got = _claims("P: I've been having this back pain for the past month. D: And how long have you worked in "
+                  "this role? P: For the past 30 years.")
+    assert got["back pain"].time == "1 months"
+
+
+def test_how_bad_after_a_scale_is_a_rating() -> None:
+    got = _claims("P: My knee hurts, it's a sharp pain. D: And one to 10, 10 being the worst pain you've ever had. "
+                  "How bad is this pain? P: It's about a 7.")
+    assert (got["knee pain"].value, got["knee pain"].unit) == ("7", "out of 10")
+
+
+def test_pain_character_is_the_value_without_a_rating() -> None:
+    got = _claims("D: How would you describe the pain? P: I'd say my back pain is pretty sharp.")
+    assert got["back pain"].value == "sharp"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("P: I tried Tylenol but that didn't do anything.", "no relief"),
+     ("P: I tried taking Advil, but it didn't really seem to help the pain too much.", "no relief"),
+     ("P: I take Advil and it helps.", None)],
+)
+def test_medication_response(text: str, value: str | None) -> None:
+    meds = [c for c in extract_record(text).claims if c.category == "medication"]
+    assert meds and meds[0].value == value
+
+
+def test_a_hedge_on_a_habit_qualifies_the_amount() -> None:
+    got = _claims("D: Do you drink alcohol? P: Maybe a glass of wine on the weekends.")
+    assert got["alcohol"].status == "present"
+    # but a hedged symptom stays uncertain
+    assert _claims("D: Any wheeze? P: Maybe, maybe a slight wheeze.")["wheeze"].status == "uncertain"
+
+
+def test_clarifying_sentences_between_question_and_answer() -> None:
+    got = _claims("D: OK, how about any chills? So it could be like when you kind of shaking in your bed. "
+                  "P: No, not really.")
+    assert got["chills"].status == "absent"
+
+
+def test_joint_swelling_and_pain_at_one_site() -> None:
+    got = _claims("P: Five days ago I started having this pain and swelling in my right knee.")
+    assert got["knee pain"].time == "5 days" and got["joint swelling"].status == "present"
+    assert "swelling" not in got  # the vague concept is never a claim of its own
+
+
+def test_hot_swollen_joint_is_urgent() -> None:
+    text = ("P: Five days ago I started having this pain and swelling in my right knee. D: Is the joint hot as well? "
+            "P: It does feel a bit warmer than the surrounding areas. D: Does it look red? P: It definitely looks "
+            "more red than my other knee.")
+    rec = extract_record(text)
+    assert rec.triage.level == "urgent"
+    assert any(f.name == "hot swollen joint" and f.kind == "red_flag" for f in rec.safety_flags)
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("P: I've been short of breath since last night and I have a cough.", "urgent"),
+        ("P: I get short of breath when I'm running in gym class, it goes away after a couple of minutes.",
+         "routine"),
+    ],
+)
+def test_new_breathlessness_is_urgent_unless_only_on_exertion(text: str, level: str) -> None:
+    assert extract_record(text).triage.level == level
+
+
+def test_allergen_names_compare_singular_and_plural_alike() -> None:
+    a = SafetyFlag(id="f1", kind="allergy", name="peanut", detail="")
+    b = SafetyFlag(id="f1", kind="allergy", name="peanuts allergy", detail="")
+    assert canonical_flag_key(a) == canonical_flag_key(b)
+    ca = Claim(id="c1", category="allergy", concept="peanut", status="present")
+    cb = Claim(id="c1", category="allergy", concept="peanuts", status="present")
+    assert canonical_claim(ca) == canonical_claim(cb)
