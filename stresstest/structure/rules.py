@@ -18,7 +18,15 @@ Passes (:func:`extract_record` runs them in this order on one token stream)
        question, and so is a list split off a question by ASR punctuation
        ("...like sore throat? Running nose, chest pain, anything like that.");
        a question listing several concepts answered by naming some of them
-       ("cough or chest pain?" - "I have a cough") asserts only those;
+       ("cough or chest pain?" - "I have a cough") asserts only those; up to two
+       clarifying sentences without a clinical term are read past ("Any chills?
+       So, shaking in your bed. - No, not really."); inverted surfaces flip
+       ("this is completely new", "first time? - yes" = no previous episode).
+       Composed mentions also include aggravating/relieving factors said in free
+       form (an activity near "worse"/"better"/"helps" in a pain context: "worse
+       when I'm coughing or laying down"), joint swelling (swelling at a joint
+       site) and the senses listed in a screening question ("changes in your
+       vision, hearing, smell or taste?");
     3. groups: one per (category, concept) with every mention;
     4. dialogue: answers to open questions attach to the topic they are
        about: onset ("when did it start?" -> time), 0-10 rating (the highest
@@ -33,7 +41,13 @@ Passes (:func:`extract_record` runs them in this order on one token stream)
        value/unit/time: a dialogue answer first, then quantities next to a
        mention (same sentence or its answer; a duration in the very next
        statement for a symptom), then a descriptive qualifier (sputum colour,
-       dry/wet cough); temperature readings and oxygen litres; laterality;
+       dry/wet cough), a pain's character ("sharp", from its sentence or the
+       answer to "how would you describe it?"), "no relief" on a medication said
+       not to help; a number beats a vague duration ("a few days"); temperature
+       readings and oxygen litres; laterality. A hedge on a habit or medication
+       ("maybe a glass of wine on weekends") qualifies the amount: present.
+       Dialogue claims: occupation (answer to a work question) and functions
+       asked "how is your appetite/sleep/energy?" answered in words;
     6. patient: age ("2 1/2 months old", an answer to "how old are you?"), the
        highest temperature reading, vital signs in a critical range (SpO2 < 92%,
        heart rate >= 130, respiratory rate >= 30, systolic BP < 90,
@@ -64,7 +78,10 @@ Triage rule (documented, deterministic)
        included); a symptom rated >= 8/10 or called severe / excruciating /
        worst; a measured temperature >= 38; a fever at age < 16 or >= 65, or
        with shortness of breath; orthopnea or paroxysmal nocturnal dyspnea;
-       shortness of breath or chest pain at age >= 65;
+       shortness of breath or chest pain at age >= 65; shortness of breath that
+       is new (under 14 days, undated, or the presenting complaint) and not only
+       on exertion; a hot swollen joint (swelling + warmth + redness or joint
+       pain, also a red flag);
     3. ``routine`` otherwise (an acute onset alone no longer makes a case urgent).
     ``field_evidence["triage"]`` quotes what drove the level (for routine: the
     chief complaint's quote, when there is one).
@@ -90,7 +107,7 @@ from stresstest.clinical.vocab import answer_fillers, discourse_fillers, hesitat
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
-RULES_VERSION = 2
+RULES_VERSION = 3
 
 # Sentences longer than this (run-on ASR text) are quoted as a window around the mention.
 _MAX_QUOTE_TOKENS = 30
