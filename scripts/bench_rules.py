@@ -86,18 +86,24 @@ def robustness(human: list[ClinicalRecord], asr: list[ClinicalRecord]) -> str:
     )
 
 
-def gold_splits() -> dict[str, str]:
-    """encounter id -> split ('dev' or 'test') from ``stresstest/gold/data/splits.tsv``; unlisted = dev."""
+def _split_rows() -> list[list[str]]:
     from stresstest.gold.model import default_gold_dir
 
-    out: dict[str, str] = {}
     path = default_gold_dir() / "splits.tsv"
-    for line in path.read_text("utf-8").splitlines():
-        parts = line.split("\t")
-        if line.startswith("#") or len(parts) < 2 or parts[0] == "encounter_id":
-            continue
-        out[parts[0].strip()] = parts[1].strip()
-    return out
+    return [
+        [p.strip() for p in line.split("\t")] for line in path.read_text("utf-8").splitlines()
+        if not line.startswith("#") and len(line.split("\t")) >= 2 and not line.startswith("encounter_id")
+    ]
+
+
+def gold_splits() -> dict[str, str]:
+    """encounter id -> split ('dev' or 'test') from ``stresstest/gold/data/splits.tsv``; unlisted = dev."""
+    return {r[0]: r[1] for r in _split_rows()}
+
+
+def gold_sets() -> dict[str, str]:
+    """encounter id -> dev set (third column of ``splits.tsv``: demo, blind-1, blind-2); unlisted = older."""
+    return {r[0]: r[2] for r in _split_rows() if len(r) >= 3 and r[2]}
 
 
 @dataclass
@@ -175,16 +181,21 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
     golds = {k: g for k, g in load_gold(default_gold_dir()).items() if g.corpus == "osce"}
     if not golds:
         return None
-    splits = gold_splits()
+    splits, sets = gold_splits(), gold_sets()
     encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(golds))}
-    scores = {"dev": SplitScore(), "test": SplitScore(), "dev/asr-like": SplitScore(), "test/asr-like": SplitScore()}
+    names = ["dev", "test", "dev/asr-like", "test/asr-like"]
+    dev_sets = [f"  dev:{x}" for x in ("demo", "blind-1", "blind-2", "older")]
+    scores = {name: SplitScore() for name in names + dev_sets}
     for eid, g in sorted(golds.items()):
         text = encs[eid].truncated(g.scope_turns).reference_text()
         split = splits.get(eid, "dev")
-        score_against_gold(extract_record(text), g, scores[split], eid)
+        rec = extract_record(text)
+        score_against_gold(rec, g, scores[split], eid)
+        if split == "dev":
+            score_against_gold(rec, g, scores[f"  dev:{sets.get(eid, 'older')}"], eid)
         score_against_gold(extract_record(asr_like(text)), g, scores[f"{split}/asr-like"], eid)
     out = ["hand-written gold, not clinician-audited; test split never used for tuning"]
-    out += [scores[s].line(s) for s in ("dev", "test", "dev/asr-like", "test/asr-like")]
+    out += [scores[s].line(s) for s in names[:1] + dev_sets + names[1:]]
     if show_dev:
         out += ["dev value/time misses:"] + [f"  {m}" for m in scores["dev"].misses]
     return out
