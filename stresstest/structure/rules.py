@@ -1510,12 +1510,20 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
     """A descriptive value said next to the symptom or in its answer: sputum colour/consistency
     ("yellow sputum", "it's creamy yellow"), cough type ("a dry cough")."""
     words, reach = _QUALIFIERS[concept]
+    return _first_word_near(ex, support, words, reach)
+
+
+def _first_word_near(
+    ex: _Extractor, support: list[tuple[Mention, Assertion]], words: frozenset[str], reach: int
+) -> str | None:
+    """The first of ``words`` within ``reach`` tokens of a supporting mention (or in its answer)."""
     for m, a in support:
         for norm in ex.context_norms(m, a, side=reach):
             for w in norm.split():
                 if w in words:
                     return w
     return None
+
 
 _NEG_HELP = frozenset({"didn't", "doesn't", "don't", "not", "nothing", "no", "wasn't", "isn't", "haven't", "hasn't",
                        "never", "did", "does"})
@@ -1544,12 +1552,7 @@ def _no_relief(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> bool
 def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
     """A pain's character said next to it ("a sharp pain", "it's burning"): the first word of
     :data:`_PAIN_QUALITIES` within :data:`_QUALITY_REACH` tokens of a supporting mention."""
-    for m, a in support:
-        for norm in ex.context_norms(m, a, side=_QUALITY_REACH):
-            for w in norm.split():
-                if w in _PAIN_QUALITIES:
-                    return w
-    return None
+    return _first_word_near(ex, support, _PAIN_QUALITIES, _QUALITY_REACH)
 
 
 def _next_sentence_time(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
