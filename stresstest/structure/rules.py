@@ -1648,8 +1648,8 @@ _HOW_IS_TOPICS = {"appetite": "loss of appetite", "sleep": "sleep disturbance", 
 _NORMAL_WORDS = frozenset({"normal", "fine", "good", "okay", "ok", "great", "same", "usual", "regular", "alright",
                            "unchanged", "well"})
 _ABNORMAL_WORDS = frozenset({"poor", "bad", "less", "decreased", "low", "down", "worse", "terrible", "trouble",
-                             "lost", "reduced", "hard", "difficult", "not", "haven't", "hasn't", "isn't", "can't",
-                             "barely", "little"})
+                             "lost", "reduced", "hard", "difficult", "barely", "little"})
+_NEGATORS = frozenset({"not", "isn't", "wasn't", "hasn't", "haven't", "can't", "never"})
 
 
 def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
@@ -1675,14 +1675,13 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         answer = ex.words[alo : min(ahi, alo + 8)]
         abnormal = normal = False
         for x, w in enumerate(answer):
-            negated = x > 0 and answer[x - 1] in ("not", "isn't", "wasn't", "hasn't", "never")
-            if w in _NORMAL_WORDS:
-                abnormal, normal = (True, normal) if negated else (abnormal, True)  # "not great"
-            elif w in _ABNORMAL_WORDS and w not in ("not", "isn't", "hasn't", "haven't", "can't"):
-                abnormal, normal = (abnormal, True) if negated else (True, normal)  # "not bad"
-            elif w in ("not", "isn't", "hasn't", "haven't", "can't") and x + 1 < len(answer) \
-                    and answer[x + 1] not in _NORMAL_WORDS and answer[x + 1] not in _ABNORMAL_WORDS:
-                abnormal = True  # "I haven't been eating"
+            if w not in _NORMAL_WORDS and w not in _ABNORMAL_WORDS:
+                continue
+            flipped = x > 0 and answer[x - 1] in _NEGATORS  # "not great" is abnormal, "not bad" normal
+            if (w in _NORMAL_WORDS) != flipped:
+                normal = True
+            else:
+                abnormal = True
         if abnormal == normal:
             continue  # neither, or both ("not bad", "good but less"): leave it unread
         status: Literal["present", "absent"] = "present" if abnormal else "absent"

@@ -63,7 +63,8 @@ def test_senses_listed_in_a_screening_question_are_each_answered() -> None:
 
 @pytest.mark.parametrize(
     ("answer", "status"),
-    [("Appetite's been normal.", "absent"), ("Not great, I'm eating less.", "present"), ("Hmm.", None)],
+    [("Appetite's been normal.", "absent"), ("Not great, I'm eating less.", "present"), ("Not bad.", "absent"),
+     ("I haven't noticed any change.", None), ("Hmm.", None)],
 )
 def test_how_is_your_appetite(answer: str, status: str | None) -> None:
     got = _claims(f"D: How's your appetite been? P: {answer}")
