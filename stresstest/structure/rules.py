@@ -821,6 +821,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner, reach=6)
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
                          back_reach=3)
+    composed += _listed_blood(ex, all_mentions + composed)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
            or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}]  # "pain and swelling in my knee"
     modifiers = _modifier_mentions(ex, all_mentions + composed)
@@ -871,6 +872,28 @@ _SENSES = {"vision": "vision changes", "eyesight": "vision changes", "hearing": 
            "smell": "loss of smell", "taste": "loss of taste"}
 _SENSE_CUES = frozenset({"change", "changes", "changed", "problems", "problem", "trouble", "loss", "senses",
                          "difficulty", "issues"})
+
+
+_SPUTUM_WORDS = frozenset({"sputum", "phlegm", "mucus"})
+
+
+def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """Blood listed beside sputum in one question ("bringing up any sputum or any blood?"): coughed-up
+    blood, i.e. hemoptysis, asked about on its own (the sputum keeps its own mention). The word "blood"
+    alone becomes the mention, so the answer decides its status as for any term."""
+    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    out: list[Mention] = []
+    for k, w in enumerate(ex.words):
+        if w != "blood" or k in covered:
+            continue
+        lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+        if not any(x in _SPUTUM_WORDS for x in ex.words[max(lo, k - 8) : min(hi, k + 8)]):
+            continue
+        tok = ex.tokens[k]
+        info = concept_info("hemoptysis")
+        out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], "hemoptysis", "symptom",
+                           bool(info and info.red_flag), info.triage_hint if info else None))
+    return out
 
 
 def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:

@@ -176,3 +176,9 @@ def test_allergen_names_compare_singular_and_plural_alike() -> None:
     ca = Claim(id="c1", category="allergy", concept="peanut", status="present")
     cb = Claim(id="c1", category="allergy", concept="peanuts", status="present")
     assert canonical_claim(ca) == canonical_claim(cb)
+
+
+def test_blood_listed_beside_sputum_is_hemoptysis() -> None:
+    got = _claims("D: So you haven't been bringing up any sputum or or any blood? P: No no.")
+    assert (got["sputum"].status, got["hemoptysis"].status) == ("absent", "absent")
+    assert "hemoptysis" not in _claims("D: Any blood in your stool? P: No.")
