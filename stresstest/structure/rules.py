@@ -42,8 +42,8 @@ Passes (:func:`extract_record` runs them in this order on one token stream)
        mention (same sentence or its answer; a duration in the very next
        statement for a symptom), then a descriptive qualifier (sputum colour,
        dry/wet cough), a pain's character ("sharp", from its sentence or the
-       answer to "how would you describe it?"), "no relief" on a medication said
-       not to help; a number beats a vague duration ("a few days"); temperature
+       answer to "how would you describe it?"); a number beats a vague duration
+       ("a few days"); temperature
        readings and oxygen litres; laterality. A hedge on a habit or medication
        ("maybe a glass of wine on weekends") qualifies the amount: present.
        Dialogue claims: occupation (answer to a work question) and functions
@@ -1524,8 +1524,6 @@ def _near_attributes(
         value = _qualifier(ex, g.concept, support)
     if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
         value = _pain_quality(ex, support)
-    if value is None and g.category == "medication" and _no_relief(ex, support):
-        value = "no relief"
     return value, unit, time
 
 
@@ -1546,30 +1544,6 @@ def _first_word_near(
                 if w in words:
                     return w
     return None
-
-
-_NEG_HELP = frozenset({"didn't", "doesn't", "don't", "not", "nothing", "no", "wasn't", "isn't", "haven't", "hasn't",
-                       "never", "did", "does"})
-_HELP_WORDS = frozenset({"help", "helps", "helping", "helped", "relief", "difference", "anything", "work", "working",
-                         "worked"})
-
-
-def _no_relief(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> bool:
-    """A medication said not to help ("I tried Tylenol but it didn't really seem to help", "nothing really
-    helping"): a negation followed within four words by help/relief/difference/anything/work, in the
-    medication's sentence or the next one (unless that one is about another clinical term)."""
-    for m, _a in support:
-        s = ex.sentence_of(ex.span(m)[0])
-        for s2 in (s, s + 1):
-            if s2 >= len(ex.ctx.sent_start) or (s2 != s and s2 in ex.mention_sents):
-                continue  # the next sentence is about another clinical term
-            lo, hi = ex.sentence_bounds(s2)
-            words = ex.words[lo:hi]
-            for k, w in enumerate(words):
-                if w in _NEG_HELP and (w not in ("did", "does") or words[k + 1 : k + 2] == ["not"]) \
-                        and any(x in _HELP_WORDS for x in words[k + 1 : k + 5]):
-                    return True  # "didn't really seem to help", "nothing really helping", "no relief"
-    return False
 
 
 def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
