@@ -828,6 +828,8 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in modifiers)]
     composed += modifiers
     composed += _sense_mentions(ex, all_mentions + composed)
+    composed += _never_before(ex, all_mentions + composed)
+    composed += _listed_sites(ex, all_mentions + composed)
     lex = [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)] + composed
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
@@ -893,6 +895,57 @@ def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
         info = concept_info("hemoptysis")
         out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], "hemoptysis", "symptom",
                            bool(info and info.red_flag), info.triage_hint if info else None))
+    return out
+
+
+def _listed_sites(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """Body sites listed in a yes/no pain question ("any pain in other joints, like the hips or the knees or
+    your shoulders?"): each listed site is a "<site> pain" asked about (two or more sites, a pain or joint
+    word in the question, no wh-word leading it). Sites a composed pain already covers are left to it."""
+    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    sites = _site_words()
+    out: list[Mention] = []
+    for s in range(len(ex.ctx.sent_start)):
+        if not ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        words = ex.words[lo:hi]
+        lead = [w for w in words if w not in _lead_fillers() and w not in _OPENER_WORDS][:3]
+        if any(w in _WH_LEAD for w in lead) or not ({"pain", "pains", "joints", "joint", "hurt", "hurts", "aches"}
+                                                    & set(words)):
+            continue
+        listed = [k for k in range(lo, hi) if ex.words[k] in sites and k not in covered]
+        if len(listed) < 2:
+            continue
+        for k in listed:
+            concept = _SITE_PAIN.get(sites[ex.words[k]], f"{sites[ex.words[k]]} pain")
+            info = concept_info(concept)
+            if info is None:
+                continue
+            tok = ex.tokens[k]
+            out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], concept, info.category,
+                               info.red_flag, info.triage_hint))
+    return out
+
+
+def _never_before(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """ "I've never had any pain in my chest before" / "never experienced any kind of pain there": no
+    previous similar episode. A statement with "never" and "before"/"experienced" and a pain or symptom
+    word gives a mention on "never" ... whose status the negation cue makes absent."""
+    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    out: list[Mention] = []
+    for k, w in enumerate(ex.words):
+        if w != "never" or k in covered:
+            continue
+        s = ex.sentence_of(k)
+        lo, hi = ex.sentence_bounds(s)
+        rest = ex.words[k + 1 : hi]
+        if ex.ctx.ends_q[s] or not ({"before", "experienced"} & set(rest)) or not (
+                _PAIN_WORDS & set(rest) or {"this", "that", "it", "anything", "something"} & set(rest[:4])):
+            continue
+        end_k = next(x for x in range(k + 1, hi) if ex.words[x] in ("before", "experienced"))
+        start, end = ex.tokens[k + 1].start, ex.tokens[end_k].end
+        out.append(Mention(start, end, ex.text[start:end], "previous similar episode", "history"))
     return out
 
 
@@ -979,17 +1032,22 @@ def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
 
 
 def _joint_swelling(ex: _Extractor, m: Mention) -> Mention:
-    """Swelling said of a joint ("swelling in my right knee", "the knee is swollen") is joint swelling."""
+    """Swelling said of a joint ("swelling in my right knee", "the knee is swollen") is joint swelling; of
+    the legs or feet ("my legs felt a bit swollen"), leg swelling."""
     if m.concept != "swelling":
         return m
     i, j = ex.span(m)
     lo, hi = ex.sentence_bounds(ex.sentence_of(i))
     sites = _site_words()
-    if not any(sites.get(ex.words[k]) in _JOINT_SITES or ex.words[k] in ("joint", "joints")
-               for k in range(max(lo, i - 5), min(hi, j + 5))):
+    near = [sites.get(ex.words[k]) or ex.words[k] for k in range(max(lo, i - 5), min(hi, j + 5))]
+    if any(x in _JOINT_SITES or x in ("joint", "joints") for x in near):
+        concept = "joint swelling"
+    elif any(x in ("leg", "foot") for x in near):
+        concept = "leg swelling"  # "my legs felt a bit swollen", "swelling in the feet"
+    else:
         return m
-    info = concept_info("joint swelling")
-    return Mention(m.start, m.end, m.surface, "joint swelling", info.category if info else "symptom")
+    info = concept_info(concept)
+    return Mention(m.start, m.end, m.surface, concept, info.category if info else "symptom")
 
 
 def _cough_blood(ex: _Extractor, m: Mention) -> Mention:
@@ -1025,6 +1083,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _answer_after_fillers(ex, m) or a
         elif _subordinate_wh_question(ex, m, a) or _question_continuation(ex, m, a):
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
+        if a.source == "unanswered" and m.concept == "pain radiation":
+            a = _stays_put(ex, m) or a
         if _inverted(m):
             # "completely new" = absent; "not the first time" / "first time? - No" = present.
             a = dataclasses.replace(a, status=_FLIP[a.status])
@@ -1074,6 +1134,26 @@ def _answer_sentences(ex: _Extractor, s: int, limit: int = 2) -> list[int]:
         if ex.ctx.ends_q[s2]:
             break
     return out
+
+
+_STAYS_PUT = frozenset({"just", "only", "mainly", "mostly", "stays"})
+_STAYS_SKIP = frozenset({"i", "would", "say", "think", "it's", "it", "is", "the", "pain"})
+
+
+def _stays_put(ex: _Extractor, m: Mention) -> Assertion | None:
+    """ "Does it radiate anywhere? - It's just in my chest / mainly in those areas": the pain stays where it
+    is, so radiation is absent: the answer's first word (past fillers and "I would say", "it's") is one of
+    :data:`_STAYS_PUT`."""
+    s = ex.sentence_of(ex.span(m)[0])
+    if not ex.ctx.ends_q[s] or s + 1 >= len(ex.ctx.sent_start):
+        return None
+    lo, hi = ex.sentence_bounds(s + 1)
+    fillers = _fillers()
+    words = [w for w in ex.words[lo:hi] if w not in fillers and w not in _STAYS_SKIP]
+    if not words or words[0] not in _STAYS_PUT:
+        return None
+    start, end = ex.tokens[lo].start, ex.tokens[hi - 1].end
+    return Assertion("absent", "answer", ex.text[start:end], start, end)
 
 
 def _answer_after_fillers(ex: _Extractor, m: Mention) -> Assertion | None:

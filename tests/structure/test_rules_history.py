@@ -178,3 +178,32 @@ def test_blood_listed_beside_sputum_is_hemoptysis() -> None:
     got = _claims("D: So you haven't been bringing up any sputum or or any blood? P: No no.")
     assert (got["sputum"].status, got["hemoptysis"].status) == ("absent", "absent")
     assert "hemoptysis" not in _claims("D: Any blood in your stool? P: No.")
+
+
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [("It's mainly in those areas.", "absent"), ("No, I would say just on the left side.", "absent"),
+     ("Yes, to my left arm.", "present")],
+)
+def test_a_pain_that_stays_put_does_not_radiate(answer: str, status: str) -> None:
+    assert _claims(f"D: Does the pain move anywhere? P: {answer}")["pain radiation"].status == status
+
+
+def test_never_before_means_no_previous_episode() -> None:
+    got = _claims("P: I've had chest pain since this morning. I've never had any pain in my chest before.")
+    assert got["previous similar episode"].status == "absent"
+    assert got["chest pain"].status == "present"
+    assert "previous similar episode" not in _claims("P: I have never smoked.")
+
+
+def test_sites_listed_in_a_yes_no_pain_question_are_each_asked() -> None:
+    got = _claims("D: And any pain in other joints, like the hips or the knees or your shoulders? "
+                  "P: Uh, no nothing, no.")
+    assert {k: v.status for k, v in got.items()} == {
+        "joint pain": "absent", "hip pain": "absent", "knee pain": "absent", "shoulder pain": "absent"}
+    # an open question naming sites asks where, not whether
+    assert set(_claims("D: Where is the pain, your chest or your back? P: My chest.")) == {"chest pain"}
+
+
+def test_swollen_legs_are_leg_swelling() -> None:
+    assert _claims("P: My legs felt a bit swollen on the airplane.")["leg swelling"].status == "present"
