@@ -33,7 +33,7 @@ def _types(ref: str, hyp: str) -> list[str]:
         ("I smoke about ten a day.", "I spoke about ten a day.", "smoking"),
         ("I'm on the pill.", "I'm on the hill.", "oral contraceptive"),
         ("I had the coil put in last year.", "I had the cold put in last year.", "coil"),
-        ("My mum had breast cancer.", "My mum had breast answer.", "cancer"),
+        ("My mum had breast cancer.", "My mum had breast answer.", "breast cancer"),
         ("I take amlodipine for my blood pressure.", "I take a lot of pain for my blood pressure.", "amlodipine"),
         ("The itching is worse at night.", "The itch is worse at night.", None),
     ],
