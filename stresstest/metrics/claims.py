@@ -98,6 +98,10 @@ _FREQ = (
     (re.compile(r"\b(?:as needed|when needed|when required|prn|as required)\b"), "prn"),
     (re.compile(r"\b(?:1 (?:time )?(?:a|per|/) ?week|1 weekly|weekly|once weekly)\b"), "1/week"),
 )
+#: "2 to 3", "1 or 2" -> "2 3", "1 2": the same range as "2-3" (whose dash the tokenizer drops).
+_RANGE = re.compile(r"\b(\d+(?:\.\d+)?) (?:or|to) (\d+(?:\.\d+)?)\b")
+#: "2 times / week", "2 /week", "2-3 times a week" -> "2/week", "2 3/week": one spelling per rate.
+_RATE = re.compile(r"\b(\d+(?:\.\d+)?(?: \d+(?:\.\d+)?)?) (?:times? )?/ ?(day|week|month|night|year|hour)\b")
 _ALLERGY_WORDS = re.compile(r"^(?:allergy|allergic|allergies)(?: to)? |(?: allergy| allergies)$")
 
 
@@ -171,9 +175,10 @@ def normalise_value(value: str | None, unit: str | None = None) -> str:
     raw = " ".join(x for x in (value, unit) if x)
     if not raw.strip():
         return ""
-    s = " ".join(_tokens(raw))
+    s = _RANGE.sub(r"\1 \2", " ".join(_tokens(raw)))
     for pat, rep in _FREQ:
         s = pat.sub(rep, s)
+    s = _RATE.sub(r"\1/\2", s)
     return " ".join(w for w in s.split() if w not in _VALUE_FILLER)
 
 
@@ -182,9 +187,10 @@ def normalise_time(time: str | None) -> str:
     """Canonical time/duration/frequency string ('' when empty)."""
     if not time or not time.strip():
         return ""
-    s = " ".join(_tokens(time))
+    s = _RANGE.sub(r"\1 \2", " ".join(_tokens(time)))
     for pat, rep in _FREQ:
         s = pat.sub(rep, s)
+    s = _RATE.sub(r"\1/\2", s)
     toks = [w for w in s.split() if w not in _TIME_FILLER and w not in ("a", "an")]
     return " ".join(toks)
 

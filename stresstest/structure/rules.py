@@ -1291,7 +1291,7 @@ def _pass_groups(
 class _Answered:
     """An attribute read from the answer to a clinician's question about the current topic."""
 
-    kind: str                 # "onset" | "rating" | "distance"
+    kind: str                 # "onset" | "rating" | "distance" | "describe" | "frequency"
     value: str | None
     unit: str | None
     time: str | None
@@ -1308,7 +1308,8 @@ class _Dialogue:
 
 
 def _question_kind(words: list[str]) -> str | None:
-    """What an open question asks: onset/duration, a 0-10 rating, or a walking distance."""
+    """What an open question asks: onset/duration, a 0-10 rating, a walking distance, how often, or what a
+    symptom is like."""
     text = " " + " ".join(words) + " "
     if any(f" {w} " in text for w in _RATING_WORDS) or " 1 to 10 " in text or " 0 to 10 " in text \
             or " out of 10 " in text or " one to 10 " in text or " zero to 10 " in text:
@@ -1316,6 +1317,8 @@ def _question_kind(words: list[str]) -> str | None:
     if _has_any(text, ("how far", "how many blocks", "how many flights", "how many stairs", "how many steps",
                        "how many meters", "how many metres", "how long can you walk")):
         return "distance"
+    if _has_any(text, ("how often", "how many times", "how frequently", "how frequent")):
+        return "frequency"
     if _has_any(text, _DESCRIBE_CUES) and not _has_any(text, ("how long", "how often", "how many")):
         return "describe"
     if _has_any(text, ("last", "lasts", "lasting")):
@@ -1391,12 +1394,24 @@ def _pass_dialogue(
         answer = _read_answer(ex, s, kind)
         if answer is None:
             continue
+        if kind == "describe" and answer.value and not in_q:
+            # "Does it feel dry, or are you bringing up gunky stuff? - It's really dry": the latest present
+            # symptom that such a word can describe (a cough for "dry", a pain for "sharp").
+            fits = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s and _describes(answer.value, m)]
+            topic = fits[-1] if fits else topic
         key = key_of.get(topic.start) if topic is not None else None
         if kind == "rating" and answer.rating is not None:
             out.ratings.append((answer.rating, key, answer.evidence))
         if key is not None:
             out.answers.setdefault(key, []).append(answer)
     return out
+
+
+def _describes(word: str, m: Mention) -> bool:
+    """Whether ``word`` can describe the concept of ``m`` (a pain quality a pain, a qualifier its concept)."""
+    if word in _PAIN_QUALITIES and _is_pain_concept(m.concept):
+        return True
+    return m.concept in _QUALIFIERS and word in _QUALIFIERS[m.concept][0]
 
 
 def _stated_rating(ex: _Extractor, s: int) -> tuple[float, list[str]] | None:
@@ -1449,6 +1464,11 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         exact = [q for q in times if not _vague(_fmt_qty(q))]
         for q in exact[:1] or times[:1]:
             return _Answered("onset", None, None, _fmt_qty(q), None, ev(q))
+        return None
+    if kind == "frequency":
+        for q in qs:
+            if q.kind == "frequency" and q.value is not None:
+                return _Answered("frequency", None, None, _fmt_qty(q), None, ev(q))
         return None
     if kind == "describe":
         for k in toks:
@@ -1536,6 +1556,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                         continue  # keep reading: a later answer may give the number
                 elif ans.kind == "describe" and ans.value and value is None:
                     value, unit = ans.value, None
+                elif ans.kind == "frequency" and ans.time and time is None:
+                    time = ans.time  # "how often? - two to three times a week" (no onset was given)
                 elif ans.kind in ("rating", "distance") and ans.value and (
                     ans.kind == "rating" or value is None or unit is None
                 ):

@@ -68,7 +68,11 @@ def test_key_layout_is_concept_status_value_time() -> None:
 
 
 def test_normalisers_by_hand() -> None:
-    assert normalise_value("3 or 4 flights of stairs") == "3 or 4 flight stairs"
+    assert normalise_value("3 or 4 flights of stairs") == "3 4 flight stairs"  # one spelling of a range
+    assert normalise_value("3 or 4 flights of stairs") == normalise_value("3-4 flights of stairs")
+    assert normalise_time("two to three times a week") == normalise_time("2-3 per week") == "2 3/week"
+    assert normalise_time("twice a week") == normalise_time("2 times per week") == "2/week"
+    assert normalise_time("5 to 6 hours") == normalise_time("5-6 hours")
     assert normalise_value(None, None) == ""
     assert normalise_time("since last night") == "night"
     assert normalise_time("two weeks ago") == "2 week"

@@ -207,3 +207,9 @@ def test_sites_listed_in_a_yes_no_pain_question_are_each_asked() -> None:
 
 def test_swollen_legs_are_leg_swelling() -> None:
     assert _claims("P: My legs felt a bit swollen on the airplane.")["leg swelling"].status == "present"
+
+
+def test_how_often_fills_the_time_of_an_undated_symptom() -> None:
+    got = _claims("P: I get these muscle cramps in my back. D: How often are you getting these spasms? "
+                  "P: Um I'd say like two to three times a week.")
+    assert canonical_claim(got["muscle cramps"]).time == "2 3/week"
