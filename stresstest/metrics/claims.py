@@ -9,14 +9,17 @@ Canonical key of a claim = ``concept | status | value | time`` where
   are *not* part of the key: two structurers may file "wheeze" under symptom or
   finding, and that is not a clinical disagreement. The one exception is
   ``family_history``, whose concept becomes "family history of <concept>": a
-  relative's diabetes is not the patient's.
+  relative's diabetes is not the patient's. An ``allergy`` claim's non-drug
+  allergen is folded by the shared allergen table ("peanut" = "peanuts").
 * **status**: present / absent / uncertain, as is.
 * **value**: value and unit joined, number words as digits ("three" = "3"),
   unit spellings canonical ("milligrams" = "mg", "puffs" = "puff"), a number
-  glued to its unit split ("5mg" = "5 mg").
+  glued to its unit split ("5mg" = "5 mg"), one spelling per range
+  ("3 or 4" = "3 to 4" = "3-4").
 * **time**: number words as digits, time units singular ("2 days" = "two day"),
   filler words dropped ("for", "since", "about", "ago", …), common frequencies
-  folded ("twice a day" = "bd" = "2/day").
+  folded ("twice a day" = "bd" = "2/day"), one spelling per range and rate
+  ("two to three times a week" = "2-3 per week" = "2 3/week").
 
 Err^(c) = C^(c) △ C^gold is computed on these keys as plain sets (duplicates
 collapse). :func:`match_claims` additionally pairs the claims that are left over
