@@ -343,7 +343,7 @@ class _Extractor:
         self.tokens: list[Token] = tokenize(text)
         self.words = [t.norm for t in self.tokens]
         self.ctx = ContextAnalyzer(text, self.tokens)
-        periods = _past_period_quantities(text)
+        periods = _past_period_quantities(text) + _and_a_half_quantities(text)
         self.quantities = sorted(
             [q for q in find_quantities(text) if not any(p.start <= q.start < p.end for p in periods)]
             + _couple_quantities(text) + _few_quantities(text) + periods,
@@ -539,6 +539,23 @@ _PAST_PERIOD_RE = re.compile(
     re.IGNORECASE)
 
 
+_AND_A_HALF_RE = re.compile(
+    r"\b(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten) and a (?:half|1/2) "
+    r"(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+
+
+def _and_a_half_quantities(text: str) -> list[Quantity]:
+    """"1 and a 1/2 months", "two and a half weeks" = 1.5 months, 2.5 weeks (the shared reader takes the
+    "1/2 months" for two months)."""
+    out = []
+    for mt in _AND_A_HALF_RE.finditer(text):
+        n = _num_word(mt.group("n"))
+        if n is not None:
+            unit = mt.group("unit").lower()
+            out.append(Quantity(mt.start(), mt.end(), n + 0.5, unit, unit, "time"))
+    return out
+
+
 def _past_period_quantities(text: str) -> list[Quantity]:
     """"for the past month", "over the last week": a duration of one unit (the shared reader takes
     "last week" for an anchor, which it is only without "for/over the")."""
@@ -546,6 +563,22 @@ def _past_period_quantities(text: str) -> list[Quantity]:
         Quantity(mt.start(), mt.end(), 1.0, mt.group("unit"), mt.group("unit").lower() + "s", "time")
         for mt in _PAST_PERIOD_RE.finditer(text)
     ]
+
+
+def _narrows(first: str | None, later: str) -> bool:
+    """Whether a later onset answer restates ``first`` as a range that contains it ("2 weeks" ->
+    "2-3 weeks"): the clinician's clarifying question got the more exact answer."""
+    if not first:
+        return False
+    a, b = first.split(" ", 1) if " " in first else (first, "")
+    c, d = later.split(" ", 1) if " " in later else (later, "")
+    if b != d or "-" not in c or "-" in a:
+        return False
+    try:
+        lo, hi = (float(x) for x in c.split("-", 1))
+        return lo <= float(a) <= hi
+    except ValueError:
+        return False
 
 
 def _vague(time: str) -> bool:
@@ -1372,10 +1405,18 @@ def _pass_dialogue(
             plo, phi = ex.sentence_bounds(s - 1)
             if _question_kind(ex.words[plo:phi]) == "rating" or _scale_definition(ex, s - 1):
                 kind = "rating"  # "One to 10, 10 being the worst. How bad is this pain?"
+        echo = kind is None and _duration_echo(ex, s)
+        if echo:
+            kind = "onset"  # "Couple of weeks. OK, so about two weeks, three weeks? - About two to three weeks."
         if kind is None:
             continue
         in_q = [m for s2, m in symptoms if s2 == s]
         topic: Mention | None = in_q[0] if in_q else None
+        if topic is None and echo:
+            recent = [m for s2, m in present_syms if s - 3 <= s2 < s]
+            topic = recent[-1] if recent else None
+            if topic is None:
+                continue
         if topic is None and (not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi])
                               or any(w in _NON_SYMPTOM_TOPICS for w in ex.words[lo:hi])):
             continue  # "how long has he been going to daycare?", "how long have you worked in this role?"
@@ -1405,6 +1446,15 @@ def _pass_dialogue(
         if key is not None:
             out.answers.setdefault(key, []).append(answer)
     return out
+
+
+def _duration_echo(ex: _Extractor, s: int) -> bool:
+    """A question that only proposes durations ("so about two weeks, three weeks?"): a clinician checking
+    the onset just given. Two or more time quantities with numbers and at most eight words."""
+    lo, hi = ex.sentence_bounds(s)
+    times = [q for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
+             if lo <= k < hi and q.kind == "time" and q.value is not None]
+    return len(times) >= 2 and hi - lo <= 8
 
 
 def _describes(word: str, m: Mention) -> bool:
@@ -1546,6 +1596,9 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         if status == "present":
             used: set[str] = set()  # the first answer of each kind wins (later ones are about episodes)
             for ans in dialogue.answers.get(key, []):
+                if ans.kind == "onset" and "onset" in used and ans.time and _narrows(time, ans.time):
+                    time = ans.time  # "a couple of weeks ... two weeks, three weeks? - about two to three weeks"
+                    continue
                 if ans.kind in used:
                     continue
                 if ans.kind == "onset" and ans.time:
@@ -1620,8 +1673,11 @@ def _near_attributes(
                 unit = q.unit_canonical
         if value is not None or (time is not None and not _vague(time)):
             break
-    if time is None and g.category == "symptom":
-        time = _next_sentence_time(ex, support)
+    if g.category == "symptom" and (time is None or (value is None and unit is None)):
+        next_time, next_value, next_unit = _next_sentence_attrs(ex, support)
+        time = time or next_time
+        if value is None and unit is None:
+            value, unit = next_value, next_unit
     if value is None and g.concept in _QUALIFIERS:
         value = _qualifier(ex, g.concept, support)
     if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
@@ -1654,10 +1710,13 @@ def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> s
     return _first_word_near(ex, support, _PAIN_QUALITIES, _QUALITY_REACH)
 
 
-def _next_sentence_time(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
-    """A duration said right after a statement of the symptom ("he's had this cough... It's been
-    happening for the past two days"): the next sentence, when it is a statement that names no other
-    clinical concept and the symptom's own sentence had no quantity."""
+def _next_sentence_attrs(
+    ex: _Extractor, support: list[tuple[Mention, Assertion]]
+) -> tuple[str | None, str | None, str | None]:
+    """(time, value, unit) said right after a statement of the symptom ("he's had this cough... It's been
+    happening for the past two days"; "I've lost a lot of weight. Probably like 8 to 10 pounds"): the next
+    sentence, when it is a statement that names no other clinical concept. The value must carry a unit
+    (a bare number there is rarely the symptom's)."""
     for m, a in support:
         if a.source != "statement":
             continue
@@ -1665,11 +1724,17 @@ def _next_sentence_time(ex: _Extractor, support: list[tuple[Mention, Assertion]]
         if ex.ctx.ends_q[s] or s + 1 >= len(ex.ctx.sent_start) or ex.ctx.ends_q[s + 1] or s + 1 in ex.mention_sents:
             continue
         lo, hi = ex.sentence_bounds(s + 1)
+        time = value = unit = None
         for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
-            if lo <= k < hi and q.kind == "time" and q.value is not None:
-                return _fmt_qty(q)
-        return None
-    return None
+            if not lo <= k < hi:
+                continue
+            if q.kind == "time" and q.value is not None and time is None:
+                time = _fmt_qty(q)
+            elif q.kind in ("measure", "dose") and q.value is not None and q.unit_canonical and value is None \
+                    and q.unit_canonical != "years of age":
+                value, unit = _fmt_value(q), q.unit_canonical
+        return time, value, unit
+    return None, None, None
 
 
 def _social_extras(

@@ -213,3 +213,17 @@ def test_how_often_fills_the_time_of_an_undated_symptom() -> None:
     got = _claims("P: I get these muscle cramps in my back. D: How often are you getting these spasms? "
                   "P: Um I'd say like two to three times a week.")
     assert canonical_claim(got["muscle cramps"]).time == "2 3/week"
+
+
+def test_an_amount_in_the_next_sentence_and_and_a_half_durations() -> None:
+    got = _claims("D: Have you lost any weight? P: Yeah, I've actually lost a significant amount of weight. "
+                  "I would say within the last 1 and a 1/2 months probably lost like 8 to 10 pounds.")
+    c = got["weight loss"]
+    assert (c.value, c.unit, c.time) == ("8-10", "lb", "1.5 months")
+
+
+def test_a_clarified_onset_range_replaces_the_first_answer() -> None:
+    got = _claims("D: What brings you in today? P: I've had a sore throat now for a couple of weeks and it's just "
+                  "not going away. D: Couple of weeks. OK, so about two weeks, three weeks? "
+                  "P: Yeah, about two to three weeks.")
+    assert got["sore throat"].time == "2-3 weeks"
