@@ -1324,7 +1324,8 @@ def _pass_groups(
 class _Answered:
     """An attribute read from the answer to a clinician's question about the current topic."""
 
-    kind: str                 # "onset" | "rating" | "distance" | "describe" | "frequency"
+    kind: str                 # "onset" | "confirm" (a checked onset) | "rating" | "distance" | "describe" |
+    #                           "frequency"
     value: str | None
     unit: str | None
     time: str | None
@@ -1413,7 +1414,7 @@ def _pass_dialogue(
         in_q = [m for s2, m in symptoms if s2 == s]
         topic: Mention | None = in_q[0] if in_q else None
         if topic is None and echo:
-            recent = [m for s2, m in present_syms if s - 3 <= s2 < s]
+            recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
             topic = recent[-1] if recent else None
             if topic is None:
                 continue
@@ -1435,6 +1436,8 @@ def _pass_dialogue(
         answer = _read_answer(ex, s, kind)
         if answer is None:
             continue
+        if echo:
+            answer = dataclasses.replace(answer, kind="confirm")  # the checked onset replaces the first one
         if kind == "describe" and answer.value and not in_q:
             # "Does it feel dry, or are you bringing up gunky stuff? - It's really dry": the latest present
             # symptom that such a word can describe (a cough for "dry", a pain for "sharp").
@@ -1449,12 +1452,15 @@ def _pass_dialogue(
 
 
 def _duration_echo(ex: _Extractor, s: int) -> bool:
-    """A question that only proposes durations ("so about two weeks, three weeks?"): a clinician checking
-    the onset just given. Two or more time quantities with numbers and at most eight words."""
+    """A question that only proposes durations ("so about two weeks, three weeks?", "you said a couple of
+    days, so about 2-3 days?"): a clinician checking the onset just given. A short question (at most 14
+    words) with no clinical term, a numbered duration, and two of them, a range, or "so"/"said"."""
     lo, hi = ex.sentence_bounds(s)
     times = [q for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
              if lo <= k < hi and q.kind == "time" and q.value is not None]
-    return len(times) >= 2 and hi - lo <= 8
+    words = ex.words[lo:hi]
+    return bool(times) and hi - lo <= 14 and s not in ex.mention_sents and (
+        len(times) >= 2 or any(q.value_max is not None for q in times) or "so" in words or "said" in words)
 
 
 def _describes(word: str, m: Mention) -> bool:
@@ -1596,6 +1602,13 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         if status == "present":
             used: set[str] = set()  # the first answer of each kind wins (later ones are about episodes)
             for ans in dialogue.answers.get(key, []):
+                if ans.kind == "confirm" and ans.time and not _vague(ans.time):
+                    time = ans.time  # "a couple of days ... so about 2-3 days? - about 3 days ago"
+                    used.add("onset")
+                    for quote in ans.evidence:
+                        if quote not in evidence:
+                            evidence.append(quote)
+                    continue
                 if ans.kind == "onset" and "onset" in used and ans.time and _narrows(time, ans.time):
                     time = ans.time  # "a couple of weeks ... two weeks, three weeks? - about two to three weeks"
                     continue

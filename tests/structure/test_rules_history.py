@@ -227,3 +227,10 @@ def test_a_clarified_onset_range_replaces_the_first_answer() -> None:
                   "not going away. D: Couple of weeks. OK, so about two weeks, three weeks? "
                   "P: Yeah, about two to three weeks.")
     assert got["sore throat"].time == "2-3 weeks"
+
+
+def test_a_checked_onset_replaces_the_first_one() -> None:
+    got = _claims("P: He's had a sore throat now for the last couple of days. D: OK, how old is he? P: He is 3 "
+                  "years old. D: And you said for the past couple days, so about 2-3 days? P: Yeah, probably yeah "
+                  "about 3 days ago he started.")
+    assert got["sore throat"].time == "3 days"
