@@ -1598,7 +1598,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
             for quote in ex.evidence(m, a):
                 if quote not in evidence:
                     evidence.append(quote)
-        value, unit, time = _near_attributes(ex, g, support)
+        value, unit, time, more = _near_attributes(ex, g, support)
+        evidence += [q for q in more if q not in evidence]
         if status == "present":
             used: set[str] = set()  # the first answer of each kind wins (later ones are about episodes)
             for ans in dialogue.answers.get(key, []):
@@ -1656,8 +1657,10 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
 
 def _near_attributes(
     ex: _Extractor, g: _Group, support: list[tuple[Mention, Assertion]]
-) -> tuple[str | None, str | None, str | None]:
-    """(value, unit, time) from quantities next to the supporting mentions (or in their answer)."""
+) -> tuple[str | None, str | None, str | None, list[str]]:
+    """(value, unit, time, extra quotes) from quantities next to the supporting mentions (or in their
+    answer); the extra quotes cover what came from the next sentence, so every field keeps its evidence."""
+    more: list[str] = []
     value = unit = time = None
     for m, _a in support:
         if m.start in ex.temp_at:
@@ -1687,15 +1690,19 @@ def _near_attributes(
         if value is not None or (time is not None and not _vague(time)):
             break
     if g.category == "symptom" and (time is None or (value is None and unit is None)):
-        next_time, next_value, next_unit = _next_sentence_attrs(ex, support)
+        next_time, next_value, next_unit, quote = _next_sentence_attrs(ex, support)
+        used_next = (time is None and next_time is not None) or (value is None and unit is None and
+                                                                  next_value is not None)
         time = time or next_time
         if value is None and unit is None:
             value, unit = next_value, next_unit
+        if used_next and quote:
+            more.append(quote)
     if value is None and g.concept in _QUALIFIERS:
         value = _qualifier(ex, g.concept, support)
     if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
         value = _pain_quality(ex, support)
-    return value, unit, time
+    return value, unit, time, more
 
 
 def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assertion]]) -> str | None:
@@ -1725,11 +1732,11 @@ def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> s
 
 def _next_sentence_attrs(
     ex: _Extractor, support: list[tuple[Mention, Assertion]]
-) -> tuple[str | None, str | None, str | None]:
+) -> tuple[str | None, str | None, str | None, str | None]:
     """(time, value, unit) said right after a statement of the symptom ("he's had this cough... It's been
     happening for the past two days"; "I've lost a lot of weight. Probably like 8 to 10 pounds"): the next
     sentence, when it is a statement that names no other clinical concept. The value must carry a unit
-    (a bare number there is rarely the symptom's)."""
+    (a bare number there is rarely the symptom's). The last element is that sentence's quote."""
     for m, a in support:
         if a.source != "statement":
             continue
@@ -1746,8 +1753,8 @@ def _next_sentence_attrs(
             elif q.kind in ("measure", "dose") and q.value is not None and q.unit_canonical and value is None \
                     and q.unit_canonical != "years of age":
                 value, unit = _fmt_value(q), q.unit_canonical
-        return time, value, unit
-    return None, None, None
+        return time, value, unit, ex.quote(lo, hi, lo, hi) if (time or value) else None
+    return None, None, None, None
 
 
 def _social_extras(
