@@ -112,10 +112,10 @@ def test_every_gold_can_score_the_rules_record_of_its_own_transcript(
     gold: dict[str, GoldRecord], kind: str
 ) -> None:
     """End to end on real text: rules structurer -> item fields and judge, deterministic."""
-    rules = pytest.importorskip("stresstest.structure.rules")
     from stresstest.corpus import load_corpus
     from stresstest.metrics.judge_rules import rule_judge
     from stresstest.metrics.safety import item_safety
+    from stresstest.structure import rules
 
     recs = {e: r for e, r in gold.items() if r.corpus == kind}
     for enc in load_corpus(kind, _corpus_dir(kind), ids=sorted(recs)):

@@ -206,7 +206,7 @@ def _alive(pid: int) -> bool:
 
 def test_sigterm_during_structuring_stops_the_managed_llm_server(tmp_path: Path) -> None:
     """`kill PID` of a run unwinds like Ctrl-C: the run's llama.cpp server (own session) is stopped too."""
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python[server] not installed (make install-llm)")
     cfg = _setup(tmp_path)
     cfg.write_text(cfg.read_text().replace(
         "structure: {backend: rules}",

