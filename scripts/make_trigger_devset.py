@@ -16,11 +16,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import re
 from pathlib import Path
+
+from validate_triggers import load_pairs  # scripts/ is on sys.path when this runs as a script
 
 from stresstest.metrics.align import AlignedPair, align
 
@@ -28,15 +29,8 @@ _ROOT = Path(__file__).resolve().parents[1]
 _REL = Path("shared") / "corpora" / "aci-bench" / "src_experiment_data"
 # ../shared next to the checkout (main), or two levels up (a worktree under wt/).
 DATA = next((p / _REL for p in (_ROOT.parent, _ROOT.parent.parent) if (p / _REL).is_dir()), _ROOT.parent / _REL)
-PAIRS = (("virtscribe_asr", "virtscribe_humantrans"), ("aci_asr", "aci_asrcorr"))
 _TURN = re.compile(r"\[(doctor|patient|patient_guest|doctor_guest|guest_family|guest_clinician)\]")
 _SENT = re.compile(r"[^.?!\n]+[.?!]?")
-
-
-def _read(path: Path) -> dict[str, str]:
-    csv.field_size_limit(1 << 30)
-    with path.open(newline="", encoding="utf-8") as fh:
-        return {row["id"]: row["dialogue"] for row in csv.DictReader(fh)}
 
 
 def _sentences(ref: str) -> list[tuple[str, int, int]]:
@@ -76,29 +70,24 @@ def _windows(pair: AlignedPair, i: int, j: int) -> list[tuple[int, int]]:
 
 
 def utterance_pairs() -> list[dict[str, object]]:
-    """Every differing sentence-level pair of the four ACI-BENCH test files."""
+    """Every differing sentence-level pair of the four ACI-BENCH test files (read by
+    :func:`validate_triggers.load_pairs`, the one ACI-BENCH reader)."""
     out: list[dict[str, object]] = []
-    for split in ("test1", "test2"):
-        for hyp_name, ref_name in PAIRS:
-            hyp_path, ref_path = DATA / f"{split}_{hyp_name}.csv", DATA / f"{split}_{ref_name}.csv"
-            if not (hyp_path.is_file() and ref_path.is_file()):
-                continue
-            hyps, refs = _read(hyp_path), _read(ref_path)
-            for eid in sorted(set(hyps) & set(refs)):
-                pair = align(refs[eid], hyps[eid])
-                for speaker, a, b in _sentences(refs[eid]):
-                    si, sj = pair.ref.tokens_in(a, b)
-                    for i, j in _windows(pair, si, sj):
-                        hi, hj = pair.hyp_range_for_ref(i, j)
-                        if j - i < 3 or pair.ref.words[i:j] == pair.hyp.words[hi:hj]:
-                            continue
-                        rs, re_ = pair.ref.char_span(i, j)
-                        hs, he = pair.hyp.char_span(hi, hj) if hj > hi else (0, 0)
-                        out.append({
-                            "source": f"{split}_{hyp_name.split('_')[0]}", "encounter_id": eid,
-                            "speaker": speaker, "reference": _TURN.sub("", refs[eid][rs:re_]).strip(),
-                            "hypothesis": _TURN.sub("", hyps[eid][hs:he]).strip(),
-                        })
+    for source, eid, ref, hyp in load_pairs(DATA):
+        pair = align(ref, hyp)
+        for speaker, a, b in _sentences(ref):
+            si, sj = pair.ref.tokens_in(a, b)
+            for i, j in _windows(pair, si, sj):
+                hi, hj = pair.hyp_range_for_ref(i, j)
+                if j - i < 3 or pair.ref.words[i:j] == pair.hyp.words[hi:hj]:
+                    continue
+                rs, re_ = pair.ref.char_span(i, j)
+                hs, he = pair.hyp.char_span(hi, hj) if hj > hi else (0, 0)
+                out.append({
+                    "source": source.rsplit("_", 1)[0], "encounter_id": eid,  # "test1_aci_asr" -> "test1_aci"
+                    "speaker": speaker, "reference": _TURN.sub("", ref[rs:re_]).strip(),
+                    "hypothesis": _TURN.sub("", hyp[hs:he]).strip(),
+                })
     return out
 
 
