@@ -462,6 +462,11 @@ class _Extractor:
         return next(iter(sorted(found)), None)
 
 
+def _covered(ex: _Extractor, mentions: list[Mention]) -> set[int]:
+    """Token indexes inside a clinical mention (body sites excluded: they are what terms pair with)."""
+    return {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+
+
 def _compose(
     ex: _Extractor,
     mentions: list[Mention],
@@ -479,24 +484,18 @@ def _compose(
     ``partner_may_be_covered`` the partner may be part of another mention ("sputum"), which the
     caller then drops in favour of the composed one.
     """
-    covered = [False] * len(ex.tokens)
-    for m in mentions:
-        if m.category == "body_site":
-            continue  # sites are what we pair with, not what blocks pairing
-        i, j = ex.span(m)
-        for k in range(i, j):
-            covered[k] = True
+    covered = _covered(ex, mentions)
     out: list[Mention] = []
     used: set[int] = set()
     for k, w in enumerate(ex.words):
-        if w not in anchors or covered[k] or k in used:
+        if w not in anchors or k in covered or k in used:
             continue
         lo, hi = ex.sentence_bounds(ex.sentence_of(k))
         found: tuple[int, str] | None = None
         back = reach if back_reach is None else back_reach
         for d in range(1, reach + 1):
             for kk in (k + d, k - d) if d <= back else (k + d,):
-                if lo <= kk < hi and (partner_may_be_covered or not covered[kk]) and kk not in used:
+                if lo <= kk < hi and (partner_may_be_covered or kk not in covered) and kk not in used:
                     between = range(min(k, kk) + 1, max(k, kk))
                     if any(ex.words[x] in _LIST_JOINERS and ex.words[x + 1] not in _CO_SYMPTOM_WORDS
                            for x in between):
@@ -916,7 +915,7 @@ def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """Blood listed beside sputum in one question ("bringing up any sputum or any blood?"): coughed-up
     blood, i.e. hemoptysis, asked about on its own (the sputum keeps its own mention). The word "blood"
     alone becomes the mention, so the answer decides its status as for any term."""
-    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    covered = _covered(ex, mentions)
     out: list[Mention] = []
     for k, w in enumerate(ex.words):
         if w != "blood" or k in covered:
@@ -935,7 +934,7 @@ def _listed_sites(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """Body sites listed in a yes/no pain question ("any pain in other joints, like the hips or the knees or
     your shoulders?"): each listed site is a "<site> pain" asked about (two or more sites, a pain or joint
     word in the question, no wh-word leading it). Sites a composed pain already covers are left to it."""
-    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    covered = _covered(ex, mentions)
     sites = _site_words()
     out: list[Mention] = []
     for s in range(len(ex.ctx.sent_start)):
@@ -965,7 +964,7 @@ def _never_before(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """ "I've never had any pain in my chest before" / "never experienced any kind of pain there": no
     previous similar episode. A statement with "never" and "before"/"experienced" and a pain or symptom
     word gives a mention on "never" ... whose status the negation cue makes absent."""
-    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    covered = _covered(ex, mentions)
     out: list[Mention] = []
     for k, w in enumerate(ex.words):
         if w != "never" or k in covered:
@@ -986,7 +985,7 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """The senses listed in a screening question ("any changes in your vision, hearing, smell or taste?"):
     each bare sense word is a mention of its change/loss concept, answered by the usual reading.
     Only in questions that ask about changes or problems; statements ("my taste is fine") are left alone."""
-    covered = {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+    covered = _covered(ex, mentions)
     out: list[Mention] = []
     for k, w in enumerate(ex.words):
         if w not in _SENSES or k in covered:
@@ -1012,13 +1011,7 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
     in the same sentence, in a sentence (or the one before) that talks about pain. The mention spans
     the activity, so its status comes from the same negation and question/answer reading as any term.
     Tokens a lexicon surface already covers are left to it."""
-    covered = [False] * len(ex.tokens)
-    for m in mentions:
-        if m.category == "body_site":
-            continue
-        i, j = ex.span(m)
-        for k in range(i, j):
-            covered[k] = True
+    covered = _covered(ex, mentions)
     longest = max(len(k) for k in _MODIFIER_ACTIVITIES)
     out: list[Mention] = []
     k = 0
@@ -1027,10 +1020,10 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
         hit = None
         for size in range(longest, 0, -1):
             key = tuple(ex.words[k : k + size])
-            if len(key) == size and key in _MODIFIER_ACTIVITIES and not any(covered[k : k + size]):
+            if len(key) == size and key in _MODIFIER_ACTIVITIES and not covered.intersection(range(k, k + size)):
                 hit = (size, _MODIFIER_ACTIVITIES[key])
                 break
-        if hit is None and ex.words[k] in _COUGH_MODIFIER and covered[k] and any(
+        if hit is None and ex.words[k] in _COUGH_MODIFIER and k in covered and any(
                 w in _WORSE_WORDS for w in ex.words[max(ex.sentence_bounds(ex.sentence_of(k))[0], k - 4) : k]):
             hit = (1, _MODIFIER_ACTIVITIES[(ex.words[k],)])  # "worse when I'm coughing": not a cough of its own
         if hit is None:
