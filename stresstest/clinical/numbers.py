@@ -184,8 +184,78 @@ def _period(ws: list[_W], k: int) -> tuple[str, int] | None:
     return None
 
 
+_COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+_FEW_RE = re.compile(
+    r"\b(?P<q>few|several)\s+(?P<unit>minutes|hours|days|nights|weeks|months|years)\b", re.IGNORECASE)
+_PAST_PERIOD_RE = re.compile(
+    r"\b(?:for|over|in|during|within)\s+the\s+(?:past|last)\s+(?P<unit>minute|hour|day|night|week|month|year)\b",
+    re.IGNORECASE)
+_AND_A_HALF_RE = re.compile(
+    r"\b(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten) and a (?:half|1/2) "
+    r"(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+
+
+def _fixed_phrases(text: str) -> list[Quantity]:
+    """Durations the word scanner misreads, read as phrases (they replace what it found inside them):
+
+    * "for the past month", "over the last week" = 1 month / 1 week (alone, "last week" is an anchor);
+    * "1 and a 1/2 months", "two and a half weeks" = 1.5 months / 2.5 weeks (the scanner reads "1/2 months"
+      as two months).
+    """
+    out: list[Quantity] = []
+    for mt in _PAST_PERIOD_RE.finditer(text):
+        unit = mt.group("unit")
+        out.append(Quantity(mt.start(), mt.end(), 1.0, unit, unit.lower() + "s", "time"))
+    for mt in _AND_A_HALF_RE.finditer(text):
+        n = mt.group("n").lower()
+        value = float(n) if n.isdigit() else float(_SMALL[n])
+        unit = mt.group("unit").lower()
+        out.append(Quantity(mt.start(), mt.end(), value + 0.5, unit, unit, "time"))
+    return out
+
+
+def _missed_phrases(text: str) -> list[Quantity]:
+    """Durations the word scanner leaves out (kept only where it found nothing):
+
+    * "a couple days" = 2 days (the scanner reads "a couple of days" itself);
+    * "a few days", "several weeks": vague, value None and canonical unit "few days" / "several weeks".
+    """
+    out: list[Quantity] = []
+    for mt in _COUPLE_RE.finditer(text):
+        unit = mt.group("unit").lower()
+        out.append(Quantity(mt.start(), mt.end(), 2.0, unit, unit if unit.endswith("s") else unit + "s", "time"))
+    for mt in _FEW_RE.finditer(text):
+        out.append(Quantity(mt.start(), mt.end(), None, mt.group(0),
+                            f"{mt.group('q').lower()} {mt.group('unit').lower()}", "time"))
+    return out
+
+
 def find_quantities(text: str) -> list[Quantity]:
     """Find numbers with units, durations, doses, frequencies and time anchors.
+
+    The word scanner (:func:`_scan_quantities`) runs first; the phrases of
+    :func:`_fixed_phrases` ("for the past month", "1 and a 1/2 months") replace
+    what it found inside them, and those of :func:`_missed_phrases` ("a couple
+    days", "a few days") fill in where it found nothing.
+
+    Args:
+        text: Any text; offsets refer to it.
+
+    Returns:
+        Non-overlapping quantities in text order.
+    """
+    fixed = _fixed_phrases(text)
+    out = [q for q in _scan_quantities(text) if not any(_overlap(p, q) for p in fixed)] + fixed
+    out += [p for p in _missed_phrases(text) if not any(_overlap(p, q) for q in out)]
+    return sorted(out, key=lambda q: q.start)
+
+
+def _overlap(a: Quantity, b: Quantity) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def _scan_quantities(text: str) -> list[Quantity]:
+    """Find numbers with units, durations, doses, frequencies and time anchors, word by word.
 
     Examples of what is found: "two hours" (time, 2, hours), "3 days ago",
     "since Monday" (time, None, monday), "5 mg" / "five milligrams" (dose, 5,

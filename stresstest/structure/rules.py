@@ -343,12 +343,7 @@ class _Extractor:
         self.tokens: list[Token] = tokenize(text)
         self.words = [t.norm for t in self.tokens]
         self.ctx = ContextAnalyzer(text, self.tokens)
-        periods = _past_period_quantities(text) + _and_a_half_quantities(text)
-        self.quantities = sorted(
-            [q for q in find_quantities(text) if not any(p.start <= q.start < p.end for p in periods)]
-            + _couple_quantities(text) + _few_quantities(text) + periods,
-            key=lambda q: q.start,
-        )
+        self.quantities = find_quantities(text)
         self.qty_tok = [self._tok_index(q.start) for q in self.quantities]
         #: temperature readings (Celsius or Fahrenheit as said) by the start of their fever mention
         self.temp_at: dict[int, float] = {}
@@ -518,52 +513,6 @@ def _compose(
     return out
 
 
-def _couple_quantities(text: str) -> list[Quantity]:
-    """"a couple (of) days" = 2 days, which the shared number reader leaves out without "of"."""
-    out = []
-    for mt in _COUPLE_RE.finditer(text):
-        unit = mt.group("unit").lower()
-        canon = unit if unit.endswith("s") else unit + "s"
-        out.append(Quantity(mt.start(), mt.end(), 2.0, unit, canon, "time"))
-    return out
-
-
-_COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
-_FEW_RE = re.compile(
-    r"\b(?P<q>few|several)\s+(?P<unit>minutes|hours|days|nights|weeks|months|years)\b", re.IGNORECASE)
-
-
-_PAST_PERIOD_RE = re.compile(
-    r"\b(?:for|over|in|during|within)\s+the\s+(?:past|last)\s+(?P<unit>minute|hour|day|night|week|month|year)\b",
-    re.IGNORECASE)
-
-
-_AND_A_HALF_RE = re.compile(
-    r"\b(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten) and a (?:half|1/2) "
-    r"(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
-
-
-def _and_a_half_quantities(text: str) -> list[Quantity]:
-    """"1 and a 1/2 months", "two and a half weeks" = 1.5 months, 2.5 weeks (the shared reader takes the
-    "1/2 months" for two months)."""
-    out = []
-    for mt in _AND_A_HALF_RE.finditer(text):
-        n = _num_word(mt.group("n"))
-        if n is not None:
-            unit = mt.group("unit").lower()
-            out.append(Quantity(mt.start(), mt.end(), n + 0.5, unit, unit, "time"))
-    return out
-
-
-def _past_period_quantities(text: str) -> list[Quantity]:
-    """"for the past month", "over the last week": a duration of one unit (the shared reader takes
-    "last week" for an anchor, which it is only without "for/over the")."""
-    return [
-        Quantity(mt.start(), mt.end(), 1.0, mt.group("unit"), mt.group("unit").lower() + "s", "time")
-        for mt in _PAST_PERIOD_RE.finditer(text)
-    ]
-
-
 def _narrows(first: str | None, later: str) -> bool:
     """Whether a later onset answer restates ``first`` as a range that contains it ("2 weeks" ->
     "2-3 weeks"): the clinician's clarifying question got the more exact answer."""
@@ -583,16 +532,6 @@ def _narrows(first: str | None, later: str) -> bool:
 def _vague(time: str) -> bool:
     """ "a few days", "several weeks": a duration without a number."""
     return time.startswith(("few ", "several "))
-
-
-def _few_quantities(text: str) -> list[Quantity]:
-    """"a few days", "several weeks": a vague duration, kept as said (value None, canonical
-    "few days"), which the shared number reader leaves out."""
-    return [
-        Quantity(mt.start(), mt.end(), None, mt.group(0), f"{mt.group('q').lower()} {mt.group('unit').lower()}",
-                 "time")
-        for mt in _FEW_RE.finditer(text)
-    ]
 
 
 def _pain_partner(word: str) -> str | None:
