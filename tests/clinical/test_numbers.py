@@ -90,3 +90,19 @@ def test_bare_articles_are_not_numbers() -> None:
 def test_deterministic() -> None:
     text = "5 mg twice a day for 3 days, since Monday"
     assert find_quantities(text) == find_quantities(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "canon"),
+    [
+        ("within the last 1 and a 1/2 months", 1.5, "months"),
+        ("two and a half weeks ago", 2.5, "weeks"),
+        ("for the past month", 1.0, "months"),
+        ("a couple days", 2.0, "days"),
+        ("a couple of days", 2.0, "days"),
+        ("over the last few days", None, "few days"),
+    ],
+)
+def test_duration_phrases(text: str, value: float | None, canon: str) -> None:
+    (q,) = find_quantities(text)  # one quantity: the phrase replaced or filled in, never both
+    assert (q.kind, q.value, q.unit_canonical) == ("time", value, canon)
