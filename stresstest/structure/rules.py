@@ -334,7 +334,13 @@ def _fmt_qty(q: Quantity) -> str:
         anchor = q.unit_canonical or ""
         return anchor if anchor.startswith(("last", "this", "yesterday", "few", "several")) else f"since {anchor}"
     val = _fmt_value(q)
-    return f"{val} {q.unit_canonical}" if q.unit_canonical else val
+    unit = q.unit_canonical
+    if unit in _PLURAL_UNITS and q.value == 1 and q.value_max is None:
+        unit = unit[:-1]  # "1 week", not "1 weeks"
+    return f"{val} {unit}" if unit else val
+
+
+_PLURAL_UNITS = frozenset({"seconds", "minutes", "hours", "days", "nights", "weeks", "months", "years", "times"})
 
 
 class _Extractor:
@@ -612,6 +618,28 @@ def _reading(ex: _Extractor, k: int) -> float | None:
             and ex.words[k + 1].isdigit():
         v = float(f"{ex.words[k]}.{ex.words[k + 1]}")
     return v
+
+
+_RELATIVE = {"mom": "mother", "mum": "mother", "mom's": "mother", "mum's": "mother", "mother's": "mother",
+             "dad": "father", "dad's": "father", "father's": "father", "grandma": "grandmother",
+             "grandpa": "grandfather", "aunts": "aunt", "uncles": "uncle", "sisters": "sister",
+             "brothers": "brother", "cousins": "cousin", "sons": "son", "daughters": "daughter",
+             "parent": "parents", "sibling": "siblings"}
+
+
+def _relative(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """Who in the family has it ("my dad has high blood pressure" -> father), when the sentence names
+    exactly one kind of relative next to the condition; None for "the family" or two relatives."""
+    for m, _a in support:
+        i, j = ex.span(m)
+        lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+        near = ex.words[max(lo, i - 8) : i] + ex.words[j : min(hi, j + 4)]
+        kinds = {_RELATIVE.get(w, w) for w in near if w in _FAMILY and w != "family"}
+        if len(kinds) == 1:
+            return kinds.pop()
+        if kinds:
+            return None
+    return None
 
 
 def _is_family(ex: _Extractor, m: Mention) -> bool:
@@ -1571,6 +1599,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
             _social_extras(ex, g, support, value, unit, time)
             if g.concept == "smoking" and "former" in g.extra:
                 value = value or "former"
+        if g.category == "family_history" and status == "present" and value is None and unit is None:
+            value = _relative(ex, support)
         laterality = None
         if g.category in ("symptom", "finding"):
             for m, _a in support:

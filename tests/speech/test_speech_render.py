@@ -11,6 +11,7 @@ import piper  # noqa: F401
 import pytest
 
 from stresstest.audio import read_wav_exact
+from stresstest.errors import NoiseError
 from stresstest.noise import BabbleBank, BabbleNoise, NoiseSpec, make_noise_source
 from stresstest.records import Encounter, SpeechAudio, Turn
 from stresstest.speech import TTSConfig, render_encounter, speech_for, turn_gap_s
@@ -124,3 +125,27 @@ def test_piper_babble_bank_and_factory(tmp_path: Path) -> None:
     src = make_noise_source(spec, encounters=encs, cache_dir=tmp_path)
     seg2 = src.for_encounter("B1").segment(4.0, np.random.default_rng(0))
     assert np.array_equal(seg.audio, seg2.audio)
+
+
+def test_bank_encounters_pin_the_babble_talkers(tmp_path: Path) -> None:
+    encs = [
+        _enc(f"B{e}", Turn(speaker="patient", text=f"My chest pain started {e + 2} days ago on the stairs."))
+        for e in range(4)
+    ]
+    spec = NoiseSpec(family="babble", bank_max_sentences=8, bank_encounters=("B2", "B0"))
+    pinned = make_noise_source(spec, encounters=encs, cache_dir=tmp_path)
+    assert isinstance(pinned, BabbleNoise) and pinned.bank.encounter_ids == {"B0", "B2"}
+    # More transcripts in the folder do not change a pinned bank.
+    more = encs + [_enc("B9", Turn(speaker="patient", text="An extra transcript in the same folder here."))]
+    again = make_noise_source(spec, encounters=more, cache_dir=tmp_path)
+    assert isinstance(again, BabbleNoise) and again.bank.bank_id == pinned.bank.bank_id
+    default = make_noise_source(NoiseSpec(family="babble", bank_max_sentences=8), encounters=more,
+                                cache_dir=tmp_path)
+    assert isinstance(default, BabbleNoise) and "B9" in default.bank.encounter_ids
+    with pytest.raises(NoiseError, match=r"bank_encounters: \['B7'\] not found in the corpus folder"):
+        make_noise_source(NoiseSpec(family="babble", bank_encounters=("B0", "B7")), encounters=encs,
+                          cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="only used with built-in babble"):
+        NoiseSpec(family="ambient", bank_encounters=("B0", "B1"))
+    with pytest.raises(ValueError, match="at least two distinct"):
+        NoiseSpec(family="babble", bank_encounters=("B0", "B0"))

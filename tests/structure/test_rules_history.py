@@ -90,7 +90,7 @@ def test_no_work_question_no_occupation() -> None:
     ("text", "time"),
     [
         ("P: I've had this cough over the last few days.", "few days"),
-        ("P: I've been having this back pain for the past month.", "1 months"),
+        ("P: I've been having this back pain for the past month.", "1 month"),
         ("P: I've had this back pain that's been going on now for the last uh two weeks.", "2 weeks"),
         ("P: I've had a cough for a few days, about 3 days now.", "3 days"),
     ],
@@ -104,7 +104,7 @@ def test_durations(text: str, time: str) -> None:
 def test_a_life_question_never_dates_the_symptom() -> None:
     got = _claims("P: I've been having this back pain for the past month. D: And how long have you worked in "
                   "this role? P: For the past 30 years.")
-    assert got["back pain"].time == "1 months"
+    assert got["back pain"].time == "1 month"
 
 
 def test_how_bad_after_a_scale_is_a_rating() -> None:
@@ -234,3 +234,23 @@ def test_a_checked_onset_replaces_the_first_one() -> None:
                   "years old. D: And you said for the past couple days, so about 2-3 days? P: Yeah, probably yeah "
                   "about 3 days ago he started.")
     assert got["sore throat"].time == "3 days"
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "value"),
+    [
+        ("D: Any family history of heart problems? P: My dad had a heart attack.", "myocardial infarction", "father"),
+        ("D: Anything that runs in the family? P: My mom has diabetes.", "diabetes", "mother"),
+        ("D: Anyone in the family? P: My mum and my dad both have high blood pressure.", "hypertension", None),
+        ("D: Anything in the family? P: Diabetes runs in the family.", "diabetes", None),
+    ],
+)
+def test_a_family_claim_names_the_one_relative(text: str, concept: str, value: str | None) -> None:
+    c = _claims(text)[concept]
+    assert (c.category, c.status, c.value) == ("family_history", "present", value)
+
+
+def test_one_unit_of_time_is_singular() -> None:
+    claims = _claims("P: I've had this cough for one week. And a fever for 2 days.")
+    assert claims["cough"].time == "1 week"
+    assert claims["fever"].time == "2 days"
