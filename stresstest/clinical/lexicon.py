@@ -178,8 +178,69 @@ def canonical_concept(term: str) -> str:
         concept = lex.surfaces.get(tuple(lex.token_key(Token(0, 0, w, w)) for w in key))
     if concept:
         return concept
+    modifier = _modifier_form(key)
+    if modifier is not None:
+        return modifier
     # Imported here: the drug dictionary takes a second or two to load.
     from stresstest.clinical.drugs import resolve_drug
 
     generic = resolve_drug(term)
     return generic if generic is not None else norm
+
+
+# ------------------------------------------------------------ modifiers of a symptom
+_WORSE = frozenset({"worse", "worsened", "worsens", "aggravated", "exacerbated"})
+_BETTER = frozenset({"better", "relieved", "eased", "improved", "improves", "eases"})
+_LINKS = frozenset({"with", "by", "on", "when", "after", "during", "while", "from", "if", "upon"})
+_DETERMINERS = frozenset({"a", "an", "the", "my", "your", "his", "her", "their"})
+_TIMES_OF_DAY = {("at", "night"): "at night", ("in", "the", "morning"): "in the morning",
+                 ("in", "the", "evening"): "in the evening", ("at", "rest"): "at rest"}
+#: Spellings of the same activity ("deep breathing" = "deep breath", "icing" = "ice").
+_ACTIVITY = {
+    ("deep", "breathing"): "deep breath", ("deep", "breaths"): "deep breath", ("breathing", "in"): "deep breath",
+    ("breathing", "deeply"): "deep breath", ("taking", "a", "deep", "breath"): "deep breath",
+    ("icing",): "ice", ("ice", "packs"): "ice", ("ice", "pack"): "ice", ("resting",): "rest", ("cough",): "coughing",
+    ("lying", "down"): "lying down", ("laying", "down"): "lying down", ("lying", "flat"): "lying down",
+    ("lying",): "lying down", ("exercising",): "exercise", ("cold", "weather"): "cold air",
+    ("cold", "temperatures"): "cold air", ("going", "up", "stairs"): "stairs", ("going", "down", "stairs"): "stairs",
+    ("walking", "upstairs"): "stairs", ("climbing", "stairs"): "stairs", ("going", "upstairs"): "stairs",
+    ("going", "downstairs"): "stairs", ("walking", "up", "stairs"): "stairs", ("taking", "the", "stairs"): "stairs",
+}
+_EXERTION = frozenset({"exertion", "exercise", "activity", "physical activity", "walking", "movement", "exercising",
+                       "running", "stairs"})
+
+
+def _modifier_form(words: tuple[str, ...]) -> str | None:
+    """One spelling for a symptom's aggravating or relieving factor: "<symptom> worse with <activity>" or
+    "<symptom> relieved by <activity>" ("pain better with rest" = "pain relieved by rest", "knee pain worse on
+    walking" = "pain worse with walking", "shortness of breath worse with exertion" = "shortness of breath on
+    exertion"); None when ``words`` is not of that shape."""
+    d = next((i for i, w in enumerate(words) if w in _WORSE or w in _BETTER), None)
+    if d is None or d == 0 or d + 1 >= len(words):
+        return None
+    subject, rest = words[:d], words[d + 1 :]
+    if subject[-1] in ("pain", "ache", "aches"):
+        subj = "pain"  # the site belongs to the pain claim, the factor to every pain
+    else:
+        subj = _lexicon().surfaces.get(subject) or " ".join(subject)
+    if rest in _TIMES_OF_DAY:
+        return f"{subj} {words[d]} {_TIMES_OF_DAY[rest]}" if words[d] in ("worse", "better") else None
+    if rest[0] in _LINKS:
+        rest = rest[1:]
+    rest = tuple(w for w in rest if w not in _DETERMINERS)
+    if not rest:
+        return None
+    activity = _ACTIVITY.get(rest, " ".join(rest))
+    if words[d] in _WORSE:
+        if subj == "shortness of breath" and activity in _EXERTION:
+            return "shortness of breath on exertion"
+        forms = (f"{subj} worse with {activity}", f"{subj} worse {activity}")
+    else:
+        forms = (f"{subj} relieved by {activity}", f"{subj} better {activity}")
+    surfaces = _lexicon().surfaces
+    for form in forms:  # a lexicon concept of that shape keeps its own spelling ("pain worse lying down")
+        concept = surfaces.get(tuple(form.split()))
+        if concept:
+            return concept
+    return forms[0]
+

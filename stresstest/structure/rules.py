@@ -218,6 +218,10 @@ _CONSTITUTIONAL = frozenset({"night sweats", "weight loss", "fatigue"})
 #: matched (so they shadow and give context) but never written; specific ones (joint swelling,
 #: leg swelling, wound discharge) are.
 _VAGUE_CONCEPTS = frozenset({"swelling", "discharge", "skin lesion"})
+#: Illnesses mostly talked about rather than had ("laid off because of COVID", "I'll do a COVID test"): a claim
+#: only when a sentence that names them says the patient had, caught or tested positive for them.
+_TALKED_ABOUT = frozenset({"covid-19"})
+_DIAGNOSED_CUES = frozenset({"had", "caught", "contracted"})
 _JOINT_SITES = frozenset({"knee", "hip", "ankle", "elbow", "wrist", "shoulder"})
 _JOINT_PAIN_SITES = ("knee pain", "hip pain", "ankle pain", "elbow pain", "wrist pain", "shoulder pain")
 #: Words that make breathlessness exertional only ("short of breath when I run"), which alone is not urgent.
@@ -226,9 +230,9 @@ _EXERTION = ("exercise", "exercising", "running", "when i run", "jogging", "exer
 _HEART_FAILURE = ("orthopnea", "paroxysmal nocturnal dyspnea")
 #: concept -> (descriptive values, token reach) read as the claim's value when no number is.
 _QUALIFIERS: dict[str, tuple[frozenset[str], int]] = {
-    **dict.fromkeys(("sputum", "productive cough"), (frozenset({
+    "sputum": (frozenset({
         "yellow", "yellowish", "green", "greenish", "white", "clear", "brown", "rusty", "frothy", "pink", "bloody",
-        "creamy", "thick"}), 6)),
+        "creamy", "thick"}), 6),
     "cough": (frozenset({"dry", "wet", "productive", "barking", "hacking", "chesty"}), 3),
 }
 _QUALITY_WORDS = _PAIN_QUALITIES | frozenset(w for words, _reach in _QUALIFIERS.values() for w in words)
@@ -640,6 +644,18 @@ def _relative(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str |
         if kinds:
             return None
     return None
+
+
+def _diagnosed(ex: _Extractor, g: _Group) -> bool:
+    """A sentence that names the illness says the patient tested positive or was diagnosed, or a verb of
+    having it comes right before it ("I had COVID", "caught the flu")."""
+    for m, _a in g.mentions:
+        i, _j = ex.span(m)
+        lo, hi = ex.sentence_bounds(ex.sentence_of(i))
+        if any(w in ("positive", "diagnosed") for w in ex.words[lo:hi]) or any(
+                w in _DIAGNOSED_CUES for w in ex.words[max(lo, i - 2) : i]):
+            return True
+    return False
 
 
 def _is_family(ex: _Extractor, m: Mention) -> bool:
@@ -1079,6 +1095,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
         if _inverted(m):
+            if a.source == "statement" and a.status == "absent" and _answer_particle(ex, a):
+                a = dataclasses.replace(a, status="present")  # "No, this is the first time": the "no" answers
             # "completely new" = absent; "not the first time" / "first time? - No" = present.
             a = dataclasses.replace(a, status=_FLIP[a.status])
         out[m.start] = a
@@ -1107,10 +1125,21 @@ _INVERTED_SURFACES = {
     "previous similar episode": frozenset({
         "first time", "completely new", "brand new", "nothing like this before", "never had this before",
         "never had anything like this", "never had anything like this before", "never happened before",
-        "never experienced this before", "never experienced anything like this"}),
+        "never experienced this before", "never experienced anything like this", "nothing like this really before",
+        "never had anything like that"}),
 }
 _FLIP: dict[str, Literal["present", "absent", "uncertain"]] = {
     "present": "absent", "absent": "present", "uncertain": "uncertain"}
+
+
+def _answer_particle(ex: _Extractor, a: Assertion) -> bool:
+    """The negation cue is a sentence-initial "no" followed by a comma: the answer to the question before,
+    not a negation of what the sentence goes on to say ("No, this is the first time")."""
+    if a.cue_start is None or a.cue_end is None or (a.cue or "").lower() != "no":
+        return False
+    k = ex._tok_index(a.cue_start)
+    lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
+    return k == lo and ex.text[a.cue_end : a.cue_end + 1] == ","
 
 
 def _inverted(m: Mention) -> bool:
@@ -1540,7 +1569,7 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
     """
     rows: list[tuple[int, Claim, list[str], _Group]] = []
     for key, g in groups.items():
-        if g.concept in _VAGUE_CONCEPTS:
+        if g.concept in _VAGUE_CONCEPTS or (g.concept in _TALKED_ABOUT and not _diagnosed(ex, g)):
             continue
         status = _aggregate_status(g.mentions)
         if status is None:
@@ -1671,7 +1700,11 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
     """A descriptive value said next to the symptom or in its answer: sputum colour/consistency
     ("yellow sputum", "it's creamy yellow"), cough type ("a dry cough")."""
     words, reach = _QUALIFIERS[concept]
-    return _first_word_near(ex, support, words, reach)
+    word = _first_word_near(ex, support, words, reach)
+    return _QUALIFIER_SPELLING.get(word, word) if word else None
+
+
+_QUALIFIER_SPELLING = {"wet": "productive", "chesty": "productive"}
 
 
 def _first_word_near(

@@ -49,8 +49,10 @@ def test_offsets_and_surface_are_exact() -> None:
 def test_longest_match_wins() -> None:
     (m,) = find_mentions("short of breath at rest")
     assert m.concept == "shortness of breath at rest" and m.red_flag and m.triage_hint == "emergency"
-    (m,) = find_mentions("productive cough")
-    assert m.concept == "productive cough"
+    (m,) = find_mentions("a productive cough")  # the cough, its type is the value
+    assert m.concept == "cough" and m.surface == "productive cough"
+    (m,) = find_mentions("coughing up phlegm")
+    assert m.concept == "sputum"
 
 
 def test_whole_words_only_and_no_match_across_punctuation() -> None:
@@ -106,3 +108,37 @@ def test_non_clinical_phrases_shadow_clinical_words() -> None:
     text = "We can clarify the confusion about the medications. Any confusion?"
     assert [(m.surface, m.concept) for m in find_mentions(text)] == [("confusion", "confusion")]
     assert all(c.concept != "-" for c in lexicon_concepts())
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("pain better with rest", "pain relieved by rest"),
+        ("knee pain worse on walking", "pain worse with walking"),
+        ("pain worse on deep breath", "pain worse with deep breathing"),
+        ("pain worse going down stairs", "pain worse with stairs"),
+        ("pain better with icing", "pain relieved by ice"),
+        ("pain worse with lying down", "pain worse lying down"),
+        ("shortness of breath worse with exertion", "exertional dyspnea"),
+        ("breathlessness worse with walking", "shortness of breath on exertion"),
+        ("cough worse with cold weather", "cough worse with cold air"),
+        ("visual disturbance", "vision changes"),
+        ("previous surgery", "surgery"),
+    ],
+)
+def test_one_spelling_for_a_factor_of_a_symptom(a: str, b: str) -> None:
+    from stresstest.metrics.claims import canonical_concept_name
+
+    assert canonical_concept_name(a) == canonical_concept_name(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("pain worse with running", "pain relieved by running"),  # direction kept
+        ("cough worse at night", "pain worse at night"),          # subject kept
+        ("pain worse with coughing", "pain worse with movement"),  # activity kept
+    ],
+)
+def test_different_factors_stay_different(a: str, b: str) -> None:
+    assert canonical_concept(a) != canonical_concept(b)

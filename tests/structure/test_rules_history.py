@@ -254,3 +254,37 @@ def test_one_unit_of_time_is_singular() -> None:
     claims = _claims("P: I've had this cough for one week. And a fever for 2 days.")
     assert claims["cough"].time == "1 week"
     assert claims["fever"].time == "2 days"
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("D: Have you had pain like this before? P: No, this is the first time.", "absent"),
+        ("D: Has this ever happened to you before? P: No, no it hasn't.", "absent"),
+        ("D: Have you ever experienced anything like this in the past? P: Uh no.", "absent"),
+        ("D: Is this the first time? P: No.", "present"),
+        ("P: This is not the first time.", "present"),
+    ],
+)
+def test_a_no_that_answers_the_question_does_not_negate_first_time(text: str, status: str) -> None:
+    assert _claims(text)["previous similar episode"].status == status
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("P: I tested positive for COVID last week.", {"covid-19": "present"}),
+        ("P: I had covid in March.", {"covid-19": "present"}),
+        ("P: I was laid off because of COVID.", {}),
+        ("D: Any contact with anyone who might have COVID? P: No.", {}),
+    ],
+)
+def test_an_illness_talked_about_is_not_a_claim(text: str, expected: dict[str, str]) -> None:
+    assert {k: c.status for k, c in _claims(text).items()} == expected
+
+
+def test_a_wet_cough_is_productive_and_coughing_up_phlegm_is_sputum() -> None:
+    assert (_claims("P: It has been a wet cough.")["cough"].value) == "productive"
+    assert (_claims("P: I have a dry cough.")["cough"].value) == "dry"
+    got = _claims("D: Are you coughing up phlegm? P: Yes, green stuff.")
+    assert (got["sputum"].status, got["sputum"].value) == ("present", "green")
