@@ -234,6 +234,8 @@ def _modifier_form(words: tuple[str, ...]) -> str | None:
     if words[d] in _WORSE:
         if subj == "shortness of breath" and activity in _EXERTION:
             return "shortness of breath on exertion"
+        if subj in ("cough", "wheeze", "chest tightness") and activity in _EXERTION:
+            activity = "exertion"
         forms = (f"{subj} worse with {activity}", f"{subj} worse {activity}")
     else:
         forms = (f"{subj} relieved by {activity}", f"{subj} better {activity}")

@@ -99,7 +99,7 @@ from importlib import metadata, resources
 from typing import Literal
 
 from stresstest.clinical.drugs import high_risk_class, match_drug_tokens
-from stresstest.clinical.lexicon import Mention, concept_info, match_tokens, surfaces_by_category
+from stresstest.clinical.lexicon import Mention, canonical_concept, concept_info, match_tokens, surfaces_by_category
 from stresstest.clinical.negation import Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
@@ -798,7 +798,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
     if triage_ev:
         field_evidence["triage"] = triage_ev
     chief = next((b.claim for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                  and b.claim.concept not in _MODIFIER_CONCEPTS), None)
+                  and not _is_modifier(b.claim.concept)), None)
     # Guarantee the exact-substring contract even if a helper above misbehaves.
     field_evidence = {k: [q for q in v if q and q in transcript] for k, v in field_evidence.items()}
     return ClinicalRecord(
@@ -845,7 +845,8 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _sense_mentions(ex, all_mentions + composed)
     composed += _never_before(ex, all_mentions + composed)
     composed += _listed_sites(ex, all_mentions + composed)
-    lex = [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)] + composed
+    lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
+                               if not _pain_descriptor(ex, m)]) + composed
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -870,6 +871,16 @@ _MODIFIER_ACTIVITIES: dict[tuple[str, ...], tuple[str | None, str | None]] = {
                     ("pain worse leaning forward", "pain relieved by leaning forward")),
     **dict.fromkeys([("rest",), ("resting",), ("rested",)], (None, "pain relieved by rest")),
 }
+#: Factors that change a cough or breathlessness rather than a pain ("worse in the cold air", "the dust makes
+#: it worse"): word sequence -> the activity named in "<symptom> worse with <activity>".
+_AIRWAY_ACTIVITIES: dict[tuple[str, ...], str] = {
+    **dict.fromkeys([("cold", "air"), ("cold", "weather"), ("the", "cold"), ("cold", "temperatures")], "cold air"),
+    **dict.fromkeys([("dust",), ("dusty",)], "dust"),
+    **dict.fromkeys([("smoke",), ("smoking",), ("cigarettes",)], "smoking"),
+    **dict.fromkeys([("running",), ("run",), ("stairs",), ("exertion",)], "exertion"),
+}
+_BREATH_WORDS = frozenset({"breath", "breathing", "breathe", "breathless", "breathlessness", "winded", "wheeze",
+                           "wheezing", "wheezy"})
 #: Concepts that describe another symptom (its modifiers, pattern, radiation, history), never a topic
 #: or the presenting complaint themselves.
 _MODIFIER_CONCEPTS = frozenset(
@@ -878,6 +889,14 @@ _MODIFIER_CONCEPTS = frozenset(
        "pain worse with coughing", "pain worse with movement", "pain worse with eating", "pain worse lying down",
        "pain relieved by rest", "pain relieved by leaning forward"}
 )
+_FACTOR_WORDS = (" worse with ", " relieved by ", " worse at ", " worse in the ", " on exertion")
+
+
+def _is_modifier(concept: str) -> bool:
+    """A factor, pattern or history of another symptom (never a topic or the presenting complaint)."""
+    return concept in _MODIFIER_CONCEPTS or any(w in f" {concept}" for w in _FACTOR_WORDS)
+
+
 _COUGH_MODIFIER = frozenset({"cough", "coughing", "coughs"})
 _WORSE_WORDS = frozenset({"worse", "worsens", "worsen", "aggravates", "aggravate", "aggravated"})
 _BETTER_WORDS = frozenset({"better", "helps", "help", "helped", "relieves", "relieve", "relieved", "eases", "ease",
@@ -988,6 +1007,51 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     return out
 
 
+def _airway_factors(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """A pain factor the lexicon found ("rest helps", "worse when I lie down") said about a cough or
+    breathlessness, in a sentence (and the one before) that names no pain, is that symptom's factor."""
+    out: list[Mention] = []
+    for m in mentions:
+        if m.concept not in _MODIFIER_CONCEPTS or not m.concept.startswith("pain "):
+            out.append(m)
+            continue
+        i, j = ex.span(m)
+        s = ex.sentence_of(i)
+        plo = ex.sentence_bounds(s - 1)[0] if s > 0 else ex.sentence_bounds(s)[0]
+        words = ex.words[plo : ex.sentence_bounds(s)[1]]
+        subject = None if any(w in _PAIN_WORDS or w == "pain" for w in words) else _airway_subject(words)
+        concept = _airway_factor(subject, "worse" if " worse " in f" {m.concept} " else "better", m.concept,
+                                 ex.words[i:j]) if subject else None
+        out.append(dataclasses.replace(m, concept=concept) if concept else m)
+    return out
+
+
+def _airway_subject(words: list[str]) -> str | None:
+    """The airway symptom a factor sentence is about: cough, else breathlessness, else None."""
+    if any(w in _COUGH_MODIFIER for w in words):
+        return "cough"
+    if any(w in _BREATH_WORDS for w in words):
+        return "shortness of breath"
+    return None
+
+
+def _airway_factor(subject: str, direction: str, pain_concept: str | None, words: list[str]) -> str | None:
+    """The pain factor's concept rewritten for a cough or breathlessness ("pain worse with movement" ->
+    "shortness of breath on exertion"), in the one spelling of :func:`canonical_concept`."""
+    if pain_concept is None:
+        return None
+    if tuple(words) in _AIRWAY_ACTIVITIES:
+        activity = _AIRWAY_ACTIVITIES[tuple(words)]
+    else:
+        activity = pain_concept.split(" with ", 1)[-1].split(" by ", 1)[-1]
+        activity = activity.removeprefix("pain worse ").removeprefix("pain relieved ")
+    if subject == "cough" and activity == "coughing":
+        return None  # "worse when I'm coughing" is not a factor of the cough itself
+    concept = canonical_concept(f"{subject} {direction} with {activity}")
+    # Breathlessness on exertion is the breathlessness itself (its distance or "on exertion" is its value).
+    return None if concept == "shortness of breath on exertion" else concept
+
+
 def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """Aggravating / relieving factors of a pain said in free form: an activity of
     :data:`_MODIFIER_ACTIVITIES` within :data:`_MODIFIER_REACH` tokens of "worse" or "better/helps"
@@ -995,7 +1059,10 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
     the activity, so its status comes from the same negation and question/answer reading as any term.
     Tokens a lexicon surface already covers are left to it."""
     covered = _covered(ex, mentions)
-    longest = max(len(k) for k in _MODIFIER_ACTIVITIES)
+    activities = {**{k: ("pain worse with movement" if v == "exertion" else f"pain worse with {v}", None)
+                     for k, v in _AIRWAY_ACTIVITIES.items()},
+                  **_MODIFIER_ACTIVITIES}
+    longest = max(len(k) for k in activities)
     out: list[Mention] = []
     k = 0
     n = len(ex.words)
@@ -1003,8 +1070,8 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
         hit = None
         for size in range(longest, 0, -1):
             key = tuple(ex.words[k : k + size])
-            if len(key) == size and key in _MODIFIER_ACTIVITIES and not covered.intersection(range(k, k + size)):
-                hit = (size, _MODIFIER_ACTIVITIES[key])
+            if len(key) == size and key in activities and not covered.intersection(range(k, k + size)):
+                hit = (size, activities[key])
                 break
         if hit is None and ex.words[k] in _COUGH_MODIFIER and k in covered and any(
                 w in _WORSE_WORDS for w in ex.words[max(ex.sentence_bounds(ex.sentence_of(k))[0], k - 4) : k]):
@@ -1017,11 +1084,17 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
         lo, hi = ex.sentence_bounds(s)
         near = ex.words[max(lo, k - _MODIFIER_REACH) : min(hi, k + size + _MODIFIER_REACH)]
         plo = ex.sentence_bounds(s - 1)[0] if s > 0 else lo
-        about_pain = any(w in _PAIN_WORDS or w in ("it", "pain") for w in ex.words[plo:hi])
+        about_pain = any(w in _PAIN_WORDS or w == "pain" for w in ex.words[plo:hi])
+        airway = None if about_pain else _airway_subject(ex.words[plo:hi])
+        if airway is not None:  # "does anything make the cough worse? - running", "worse with the cold air"
+            worse_c = _airway_factor(airway, "worse", worse_c, ex.words[k : k + size]) if worse_c else None
+            better_c = _airway_factor(airway, "better", better_c, ex.words[k : k + size]) if better_c else None
+        elif not about_pain and "it" not in ex.words[plo:hi]:
+            worse_c = better_c = None
         concept = None
-        if worse_c and any(w in _WORSE_WORDS for w in near) and about_pain:
+        if worse_c and any(w in _WORSE_WORDS for w in near):
             concept = worse_c
-        elif better_c and any(w in _BETTER_WORDS for w in near) and about_pain:
+        elif better_c and any(w in _BETTER_WORDS for w in near):
             concept = better_c
         if concept is not None:
             start, end = ex.tokens[k].start, ex.tokens[k + size - 1].end
@@ -1374,7 +1447,7 @@ def _pass_dialogue(
             key_of[m.start] = gkey
     symptoms = [
         (ex.sentence_of(ex.span(m)[0]), m) for m in lex
-        if m.start in key_of and key_of[m.start][0] == "symptom" and m.concept not in _MODIFIER_CONCEPTS
+        if m.start in key_of and key_of[m.start][0] == "symptom" and not _is_modifier(m.concept)
     ]
     present_syms = [(s, m) for s, m in symptoms if assertions[m.start].status == "present"]
     chief = present_syms[0][1] if present_syms else None
@@ -1472,7 +1545,7 @@ def _stated_rating(ex: _Extractor, s: int) -> tuple[float, list[str]] | None:
 
 
 def _is_pain_concept(concept: str) -> bool:
-    if concept in _MODIFIER_CONCEPTS:
+    if _is_modifier(concept):
         return False
     return any(w in concept for w in ("pain", "ache", "sore", "headache", "dysuria"))
 
@@ -1783,6 +1856,22 @@ _JOB_PATTERNS = (
     re.compile(r"\b(?P<job>retired(?:\s+[a-z]+)?|unemployed|laid off|student|on disability|stay at home \w+|"
                r"not working)\b", re.IGNORECASE),
 )
+_JOB_NOUNS = ("worker", "teacher", "nurse", "engineer", "accountant", "student", "driver", "manager", "chef", "cook",
+              "cashier", "clerk", "mechanic", "electrician", "plumber", "carpenter", "farmer", "lawyer",
+              "secretary", "receptionist", "banker", "consultant", "programmer", "developer", "builder", "labourer",
+              "laborer", "painter", "cleaner", "waiter", "waitress", "bartender", "server", "hairdresser",
+              "firefighter", "officer", "technician", "assistant", "designer", "pharmacist", "butcher", "baker",
+              "janitor", "landscaper", "roofer", "welder", "miner", "soldier", "paramedic", "dentist", "physician")
+_WORKPLACES = ("factory", "warehouse", "office", "store", "shop", "restaurant", "hospital", "school", "bank",
+               "daycare", "plant", "mine", "farm", "kitchen", "bakery", "hotel", "lab", "laboratory", "clinic",
+               "garage", "call centre", "call center", "grocery store", "construction site", "gym", "salon")
+#: Job statements clear enough without a work question ("I work as an accountant", "I'm a construction worker").
+_JOB_STATEMENTS = (
+    re.compile(r"\bi work as (?:an?|the) (?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
+    re.compile(r"\b(?:i'm|i am) (?:an?) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_JOB_NOUNS) + r"))\b", re.IGNORECASE),
+    re.compile(r"\bi work (?:at|in) (?:an?|the|this) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_WORKPLACES) + r"))\b",
+               re.IGNORECASE),
+)
 _JOB_STOP = frozenset({"um", "uh", "like", "so", "and", "but", "right", "now", "currently", "the", "a", "an", "at",
                        "in", "as", "for", "it", "its"})
 
@@ -1817,6 +1906,21 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
             claim = Claim(id="", category="social", concept="occupation", status="present", value=value)
             quotes = [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
             return [_Built(claim, quotes, _Group("social", "occupation"), ex.tokens[alo].start)]
+    for s in range(len(ex.ctx.sent_start)):
+        if ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        if hi <= lo:
+            continue
+        sentence = ex.text[ex.tokens[lo].start : ex.tokens[hi - 1].end]
+        for pat in _JOB_STATEMENTS:
+            mt = pat.search(sentence)
+            if mt:
+                words = [w for w in mt.group("job").lower().split() if w not in _JOB_STOP]
+                claim = Claim(id="", category="social", concept="occupation", status="present",
+                              value=" ".join(words) or None)
+                return [_Built(claim, [ex.quote(lo, hi, lo, hi)], _Group("social", "occupation"),
+                               ex.tokens[lo].start)]
     return []
 
 
@@ -1975,7 +2079,7 @@ def _pass_flags(
         if b.claim.status == "present":
             present.setdefault(b.claim.concept, b)
     chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                  and b.claim.concept not in _MODIFIER_CONCEPTS), None)
+                  and not _is_modifier(b.claim.concept)), None)
     acute_illness = chief is not None and (_hours(chief.claim.time) or 1e9) <= _ACUTE_ILLNESS_DAYS * 24
     rows: list[tuple[int, str, str, str | None, list[str], str | None]] = []
 
@@ -2053,7 +2157,7 @@ def _pass_triage(
     """The triage rule of the module docstring; returns the decision and the quotes that drove it."""
     present = {b.claim.concept: b for b in built if b.claim.status == "present"}
     chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                  and b.claim.concept not in _MODIFIER_CONCEPTS), None)
+                  and not _is_modifier(b.claim.concept)), None)
     chief_hours = _hours(chief.claim.time) if chief is not None else None
     emergency: list[tuple[str, list[str]]] = []
     urgent: list[tuple[str, list[str]]] = []

@@ -288,3 +288,28 @@ def test_a_wet_cough_is_productive_and_coughing_up_phlegm_is_sputum() -> None:
     assert (_claims("P: I have a dry cough.")["cough"].value) == "dry"
     got = _claims("D: Are you coughing up phlegm? P: Yes, green stuff.")
     assert (got["sputum"].status, got["sputum"].value) == ("present", "green")
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("D: Does anything make the cough worse? P: Running makes it worse, and the cold air.",
+         "cough worse with exertion"),
+        ("D: Does anything make the cough worse? P: Running makes it worse, and the cold air.",
+         "cough worse with cold air"),
+        ("P: The dust makes my cough worse.", "cough worse with dust"),
+        ("D: Anything make your cough better? P: Resting helps.", "cough relieved by rest"),
+        ("P: I have a cough. It gets worse when I lie down.", "cough worse with lying down"),
+        ("P: My knee pain is worse when I walk.", "pain worse with movement"),
+        ("P: I have chest pain. It is worse when I cough.", "pain worse with coughing"),
+    ],
+)
+def test_factors_of_a_cough_belong_to_the_cough(text: str, concept: str) -> None:
+    got = _claims(text)
+    assert got[concept].status == "present", sorted(got)
+    assert "common cold" not in got  # "the cold air" is weather, not an infection
+
+
+def test_breathlessness_on_exertion_stays_the_breathlessness() -> None:
+    got = _claims("P: I get short of breath, it is worse with walking.")
+    assert sorted(got) == ["shortness of breath"] and got["shortness of breath"].status == "present"
