@@ -60,6 +60,10 @@ _SENT_PUNCT = frozenset(".!?;\n")
 _ANSWER_KINDS = ("answer_no", "answer_unsure", "confirm", "answer_yes")
 _WH_WORDS = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's"})
 _OPENERS = frozenset({"and", "but", "now", "alright", "all", "right", "great", "good", "yeah", "yes", "okay"})
+#: A whole reply that is only one of these ("No.", "Nope.", "Yeah.") answers the sentence before it.
+_BARE_REPLIES = frozenset({"no", "nope", "nah", "never", "yes", "yeah", "yep", "yup"})
+_ACKNOWLEDGE = frozenset({"ok", "okay", "alright", "right", "sure", "great", "good", "thanks", "gotcha"})
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "we're", "our", "us"})
 _BRACKET_LABELS = frozenset({"doctor", "patient", "speaker", "clinician", "nurse"})  # "[doctor]" (ACI-BENCH)
 _SPEAKER_LABELS = frozenset({"D", "P", "Doctor", "Patient", "DOCTOR", "PATIENT"})
 
@@ -257,6 +261,22 @@ class ContextAnalyzer:
             k += 1
         return None
 
+    def _bare_reply_follows(self, s: int, lo: int, hi: int) -> bool:
+        """Sentence ``s`` is a question the transcriber closed with a full stop ("Fevers or chills." - "No."):
+        the next sentence is nothing but a yes/no word, and ``s`` is not the speaker talking about themself."""
+        if s + 1 >= len(self.sent_start) or any(self.words[k] in _FIRST_PERSON for k in range(lo, hi)):
+            return False
+        fillers = _rules().fillers
+        own = [self.words[k] for k in range(lo, hi) if k not in self.skip and self.words[k] not in fillers]
+        if not own or own[0] in _BARE_REPLIES or own[0] in ("nothing", "not", "none"):
+            return False  # "Nothing like this before." - "No, OK.": an answer, echoed
+        a_lo, a_hi = self._sentence(s + 1)
+        reply = [self.words[k] for k in range(a_lo, a_hi) if k not in self.skip]
+        if any(w in _ACKNOWLEDGE for w in reply):
+            return False
+        words = [w for w in reply if w not in fillers]
+        return bool(words) and len(words) <= 3 and all(w in _BARE_REPLIES for w in words)
+
     def _wh_question(self, lo: int, hi: int, i: int) -> bool:
         """An open (wh-) question that takes its target for granted ("how long has the cough...").
 
@@ -296,11 +316,12 @@ class ContextAnalyzer:
         lo, hi = self._sentence(s)
         pre = self._cue(max(lo, i - _rules().max_reach), i, "pre", near_end=True)
         ans = None
-        if s + 1 < len(self.sent_start) and (self.ends_q[s] or self._opens_question(lo, i)):
+        asked = self.ends_q[s] or self._bare_reply_follows(s, lo, hi)
+        if s + 1 < len(self.sent_start) and (asked or self._opens_question(lo, i)):
             a_lo, a_hi = self._sentence(s + 1)
             ans = self._answer(a_lo, a_hi)
         presupposed = ans is None and self.ends_q[s] and self._wh_question(lo, hi, i)
-        if (self.ends_q[s] or ans is not None) and not presupposed:
+        if (asked or ans is not None) and not presupposed:
             # A question: marked by "?", or (unpunctuated turns) opened like one and answered yes/no.
             # A wh-question without a yes/no answer ("When did the cough start?") presupposes its
             # target and is read as a statement below.

@@ -115,3 +115,21 @@ def test_nothing_answers_are_no(answer: str) -> None:
 def test_open_questions_presuppose_their_target(text: str, concept: str, expected: str) -> None:
     (m,) = [x for x in find_mentions(text) if x.concept == concept]
     assert mention_status(text, m) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "expected"),
+    [
+        ("D: Fevers or chills. P: No.", "chills", "absent"),
+        ("D: How she had a cough or sore throat. P: No.", "cough", "absent"),
+        ("D: Any wheeze at all. P: Yeah.", "wheeze", "present"),
+        ("P: I have a cough. D: OK.", "cough", "present"),                 # an acknowledgement is no answer
+        ("P: I've had a fever. D: No.", "fever", "present"),              # the speaker's own statement
+        ("P: The cough mostly, at night. D: No, OK.", "cough", "present"),  # an answer echoed back
+    ],
+)
+def test_a_question_closed_with_a_full_stop_is_read_from_its_bare_reply(
+    text: str, concept: str, expected: str
+) -> None:
+    (m,) = [m for m in find_mentions(text) if m.concept == concept][:1]
+    assert mention_status(text, m) == expected
