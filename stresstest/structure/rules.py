@@ -1764,6 +1764,11 @@ def _near_attributes(
             more.append(quote)
     if value is None and g.concept in _QUALIFIERS:
         value = _qualifier(ex, g.concept, support)
+    if value is None and unit is None and g.concept == "cough":
+        found = _cough_type_answer(ex)
+        if found:
+            value, quote = found
+            more.append(quote)
     if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
         value = _pain_quality(ex, support)
     return value, unit, time, more
@@ -1778,6 +1783,34 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
 
 
 _QUALIFIER_SPELLING = {"wet": "productive", "chesty": "productive"}
+_TYPE_LEADS = frozenset({"no", "yeah", "yes", "so", "well", "oh", "um", "uh", "and", "but"})
+_TYPE_HEDGES = frozenset({"it's", "pretty", "very", "mostly", "really", "quite", "more", "kind", "of", "like", "a",
+                          "bit", "just", "been", "always", "usually", "all"})
+
+
+def _cough_type_answer(ex: _Extractor) -> tuple[str, str] | None:
+    """A cough's type said as a reply about the cough ("Is it a dry cough? - No, it's it's dry. It's very
+    dry."): (dry / productive, the reply's quote), or None."""
+    for s in range(1, len(ex.ctx.sent_start)):
+        if ex.ctx.ends_q[s]:
+            continue
+        plo, phi = ex.sentence_bounds(s - 1)
+        if not any(w in _COUGH_WORDS for w in ex.words[plo:phi]):
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        k = lo
+        while k < hi and ex.words[k] in _TYPE_LEADS:
+            k += 1
+        if k >= hi or ex.words[k] not in ("it's", "its", "it"):
+            continue
+        k += 2 if ex.words[k] == "it" and k + 1 < hi and ex.words[k + 1] in ("is", "was", "has") else 1
+        while k < hi and ex.words[k] in _TYPE_HEDGES:
+            k += 1
+        if k < hi and ex.words[k] in ("dry", "wet", "productive", "chesty") and (
+                k + 1 >= hi or ex.words[k + 1] not in ("skin", "throat", "mouth", "eyes", "air")):
+            w = ex.words[k]
+            return _QUALIFIER_SPELLING.get(w, w), ex.quote(lo, hi, lo, hi)
+    return None
 
 
 def _first_word_near(

@@ -313,3 +313,32 @@ def test_factors_of_a_cough_belong_to_the_cough(text: str, concept: str) -> None
 def test_breathlessness_on_exertion_stays_the_breathlessness() -> None:
     got = _claims("P: I get short of breath, it is worse with walking.")
     assert sorted(got) == ["shortness of breath"] and got["shortness of breath"].status == "present"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("D: Have you taken any cough medicine? P: No.", {"cough syrup": ("medication", "absent")}),
+        ("P: I tried over the counter cough syrup, but it's not helping.", {"cough syrup": ("medication", "present")}),
+        ("P: I've tried some topical analgesics and nothing seems to be working.",
+         {"topical analgesic": ("medication", "present")}),
+        ("D: Any pain elsewhere on your body? P: Nope, just my knee.", {"pain elsewhere": ("symptom", "absent")}),
+        ("D: Does the pain go anywhere else? P: No.", {"pain radiation": ("symptom", "absent")}),
+    ],
+)
+def test_remedies_tried_and_pain_elsewhere(text: str, expected: dict[str, tuple[str, str]]) -> None:
+    assert {k: (c.category, c.status) for k, c in _claims(text).items()} == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("P: I've had a cough for three days. D: Is it a dry cough or are you bringing anything up? "
+         "P: No, it's it's dry. It's very dry.", "dry"),
+        ("P: I have a cough. D: Does the cough bring anything up? P: It's pretty wet.", "productive"),
+        ("P: I have a cough. D: And your throat? P: It's dry.", None),  # the throat's, not the cough's
+        ("P: I have a cough. D: Is the cough worse at night? P: It's dry skin mostly.", None),
+    ],
+)
+def test_the_cough_type_said_as_a_reply(text: str, value: str | None) -> None:
+    assert _claims(text)["cough"].value == value
