@@ -1110,7 +1110,9 @@ def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
         return False
     i, j = ex.span(m)
     lo, hi = ex.sentence_bounds(ex.sentence_of(i))
-    return any(w in _PAIN_QUALITIES for w in ex.words[max(lo, i - 4) : min(hi, j + 4)])
+    near = ex.words[max(lo, i - 4) : min(hi, j + 4)]
+    # "an achy pain", "it's pretty sharp ... it's really achy", "the pain is achy": the pain's character
+    return any(w in _PAIN_QUALITIES or w in ("pain", "pains") for w in near)
 
 
 def _joint_swelling(ex: _Extractor, m: Mention) -> Mention:
@@ -1167,6 +1169,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
+        if a.status == "uncertain" and _hedged_degree(ex, a):
+            a = dataclasses.replace(a, status="present")  # "maybe a little bit": the hedge is on how much
         if _inverted(m):
             if a.source == "statement" and a.status == "absent" and _answer_particle(ex, a):
                 a = dataclasses.replace(a, status="present")  # "No, this is the first time": the "no" answers
@@ -1176,6 +1180,17 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
     by_sent: dict[int, list[Mention]] = {}
     for m in lex:
         by_sent.setdefault(ex.sentence_of(ex.span(m)[0]), []).append(m)
+    for m in lex:
+        # "Any weakness? - Yeah I haven't had any muscle weakness": the answer's own denial of the concept
+        # beats its yes/no word.
+        a = out[m.start]
+        if a.source != "answer" or a.cue_start is None:
+            continue
+        s2 = ex.sentence_of(ex._tok_index(a.cue_start))
+        said = [out[o.start] for o in by_sent.get(s2, []) if o.concept == m.concept and o.start != m.start
+                and out[o.start].source == "statement"]
+        if said and said[0].status == "absent" != a.status:  # a hedge in a "yes" answer keeps the "yes"
+            out[m.start] = said[0]
     for s, ms in by_sent.items():
         listed = {m.concept for m in ms}
         if len(listed) < 2 or not ex.ctx.ends_q[s]:
@@ -1203,6 +1218,18 @@ _INVERTED_SURFACES = {
 }
 _FLIP: dict[str, Literal["present", "absent", "uncertain"]] = {
     "present": "absent", "absent": "present", "uncertain": "uncertain"}
+
+
+_DEGREE_AFTER_HEDGE = ("a little", "a bit", "little bit", "a tiny bit", "slightly", "a little bit")
+
+
+def _hedged_degree(ex: _Extractor, a: Assertion) -> bool:
+    """The uncertainty cue is "maybe" and what follows it is an amount ("Maybe a bit of a runny nose",
+    "maybe a little bit this morning, yeah"): the patient has it, a little."""
+    if (a.cue or "").lower() != "maybe" or a.cue_end is None:
+        return False
+    after = " ".join(norm_phrase(ex.text[a.cue_end : a.cue_end + 30]).split()[:4])
+    return any(f" {after} ".startswith(f" {d} ") for d in _DEGREE_AFTER_HEDGE)
 
 
 def _answer_particle(ex: _Extractor, a: Assertion) -> bool:

@@ -342,3 +342,25 @@ def test_remedies_tried_and_pain_elsewhere(text: str, expected: dict[str, tuple[
 )
 def test_the_cough_type_said_as_a_reply(text: str, value: str | None) -> None:
     assert _claims(text)["cough"].value == value
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("D: Do you have a runny nose or a stuffy nose? P: Maybe a bit of a runny nose.", "runny nose", "present"),
+        ("D: Do you have a sore throat? P: Maybe a little bit this morning, yeah.", "sore throat", "present"),
+        ("D: Any fever? P: Maybe, I'm not sure.", "fever", "uncertain"),
+        ("D: Any weakness in your arms? P: Uh yeah I haven't had any muscle weakness.", "weakness", "absent"),
+        ("D: Have you ever experienced this before or is this the first time? P: Yeah, this is the first time "
+         "I've been experiencing it.", "previous similar episode", "absent"),
+        ("D: Any wet cough or are you producing sputum? P: Yeah, I guess I'd say I have this frothy sputum.",
+         "sputum", "uncertain"),
+    ],
+)
+def test_hedges_on_amounts_and_denials_inside_a_yes(text: str, concept: str, status: str) -> None:
+    assert _claims(text)[concept].status == status
+
+
+def test_an_achy_pain_is_the_pain_not_muscle_aches() -> None:
+    assert "muscle aches" not in _claims("D: How would you describe the pain? P: It's kind of like this achy pain.")
+    assert _claims("D: Any muscle aches? P: Yes, my muscles ache all over.")["muscle aches"].status == "present"
