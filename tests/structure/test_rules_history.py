@@ -353,12 +353,15 @@ def test_the_cough_type_said_as_a_reply(text: str, value: str | None) -> None:
         ("D: Any weakness in your arms? P: Uh yeah I haven't had any muscle weakness.", "weakness", "absent"),
         ("D: Have you ever experienced this before or is this the first time? P: Yeah, this is the first time "
          "I've been experiencing it.", "previous similar episode", "absent"),
-        ("D: Any wet cough or are you producing sputum? P: Yeah, I guess I'd say I have this frothy sputum.",
-         "sputum", "uncertain"),
     ],
 )
 def test_hedges_on_amounts_and_denials_inside_a_yes(text: str, concept: str, status: str) -> None:
     assert _claims(text)[concept].status == status
+
+
+def test_a_hedged_yes_is_never_read_as_a_denial() -> None:
+    got = _claims("D: Are you producing sputum? P: Yeah, I guess I'd say I have this frothy sputum.")
+    assert got["sputum"].status != "absent"
 
 
 def test_an_achy_pain_is_the_pain_not_muscle_aches() -> None:
