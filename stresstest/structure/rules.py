@@ -824,6 +824,20 @@ class _Found:
     regions: list[tuple[int, int, str]]  # token ranges describing an allergen's reaction
 
 
+#: A drug class and the members that, named in the same sentence, make the class mention redundant
+#: ("anti-inflammatories like ibuprofen or Advil" is ibuprofen).
+_CLASS_MEMBERS = {"nsaid": frozenset({"ibuprofen", "naproxen", "diclofenac", "celecoxib", "meloxicam", "ketorolac",
+                                      "indomethacin"})}
+
+
+def _named_members(ex: _Extractor, drugs: list[Mention]) -> list[Mention]:
+    sents: dict[int, set[str]] = {}
+    for d in drugs:
+        sents.setdefault(ex.sentence_of(ex.span(d)[0]), set()).add(d.concept)
+    return [d for d in drugs if not (d.concept in _CLASS_MEMBERS
+                                     and _CLASS_MEMBERS[d.concept] & sents[ex.sentence_of(ex.span(d)[0])])]
+
+
 def _pass_mentions(ex: _Extractor) -> _Found:
     """Lexicon, drug and composed mentions; allergens and their reaction regions.
 
@@ -831,7 +845,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     hemoptysis, not rectal bleeding; lexicon mentions that are the allergen itself are dropped.
     """
     all_mentions = match_tokens(ex.text, ex.tokens)
-    drugs = match_drug_tokens(ex.text, ex.tokens)
+    drugs = _named_members(ex, match_drug_tokens(ex.text, ex.tokens))
     lex = [m for m in all_mentions if m.category != "body_site"]
     composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner, reach=6)
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
@@ -847,6 +861,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _listed_sites(ex, all_mentions + composed)
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
                                if not _pain_descriptor(ex, m)]) + composed
+    lex = [m for m in lex if not _radiation_destination(ex, m)]
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -1101,6 +1116,16 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             out.append(Mention(start, end, ex.text[start:end], concept, "symptom"))
         k += size
     return out
+
+
+def _radiation_destination(ex: _Extractor, m: Mention) -> bool:
+    """A site pain named in a question about where the pain goes ("does the pain radiate anywhere else, like
+    pain in the hand or wrist, or up into the arm?") is a destination of the radiation, not a pain of its own."""
+    if not m.concept.endswith(" pain") or m.concept in ("chest pain", "back pain"):
+        return False
+    s = ex.sentence_of(ex.span(m)[0])
+    lo, hi = ex.sentence_bounds(s)
+    return ex.ctx.ends_q[s] and any(w in _RADIATION or w in ("radiation", "anywhere") for w in ex.words[lo:hi])
 
 
 def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:

@@ -367,3 +367,15 @@ def test_a_hedged_yes_is_never_read_as_a_denial() -> None:
 def test_an_achy_pain_is_the_pain_not_muscle_aches() -> None:
     assert "muscle aches" not in _claims("D: How would you describe the pain? P: It's kind of like this achy pain.")
     assert _claims("D: Any muscle aches? P: Yes, my muscles ache all over.")["muscle aches"].status == "present"
+
+
+def test_sites_in_a_radiation_question_are_destinations_not_pains() -> None:
+    got = _claims("D: Does the pain radiate anywhere else like pain in the hand or wrist, or up into the arm? "
+                  "P: I don't think so.")
+    assert {k: c.status for k, c in got.items()} == {"pain radiation": "absent"}
+    assert _claims("D: Do you have any pain in your hand? P: Yes.")["hand pain"].status == "present"
+
+
+def test_a_drug_class_named_with_its_member_is_the_member() -> None:
+    assert set(_claims("P: I tried anti-inflammatories like ibuprofen or Advil.")) == {"ibuprofen"}
+    assert set(_claims("P: I took some anti inflammatories.")) == {"nsaid"}
