@@ -211,6 +211,10 @@ _ACUTE_ILLNESS_DAYS = 14
 _CHRONIC_DAYS = 14
 #: A 0-10 rating at or above this is severe (urgent).
 _SEVERE_RATING = 8.0
+#: An injury this recent with one of these signs is triaged urgent (same-day examination and X-ray).
+_ACUTE_INJURY_DAYS = 7
+_INJURY_SIGNS = ("deformity", "joint swelling", "swelling", "bruising", "limited range of motion",
+                 "inability to bear weight")
 #: Red-flag symptoms that are constitutional: flagged only outside an acute illness.
 _CONSTITUTIONAL = frozenset({"night sweats", "weight loss", "fatigue"})
 #: Present heart-failure symptoms make a case urgent.
@@ -2296,6 +2300,15 @@ def _pass_triage(
         if sob_hours is None or sob_hours < _CHRONIC_DAYS * 24 or sob is chief:
             # New (or presenting) breathlessness needs same-day assessment (oxygen saturation, chest exam).
             urgent.append(("shortness of breath", sob.evidence))
+    trauma = present.get("trauma")
+    if trauma is not None:
+        hours = _hours(trauma.claim.time)
+        hours = hours if hours is not None else chief_hours
+        signs = [c for c in _INJURY_SIGNS if c in present]
+        if hours is not None and hours <= _ACUTE_INJURY_DAYS * 24 and signs:
+            # An injury of the last days with swelling, bruising, deformity or a limb not used needs a same-day
+            # examination and, by the Ottawa-type rules, an X-ray.
+            urgent.append((f"acute injury with {signs[0]}", trauma.evidence + present[signs[0]].evidence[:1]))
     if patient.age_years is not None and patient.age_years >= 65:
         for concept in ("shortness of breath", "chest pain"):
             if concept in present:

@@ -379,3 +379,16 @@ def test_sites_in_a_radiation_question_are_destinations_not_pains() -> None:
 def test_a_drug_class_named_with_its_member_is_the_member() -> None:
     assert set(_claims("P: I tried anti-inflammatories like ibuprofen or Advil.")) == {"ibuprofen"}
     assert set(_claims("P: I took some anti inflammatories.")) == {"nsaid"}
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("P: I was skiing yesterday and I fell on my arm, and now my wrist is painful and it looks swollen and "
+         "bruised.", "urgent"),
+        ("P: I was in a car accident last week and my neck has been a bit stiff since.", "routine"),
+        ("P: I fell on my wrist two years ago. Now it aches a little and it looks bruised.", "routine"),
+    ],
+)
+def test_a_recent_injury_with_swelling_or_bruising_is_urgent(text: str, level: str) -> None:
+    assert extract_record(text).triage.level == level
