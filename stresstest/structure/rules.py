@@ -445,13 +445,20 @@ class _Extractor:
                 if k >= i and k < j:
                     continue  # inside the mention itself ("type 2 diabetes")
                 if dist > _QTY_WINDOW and not (q.kind == "time" and k >= j and dist <= _TIME_WINDOW
-                                               and not any(j <= t < k for t in self.mention_toks)):
+                                               and not any(j <= t < k for t in self.mention_toks)) \
+                        and not (q.kind == "time" and k < i and self._opens_sentence(k)):
                     continue  # a duration may trail its symptom further ("pain that's been going on
-                    # now for the last two weeks"), unless another clinical term comes between
+                    # now for the last two weeks"), unless another clinical term comes between; a time that
+                    # opens the sentence dates all of it ("Five days ago I started having pain and swelling")
                 out.append((dist, q))
             else:
                 out.append((_QTY_WINDOW + 1 + k, q))  # in the answer: after same-sentence ones
         return [q for _, q in sorted(out, key=lambda t: (t[0], t[1].start))]
+
+    def _opens_sentence(self, k: int) -> bool:
+        """Token ``k`` starts its sentence, after fillers and openers ("So, this morning I woke up ...")."""
+        lo, _hi = self.sentence_bounds(self.sentence_of(k))
+        return all(w in _OPENER_WORDS or w in _fillers() for w in self.words[lo:k])
 
     def laterality(self, m: Mention) -> str | None:
         i, j = self.span(m)

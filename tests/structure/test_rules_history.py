@@ -392,3 +392,10 @@ def test_a_drug_class_named_with_its_member_is_the_member() -> None:
 )
 def test_a_recent_injury_with_swelling_or_bruising_is_urgent(text: str, level: str) -> None:
     assert extract_record(text).triage.level == level
+
+
+def test_a_time_that_opens_the_sentence_dates_every_symptom_in_it() -> None:
+    got = _claims("P: Five days ago I started having this pain and swelling in my right knee.")
+    assert got["knee pain"].time == got["joint swelling"].time == "5 days"
+    assert _claims("P: So this morning I woke up and I have some like bruising on my hand.")["bruising"].time \
+        == "this morning"
