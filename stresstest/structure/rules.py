@@ -931,7 +931,8 @@ _MODIFIER_REACH = 6
 
 
 _SENSES = {"vision": "vision changes", "eyesight": "vision changes", "hearing": "hearing changes",
-           "smell": "loss of smell", "taste": "loss of taste"}
+           "smell": "loss of smell", "taste": "loss of taste", "hair": "hair changes", "nails": "nail changes",
+           "nail": "nail changes"}
 _SENSE_CUES = frozenset({"change", "changes", "changed", "problems", "problem", "trouble", "loss", "senses",
                          "difficulty", "issues"})
 

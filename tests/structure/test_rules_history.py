@@ -399,3 +399,8 @@ def test_a_time_that_opens_the_sentence_dates_every_symptom_in_it() -> None:
     assert got["knee pain"].time == got["joint swelling"].time == "5 days"
     assert _claims("P: So this morning I woke up and I have some like bruising on my hand.")["bruising"].time \
         == "this morning"
+
+
+def test_hair_and_nails_listed_in_a_screening_question() -> None:
+    got = _claims("D: Any changes to your hair, nails or skin? P: No.")
+    assert (got["hair changes"].status, got["nail changes"].status) == ("absent", "absent")
