@@ -550,6 +550,23 @@ def _narrows(first: str | None, later: str) -> bool:
         return False
 
 
+def _refined_time(ex: _Extractor, q: Quantity, qs: list[Quantity]) -> str:
+    """A rough duration refined by the number said right after it ("a couple of hours now, maybe like 8"
+    = 8 hours); else the duration as read."""
+    if q.value is not None and q.unit_canonical and re.search(r"\b(couple|few)\b", ex.text[q.start : q.end], re.I):
+        for n in qs:
+            if n.start > q.end and n.kind == "count" and n.unit_canonical is None and n.value is not None \
+                    and n.value_max is None and n.start - q.end <= 30 \
+                    and re.search(r"\b(maybe|like|about|probably|or|say)\s*$", ex.text[q.end : n.start], re.I):
+                return f"{_fmt_num(n.value)} {q.unit_canonical}"
+    return _fmt_qty(q)
+
+
+def _anchored(time: str | None) -> bool:
+    """ "last night", "since Monday", "this morning", "yesterday": a point in time, not a duration."""
+    return bool(time) and time.startswith(("last ", "this ", "since ", "yesterday"))  # type: ignore[union-attr]
+
+
 def _vague(time: str) -> bool:
     """ "a few days", "several weeks": a duration without a number."""
     return time.startswith(("few ", "several "))
@@ -1481,8 +1498,9 @@ def _question_kind(words: list[str]) -> str | None:
         return "frequency"
     if _has_any(text, _DESCRIBE_CUES) and not _has_any(text, ("how long", "how often", "how many")):
         return "describe"
-    if _has_any(text, ("last", "lasts", "lasting")):
-        return None  # "how long does it last": an episode, not the onset
+    if _has_any(re.sub(r" last (?=(night|week|month|year|time|few|couple|day|days|weekend|monday|tuesday|"
+                       r"wednesday|thursday|friday|saturday|sunday) )", " ", text), ("last", "lasts", "lasting")):
+        return None  # "how long does it last": an episode, not the onset ("if it started last night" is one)
     if _has_any(text, ("when did", "when was", "how long", "since when", "start", "started", "begin", "began",
                        "first notice", "first noticed", "going on for", "how many days", "how many weeks",
                        "how many hours", "how many months", "how many years", "how long ago", "how many minutes")):
@@ -1645,7 +1663,7 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         times = [q for q in qs if q.kind == "time" and (q.value is not None or q.unit_canonical)]
         exact = [q for q in times if not _vague(_fmt_qty(q))]
         for q in exact[:1] or times[:1]:
-            return _Answered("onset", None, None, _fmt_qty(q), None, ev(q))
+            return _Answered("onset", None, None, _refined_time(ex, q, qs), None, ev(q))
         return None
     if kind == "frequency":
         for q in qs:
@@ -1738,6 +1756,13 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     continue
                 if ans.kind == "onset" and "onset" in used and ans.time and _narrows(time, ans.time):
                     time = ans.time  # "a couple of weeks ... two weeks, three weeks? - about two to three weeks"
+                    continue
+                if ans.kind == "onset" and "onset" in used and ans.time and _anchored(time) \
+                        and not _anchored(ans.time) and not _vague(ans.time):
+                    time = ans.time  # "started last night ... how long has it been going on? - maybe 8 hours"
+                    for quote in ans.evidence:
+                        if quote not in evidence:
+                            evidence.append(quote)
                     continue
                 if ans.kind in used:
                     continue

@@ -404,3 +404,19 @@ def test_a_time_that_opens_the_sentence_dates_every_symptom_in_it() -> None:
 def test_hair_and_nails_listed_in_a_screening_question() -> None:
     got = _claims("D: Any changes to your hair, nails or skin? P: No.")
     assert (got["hair changes"].status, got["nail changes"].status) == ("absent", "absent")
+
+
+def test_a_duration_asked_after_the_onset_replaces_the_anchor() -> None:
+    text = ("D: When did this chest pain start? P: It started last night, but it's becoming sharper. D: Where is it? "
+            "P: On the left side of my chest. D: So how long has it been going on for then if it started last "
+            "night? P: So I guess it would be a couple of hours now, maybe like 8.")
+    rec = extract_record(text)
+    (cp,) = [c for c in rec.claims if c.concept == "chest pain"]
+    assert cp.time == "8 hours"
+    assert "So I guess it would be a couple of hours now, maybe like 8" in rec.field_evidence[cp.id]
+    assert rec.triage.level == "emergency"  # acute chest pain of 8 hours
+
+
+def test_how_long_it_lasts_is_an_episode_not_the_onset() -> None:
+    got = _claims("P: I get these headaches. D: How long do they last? P: About 2 hours.")
+    assert got["headache"].time is None
