@@ -2238,6 +2238,10 @@ def _pass_flags(
                 flag("social_risk", "heavy alcohol use", detail, b.evidence, g)
             elif claim.concept == "recreational drug use":
                 flag("social_risk", "recreational drug use", detail, b.evidence, g)
+    if "urinary incontinence" in present and present.keys() & {"back pain", "saddle anesthesia"}:
+        # Bladder control lost with back pain or saddle numbness: cauda equina until proven otherwise.
+        ub = present["urinary incontinence"]
+        flag("red_flag", "urinary incontinence", ub.claim.time, ub.evidence, ub.group, "emergency")
     if "fever" in present and patient.age_years is not None and patient.age_years < 0.25:
         fb = present["fever"]
         flag("red_flag", "fever in infant", fb.claim.value and f"{fb.claim.value} {fb.claim.unit or ''}".strip(),

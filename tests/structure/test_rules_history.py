@@ -420,3 +420,13 @@ def test_a_duration_asked_after_the_onset_replaces_the_anchor() -> None:
 def test_how_long_it_lasts_is_an_episode_not_the_onset() -> None:
     got = _claims("P: I get these headaches. D: How long do they last? P: About 2 hours.")
     assert got["headache"].time is None
+
+
+def test_bladder_accidents_with_back_pain_are_a_cauda_equina_red_flag() -> None:
+    rec = extract_record("P: My back has been killing me for two months. I can't feel anything in the groin area "
+                         "and I'm having so many bladder accidents.")
+    flags = {(f.kind, f.name) for f in rec.safety_flags}
+    assert {("red_flag", "urinary incontinence"), ("red_flag", "saddle anesthesia")} <= flags
+    assert rec.triage.level == "emergency"
+    plain = extract_record("P: I've had some leaking urine when I laugh, for years.")
+    assert not any(f.kind == "red_flag" for f in plain.safety_flags)
