@@ -1223,7 +1223,7 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
-        if a.status == "uncertain" and _hedged_degree(ex, a):
+        if a.status == "uncertain" and (_hedged_degree(ex, a) or _yes_then_hedge(ex, a)):
             a = dataclasses.replace(a, status="present")  # "maybe a little bit": the hedge is on how much
         if _inverted(m):
             if a.source == "statement" and a.status == "absent" and _answer_particle(ex, a):
@@ -1284,6 +1284,20 @@ def _hedged_degree(ex: _Extractor, a: Assertion) -> bool:
         return False
     after = " ".join(norm_phrase(ex.text[a.cue_end : a.cue_end + 30]).split()[:4])
     return any(f" {after} ".startswith(f" {d} ") for d in _DEGREE_AFTER_HEDGE)
+
+
+_YES_WORDS = frozenset({"yes", "yeah", "yep", "yup"})
+
+
+def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
+    """ "Yeah, I think it kind of goes to my neck": a "yes" opens the sentence and "I think / I guess" only
+    softens the wording that follows; the patient has committed."""
+    if (a.cue or "").lower() not in ("i think", "i guess", "i'd say", "i would say") or a.cue_start is None:
+        return False
+    k = ex._tok_index(a.cue_start)
+    lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
+    lead = [w for w in ex.words[lo:k] if w not in _fillers()]
+    return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
 
 
 def _answer_particle(ex: _Extractor, a: Assertion) -> bool:

@@ -430,3 +430,18 @@ def test_bladder_accidents_with_back_pain_are_a_cauda_equina_red_flag() -> None:
     assert rec.triage.level == "emergency"
     plain = extract_record("P: I've had some leaking urine when I laugh, for years.")
     assert not any(f.kind == "red_flag" for f in plain.safety_flags)
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("D: Does the pain go anywhere? P: Yeah, I think it kind of goes to my neck sometimes.", "pain radiation",
+         "present"),
+        ("D: Are you producing sputum? P: Yeah, I guess I would say I have this frothy sputum.", "sputum", "present"),
+        ("D: Any fever? P: I think so, maybe.", "fever", "uncertain"),
+        ("D: Does the pain travel anywhere else? P: No, it's just right below my kneecap.", "pain radiation",
+         "absent"),
+    ],
+)
+def test_a_yes_softened_by_i_think_is_still_a_yes(text: str, concept: str, status: str) -> None:
+    assert _claims(text)[concept].status == status
