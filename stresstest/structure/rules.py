@@ -107,7 +107,7 @@ from stresstest.clinical.vocab import answer_fillers, discourse_fillers, hesitat
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
-RULES_VERSION = 3
+RULES_VERSION = 4
 
 # Sentences longer than this (run-on ASR text) are quoted as a window around the mention.
 _MAX_QUOTE_TOKENS = 30

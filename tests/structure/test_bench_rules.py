@@ -28,6 +28,6 @@ def test_splits_and_dev_sets_are_reported() -> None:
     assert lines is not None
     got = {m.group(1): int(m.group(2)) for line in lines if (m := re.match(r"\s*(\S+)\s+n=\s*(\d+)", line))}
     assert got["test"] == 10
-    assert got["dev"] == sum(got[f"dev:{s}"] for s in ("demo", "blind-1", "blind-2", "blind-3", "older"))
+    assert got["dev"] == sum(got[f"dev:{s}"] for s in ("demo", "blind-1", "blind-2", "blind-3", "blind-4", "older"))
     assert got["dev:demo"] == 8 and got["dev:blind-1"] == 11 and got["dev:blind-2"] == 12
-    assert got["dev:blind-3"] == 24
+    assert got["dev:blind-3"] == got["dev:blind-4"] == 24
