@@ -1177,7 +1177,8 @@ def _joint_swelling(ex: _Extractor, m: Mention) -> Mention:
     i, j = ex.span(m)
     lo, hi = ex.sentence_bounds(ex.sentence_of(i))
     sites = _site_words()
-    near = [sites.get(ex.words[k]) or ex.words[k] for k in range(max(lo, i - 5), min(hi, j + 5))]
+    near = [sites.get(ex.words[k].removesuffix("'s")) or ex.words[k].removesuffix("'s")
+            for k in range(max(lo, i - 5), min(hi, j + 5))]  # "my knee's swollen"
     if any(x in _JOINT_SITES or x in ("joint", "joints") for x in near):
         concept = "joint swelling"
     elif any(x in ("leg", "foot") for x in near):
@@ -2481,6 +2482,10 @@ def _composite_red_flags(
     if "fever" in present and "neck stiffness" in present:
         _, ev1, g = present["neck stiffness"]
         out.append(("fever with neck stiffness", "emergency", present["fever"][1][:1] + ev1[:1], g))
+    if "drooling" in present and {"dysphagia", "sore throat", "painful swallowing"} & present.keys():
+        # Drooling with a painful throat or trouble swallowing: a threatened airway (epiglottitis, abscess).
+        _, ev1, g = present["drooling"]
+        out.append(("drooling", "emergency", ev1[:1], g))
     swollen = sorted({"joint swelling", "swelling"} & present.keys())
     if swollen and "warmth" in present and ({"redness", "joint pain"} & present.keys()
                                             or any(c.endswith(_JOINT_PAIN_SITES) for c in present)):

@@ -445,3 +445,21 @@ def test_bladder_accidents_with_back_pain_are_a_cauda_equina_red_flag() -> None:
 )
 def test_a_yes_softened_by_i_think_is_still_a_yes(text: str, concept: str, status: str) -> None:
     assert _claims(text)[concept].status == status
+
+
+def test_drooling_with_a_sore_throat_is_an_airway_emergency() -> None:
+    rec = extract_record("P: She has a sore throat and she seems to have issues swallowing food. D: Has she been "
+                         "drooling at all? P: Yes, she has been drooling a lot.")
+    assert ("red_flag", "drooling") in {(f.kind, f.name) for f in rec.safety_flags}
+    assert rec.triage.level == "emergency"
+    teething = extract_record("P: My baby is teething and drooling a lot.")
+    assert teething.triage.level == "routine" and not teething.safety_flags
+
+
+def test_a_hot_swollen_knee_said_in_pieces() -> None:
+    rec = extract_record("P: I've had this pain in my knee. It started within the last few hours and my knee's "
+                         "swollen, it's painful. D: Is it red and warm? P: It is, yeah, it's really red. D: Okay. "
+                         "P: And warm as well.")
+    got = {c.concept: c.status for c in rec.claims}
+    assert got["joint swelling"] == got["redness"] == got["warmth"] == "present"
+    assert ("red_flag", "hot swollen joint") in {(f.kind, f.name) for f in rec.safety_flags}
