@@ -176,6 +176,11 @@ def canonical_concept(term: str) -> str:
     concept = lex.surfaces.get(key)
     if concept is None and key:
         concept = lex.surfaces.get(tuple(lex.token_key(Token(0, 0, w, w)) for w in key))
+    if concept is None and key and len(key[-1]) > 3:
+        # "vision change" = "vision changes", "hair change" = "hair changes": the other number of the last word
+        last = key[-1]
+        other = last[:-1] if last.endswith("s") and not last.endswith("ss") else last + "s"
+        concept = lex.surfaces.get((*key[:-1], other))
     if concept:
         return concept
     modifier = _modifier_form(key)

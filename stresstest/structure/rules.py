@@ -955,6 +955,9 @@ _SENSE_CUES = frozenset({"change", "changes", "changed", "problems", "problem", 
 
 
 _SPUTUM_WORDS = frozenset({"sputum", "phlegm", "mucus"})
+_BLOOD_NOT_SPUTUM = frozenset({"pressure", "pressures", "work", "test", "tests", "thinner", "thinners", "sugar",
+                               "sugars", "clot", "clots", "type", "transfusion", "transfusions", "count", "counts",
+                               "cells", "vessel", "vessels", "donation", "bank"})
 
 
 def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
@@ -966,9 +969,16 @@ def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     for k, w in enumerate(ex.words):
         if w != "blood" or k in covered:
             continue
-        lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+        s = ex.sentence_of(k)
+        lo, hi = ex.sentence_bounds(s)
+        if k + 1 < hi and ex.words[k + 1] in _BLOOD_NOT_SPUTUM:
+            continue  # blood pressure, blood work, blood thinners ...
         if not any(x in _SPUTUM_WORDS for x in ex.words[max(lo, k - 8) : min(hi, k + 8)]):
-            continue
+            # "Any sputum? - Yes, a little. - Have you noticed any blood?": a question about blood right after
+            # the sputum was talked about (two sentences back) is about blood in it.
+            plo = ex.sentence_bounds(max(0, s - 3))[0]
+            if not (ex.ctx.ends_q[s] and any(x in _SPUTUM_WORDS or x in _COUGH_WORDS for x in ex.words[plo:lo])):
+                continue
         tok = ex.tokens[k]
         info = concept_info("hemoptysis")
         out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], "hemoptysis", "symptom",

@@ -463,3 +463,15 @@ def test_a_hot_swollen_knee_said_in_pieces() -> None:
     got = {c.concept: c.status for c in rec.claims}
     assert got["joint swelling"] == got["redness"] == got["warmth"] == "present"
     assert ("red_flag", "hot swollen joint") in {(f.kind, f.name) for f in rec.safety_flags}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("D: Are you bringing up any sputum? P: Yes, a little. D: OK, have you noticed any blood? P: No blood.",
+         {"sputum": "present", "hemoptysis": "absent"}),
+        ("P: I have a cough. D: Any blood pressure problems? P: No.", {"cough": "present", "hypertension": "absent"}),
+    ],
+)
+def test_a_blood_question_right_after_the_sputum_is_about_hemoptysis(text: str, expected: dict[str, str]) -> None:
+    assert {k: c.status for k, c in _claims(text).items()} == expected
