@@ -1275,6 +1275,10 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
 #: Surfaces that assert the opposite of their concept: "this is completely new" / "is this the first
 #: time? - Yes" mean no previous similar episode. Their status is flipped after the usual reading.
 _INVERTED_SURFACES = {
+    # "I haven't been as hungry", "I've been able to smell": the surface names the normal state.
+    "loss of appetite": frozenset({"been as hungry", "felt hungry", "felt like eating", "eating as much"}),
+    "loss of smell": frozenset({"able to smell"}),
+    "loss of taste": frozenset({"able to taste"}),
     "previous similar episode": frozenset({
         "first time", "completely new", "brand new", "nothing like this before", "never had this before",
         "never had anything like this", "never had anything like this before", "never happened before",
@@ -2014,13 +2018,17 @@ _WORKPLACES = ("factory", "warehouse", "office", "store", "shop", "restaurant", 
                "garage", "call centre", "call center", "grocery store", "construction site", "gym", "salon")
 #: Job statements clear enough without a work question ("I work as an accountant", "I'm a construction worker").
 _JOB_STATEMENTS = (
-    re.compile(r"\bi work as (?:an?|the) (?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
+    re.compile(r"\bi (?:work|worked) as (?:an?|the) (?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
+    re.compile(r"\bi (?:work|worked) in (?P<job>construction|retail|sales|finance|banking|insurance|accounting|"
+               r"healthcare|health care|education|hospitality|manufacturing|landscaping|marketing|real estate|"
+               r"it|tech|software|logistics|shipping|transport|administration|childcare|daycare)\b", re.IGNORECASE),
     re.compile(r"\b(?:i'm|i am) (?:an?) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_JOB_NOUNS) + r"))\b", re.IGNORECASE),
     re.compile(r"\bi work (?:at|in) (?:an?|the|this) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_WORKPLACES) + r"))\b",
                re.IGNORECASE),
 )
 _JOB_STOP = frozenset({"um", "uh", "like", "so", "and", "but", "right", "now", "currently", "the", "a", "an", "at",
-                       "in", "as", "for", "it", "its"})
+                       "in", "as", "for", "it", "its", "when", "since", "until", "before", "after", "with", "who",
+                       "that", "because", "about", "there", "here", "then", "which"})
 
 
 def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:

@@ -475,3 +475,24 @@ def test_a_hot_swollen_knee_said_in_pieces() -> None:
 )
 def test_a_blood_question_right_after_the_sputum_is_about_hemoptysis(text: str, expected: dict[str, str]) -> None:
     assert {k: c.status for k, c in _claims(text).items()} == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("D: How is your appetite? P: I haven't been as hungry.", "loss of appetite", "present"),
+        ("P: I've been eating as much as usual.", "loss of appetite", "absent"),
+        ("P: I feel like I've been able to smell.", "loss of smell", "absent"),
+        ("P: I haven't really been able to smell these last few days.", "loss of smell", "present"),
+    ],
+)
+def test_surfaces_that_name_the_normal_state(text: str, concept: str, status: str) -> None:
+    assert _claims(text)[concept].status == status
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("P: I work in construction.", "construction"), ("P: I worked as a mechanic when I was younger.", "mechanic")],
+)
+def test_more_job_statements(text: str, value: str) -> None:
+    assert _claims(text)["occupation"].value == value
