@@ -8,7 +8,7 @@ case for negation and question/answer reading.
 
 Usage::
 
-    python scripts/bench_rules.py [--corpus ../shared/corpora/osce] [--n 50]
+    python scripts/bench_rules.py [--corpus ../shared/corpora/osce] [--n 50] [--second-gold DIR]
 """
 
 from __future__ import annotations
@@ -203,6 +203,37 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
     return out
 
 
+def writer_agreement(second: Path, corpus: Path) -> list[str] | None:
+    """How far two engineers agree: a second gold folder, written independently for some dev encounters of
+    the shipped gold, scored against the shipped gold with the same measures as the structurer (the human
+    ceiling the rules numbers should be read against), and the structurer on the same encounters against
+    each writer. None when the folder holds no file for a shipped OSCE gold encounter."""
+    from stresstest.gold.model import default_gold_dir, load_gold
+
+    first = load_gold(default_gold_dir())
+    other = {k: g for k, g in load_gold(second).items() if k in first and first[k].corpus == "osce"}
+    if not other:
+        return None
+    splits = gold_splits()
+    leaked = sorted(k for k in other if splits.get(k, "dev") == "test")
+    if leaked:
+        raise StressTestError(f"{second}: {leaked} are test-split encounters; a second writer is for dev only")
+    encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(other))}
+    rows = {"writer B vs writer A": SplitScore(), "rules vs writer A": SplitScore(),
+            "rules vs writer B": SplitScore()}
+    for eid, g2 in sorted(other.items()):
+        g1 = first[eid]
+        if g1.scope_turns != g2.scope_turns:
+            raise StressTestError(f"{second}/{eid}: scope_turns {g2.scope_turns} differs from the shipped "
+                                  f"gold's {g1.scope_turns}")
+        rec = extract_record(encs[eid].truncated(g1.scope_turns).reference_text())
+        score_against_gold(g2, g1, rows["writer B vs writer A"], eid)  # type: ignore[arg-type]
+        score_against_gold(rec, g1, rows["rules vs writer A"], eid)
+        score_against_gold(rec, g2, rows["rules vs writer B"], eid)
+    out = [f"{len(other)} dev encounters written twice (A: shipped gold, B: {second})"]
+    return out + [rows[name].line(f"  {name}") for name in rows]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     repo = Path(__file__).resolve().parents[1]
@@ -210,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="OSCE corpus folder (default: the transcripts shipped in data/osce)")
     parser.add_argument("--show-dev", action="store_true", help="list the dev split's value/time misses")
     parser.add_argument("--n", type=int, default=50, help="number of transcripts (spread over specialties)")
+    parser.add_argument("--second-gold", type=Path, default=repo / "data" / "gold_second_writer",
+                        help="independently re-written gold for some dev encounters (writer agreement)")
     args = parser.parse_args(argv)
     try:
         encs = load_corpus("osce", args.corpus)
@@ -249,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     agreement = gold_agreement(args.corpus, args.show_dev)
     if agreement:
         print("agreement with gold: " + "\n  ".join(agreement))
+    if args.second_gold.is_dir():
+        try:
+            writers = writer_agreement(args.second_gold, args.corpus)
+        except StressTestError as exc:
+            print(f"bench_rules: {exc}", file=sys.stderr)
+            return 2
+        if writers:
+            print("writer agreement: " + "\n  ".join(writers))
     return 0
 
 

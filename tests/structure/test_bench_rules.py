@@ -31,3 +31,36 @@ def test_splits_and_dev_sets_are_reported() -> None:
     assert got["dev"] == sum(got[f"dev:{s}"] for s in ("demo", "blind-1", "blind-2", "blind-3", "blind-4", "older"))
     assert got["dev:demo"] == 8 and got["dev:blind-1"] == 11 and got["dev:blind-2"] == 12
     assert got["dev:blind-3"] == got["dev:blind-4"] == 24
+
+
+def test_writer_agreement_scores_a_second_writer_like_the_structurer(tmp_path: Path) -> None:
+    import yaml
+
+    bench = _bench()
+    src = REPO / "stresstest" / "gold" / "data" / "RES0019.yaml"
+    doc = yaml.safe_load(src.read_text(encoding="utf-8"))
+    n = len(doc["claims"])
+    dropped = doc["claims"].pop()  # writer B leaves one claim out and triages one level lower
+    doc["field_evidence"].pop(dropped["id"], None)
+    doc["triage"]["level"] = "routine"
+    (tmp_path / "RES0019.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    lines = bench.writer_agreement(tmp_path, REPO / "data" / "osce" / "transcripts")
+    assert lines is not None and lines[0].startswith("1 dev encounters written twice")
+    b_vs_a = next(line for line in lines if "writer B vs writer A" in line)
+    assert "triage 0/1" in b_vs_a and "(under-triage 1)" in b_vs_a
+    assert f"P 1.00 R {(n - 1) / n:.2f}" in b_vs_a
+    assert any("rules vs writer A" in line for line in lines) and any("rules vs writer B" in line for line in lines)
+
+
+def test_writer_agreement_refuses_test_split_files(tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    from stresstest.errors import StressTestError
+
+    bench = _bench()
+    test_id = next(e for e, v in bench.gold_splits().items() if v == "test")
+    shutil.copy(REPO / "stresstest" / "gold" / "data" / f"{test_id}.yaml", tmp_path)
+    with pytest.raises(StressTestError, match="test-split encounters"):
+        bench.writer_agreement(tmp_path, REPO / "data" / "osce" / "transcripts")
