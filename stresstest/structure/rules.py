@@ -818,7 +818,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
     dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
     built = _pass_claims(ex, groups, dialogue)
     have = {b.claim.concept for b in built}
-    built = _renumber(built + _occupation_claims(ex, have) + _how_is_claims(ex, have))
+    built = _renumber(_productive_cough(built) + _occupation_claims(ex, have) + _how_is_claims(ex, have))
     patient = _pass_patient(ex, built)
     field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
     flags = _pass_flags(ex, built, reactions, patient, field_evidence)
@@ -1564,7 +1564,7 @@ def _pass_dialogue(
     chief = present_syms[0][1] if present_syms else None
     n_sent = len(ex.ctx.sent_start)
     for s in range(n_sent):
-        if not ex.ctx.ends_q[s]:
+        if not ex.ctx.ends_q[s] and not _unmarked_question(ex, s):
             stated = _stated_rating(ex, s)
             if stated is not None:
                 value, ev = stated
@@ -1622,6 +1622,20 @@ def _pass_dialogue(
         if key is not None:
             out.answers.setdefault(key, []).append(answer)
     return out
+
+
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "our", "us"})
+
+
+def _unmarked_question(ex: _Extractor, s: int) -> bool:
+    """An open question the transcriber closed with a full stop ("And how would you describe the severity of
+    this pain. One being the least pain and 10 the worst."): it opens with a question word, addresses the
+    patient ("you", "your") and says nothing in the first person."""
+    lo, hi = ex.sentence_bounds(s)
+    words = [w for w in ex.words[lo:hi] if w not in _OPENER_WORDS and w not in _fillers()]
+    if not words or words[0] not in _WH_LEAD or words[0] == "why":
+        return False
+    return any(w in ("you", "your", "you're", "you've") for w in words) and not any(w in _FIRST_PERSON for w in words)
 
 
 def _duration_echo(ex: _Extractor, s: int) -> bool:
@@ -2129,6 +2143,21 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         out.append(_Built(claim, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)],
                           _Group(claim.category, concept), ex.tokens[lo].start))
         seen.add(concept)
+    return out
+
+
+def _productive_cough(built: list[_Built]) -> list[_Built]:
+    """A cough with sputum brought up is a productive cough: the cough's value when nothing else filled it
+    (docs/gold.md: cough ``dry`` / ``productive``), with the sputum's evidence."""
+    sputum = next((b for b in built if b.claim.concept == "sputum" and b.claim.status == "present"), None)
+    if sputum is None:
+        return built
+    out = []
+    for b in built:
+        if b.claim.concept == "cough" and b.claim.status == "present" and not b.claim.value and not b.claim.unit:
+            b = _Built(b.claim.model_copy(update={"value": "productive"}),
+                       b.evidence + [q for q in sputum.evidence[:1] if q not in b.evidence], b.group, b.pos)
+        out.append(b)
     return out
 
 

@@ -496,3 +496,15 @@ def test_surfaces_that_name_the_normal_state(text: str, concept: str, status: st
 )
 def test_more_job_statements(text: str, value: str) -> None:
     assert _claims(text)["occupation"].value == value
+
+
+def test_a_rating_question_closed_with_a_full_stop() -> None:
+    got = _claims("P: I have pain just below my big toe. D: And how would you describe the severity of this pain. "
+                  "One being the least pain and 10 being the worst pain you've ever felt. P: I say it's like an 8.")
+    assert (got["foot pain"].value, got["foot pain"].unit) == ("8", "out of 10")
+
+
+def test_a_cough_bringing_up_sputum_is_productive() -> None:
+    got = _claims("P: I've had a cough for 3 weeks. D: Are you bringing anything up? P: Yes, some green phlegm.")
+    assert (got["cough"].value, got["sputum"].value) == ("productive", "green")
+    assert _claims("P: I've had a cough for 3 weeks.")["cough"].value is None
