@@ -1521,7 +1521,8 @@ def _question_kind(words: list[str]) -> str | None:
             or " out of 10 " in text or " one to 10 " in text or " zero to 10 " in text:
         return "rating"
     if _has_any(text, ("how far", "how many blocks", "how many flights", "how many stairs", "how many steps",
-                       "how many meters", "how many metres", "how long can you walk")):
+                       "how many meters", "how many metres", "how long can you walk", "how much can you walk",
+                       "how much can you run", "how much walking")):
         return "distance"
     if _has_any(text, ("how often", "how many times", "how frequently", "how frequent")):
         return "frequency"
@@ -1585,6 +1586,8 @@ def _pass_dialogue(
         if kind is None:
             continue
         in_q = [m for s2, m in symptoms if s2 == s]
+        if kind == "distance":  # "until you feel the coughing or shortness of breath?": the breathlessness's
+            in_q = sorted(in_q, key=lambda m: m.concept != "shortness of breath")
         topic: Mention | None = in_q[0] if in_q else None
         if topic is None and echo:
             recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]

@@ -508,3 +508,10 @@ def test_a_cough_bringing_up_sputum_is_productive() -> None:
     got = _claims("P: I've had a cough for 3 weeks. D: Are you bringing anything up? P: Yes, some green phlegm.")
     assert (got["cough"].value, got["sputum"].value) == ("productive", "green")
     assert _claims("P: I've had a cough for 3 weeks.")["cough"].value is None
+
+
+def test_a_walking_distance_asked_of_cough_and_breathlessness_is_the_breathlessness() -> None:
+    got = _claims("P: I have a cough and shortness of breath. D: How much can you walk or run until you feel the "
+                  "coughing or shortness of breath? P: About like 200 meters.")
+    assert (got["shortness of breath"].value, got["shortness of breath"].unit) == ("200", "meters")
+    assert got["cough"].value is None
