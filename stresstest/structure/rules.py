@@ -1253,7 +1253,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             continue
         s2 = ex.sentence_of(ex._tok_index(a.cue_start))
         said = [out[o.start] for o in by_sent.get(s2, []) if o.concept == m.concept and o.start != m.start
-                and out[o.start].source == "statement"]
+                and out[o.start].source == "statement" and o.start > a.cue_start
+                and (out[o.start].cue_start is None or out[o.start].cue_start > a.cue_start)]  # said after the yes
         if said and said[0].status == "absent" != a.status:  # a hedge in a "yes" answer keeps the "yes"
             out[m.start] = said[0]
     for s, ms in by_sent.items():
@@ -1707,10 +1708,13 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
 
     if kind == "onset":
         times = [q for q in qs if q.kind == "time" and (q.value is not None or q.unit_canonical)]
-        exact = [q for q in times if not _vague(_fmt_qty(q))]
-        for q in exact[:1] or times[:1]:
-            return _Answered("onset", None, None, _refined_time(ex, q, qs), None, ev(q))
-        return None
+        if not times:
+            return None
+        q = times[0]  # the direct answer; a later number replaces a rough first one only right after it
+        if _vague(_fmt_qty(q)) and len(times) > 1 and not _vague(_fmt_qty(times[1])) \
+                and times[1].start - q.end <= 40:
+            q = times[1]  # "a few days, maybe 3 days"; not "a few months ago, but in the past couple of weeks ..."
+        return _Answered("onset", None, None, _refined_time(ex, q, qs), None, ev(q))
     if kind == "frequency":
         for q in qs:
             if q.kind == "frequency" and q.value is not None:

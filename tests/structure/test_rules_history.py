@@ -515,3 +515,11 @@ def test_a_walking_distance_asked_of_cough_and_breathlessness_is_the_breathlessn
                   "coughing or shortness of breath? P: About like 200 meters.")
     assert (got["shortness of breath"].value, got["shortness of breath"].unit) == ("200", "meters")
     assert got["cough"].value is None
+
+
+def test_a_rough_onset_answer_keeps_its_own_scale() -> None:
+    got = _claims("P: I've had this pain in my left knee that's been going on now for the last three or four months. "
+                  "D: And you said it started a few weeks ago? P: Well, I think it first started a few months ago, "
+                  "but in the past couple of weeks it has started to last longer.")
+    assert got["knee pain"].time == "3-4 months"
+    assert _claims("P: I have a cough. D: When did it start? P: A few days, maybe 3 days.")["cough"].time == "3 days"
