@@ -550,6 +550,10 @@ def _narrows(first: str | None, later: str) -> bool:
         return False
 
 
+_REFINERS = frozenset({"maybe", "like", "about", "probably", "or", "say", "so", "i", "i'd", "think", "guess",
+                       "around", "roughly", "um", "uh", "actually", "more", "exactly", "ago"})
+
+
 def _refined_time(ex: _Extractor, q: Quantity, qs: list[Quantity]) -> str:
     """A rough duration refined by the number said right after it ("a couple of hours now, maybe like 8"
     = 8 hours); else the duration as read."""
@@ -1711,8 +1715,9 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         if not times:
             return None
         q = times[0]  # the direct answer; a later number replaces a rough first one only right after it
+        between = re.findall(r"[a-z']+", ex.text[q.end : times[1].start].lower()) if len(times) > 1 else []
         if _vague(_fmt_qty(q)) and len(times) > 1 and not _vague(_fmt_qty(times[1])) \
-                and times[1].start - q.end <= 40:
+                and all(w in _REFINERS for w in between):
             q = times[1]  # "a few days, maybe 3 days"; not "a few months ago, but in the past couple of weeks ..."
         return _Answered("onset", None, None, _refined_time(ex, q, qs), None, ev(q))
     if kind == "frequency":
