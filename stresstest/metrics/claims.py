@@ -182,7 +182,13 @@ def normalise_value(value: str | None, unit: str | None = None) -> str:
     for pat, rep in _FREQ:
         s = pat.sub(rep, s)
     s = _RATE.sub(r"\1/\2", s)
+    t = _TEMPERATURE.match(s)
+    if t and (34 <= float(t.group(1)) <= 45 or 93 <= float(t.group(1)) <= 113):
+        s = f"{t.group(1)} degree"  # "38.5 degrees C" = "38.5 C" = "38.5 degrees": the number gives the scale
     return " ".join(w for w in s.split() if w not in _VALUE_FILLER)
+
+
+_TEMPERATURE = re.compile(r"^(\d+(?:\.\d+)?) (?:degree(?: c| f)?|c|f)$")
 
 
 @functools.lru_cache(maxsize=8192)

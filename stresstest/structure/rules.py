@@ -1833,7 +1833,7 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     time = ans.time  # "how often? - two to three times a week" (no onset was given)
                 elif ans.kind in ("rating", "distance") and ans.value and (
                     ans.kind == "rating" or value is None or unit is None
-                ):
+                ) and not (ans.kind == "rating" and g.concept == "cough"):  # a cough's value is its type
                     value, unit = ans.value, ans.unit
                 else:
                     continue
@@ -1847,6 +1847,9 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                 value = value or "former"
         if g.category == "family_history" and status == "present" and value is None and unit is None:
             value = _relative(ex, support)
+        if g.concept == "shortness of breath" and status == "present" and value is None and unit is None \
+                and _exertional_only(ex, g):
+            value = "on exertion"  # docs/gold.md: breathlessness "on exertion" or a distance as its value
         laterality = None
         if g.category in ("symptom", "finding"):
             for m, _a in support:
@@ -1872,7 +1875,8 @@ def _near_attributes(
     value = unit = time = None
     for m, _a in support:
         if m.start in ex.temp_at:
-            value, unit = _fmt_num(ex.temp_at[m.start]), "degrees"
+            t = ex.temp_at[m.start]
+            value, unit = _fmt_num(t), "°C" if t < 50 else "°F"  # 36-43 is Celsius, 95-110 Fahrenheit
             break
         if g.concept == "supplemental oxygen":
             n = _OXYGEN_RE.match(m.surface)
@@ -2229,7 +2233,7 @@ def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
     readings = [(v if v < 50 else (v - 32) * 5 / 9, start) for start, v in ex.temp_at.items()]
     readings += [
         (float(b.claim.value), ex.text.find(b.evidence[0]) if b.evidence else 0) for b in built
-        if b.claim.concept == "fever" and b.claim.unit == "degrees" and b.claim.value
+        if b.claim.concept == "fever" and b.claim.unit in ("degrees", "°C") and b.claim.value
         and _is_number(b.claim.value) and 35 <= float(b.claim.value) <= 43
     ]
     if readings:

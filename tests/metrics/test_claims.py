@@ -141,3 +141,11 @@ def test_family_history_is_not_the_patients_own_history() -> None:
     assert claim_key(mum) == "family history of diabetes|present||"
     assert claim_key(own) != claim_key(mum)
     assert claim_key(own) == claim_key(C("c", "diabetes", category="symptom"))
+
+
+def test_a_temperature_is_the_same_value_whatever_its_scale_word() -> None:
+    from stresstest.metrics.claims import normalise_value
+
+    assert normalise_value("38.5", "degrees C") == normalise_value("38.5", "°C") == normalise_value("38.5", "degrees")
+    assert normalise_value("103", "F") == "103 degree"
+    assert normalise_value("2", "c") == "2 c"  # not a body temperature: left alone

@@ -523,3 +523,13 @@ def test_a_rough_onset_answer_keeps_its_own_scale() -> None:
                   "but in the past couple of weeks it has started to last longer.")
     assert got["knee pain"].time == "3-4 months"
     assert _claims("P: I have a cough. D: When did it start? P: A few days, maybe 3 days.")["cough"].time == "3 days"
+
+
+def test_temperature_scale_breathlessness_on_exertion_and_the_cough_type_over_a_rating() -> None:
+    got = _claims("D: Did you check your temperature? P: Yes, it was 38.5.")
+    assert (got["fever"].value, got["fever"].unit) == ("38.5", "°C")
+    assert _claims("P: Her temperature was 103.")["fever"].unit == "°F"
+    got = _claims("P: I get short of breath when I'm walking up the stairs or running.")
+    assert got["shortness of breath"].value == "on exertion"
+    got = _claims("P: I have a dry cough. D: How bad is the cough on a scale of 1 to 10? P: About a 6.")
+    assert got["cough"].value == "dry"
