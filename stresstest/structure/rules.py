@@ -678,6 +678,22 @@ def _relative(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str |
     return None
 
 
+_RARELY = ("rarely", "occasionally", "socially", "once in a while", "every now and then", "now and again",
+           "special occasions")
+
+
+def _rarely(ex: _Extractor, g: _Group) -> bool:
+    """The "no" that denied a habit is followed, in the same answer, by how rarely ("No, very rarely")."""
+    for _m, a in g.mentions:
+        if a.source != "answer" or a.cue_start is None:
+            continue
+        k = ex._tok_index(a.cue_start)
+        _lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+        if _has_any(" " + " ".join(ex.words[k:hi]) + " ", _RARELY):
+            return True
+    return False
+
+
 def _diagnosed(ex: _Extractor, g: _Group) -> bool:
     """A sentence that names the illness says the patient tested positive or was diagnosed, or a verb of
     having it comes right before it ("I had COVID", "caught the flu")."""
@@ -822,7 +838,8 @@ def extract_record(transcript: str) -> ClinicalRecord:
     dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
     built = _pass_claims(ex, groups, dialogue)
     have = {b.claim.concept for b in built}
-    built = _renumber(_productive_cough(built) + _occupation_claims(ex, have) + _how_is_claims(ex, have))
+    built = _renumber(_travel(ex, _productive_cough(built)) + _occupation_claims(ex, have)
+                      + _how_is_claims(ex, have))
     patient = _pass_patient(ex, built)
     field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
     flags = _pass_flags(ex, built, reactions, patient, field_evidence)
@@ -1788,9 +1805,13 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         if status == "present" and g.category == "symptom" and _only_past(ex, g):
             status = "absent"  # "Any cough? No, not right now, but I did have a flu last week..."
         if status == "uncertain" and g.category in ("social", "medication") and all(
-                a.status != "uncertain" or (a.cue or "").lower() in _AMOUNT_HEDGES for _m, a in g.mentions):
+                a.status != "uncertain" or a.source == "unanswered" or (a.cue or "").lower() in _AMOUNT_HEDGES
+                for _m, a in g.mentions) and any(a.source != "unanswered" for _m, a in g.mentions):
             status = "present"  # "maybe a glass of wine on the weekend": the hedge is on the amount
-        support = _supporting(g.mentions, read_as if read_as == "uncertain" else status)
+        rare = status == "absent" and g.category == "social" and _rarely(ex, g)
+        if rare:
+            status = "present"  # "Do you drink? - No, very rarely": some, not none
+        support = _supporting(g.mentions, read_as if read_as == "uncertain" or rare else status)
         first_m, _first_a = support[0]
         evidence: list[str] = []
         for m, a in support[:2]:
@@ -2159,6 +2180,52 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         out.append(_Built(claim, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)],
                           _Group(claim.category, concept), ex.tokens[lo].start))
         seen.add(concept)
+    return out
+
+
+_PLACE = r"(?:the )?(?P<place>[A-Z][a-zA-Z]+(?: [A-Z][a-zA-Z]+)?)"
+#: Trips said as statements ("since I got back from Mexico", "I went to Haiti on a trip", "I was in Italy for
+#: the past three weeks"): the destination is a capitalised place name in the transcript.
+_TRIP_PATTERNS = (
+    re.compile(r"\b(?:got|came|just got|just came|coming|been) back from (?:a trip (?:to|in) )?" + _PLACE),
+    re.compile(r"\b(?:went|travell?ed|flew|drove) (?:to|down to|over to) " + _PLACE),
+    re.compile(r"\b(?:trip|vacation|holiday|visit) (?:to|in) " + _PLACE),
+    re.compile(r"\b[Ii] was (?:in|visiting) " + _PLACE + r" for\b"),
+)
+_NOT_PLACES = frozenset({"I", "The", "OK", "Okay", "Uh", "Um", "So", "And", "But", "It", "My", "Emergency",
+                         "Department", "ER", "Hospital", "School", "University", "Work", "Doctor"})
+
+
+def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
+    """A trip said as a statement: the travel claim (present) with its destination as the value."""
+    trip = None
+    for s in range(len(ex.ctx.sent_start)):
+        if ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        if hi <= lo:
+            continue
+        sentence = ex.text[ex.tokens[lo].start : ex.tokens[hi - 1].end]
+        for pat in _TRIP_PATTERNS:
+            mt = pat.search(sentence)
+            if mt and mt.group("place").split()[0] not in _NOT_PLACES:
+                trip = (mt.group("place").lower(), ex.quote(lo, hi, lo, hi), ex.tokens[lo].start)
+                break
+        if trip:
+            break
+    if trip is None:
+        return built
+    place, quote, pos = trip
+    have = [b for b in built if b.claim.concept == "travel"]
+    if not have:
+        claim = Claim(id="", category="social", concept="travel", status="present", value=place)
+        return built + [_Built(claim, [quote], _Group("social", "travel"), pos)]
+    out = []
+    for b in built:
+        if b.claim.concept == "travel" and b.claim.status != "absent" and not b.claim.value:
+            b = _Built(b.claim.model_copy(update={"status": "present", "value": place}),
+                       b.evidence + ([quote] if quote not in b.evidence else []), b.group, b.pos)
+        out.append(b)
     return out
 
 

@@ -533,3 +533,37 @@ def test_temperature_scale_breathlessness_on_exertion_and_the_cough_type_over_a_
     assert got["shortness of breath"].value == "on exertion"
     got = _claims("P: I have a dry cough. D: How bad is the cough on a scale of 1 to 10? P: About a 6.")
     assert got["cough"].value == "dry"
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "value"),
+    [
+        ("P: Ever since I got back from Mexico it's been yeah so about two weeks.", "present", "mexico"),
+        ("P: I went to Haiti on a trip for a volunteer program.", "present", "haiti"),
+        ("D: Any travel? P: I was in Italy for the past three weeks actually, just got back last night.", "present",
+         "italy"),
+        ("D: Have you travelled anywhere recently? P: No.", "absent", None),
+    ],
+)
+def test_a_trip_said_as_a_statement_names_its_destination(text: str, status: str, value: str | None) -> None:
+    got = _claims(text)["travel"]
+    assert (got.status, got.value) == (status, value)
+
+
+def test_no_trip_in_an_emergency_department_visit_or_a_pain_that_travels() -> None:
+    assert "travel" not in _claims("P: I went to the Emergency Department yesterday.")
+    got = _claims("D: Does the pain travel anywhere else? P: No.")
+    assert {k: c.status for k, c in got.items()} == {"pain radiation": "absent"}
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("D: Do you consume alcohol? P: Uh, no, very rarely because I always get a headache.", "present"),
+        ("D: Do you drink alcohol? P: Uh rarely I'll have maybe a glass of wine like once every couple of months.",
+         "present"),
+        ("D: Do you drink alcohol? P: No, never.", "absent"),
+    ],
+)
+def test_a_rare_habit_is_present(text: str, status: str) -> None:
+    assert _claims(text)["alcohol"].status == status
