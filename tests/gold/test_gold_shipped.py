@@ -125,3 +125,19 @@ def test_every_gold_can_score_the_rules_record_of_its_own_transcript(
         assert (f["triage_match"], f["under_triage_new"], f["scer_new"], f["err_new"]) == (1, 0, 0, 0)
         j = rule_judge(rec, g)
         assert j.score in (1, 2, 3, 4, 5) and j == rule_judge(rec, g)
+
+
+def test_second_writer_gold_is_dev_only_unaudited_and_quoted(gold: dict[str, GoldRecord]) -> None:
+    from stresstest.corpus import load_corpus
+
+    second = load_gold(REPO / "data" / "gold_second_writer")
+    assert len(second) >= 12
+    splits = _splits()
+    encounters = {e.encounter_id: e for e in load_corpus("osce", SHIPPED["osce"], ids=sorted(second))}
+    problems = []
+    for eid, rec in second.items():
+        assert eid in gold and splits.get(eid, "dev") == "dev", eid  # a second writer never sees the test split
+        assert rec.scope_turns == gold[eid].scope_turns, eid
+        assert not rec.provenance.audited and "not clinician-audited" in rec.provenance.drafted_by, eid
+        problems += [f"{eid}: {i}" for i in check_gold(rec, gold_transcript_text(encounters[eid], rec))]
+    assert problems == []
