@@ -517,6 +517,8 @@ def _compose(
                            for x in between):
                         continue  # "blood or any sputum" names two things, not bloody sputum
                     concept = partner(ex.words[kk])
+                    if concept is not None and ex.words[kk] == "back" and _adverb_back(ex, kk):
+                        continue  # "the pain comes back", "it goes back to normal": not the back
                     if concept is not None:
                         found = (kk, concept)
                         break
@@ -532,6 +534,25 @@ def _compose(
                            bool(info and info.red_flag), info.triage_hint if info else None))
         used.update(range(a, b + 1))
     return out
+
+
+_BACK_VERBS = frozenset({"come", "comes", "came", "coming", "go", "goes", "went", "going", "get", "gets", "got",
+                         "bring", "brings", "brought", "keep", "keeps", "kept", "is", "was", "be", "been", "it's",
+                         "came", "bounce", "bounced", "went", "call", "called", "sit", "sat", "lie", "lay", "laid",
+                         "step", "stepped", "pull", "pulled", "push", "pushed", "think", "thinking", "looking"})
+_BACK_AFTER = frozenset({"to", "again", "up", "home", "then", "and", "after", "later", "on", "in", "from"})
+
+
+def _adverb_back(ex: _Extractor, k: int) -> bool:
+    """ "back" used as an adverb ("the pain comes back", "it went back to normal") or as a side of another site
+    ("the back of my knee"), not the body part ("my back", "lower back", "back pain")."""
+    prev = ex.words[k - 1] if k > 0 else ""
+    nxt = ex.words[k + 1] if k + 1 < len(ex.words) else ""
+    if nxt == "of":
+        return True  # "the back of my knee": a side of another site
+    if prev in ("my", "your", "his", "her", "the", "lower", "upper", "mid", "middle", "their", "our") and nxt != "to":
+        return False
+    return prev in _BACK_VERBS or nxt in _BACK_AFTER
 
 
 def _narrows(first: str | None, later: str) -> bool:

@@ -567,3 +567,16 @@ def test_no_trip_in_an_emergency_department_visit_or_a_pain_that_travels() -> No
 )
 def test_a_rare_habit_is_present(text: str, status: str) -> None:
     assert _claims(text)["alcohol"].status == status
+
+
+@pytest.mark.parametrize(
+    ("text", "pains"),
+    [
+        ("P: Those gels seem to help temporarily, but the pain comes back.", set()),
+        ("P: There is pain at the back of my knee.", {"knee pain"}),
+        ("P: I have pain in my lower back.", {"back pain"}),
+        ("P: The pain in my back came on suddenly.", {"back pain"}),
+    ],
+)
+def test_back_as_an_adverb_is_not_the_back(text: str, pains: set[str]) -> None:
+    assert {k for k in _claims(text) if k.endswith(" pain")} == pains
