@@ -1649,6 +1649,10 @@ def _pass_dialogue(
                 for m in pains:
                     counts[m.concept] = counts.get(m.concept, 0) + 1
                 if pains:
+                    # A pain at a site ("knee pain") before a generic one (muscle aches, constant pain).
+                    sited = [m for m in pains if m.concept.endswith(" pain") and not _is_modifier(m.concept)]
+                    pains = sited or pains
+                    counts = {c: n for c, n in counts.items() if any(m.concept == c for m in pains)}
                     top = max(counts.values())
                     recent = [m for m in pains if counts[m.concept] == top]
             topic = recent[-1] if recent else chief

@@ -580,3 +580,10 @@ def test_a_rare_habit_is_present(text: str, status: str) -> None:
 )
 def test_back_as_an_adverb_is_not_the_back(text: str, pains: set[str]) -> None:
     assert {k for k in _claims(text) if k.endswith(" pain")} == pains
+
+
+def test_a_severity_question_rates_the_pain_at_a_site_not_the_aches() -> None:
+    got = _claims("P: My right knee is very painful. I've also had some muscle aches. D: What would you say the "
+                  "severity of the pain is, with 10 being the worst pain you've ever felt? P: I give it about a 6.")
+    assert (got["knee pain"].value, got["knee pain"].unit) == ("6", "out of 10")
+    assert got["muscle aches"].value is None
