@@ -1972,8 +1972,14 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
     """A descriptive value said next to the symptom or in its answer: sputum colour/consistency
     ("yellow sputum", "it's creamy yellow"), cough type ("a dry cough")."""
     words, reach = _QUALIFIERS[concept]
-    word = _first_word_near(ex, support, words, reach)
+    if concept == "cough":  # its type (dry / productive) before a sound ("hacking", "barking")
+        word = _first_word_near(ex, support, _COUGH_TYPES, reach) or _first_word_near(ex, support, words, reach)
+    else:
+        word = _first_word_near(ex, support, words, reach)
     return _QUALIFIER_SPELLING.get(word, word) if word else None
+
+
+_COUGH_TYPES = frozenset({"dry", "wet", "productive", "chesty"})
 
 
 _QUALIFIER_SPELLING = {"wet": "productive", "chesty": "productive"}

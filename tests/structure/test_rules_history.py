@@ -587,3 +587,8 @@ def test_a_severity_question_rates_the_pain_at_a_site_not_the_aches() -> None:
                   "severity of the pain is, with 10 being the worst pain you've ever felt? P: I give it about a 6.")
     assert (got["knee pain"].value, got["knee pain"].unit) == ("6", "out of 10")
     assert got["muscle aches"].value is None
+
+
+def test_a_cough_type_beats_its_sound() -> None:
+    assert _claims("P: It's a hacking cough. It's a wet cough too.")["cough"].value == "productive"
+    assert _claims("P: It's a barking cough.")["cough"].value == "barking"
