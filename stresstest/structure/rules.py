@@ -182,7 +182,7 @@ _LIST_ENDINGS = ("anything like that", "anything of that sort", "or anything", "
                  "et cetera", "etc", "things like that", "stuff like that", "or something like that")
 _WH_LEAD = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's", "whereabouts"})
 _OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "all", "right", "great", "good",
-                           "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry"})
+                           "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry", "hi", "hello", "hey", "well"})
 _PAST_MARKERS = ("last week", "last month", "last year", "used to", "in the past", "not anymore", "no longer",
                  "anymore", "went away", "gone away", "not right now", "not now")
 _PAIN_QUALITIES = frozenset({"sharp", "dull", "burning", "stabbing", "throbbing", "pressure", "shooting",
