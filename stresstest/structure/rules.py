@@ -182,7 +182,8 @@ _LIST_ENDINGS = ("anything like that", "anything of that sort", "or anything", "
                  "et cetera", "etc", "things like that", "stuff like that", "or something like that")
 _WH_LEAD = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's", "whereabouts"})
 _OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "all", "right", "great", "good",
-                           "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry", "hi", "hello", "hey", "well"})
+                           "yeah", "yes", "sure", "then", "just", "oh", "i", "see", "sorry", "hi", "hello", "hey",
+                           "well"})
 _PAST_MARKERS = ("last week", "last month", "last year", "used to", "in the past", "not anymore", "no longer",
                  "anymore", "went away", "gone away", "not right now", "not now")
 _PAIN_QUALITIES = frozenset({"sharp", "dull", "burning", "stabbing", "throbbing", "pressure", "shooting",
@@ -538,7 +539,7 @@ def _compose(
 
 _BACK_VERBS = frozenset({"come", "comes", "came", "coming", "go", "goes", "went", "going", "get", "gets", "got",
                          "bring", "brings", "brought", "keep", "keeps", "kept", "is", "was", "be", "been", "it's",
-                         "came", "bounce", "bounced", "went", "call", "called", "sit", "sat", "lie", "lay", "laid",
+                         "bounce", "bounced", "call", "called", "sit", "sat", "lie", "lay", "laid",
                          "step", "stepped", "pull", "pulled", "push", "pushed", "think", "thinking", "looking"})
 _BACK_AFTER = frozenset({"to", "again", "up", "home", "then", "and", "after", "later", "on", "in", "from"})
 
@@ -1295,8 +1296,7 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             continue
         s2 = ex.sentence_of(ex._tok_index(a.cue_start))
         said = [out[o.start] for o in by_sent.get(s2, []) if o.concept == m.concept and o.start != m.start
-                and out[o.start].source == "statement" and o.start > a.cue_start
-                and (out[o.start].cue_start is None or out[o.start].cue_start > a.cue_start)]  # said after the yes
+                and out[o.start].source == "statement" and _said_after(o, out[o.start], a.cue_start)]
         if said and said[0].status == "absent" != a.status:  # a hedge in a "yes" answer keeps the "yes"
             out[m.start] = said[0]
     for s, ms in by_sent.items():
@@ -1356,6 +1356,11 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
     lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
     lead = [w for w in ex.words[lo:k] if w not in _fillers()]
     return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
+
+
+def _said_after(m: Mention, a: Assertion, pos: int) -> bool:
+    """Mention ``m`` and the cue that decided it (``a``) both come after offset ``pos``."""
+    return m.start > pos and (a.cue_start is None or a.cue_start > pos)
 
 
 def _answer_particle(ex: _Extractor, a: Assertion) -> bool:
@@ -2143,21 +2148,12 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
             claim = Claim(id="", category="social", concept="occupation", status="present", value=value)
             quotes = [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
             return [_Built(claim, quotes, _Group("social", "occupation"), ex.tokens[alo].start)]
-    for s in range(len(ex.ctx.sent_start)):
-        if ex.ctx.ends_q[s]:
-            continue
-        lo, hi = ex.sentence_bounds(s)
-        if hi <= lo:
-            continue
-        sentence = ex.text[ex.tokens[lo].start : ex.tokens[hi - 1].end]
-        for pat in _JOB_STATEMENTS:
-            mt = pat.search(sentence)
-            if mt:
-                words = [w for w in mt.group("job").lower().split() if w not in _JOB_STOP]
-                claim = Claim(id="", category="social", concept="occupation", status="present",
-                              value=" ".join(words) or None)
-                return [_Built(claim, [ex.quote(lo, hi, lo, hi)], _Group("social", "occupation"),
-                               ex.tokens[lo].start)]
+    found = _statement_match(ex, _JOB_STATEMENTS)
+    if found is not None:
+        mt, lo, hi = found
+        words = [w for w in mt.group("job").lower().split() if w not in _JOB_STOP]
+        claim = Claim(id="", category="social", concept="occupation", status="present", value=" ".join(words) or None)
+        return [_Built(claim, [ex.quote(lo, hi, lo, hi)], _Group("social", "occupation"), ex.tokens[lo].start)]
     return []
 
 
@@ -2227,9 +2223,11 @@ _NOT_PLACES = frozenset({"I", "The", "OK", "Okay", "Uh", "Um", "So", "And", "But
                          "Department", "ER", "Hospital", "School", "University", "Work", "Doctor"})
 
 
-def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
-    """A trip said as a statement: the travel claim (present) with its destination as the value."""
-    trip = None
+def _statement_match(
+    ex: _Extractor, patterns: tuple[re.Pattern[str], ...], accept: Callable[[re.Match[str]], bool] | None = None
+) -> tuple[re.Match[str], int, int] | None:
+    """The first match of ``patterns`` (in pattern order, per sentence) in a sentence that is not a question,
+    with the sentence's token bounds."""
     for s in range(len(ex.ctx.sent_start)):
         if ex.ctx.ends_q[s]:
             continue
@@ -2237,16 +2235,20 @@ def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
         if hi <= lo:
             continue
         sentence = ex.text[ex.tokens[lo].start : ex.tokens[hi - 1].end]
-        for pat in _TRIP_PATTERNS:
+        for pat in patterns:
             mt = pat.search(sentence)
-            if mt and mt.group("place").split()[0] not in _NOT_PLACES:
-                trip = (mt.group("place").lower(), ex.quote(lo, hi, lo, hi), ex.tokens[lo].start)
-                break
-        if trip:
-            break
-    if trip is None:
+            if mt and (accept is None or accept(mt)):
+                return mt, lo, hi
+    return None
+
+
+def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
+    """A trip said as a statement: the travel claim (present) with its destination as the value."""
+    found = _statement_match(ex, _TRIP_PATTERNS, lambda mt: mt.group("place").split()[0] not in _NOT_PLACES)
+    if found is None:
         return built
-    place, quote, pos = trip
+    mt, lo, hi = found
+    place, quote, pos = mt.group("place").lower(), ex.quote(lo, hi, lo, hi), ex.tokens[lo].start
     have = [b for b in built if b.claim.concept == "travel"]
     if not have:
         claim = Claim(id="", category="social", concept="travel", status="present", value=place)
