@@ -81,6 +81,24 @@ class NoiseSpec(BaseModel):
         return self
 
 
+def bank_encounters(spec: NoiseSpec, encounters: Sequence[Encounter]) -> list[Encounter]:
+    """The encounters a built-in babble bank is drawn from: ``spec.bank_encounters`` when set, else all.
+
+    Raises:
+        NoiseError: a pinned id is not among ``encounters`` (the message names it).
+    """
+    if spec.bank_encounters is None:
+        return list(encounters)
+    have = {e.encounter_id: e for e in encounters}
+    missing = sorted(set(spec.bank_encounters) - set(have))
+    if missing:
+        raise NoiseError(
+            f"noise ({spec.family}) bank_encounters: {missing} not found in the corpus folder "
+            f"({len(have)} transcripts there)"
+        )
+    return [have[e] for e in sorted(set(spec.bank_encounters))]
+
+
 def make_noise_source(spec: NoiseSpec, *, encounters: Sequence[Encounter], cache_dir: Path) -> NoiseSource:
     """Build the noise source a spec describes.
 
@@ -103,17 +121,8 @@ def make_noise_source(spec: NoiseSpec, *, encounters: Sequence[Encounter], cache
         return MusanSpeechNoise(spec.root or "", family=spec.family, crossfade_s=spec.crossfade_s)
     if spec.family == "ambient":
         return AmbientNoise(spec.ambient_recipes, family=spec.family)
-    if spec.bank_encounters is not None:
-        have = {e.encounter_id: e for e in encounters}
-        missing = sorted(set(spec.bank_encounters) - set(have))
-        if missing:
-            raise NoiseError(
-                f"noise ({spec.family}) bank_encounters: {missing} not found in the corpus folder "
-                f"({len(have)} transcripts there)"
-            )
-        encounters = [have[e] for e in sorted(set(spec.bank_encounters))]
     bank = BabbleBank.from_encounters(
-        encounters,
+        bank_encounters(spec, encounters),
         cache_dir,
         max_sentences=spec.bank_max_sentences,
         min_words=spec.bank_min_words,

@@ -38,6 +38,7 @@ from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
+from stresstest.noise.factory import bank_encounters
 from stresstest.noise.stage import mix_jobs
 from stresstest.pipeline.executor import Executor, make_executor
 from stresstest.pipeline.failures import FailureLedger
@@ -309,6 +310,9 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
             with _stage(state, "corpus"):
                 _load_encounters(state)
                 all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
+                for spec in cfg.noise.values():  # a pinned babble id that is missing fails here, not after TTS
+                    if spec.bank_encounters is not None:
+                        bank_encounters(spec, all_encs)
                 prune_stale(out, state.grid.ids, state.encounters)
             checkpoint()
             with _stage(state, "speech"):

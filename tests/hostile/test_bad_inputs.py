@@ -170,6 +170,9 @@ CASES: list[Case] = [
     Case("config_max_failures_negative", lambda r: (_run(r, "{corpus}\nrun: {max_failures: -1}\n"),
                                                     "run.max_failures")),
     Case("config_progress_not_bool", lambda r: (_run(r, "{corpus}\nrun: {progress: 'yes'}\n"), "run.progress")),
+    Case("babble_bank_missing_id", lambda r: (_run(r, "{corpus}\nnoise:\n  babble: {family: babble, kind: builtin, "
+                                                   "bank_encounters: [CAR0001, RES9999]}\n"),
+                                              "bank_encounters: ['RES9999'] not found in the corpus folder")),
     # --- the SNR grid
     Case("snr_empty", lambda r: (_run(r, "{corpus}\nsnr_db: []\n"), "cfg.yaml:2: snr_db: expected at least one")),
     Case("snr_nan", lambda r: (_run(r, "{corpus}\nsnr_db: [.nan]\n"), "snr_db: expected finite")),
