@@ -63,7 +63,8 @@ _OPENERS = frozenset({"and", "but", "now", "alright", "all", "right", "great", "
 #: A whole reply that is only one of these ("No.", "Nope.", "Yeah.") answers the sentence before it.
 _BARE_REPLIES = frozenset({"no", "nope", "nah", "never", "yes", "yeah", "yep", "yup"})
 _ACKNOWLEDGE = frozenset({"ok", "okay", "alright", "right", "sure", "great", "good", "thanks", "gotcha"})
-_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "we're", "our", "us"})
+#: The speaker talking about themself (shared with the rules structurer).
+FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "we're", "our", "us"})
 _BRACKET_LABELS = frozenset({"doctor", "patient", "speaker", "clinician", "nurse"})  # "[doctor]" (ACI-BENCH)
 _SPEAKER_LABELS = frozenset({"D", "P", "Doctor", "Patient", "DOCTOR", "PATIENT"})
 
@@ -264,7 +265,7 @@ class ContextAnalyzer:
     def _bare_reply_follows(self, s: int, lo: int, hi: int) -> bool:
         """Sentence ``s`` is a question the transcriber closed with a full stop ("Fevers or chills." - "No."):
         the next sentence is nothing but a yes/no word, and ``s`` is not the speaker talking about themself."""
-        if s + 1 >= len(self.sent_start) or any(self.words[k] in _FIRST_PERSON for k in range(lo, hi)):
+        if s + 1 >= len(self.sent_start) or any(self.words[k] in FIRST_PERSON for k in range(lo, hi)):
             return False
         fillers = _rules().fillers
         own = [self.words[k] for k in range(lo, hi) if k not in self.skip and self.words[k] not in fillers]

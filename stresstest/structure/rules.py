@@ -100,7 +100,7 @@ from typing import Literal
 
 from stresstest.clinical.drugs import high_risk_class, match_drug_tokens
 from stresstest.clinical.lexicon import Mention, canonical_concept, concept_info, match_tokens, surfaces_by_category
-from stresstest.clinical.negation import Assertion, ContextAnalyzer
+from stresstest.clinical.negation import FIRST_PERSON, Assertion, ContextAnalyzer
 from stresstest.clinical.numbers import Quantity, find_quantities
 from stresstest.clinical.text import Token, norm_phrase, read_table, tokenize
 from stresstest.clinical.vocab import answer_fillers, discourse_fillers, hesitations, number_words
@@ -484,6 +484,14 @@ def _covered(ex: _Extractor, mentions: list[Mention]) -> set[int]:
     return {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
 
 
+def _concept_mention(ex: _Extractor, start: int, end: int, concept: str, category: str | None = None) -> Mention:
+    """A mention of ``concept`` over ``ex.text[start:end]`` carrying the lexicon's facts (category unless given,
+    red flag, triage hint); a concept the lexicon lacks is a plain symptom."""
+    info = concept_info(concept)
+    return Mention(start, end, ex.text[start:end], concept, category or (info.category if info else "symptom"),
+                   bool(info and info.red_flag), info.triage_hint if info else None)
+
+
 def _compose(
     ex: _Extractor,
     mentions: list[Mention],
@@ -528,11 +536,8 @@ def _compose(
         if found is None:
             continue
         kk, concept = found
-        info = concept_info(concept)
         a, b = min(k, kk), max(k, kk)
-        start, end = ex.tokens[a].start, ex.tokens[b].end
-        out.append(Mention(start, end, ex.text[start:end], concept, "symptom",
-                           bool(info and info.red_flag), info.triage_hint if info else None))
+        out.append(_concept_mention(ex, ex.tokens[a].start, ex.tokens[b].end, concept, "symptom"))
         used.update(range(a, b + 1))
     return out
 
@@ -1022,10 +1027,7 @@ def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
             plo = ex.sentence_bounds(max(0, s - 3))[0]
             if not (ex.ctx.ends_q[s] and any(x in _SPUTUM_WORDS or x in _COUGH_WORDS for x in ex.words[plo:lo])):
                 continue
-        tok = ex.tokens[k]
-        info = concept_info("hemoptysis")
-        out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], "hemoptysis", "symptom",
-                           bool(info and info.red_flag), info.triage_hint if info else None))
+        out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, "hemoptysis", "symptom"))
     return out
 
 
@@ -1050,12 +1052,8 @@ def _listed_sites(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
             continue
         for k in listed:
             concept = _SITE_PAIN.get(sites[ex.words[k]], f"{sites[ex.words[k]]} pain")
-            info = concept_info(concept)
-            if info is None:
-                continue
-            tok = ex.tokens[k]
-            out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], concept, info.category,
-                               info.red_flag, info.triage_hint))
+            if concept_info(concept) is not None:
+                out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, concept))
     return out
 
 
@@ -1095,12 +1093,7 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
         lo, hi = ex.sentence_bounds(s)
         if not any(x in _SENSE_CUES for x in ex.words[lo:hi]):
             continue
-        tok = ex.tokens[k]
-        concept = _SENSES[w]
-        info = concept_info(concept)
-        out.append(Mention(tok.start, tok.end, ex.text[tok.start : tok.end], concept,
-                           info.category if info else "symptom", bool(info and info.red_flag),
-                           info.triage_hint if info else None))
+        out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, _SENSES[w]))
     return out
 
 
@@ -1252,9 +1245,7 @@ def _cough_blood(ex: _Extractor, m: Mention) -> Mention:
     near = ex.words[max(lo, i - 6) : min(hi, j + 8)]
     if not any(w in _COUGH_WORDS for w in near):
         return m
-    info = concept_info("hemoptysis")
-    return Mention(m.start, m.end, m.surface, "hemoptysis", "symptom",
-                   bool(info and info.red_flag), info.triage_hint if info else None)
+    return _concept_mention(ex, m.start, m.end, "hemoptysis", "symptom")
 
 
 # ---------------------------------------------------------------- pass 2: assertions
@@ -1679,9 +1670,6 @@ def _pass_dialogue(
     return out
 
 
-_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "we", "our", "us"})
-
-
 def _unmarked_question(ex: _Extractor, s: int) -> bool:
     """An open question the transcriber closed with a full stop ("And how would you describe the severity of
     this pain. One being the least pain and 10 the worst."): it opens with a question word, addresses the
@@ -1690,7 +1678,7 @@ def _unmarked_question(ex: _Extractor, s: int) -> bool:
     words = [w for w in ex.words[lo:hi] if w not in _OPENER_WORDS and w not in _fillers()]
     if not words or words[0] not in _WH_LEAD or words[0] == "why":
         return False
-    return any(w in ("you", "your", "you're", "you've") for w in words) and not any(w in _FIRST_PERSON for w in words)
+    return any(w in ("you", "your", "you're", "you've") for w in words) and not any(w in FIRST_PERSON for w in words)
 
 
 def _duration_echo(ex: _Extractor, s: int) -> bool:
