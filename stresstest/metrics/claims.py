@@ -200,8 +200,15 @@ def normalise_time(time: str | None) -> str:
     for pat, rep in _FREQ:
         s = pat.sub(rep, s)
     s = _RATE.sub(r"\1/\2", s)
+    s = _ONCE_PER.sub(lambda m: f"{m.group(1)} 1/{m.group(3)}", s).strip()
     toks = [w for w in s.split() if w not in _TIME_FILLER and w not in ("a", "an")]
+    if toks == ["yesterday"]:
+        return "1 day"  # "it started yesterday" = "1 day" (a day ago), as writers and clinicians put it
     return " ".join(toks)
+
+
+#: A rate with no count ("every night", "per week") is once per unit, as "daily" is "1/day".
+_ONCE_PER = re.compile(r"(^|\b(?!times?\b)([a-z]+)) ?/ ?(day|week|month|night|year|hour)\b")
 
 
 @dataclass(frozen=True)

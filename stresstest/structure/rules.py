@@ -107,7 +107,7 @@ from stresstest.clinical.vocab import answer_fillers, discourse_fillers, hesitat
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 #: Bump on any behaviour change: it is part of the structure cache key.
-RULES_VERSION = 4
+RULES_VERSION = 5
 
 # Sentences longer than this (run-on ASR text) are quoted as a window around the mention.
 _MAX_QUOTE_TOKENS = 30
@@ -230,8 +230,17 @@ _DIAGNOSED_CUES = frozenset({"had", "caught", "contracted"})
 _JOINT_SITES = frozenset({"knee", "hip", "ankle", "elbow", "wrist", "shoulder"})
 _JOINT_PAIN_SITES = ("knee pain", "hip pain", "ankle pain", "elbow pain", "wrist pain", "shoulder pain")
 #: Words that make breathlessness exertional only ("short of breath when I run"), which alone is not urgent.
-_EXERTION = ("exercise", "exercising", "running", "when i run", "jogging", "exertion", "playing", "sports",
-             "hockey", "soccer", "stairs", "climbing")
+#: Exertion that a healthy person may be breathless with: breathlessness with only these is not urgent.
+_VIGOROUS = ("exercise", "exercising", "running", "when i run", "jogging", "exertion", "playing", "sports",
+             "hockey", "soccer", "stairs", "climbing", "i ran", "i run", "flights", "shovelling", "shoveling")
+#: Any exertion: breathlessness with these (and not at rest) has the value "on exertion".
+_EXERTION = _VIGOROUS + ("exert", "exerting", "walk", "walking", "activity", "active", "moving around", "blocks")
+#: Tokens either side of a breathlessness mention searched for exertion ("I ran to catch the bus yesterday and I
+#: was a bit more short of breath").
+_EXERTION_REACH = 14
+#: Said with breathlessness, these deny that it comes with exertion ("no relationship with activity").
+_AT_REST = ("at rest", "resting", "all the time", "always", "sitting", "no relationship", "not related",
+            "even when i'm not", "lying down", "laying down", "sleeping")
 _HEART_FAILURE = ("orthopnea", "paroxysmal nocturnal dyspnea")
 #: concept -> (descriptive values, token reach) read as the claim's value when no number is.
 _QUALIFIERS: dict[str, tuple[frozenset[str], int]] = {
@@ -928,7 +937,8 @@ def _pass_mentions(ex: _Extractor) -> _Found:
                          back_reach=3)
     composed += _listed_blood(ex, all_mentions + composed)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
-           or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}]  # "pain and swelling in my knee"
+           or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}  # "pain and swelling in my knee"
+           or m.concept == "pain radiation"]  # "does this pain move anywhere else in your hand?"
     modifiers = _modifier_mentions(ex, all_mentions + composed)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in modifiers)]
     composed += modifiers
@@ -1380,8 +1390,9 @@ def _answer_sentences(ex: _Extractor, s: int, limit: int = 2) -> list[int]:
     return out
 
 
-_STAYS_PUT = frozenset({"just", "only", "mainly", "mostly", "stays"})
-_STAYS_SKIP = frozenset({"i", "would", "say", "think", "it's", "it", "is", "the", "pain"})
+_STAYS_PUT = frozenset({"just", "only", "mainly", "mostly", "stays", "stayed", "stay", "staying"})
+_STAYS_SKIP = frozenset({"i", "would", "say", "think", "it's", "it", "is", "the", "pain", "i'm", "feeling", "feel",
+                         "has", "pretty", "much"})
 
 
 def _stays_put(ex: _Extractor, m: Mention) -> Assertion | None:
@@ -1423,8 +1434,9 @@ def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion 
         words = [w for w in ex.words[lo:hi] if w not in fillers]
         if not words:
             continue  # "Um." / "Uh." carries nothing: the answer is in the next sentence
-        if ex.ctx.ends_q[s2] and len(words) <= 6 and s2 not in ex.mention_sents:
-            continue  # a follow-up of the same question ("Any of those symptoms?")
+        if ex.ctx.ends_q[s2] and s2 not in ex.mention_sents and (
+                len(words) <= 6 or ex.words[lo] in ("like", "such")):
+            continue  # a follow-up of the same question ("Any of those symptoms?", "Like to your forearm ...?")
         ans = None if (skip_first and s2 == s + 1) else ex.ctx._answer(lo, hi)
         if ans is None:
             if not ex.ctx.ends_q[s] or ex.ctx.ends_q[s2] or s2 in ex.mention_sents or explained >= _MAX_CLARIFYING:
@@ -1665,9 +1677,43 @@ def _pass_dialogue(
         key = key_of.get(topic.start) if topic is not None else None
         if kind == "rating" and answer.rating is not None:
             out.ratings.append((answer.rating, key, answer.evidence))
-        if key is not None:
-            out.answers.setdefault(key, []).append(answer)
+        keys = [key] if key is not None else []
+        if kind == "onset":
+            keys += [k for k in _shared_onset(ex, s, in_q, present_syms, key_of) if k not in keys]
+        for k in keys:
+            out.answers.setdefault(k, []).append(answer)
     return out
+
+
+#: Words by which an onset question asks about several symptoms at once ("when did these symptoms start?").
+_PLURAL_POINTERS = frozenset({"these", "those", "they", "them", "symptoms", "both", "all", "everything"})
+
+
+def _shared_onset(
+    ex: _Extractor, s: int, in_q: list[Mention], present_syms: list[tuple[int, Mention]],
+    key_of: dict[int, tuple[str, str]],
+) -> list[tuple[str, str]]:
+    """The other symptoms an onset question asks about: those it names joined by "and" ("when did the fever
+    and cough start?"), or, when it names none and points at several ("when did these symptoms start?"),
+    the present symptoms the patient named since the previous question."""
+    lo, hi = ex.sentence_bounds(s)
+    if in_q:
+        if len(in_q) < 2:
+            return []
+        first_end, last_start = ex.span(in_q[0])[1], ex.span(in_q[-1])[0]
+        if "and" not in ex.words[first_end:last_start]:
+            return []
+        named = {key_of[m.start] for m in in_q if m.start in key_of}
+        return list(dict.fromkeys(key_of[m.start] for _s2, m in present_syms if key_of.get(m.start) in named))
+    if not any(w in _PLURAL_POINTERS for w in ex.words[lo:hi]):
+        return []
+    prev_q = max((p for p in range(s) if ex.ctx.ends_q[p]), default=-1)
+    out: list[tuple[str, str]] = []
+    for s2, m in present_syms:
+        k = key_of.get(m.start)
+        if prev_q < s2 < s and k is not None and k not in out:
+            out.append(k)
+    return out if len(out) >= 2 else []
 
 
 def _unmarked_question(ex: _Extractor, s: int) -> bool:
@@ -1697,7 +1743,8 @@ def _describes(word: str, m: Mention) -> bool:
     """Whether ``word`` can describe the concept of ``m`` (a pain quality a pain, a qualifier its concept)."""
     if word in _PAIN_QUALITIES and _is_pain_concept(m.concept):
         return True
-    return m.concept in _QUALIFIERS and word in _QUALIFIERS[m.concept][0]
+    # a colour phrase ("dark yellow greenish") by its colours
+    return m.concept in _QUALIFIERS and any(w in _QUALIFIERS[m.concept][0] for w in word.split())
 
 
 def _stated_rating(ex: _Extractor, s: int) -> tuple[float, list[str]] | None:
@@ -1764,7 +1811,10 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         for k in toks:
             if ex.words[k] in _QUALITY_WORDS and not ex.ctx.ends_q[ex.sentence_of(k)]:
                 slo, shi = ex.sentence_bounds(ex.sentence_of(k))
-                return _Answered("describe", ex.words[k], None, None, None, [q_quote, ex.quote(k, k + 1, slo, shi)])
+                lo, hi = _colour_span(ex.words[:shi], k) if ex.words[k] in _COLOURS else (k, k + 1)
+                lo = max(lo, slo)
+                return _Answered("describe", " ".join(ex.words[lo:hi]), None, None, None,
+                                 [q_quote, ex.quote(lo, hi, slo, shi)])
         return None
     if kind == "distance":
         for q in qs:
@@ -1940,11 +1990,13 @@ def _near_attributes(
                 unit = q.unit_canonical
         if value is not None or (time is not None and not _vague(time)):
             break
-    if g.category == "symptom" and (time is None or (value is None and unit is None)):
+    rough = time is not None and _vague(time)
+    if g.category == "symptom" and (time is None or rough or (value is None and unit is None)):
         next_time, next_value, next_unit, quote = _next_sentence_attrs(ex, support)
-        used_next = (time is None and next_time is not None) or (value is None and unit is None and
-                                                                  next_value is not None)
-        time = time or next_time
+        # "over the last few days. I started having it around three days ago": the number refines it
+        better = next_time is not None and (time is None or (rough and not _vague(next_time)))
+        used_next = better or (value is None and unit is None and next_value is not None)
+        time = next_time if better else time
         if value is None and unit is None:
             value, unit = next_value, next_unit
         if used_next and quote:
@@ -1967,9 +2019,51 @@ def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assert
     words, reach = _QUALIFIERS[concept]
     if concept == "cough":  # its type (dry / productive) before a sound ("hacking", "barking")
         word = _first_word_near(ex, support, _COUGH_TYPES, reach) or _first_word_near(ex, support, words, reach)
+    elif concept == "sputum":
+        return _colour_phrase(ex, support, words, reach)
     else:
         word = _first_word_near(ex, support, words, reach)
     return _QUALIFIER_SPELLING.get(word, word) if word else None
+
+
+_COLOURS = frozenset({"yellow", "yellowish", "green", "greenish", "white", "whitish", "clear", "brown", "brownish",
+                      "rusty", "pink", "pinkish", "red", "grey", "gray", "greyish"})
+_SHADES = frozenset({"dark", "light", "bright", "pale"})
+
+
+def _colour_phrase(
+    ex: _Extractor, support: list[tuple[Mention, Assertion]], words: frozenset[str], reach: int
+) -> str | None:
+    """Sputum's look as said: the first qualifier near a supporting mention, a colour taken with the colours and
+    shade said with it ("dark yellow greenish mucus", "clear to white", "yellowish green"), else the word."""
+    for m, a in support:
+        for norm in ex.context_norms(m, a, side=reach):
+            toks = norm.split()
+            for i, w in enumerate(toks):
+                if w not in words:
+                    continue
+                if w not in _COLOURS:
+                    return w
+                lo, hi = _colour_span(toks, i)
+                return " ".join(toks[lo:hi])
+    return None
+
+
+def _colour_span(toks: list[str], i: int) -> tuple[int, int]:
+    """The colours said together with the colour at ``i``: its shade before it and the colours after it, joined
+    or by "or", "to", "and" ("dark yellow greenish", "clear to white")."""
+    lo = i
+    while lo > 0 and toks[lo - 1] in _SHADES:
+        lo -= 1
+    hi = i + 1
+    while hi < len(toks):
+        if toks[hi] in _COLOURS:
+            hi += 1
+        elif toks[hi] in ("or", "to", "and") and hi + 1 < len(toks) and toks[hi + 1] in _COLOURS:
+            hi += 2
+        else:
+            break
+    return lo, hi
 
 
 _COUGH_TYPES = frozenset({"dry", "wet", "productive", "chesty"})
@@ -2498,7 +2592,7 @@ def _pass_triage(
         if concept in present:
             urgent.append((concept, present[concept].evidence))
     sob = present.get("shortness of breath")
-    if sob is not None and not _exertional_only(ex, sob.group):
+    if sob is not None and not _exertional_only(ex, sob.group, vigorous=True):
         sob_hours = _hours(sob.claim.time)
         if sob_hours is None or sob_hours < _CHRONIC_DAYS * 24 or sob is chief:
             # New (or presenting) breathlessness needs same-day assessment (oxygen saturation, chest exam).
@@ -2533,11 +2627,21 @@ def _pass_triage(
     return Triage(level=level, rationale=f"{level}: {why}: {names}."), tri_ev  # type: ignore[arg-type]
 
 
-def _exertional_only(ex: _Extractor, g: _Group) -> bool:
-    """Breathlessness said with exertion words ("when I play hockey", "running") and never at rest."""
-    norms = [c for m, a in _supporting(g.mentions, "present") for c in ex.context_norms(m, a, side=8)]
-    return any(_has_any(nm, _EXERTION) for nm in norms) and not any(
-        _has_any(nm, ("at rest", "resting", "all the time", "always", "sitting")) for nm in norms)
+def _exertional_only(ex: _Extractor, g: _Group, vigorous: bool = False) -> bool:
+    """Breathlessness said with exertion words ("when I play hockey", "walking around") and never at rest; with
+    ``vigorous``, only with exertion a healthy person may be breathless with (running, stairs, sports)."""
+    support = _supporting(g.mentions, "present")
+    norms = [c for m, a in support for c in ex.context_norms(m, a, side=_EXERTION_REACH)]
+    # A question offers both ("during activity, or when you're resting as well?"): only what is said rules out.
+    said = [c for m, a in support if not ex.ctx.ends_q[ex.sentence_of(ex.span(m)[0])]
+            for c in ex.context_norms(m, a, side=_EXERTION_REACH)]
+    said += [c for m, a in support if a.source == "answer" for c in ex.context_norms(m, a, side=_EXERTION_REACH)[1:]]
+    if any(_has_any(nm, _AT_REST) for nm in said):
+        return False
+    if vigorous:
+        mild = tuple(w for w in _EXERTION if w not in _VIGOROUS)
+        return any(_has_any(nm, _VIGOROUS) for nm in norms) and not any(_has_any(nm, mild) for nm in norms)
+    return any(_has_any(nm, _EXERTION) for nm in norms)
 
 
 def _is_number(text: str) -> bool:

@@ -79,6 +79,20 @@ def test_normalisers_by_hand() -> None:
     assert normalise_time(None) == ""
 
 
+def test_a_rate_without_a_count_is_once_per_unit() -> None:
+    # "every week" was "/week" while "every day" was "1/day"; one spelling now
+    assert normalise_time("every night") == normalise_time("once a night") == normalise_time("1 per night") == "1/night"
+    assert normalise_time("per week") == normalise_time("once weekly") == "1/week"
+    assert normalise_time("per day for 40 years") == "1/day 40 year"
+    assert normalise_time("a few times a week") == "few times /week"  # an unknown count stays unknown
+    assert normalise_time("2-3 times per week") == "2 3/week"
+
+
+def test_yesterday_is_one_day() -> None:
+    assert normalise_time("yesterday") == normalise_time("since yesterday") == normalise_time("1 day") == "1 day"
+    assert normalise_time("yesterday evening") == "yesterday evening"  # a part of the day stays
+
+
 def test_match_decisions_and_error_set_by_hand() -> None:
     gold = [C("g1", "chest pain", time="8 hours"), C("g2", "fever", "absent"), C("g3", "nausea"),
             C("g4", "aspirin", value="75", unit="mg", category="medication")]

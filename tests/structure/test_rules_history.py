@@ -592,3 +592,94 @@ def test_a_severity_question_rates_the_pain_at_a_site_not_the_aches() -> None:
 def test_a_cough_type_beats_its_sound() -> None:
     assert _claims("P: It's a hacking cough. It's a wet cough too.")["cough"].value == "productive"
     assert _claims("P: It's a barking cough.")["cough"].value == "barking"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "D: What brought you in? P: I've been feeling hot for the past couple of days and I have this terrible "
+        "headache. D: When did these symptoms start exactly? P: So they started about 3 days ago.",
+        "D: What brought you in? P: She has fever and a headache. D: When did the fever and headache start? "
+        "P: So they started about 3 days ago.",
+    ],
+)
+def test_an_onset_asked_of_several_symptoms_dates_each(text: str) -> None:
+    got = _claims(text)
+    assert (got["fever"].time, got["headache"].time) == ("3 days", "3 days")
+
+
+def test_an_onset_of_one_symptom_does_not_date_the_others() -> None:
+    got = _claims("D: What brought you in? P: I have a cough and a fever. D: When did the cough start? "
+                  "P: About 3 days ago.")
+    assert (got["cough"].time, got["fever"].time) == ("3 days", None)
+
+
+def test_a_number_in_the_next_sentence_refines_a_rough_onset() -> None:
+    got = _claims("P: I've been having this pain in my right elbow over the last few days. "
+                  "I started having it around three days ago.")
+    assert got["elbow pain"].time == "3 days"
+    kept = _claims("P: I've been having this pain in my right elbow for 2 days. It started a few days after the match.")
+    assert kept["elbow pain"].time == "2 days"  # a number is not replaced by a rough one
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "D: And does this pain move anywhere else in your hand, or does it just stay where you described? "
+        "P: Um it just stays there.",
+        "D: Do you feel the pain radiating anywhere else, or you just feeling it at that one spot? "
+        "P: I'm feeling it just in that one spot.",
+        "D: Did the pain stay in that same spot or does it move anywhere else? "
+        "P: It has pretty much stayed in that one spot, yeah.",
+        "D: Does it radiate anywhere? Like to your forearm or up into your upper arm or shoulder? "
+        "P: Uh no, I don't think so. No.",
+        "D: And is the pain going anywhere else or is it just staying in your chest? P: The pain is just in my chest.",
+    ],
+)
+def test_a_pain_that_stays_put_does_not_radiate(text: str) -> None:
+    got = _claims(text)
+    assert got["pain radiation"].status == "absent"
+    assert not {k for k in got if k.endswith(" pain") and k != "chest pain"}  # the sites asked about are not pains
+
+
+def test_a_radiation_answer_with_a_destination_is_present() -> None:
+    assert _claims("D: Does the pain move anywhere else? P: Yes, it goes down my leg.")["pain radiation"].status \
+        == "present"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("P: Now I ran to catch the bus yesterday and I was a bit more short of breath than I would usually be.",
+         "on exertion"),
+        ("P: Walking, doing day to day things has made me feel a little bit more short of breath than I used to.",
+         "on exertion"),
+        ("D: Is the shortness of breath just during activity, or when you're resting as well? "
+         "P: The shortness of breath is more with activity when I'm walking around.", "on exertion"),
+        ("P: I'm short of breath even when I'm sitting, and walking makes it worse.", None),
+        ("D: So there's no relationship with activity and your shortness of breath? P: No. "
+         "P: I've been short of breath.", None),
+    ],
+)
+def test_breathlessness_on_exertion_is_its_value(text: str, value: str | None) -> None:
+    assert _claims(text)["shortness of breath"].value == value
+
+
+def test_breathlessness_on_mild_exertion_stays_urgent() -> None:
+    # New breathlessness with walking about needs same-day assessment; with sport only it does not.
+    mild = extract_record("P: For two days I get short of breath every time I'm walking around the house.")
+    sport = extract_record("P: For two days I get short of breath when I play hockey.")
+    assert (mild.triage.level, sport.triage.level) == ("urgent", "routine")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("P: It does have some like dark yellow greenish mucus every time I cough.", "dark yellow greenish"),
+        ("P: I've been bringing up this yellow, greenish sputum.", "yellow greenish"),
+        ("D: What colour is the sputum? P: It's mainly like clear to white.", "clear to white"),
+        ("P: I cough up thick sputum.", "thick"),
+    ],
+)
+def test_sputum_takes_the_colours_said_together(text: str, value: str) -> None:
+    assert _claims(text)["sputum"].value == value
