@@ -943,6 +943,11 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in modifiers)]
     composed += modifiers
     composed += _sense_mentions(ex, all_mentions + composed)
+    discharge = _listed_discharge(ex, all_mentions + composed)
+    if discharge:  # "any discharge like mucus or tears from your eyes?": not a sputum question
+        asked = {ex.sentence_of(ex.span(m)[0]) for m in discharge}
+        lex = [m for m in lex if m.concept not in ("discharge", "sputum") or ex.sentence_of(ex.span(m)[0]) not in asked]
+    composed += discharge
     composed += _never_before(ex, all_mentions + composed)
     composed += _listed_sites(ex, all_mentions + composed)
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
@@ -1107,6 +1112,31 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     return out
 
 
+_DISCHARGE_REACH = 10
+_DISCHARGE_SITES = {"eye": "eye discharge", "eyes": "eye discharge", "ear": "ear discharge", "ears": "ear discharge"}
+
+
+def _listed_discharge(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """Discharge asked about with the eyes or ears ("any discharge like mucus or tears from your eyes or ears?",
+    "any eye symptoms such as discharge?"): each of those sites within :data:`_DISCHARGE_REACH` tokens of
+    "discharge" in the question is a mention of its discharge, answered by the usual reading (the caller then
+    drops the bare "discharge" and a "mucus" there). Sites a lexicon surface covers are left to it."""
+    covered = _covered(ex, mentions)
+    out: list[Mention] = []
+    for k, w in enumerate(ex.words):
+        if w != "discharge" or not ex.ctx.ends_q[ex.sentence_of(k)]:
+            continue
+        lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+        seen: set[str] = set()
+        for x in range(max(lo, k - _DISCHARGE_REACH), min(hi, k + _DISCHARGE_REACH + 1)):
+            concept = _DISCHARGE_SITES.get(ex.words[x])
+            if concept is None or concept in seen or x in covered:
+                continue
+            seen.add(concept)
+            out.append(_concept_mention(ex, ex.tokens[x].start, ex.tokens[x].end, concept))
+    return out
+
+
 def _airway_factors(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """A pain factor the lexicon found ("rest helps", "worse when I lie down") said about a cough or
     breathlessness, in a sentence (and the one before) that names no pain, is that symptom's factor."""
@@ -1196,11 +1226,56 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             concept = worse_c
         elif better_c and any(w in _BETTER_WORDS for w in near):
             concept = better_c
+        elif worse_c and worse_c.startswith("pain ") and (about_pain or "it" in ex.words[plo:hi]) \
+                and not ex.ctx.ends_q[s] and (_hurts_when(ex, k, size, lo, hi)
+                                              or _short_answer_to(ex, s, _WORSE_WORDS)):
+            concept = worse_c
+        elif better_c and better_c.startswith("pain ") and not ex.ctx.ends_q[s] and (
+                _short_answer_to(ex, s, _BETTER_WORDS) or _conditional(ex, k, lo) and any(
+                    w in _BETTER_WORDS or w in _GOES_AWAY for w in ex.words[k + size : min(hi, k + size + 10)])):
+            concept = better_c  # "if I'm just resting the elbow, um, it makes it better", "if I rest, it goes away"
         if concept is not None:
             start, end = ex.tokens[k].start, ex.tokens[k + size - 1].end
             out.append(Mention(start, end, ex.text[start:end], concept, "symptom"))
         k += size
     return out
+
+
+_WHEN_WORDS = frozenset({"when", "whenever", "if", "anytime", "any", "time", "every"})
+_WHEN_SKIP = frozenset({"i", "i'm", "try", "tried", "to", "of", "type", "kind", "sort", "it's", "am", "do", "start"})
+_HURT_WORDS = frozenset({"hurts", "hurt", "hurting", "painful", "pain", "sore", "bad", "sharp", "aches", "achy"})
+
+
+_GOES_AWAY = frozenset({"away", "settles", "subsides", "eases", "calms"})
+
+
+def _conditional(ex: _Extractor, k: int, lo: int) -> bool:
+    """The activity at ``k`` opens a condition: "when"/"if"/"any(time)" right before it, past "I", "try to"."""
+    j = k - 1
+    while j >= lo and ex.words[j] in _WHEN_SKIP | {"just", "take", "a"}:
+        j -= 1
+    return j >= lo and ex.words[j] in _WHEN_WORDS
+
+
+def _hurts_when(ex: _Extractor, k: int, size: int, lo: int, hi: int) -> bool:
+    """An activity said as the time the pain comes ("anytime I tried to move it, it hurts", "any type of movement
+    is really bad", "it hurts the most when I'm moving the knee"): "when"/"if"/"any" right before the activity
+    and a hurt word within :data:`_MODIFIER_REACH` tokens of it."""
+    if not _conditional(ex, k, lo):
+        return False
+    near = ex.words[max(lo, k - _MODIFIER_REACH) : min(hi, k + size + _MODIFIER_REACH)]
+    return any(w in _HURT_WORDS for w in near)
+
+
+def _short_answer_to(ex: _Extractor, s: int, asked: frozenset[str]) -> bool:
+    """A short reply (at most 8 words) to a question about what makes it worse or better (one of ``asked`` in it):
+    "What makes it worse? - Um, I guess moving it.", "Anything that helps? - Just if I rest"."""
+    if s == 0 or not ex.ctx.ends_q[s - 1]:
+        return False
+    lo, hi = ex.sentence_bounds(s)
+    plo, phi = ex.sentence_bounds(s - 1)
+    words = [w for w in ex.words[lo:hi] if w not in _fillers()]
+    return len(words) <= 8 and any(w in asked for w in ex.words[plo:phi])
 
 
 def _radiation_destination(ex: _Extractor, m: Mention) -> bool:

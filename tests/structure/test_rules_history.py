@@ -636,7 +636,7 @@ def test_a_number_in_the_next_sentence_refines_a_rough_onset() -> None:
         "D: And is the pain going anywhere else or is it just staying in your chest? P: The pain is just in my chest.",
     ],
 )
-def test_a_pain_that_stays_put_does_not_radiate(text: str) -> None:
+def test_a_pain_that_stays_put_in_an_either_or_question(text: str) -> None:
     got = _claims(text)
     assert got["pain radiation"].status == "absent"
     assert not {k for k in got if k.endswith(" pain") and k != "chest pain"}  # the sites asked about are not pains
@@ -683,3 +683,37 @@ def test_breathlessness_on_mild_exertion_stays_urgent() -> None:
 )
 def test_sputum_takes_the_colours_said_together(text: str, value: str) -> None:
     assert _claims(text)["sputum"].value == value
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("P: Anytime I tried to move it, it hurts.", "pain worse with movement"),
+        ("P: My knee hurts the most when I'm moving the knee.", "pain worse with movement"),
+        ("P: My shoulder is sore and any type of movement is really bad.", "pain worse with movement"),
+        ("D: Does anything make the pain worse? P: Um, moving it.", "pain worse with movement"),
+        ("P: If I'm just resting the elbow, um, it makes it better.", "pain relieved by rest"),
+        ("P: My wrist is painful, but if I rest, the pain eventually goes away.", "pain relieved by rest"),
+    ],
+)
+def test_a_factor_said_as_when_the_pain_comes_or_goes(text: str, concept: str) -> None:
+    assert _claims(text)[concept].status == "present"
+
+
+def test_an_activity_without_a_hurt_is_no_factor() -> None:
+    got = _claims("P: My knee is sore. When I'm walking to work I listen to music.")
+    assert "pain worse with movement" not in got
+
+
+@pytest.mark.parametrize(
+    ("text", "absent"),
+    [
+        ("D: How about any discharge like mucus or tears from your eyes or ears? P: No, nothing like that.",
+         {"eye discharge", "ear discharge"}),
+        ("D: Have you had any eye symptoms such as discharge, tearing or itchiness? P: No.", {"eye discharge"}),
+        ("D: Any vaginal discharge? P: No.", set()),
+    ],
+)
+def test_discharge_asked_with_the_eyes_or_ears(text: str, absent: set[str]) -> None:
+    got = _claims(text)
+    assert {k for k, c in got.items() if k.endswith("discharge") and c.status == "absent"} == absent
