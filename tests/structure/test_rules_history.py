@@ -717,3 +717,17 @@ def test_an_activity_without_a_hurt_is_no_factor() -> None:
 def test_discharge_asked_with_the_eyes_or_ears(text: str, absent: set[str]) -> None:
     got = _claims(text)
     assert {k for k, c in got.items() if k.endswith("discharge") and c.status == "absent"} == absent
+
+
+@pytest.mark.parametrize(
+    ("text", "trauma"),
+    [
+        ("P: Sometimes I get a little bit congested during the fall, but that's it.", False),
+        ("P: My allergies are bad every fall.", False),
+        ("P: It flares in the spring and fall.", False),
+        ("P: I hurt my wrist in the fall.", True),
+        ("P: I had a fall down the stairs.", True),
+    ],
+)
+def test_fall_the_season_is_no_trauma(text: str, trauma: bool) -> None:
+    assert ("trauma" in _claims(text)) is trauma
