@@ -32,9 +32,10 @@ Passes (:func:`extract_record` runs them in this order on one token stream)
        about: onset ("when did it start?" -> time), 0-10 rating (the highest
        number of the answer; the scale's "10 being the worst" is ignored) and
        walking distance. The topic is the symptom named in the question, else
-       (when the question points at one: "it", "this", "the pain") the pain
-       talked about most so far for a pain question, else the latest present
-       symptom, else the presenting complaint;
+       (when the question points at one: "it", "this", "the pain") the
+       presenting pain (the first pain at a site) for a pain question, else the
+       latest present symptom, else the presenting complaint; an onset asked of
+       several symptoms ("when did these symptoms start?") dates each;
     5. claims: status present if any mention is asserted present (unless every
        present mention is a past episode and a direct question was answered
        no), else absent, else uncertain; unanswered questions assert nothing.
@@ -1686,8 +1687,8 @@ def _pass_dialogue(
     """Attach answers to open questions ("when did it start?", "on a scale of 1 to 10?", "how far can
     you walk?") to the topic they are about.
 
-    Topic: the first symptom named in the question; else, for a question about "pain", the latest
-    pain concept asserted present before it, else the latest present symptom within
+    Topic: the first symptom named in the question; else, for a question about "pain", the first
+    pain at a site asserted present before it, else the latest present symptom within
     :data:`_TOPIC_SENTENCES` sentences; else the first present symptom (the presenting complaint).
     The answer is read from the next one or two sentences (up to the next question): the first
     time quantity (onset), the highest 0-10 number (rating; "10 being the worst" is ignored), or
@@ -1741,18 +1742,12 @@ def _pass_dialogue(
         if topic is None:
             recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
             if any(w in _PAIN_WORDS for w in ex.words[lo:hi]):
-                # "How would you rate the pain?": the pain talked about most so far (latest on a tie).
+                # "How would you rate the pain?": the presenting pain, i.e. the first pain at a site asserted present
+                # so far (not the wrist the elbow pain is worse with), else the first pain of any kind.
                 pains = [m for s2, m in present_syms if s2 < s and _is_pain_concept(m.concept)]
-                counts: dict[str, int] = {}
-                for m in pains:
-                    counts[m.concept] = counts.get(m.concept, 0) + 1
-                if pains:
-                    # A pain at a site ("knee pain") before a generic one (muscle aches, constant pain).
-                    sited = [m for m in pains if m.concept.endswith(" pain") and not _is_modifier(m.concept)]
-                    pains = sited or pains
-                    counts = {c: n for c, n in counts.items() if any(m.concept == c for m in pains)}
-                    top = max(counts.values())
-                    recent = [m for m in pains if counts[m.concept] == top]
+                sited = [m for m in pains if m.concept.endswith(" pain") and not _is_modifier(m.concept)]
+                if sited or pains:
+                    recent = [(sited or pains)[0]]
             topic = recent[-1] if recent else chief
         answer = _read_answer(ex, s, kind)
         if answer is None:

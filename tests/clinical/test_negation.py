@@ -57,10 +57,10 @@ CASES: list[tuple[str, str, str]] = [
     ("I just don't feel quite right, like I've had this pain in my chest for days", "chest pain", "present"),
     ("Sometimes things can be associated with a cough, so we'll look into it.", "cough", "uncertain"),
     # "I think" / "I guess" soften a report without withdrawing it (docs/gold_guide.md: "uncertain" only when the
-    # patient does not commit): "I think so" is yes as "I don't think so" is no; "I'm not sure" stays uncertain.
+    # patient does not commit); a bare "I think so" reply and "I'm not sure" stay uncertain.
     ("I think I've been eating less than usual.", "loss of appetite", "present"),
     ("I guess she's been a bit irritable.", "irritability", "present"),
-    ("D: Any fever? P: I think so.", "fever", "present"),
+    ("D: Any fever? P: I think so.", "fever", "uncertain"),
     ("D: Any fever? P: I don't think so.", "fever", "absent"),
     ("I'm not sure, I think maybe a fever.", "fever", "uncertain"),
 ]

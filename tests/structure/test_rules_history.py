@@ -731,3 +731,11 @@ def test_discharge_asked_with_the_eyes_or_ears(text: str, absent: set[str]) -> N
 )
 def test_fall_the_season_is_no_trauma(text: str, trauma: bool) -> None:
     assert ("trauma" in _claims(text)) is trauma
+
+
+def test_a_pain_question_rates_the_presenting_pain() -> None:
+    got = _claims("P: I've been having this pain in my right elbow. If I extend my wrist, I feel a sharp pain. "
+                  "My wrist pain is worse when I grip things. D: In terms of severity, 1 to 10, how bad is the pain? "
+                  "P: Um, probably like a 6 or 7.")
+    assert (got["elbow pain"].value, got["elbow pain"].unit) == ("6-7", "out of 10")
+    assert got["wrist pain"].unit is None
