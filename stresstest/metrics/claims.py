@@ -87,7 +87,7 @@ _TIME_FILLER = frozenset({
     "the", "of", "ago", "past", "last", "just", "like", "maybe", "or", "so", "now", "x", "~",
 })
 _VALUE_FILLER = frozenset({"a", "an", "for", "of", "the", "about", "around", "approximately", "roughly",
-                           "like", "x", "~"})
+                           "like", "x", "~", "and"})  # "dull and achy" = "dull, achy"
 # "a" before a time unit means one only after these words ("for a week", "about a month ago").
 _A_IS_ONE_AFTER = frozenset({"for", "since", "about", "around", "over", "in", "within", "than", "past",
                              "last", "almost", "nearly", "roughly", "approximately", "just", "maybe", "like"})

@@ -188,7 +188,7 @@ _OPENER_WORDS = frozenset({"ok", "okay", "and", "but", "so", "now", "alright", "
 _PAST_MARKERS = ("last week", "last month", "last year", "used to", "in the past", "not anymore", "no longer",
                  "anymore", "went away", "gone away", "not right now", "not now")
 _PAIN_QUALITIES = frozenset({"sharp", "dull", "burning", "stabbing", "throbbing", "pressure", "shooting",
-                             "crampy", "cramping", "tight", "squeezing", "throbby"})
+                             "crampy", "cramping", "tight", "squeezing", "throbby", "achy", "aching"})
 _QUALITY_REACH = 5
 #: Open questions about a symptom's character ("how would you describe the pain?", "is it dry?").
 _DESCRIBE_CUES = ("describe", "feel like", "feels like", "what kind of", "what type of", "what sort of",
@@ -549,6 +549,38 @@ def _compose(
         a, b = min(k, kk), max(k, kk)
         out.append(_concept_mention(ex, ex.tokens[a].start, ex.tokens[b].end, concept, "symptom"))
         used.update(range(a, b + 1))
+    return out
+
+
+_IT_HURTS = frozenset({"hurts", "hurt", "hurting", "painful", "sore"})
+_IT_WORDS = frozenset({"it", "it's", "that", "that's"})
+
+
+def _pain_of_the_site_before(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """ "I twisted my ankle. I think I stepped on something and it really hurts.": a statement whose "it"
+    hurts, naming no site, after a statement that names exactly one body site, is a pain at that site. The
+    mention spans the hurt word, so negation reads it as for any term ("it doesn't hurt")."""
+    covered = _covered(ex, mentions)
+    sites = _site_words()
+    out: list[Mention] = []
+    for k, w in enumerate(ex.words):
+        if w not in _IT_HURTS or k in covered:
+            continue
+        s = ex.sentence_of(k)
+        lo, hi = ex.sentence_bounds(s)
+        if s == 0 or ex.ctx.ends_q[s] or ex.ctx.ends_q[s - 1] \
+                or not _IT_WORDS & set(ex.words[max(lo, k - 3) : k]):
+            continue
+        if any(x in sites or x in _PAIN_WORDS and x != w for x in ex.words[lo:hi]):
+            continue
+        plo, phi = ex.sentence_bounds(s - 1)
+        named = {sites[x] for x in ex.words[plo:phi] if x in sites}
+        if len(named) != 1 or any(x in _PAIN_WORDS for x in ex.words[plo:phi]):
+            continue
+        site = named.pop()
+        concept = _SITE_PAIN.get(site, f"{site} pain")
+        if concept_info(concept) is not None:
+            out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, concept, "symptom"))
     return out
 
 
@@ -937,6 +969,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
                          back_reach=3)
     composed += _listed_blood(ex, all_mentions + composed)
+    composed += _pain_of_the_site_before(ex, all_mentions + composed)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
            or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}  # "pain and swelling in my knee"
            or m.concept == "pain radiation"]  # "does this pain move anywhere else in your hand?"
@@ -1826,7 +1859,7 @@ def _duration_echo(ex: _Extractor, s: int) -> bool:
 
 def _describes(word: str, m: Mention) -> bool:
     """Whether ``word`` can describe the concept of ``m`` (a pain quality a pain, a qualifier its concept)."""
-    if word in _PAIN_QUALITIES and _is_pain_concept(m.concept):
+    if word.split()[0] in _PAIN_QUALITIES and _is_pain_concept(m.concept):
         return True
     # a colour phrase ("dark yellow greenish") by its colours
     return m.concept in _QUALIFIERS and any(w in _QUALIFIERS[m.concept][0] for w in word.split())
@@ -1860,6 +1893,10 @@ def _scale_definition(ex: _Extractor, s: int) -> bool:
 
 def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
     sents = _answer_sentences(ex, s, limit=4 if kind == "rating" else 2)
+    if kind == "describe" and sents and ex.ctx.ends_q[sents[-1]] and any(
+            w in _QUALITY_WORDS for w in ex.words[slice(*ex.sentence_bounds(sents[-1]))]):
+        # "How would you describe the pain? Is it like a dull, aching pain or sharp stabbing pain? - Dull and achy."
+        sents += _answer_sentences(ex, sents[-1], limit=2)
     if kind == "rating":
         sents = [s2 for s2 in sents if not _scale_definition(ex, s2)][:2]
     if not sents:
@@ -1896,9 +1933,14 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         for k in toks:
             if ex.words[k] in _QUALITY_WORDS and not ex.ctx.ends_q[ex.sentence_of(k)]:
                 slo, shi = ex.sentence_bounds(ex.sentence_of(k))
-                lo, hi = _colour_span(ex.words[:shi], k) if ex.words[k] in _COLOURS else (k, k + 1)
+                if ex.words[k] in _COLOURS:
+                    lo, hi = _colour_span(ex.words[:shi], k)
+                elif ex.words[k] in _PAIN_QUALITIES:
+                    lo, hi = k, _qualities_end(ex.words[:shi], k)
+                else:
+                    lo, hi = k, k + 1
                 lo = max(lo, slo)
-                return _Answered("describe", " ".join(ex.words[lo:hi]), None, None, None,
+                return _Answered("describe", " ".join(w for w in ex.words[lo:hi] if w != "and"), None, None, None,
                                  [q_quote, ex.quote(lo, hi, slo, shi)])
         return None
     if kind == "distance":
@@ -2198,9 +2240,29 @@ def _first_word_near(
 
 
 def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
-    """A pain's character said next to it ("a sharp pain", "it's burning"): the first word of
-    :data:`_PAIN_QUALITIES` within :data:`_QUALITY_REACH` tokens of a supporting mention."""
-    return _first_word_near(ex, support, _PAIN_QUALITIES, _QUALITY_REACH)
+    """A pain's character said next to it ("a sharp pain", "it's dull and achy"): the first word of
+    :data:`_PAIN_QUALITIES` within :data:`_QUALITY_REACH` tokens of a supporting mention, with the qualities
+    said right after it ("dull and achy" -> "dull achy")."""
+    for m, a in support:
+        for norm in ex.context_norms(m, a, side=_QUALITY_REACH):
+            toks = norm.split()
+            for i, w in enumerate(toks):
+                if w in _PAIN_QUALITIES:
+                    return " ".join(t for t in toks[i:_qualities_end(toks, i)] if t != "and")
+    return None
+
+
+def _qualities_end(toks: list[str], i: int) -> int:
+    """End of the pain qualities said together from ``i`` ("dull achy", "dull and achy", "sharp, stabbing")."""
+    hi = i + 1
+    while hi < len(toks):
+        if toks[hi] in _PAIN_QUALITIES:
+            hi += 1
+        elif toks[hi] == "and" and hi + 1 < len(toks) and toks[hi + 1] in _PAIN_QUALITIES:
+            hi += 2
+        else:
+            break
+    return hi
 
 
 def _next_sentence_attrs(

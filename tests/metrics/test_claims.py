@@ -88,6 +88,10 @@ def test_a_rate_without_a_count_is_once_per_unit() -> None:
     assert normalise_time("2-3 times per week") == "2 3/week"
 
 
+def test_values_said_with_and_are_one_value() -> None:
+    assert normalise_value("dull and achy") == normalise_value("dull, achy") == "dull achy"
+
+
 def test_yesterday_is_one_day() -> None:
     assert normalise_time("yesterday") == normalise_time("since yesterday") == normalise_time("1 day") == "1 day"
     assert normalise_time("yesterday evening") == "yesterday evening"  # a part of the day stays

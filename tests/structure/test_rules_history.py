@@ -739,3 +739,42 @@ def test_a_pain_question_rates_the_presenting_pain() -> None:
                   "P: Um, probably like a 6 or 7.")
     assert (got["elbow pain"].value, got["elbow pain"].unit) == ("6-7", "out of 10")
     assert got["wrist pain"].unit is None
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("P: I have this pain in my right ankle. D: How would you describe the pain? P: Dull and achy.", "dull achy"),
+        ("P: My lower back pain is dull, achy.", "dull achy"),
+        ("P: It's an achy pain in my elbow.", "achy"),
+    ],
+)
+def test_pain_qualities_said_together(text: str, value: str) -> None:
+    pains = [c for k, c in _claims(text).items() if k.endswith("pain")]
+    assert [c.value for c in pains] == [value]
+    assert "muscle aches" not in _claims(text)  # "achy" describes the pain here
+
+
+def test_a_describe_question_read_past_its_offered_options() -> None:
+    got = _claims("P: I have this pain in my right ankle. D: How would you describe the pain? Is it like a dull, "
+                  "aching pain or sharp stabbing pain? P: Dull and achy.")
+    assert got["ankle pain"].value == "dull achy"
+
+
+@pytest.mark.parametrize(
+    ("text", "pain"),
+    [
+        ("P: I went for a run and I twisted my ankle. I think I stepped on something and it really hurts.",
+         "ankle pain"),
+        ("P: I bumped my knee on the table. Now it's really sore.", "knee pain"),
+    ],
+)
+def test_it_hurts_after_a_named_site_is_that_sites_pain(text: str, pain: str) -> None:
+    assert _claims(text)[pain].status == "present"
+
+
+def test_it_hurts_needs_one_site_before() -> None:
+    got = _claims("P: I hit my knee and my elbow on the door. It really hurts.")
+    assert not {k for k in got if k.endswith(" pain")}
+    got = _claims("P: I twisted my ankle. It doesn't hurt though.")
+    assert got.get("ankle pain") is None or got["ankle pain"].status == "absent"
