@@ -1402,6 +1402,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
+        if a.status == "present" and a.source == "answer" and _no_problem_with(ex, m, a):
+            a = dataclasses.replace(a, status="absent")  # "Issues swallowing? - Oh yeah, no problem swallowing."
         if a.status == "uncertain" and (_hedged_degree(ex, a) or _yes_then_hedge(ex, a)):
             a = dataclasses.replace(a, status="present")  # "maybe a little bit": the hedge is on how much
         if _inverted(m):
@@ -1481,6 +1483,26 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
     lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
     lead = [w for w in ex.words[lo:k] if w not in _fillers()]
     return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
+
+
+_NO_TROUBLE = frozenset({"problem", "problems", "issue", "issues", "trouble", "difficulty"})
+
+
+def _no_problem_with(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """A "yes" that only opens a denial ("Any issues swallowing food? - Oh yeah, no problem swallowing"): the
+    answer says "no problem/issues/trouble" right before a word of the question's term."""
+    if a.cue_start is None:
+        return False
+    k = ex._tok_index(a.cue_start)
+    lo, hi = ex.sentence_bounds(ex.sentence_of(k))
+    i, j = ex.span(m)
+    term = {w for w in ex.words[i:j] if w not in _NO_TROUBLE and len(w) > 3}
+    for x in range(max(lo, k), hi - 2):
+        if ex.words[x] == "no" and ex.words[x + 1] in _NO_TROUBLE:
+            after = ex.words[x + 2 : x + 4]
+            if term & set(after) or (after[:1] == ["with"] and term & set(ex.words[x + 3 : x + 5])):
+                return True
+    return False
 
 
 def _said_after(m: Mention, a: Assertion, pos: int) -> bool:
