@@ -907,7 +907,7 @@ def extract_record(transcript: str) -> ClinicalRecord:
     dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
     built = _pass_claims(ex, groups, dialogue)
     have = {b.claim.concept for b in built}
-    built = _renumber(_travel(ex, _productive_cough(built)) + _occupation_claims(ex, have)
+    built = _renumber(_travel(ex, _injury_time(_productive_cough(built))) + _occupation_claims(ex, have)
                       + _how_is_claims(ex, have))
     patient = _pass_patient(ex, built)
     field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
@@ -2526,6 +2526,21 @@ def _productive_cough(built: list[_Built]) -> list[_Built]:
                        b.evidence + [q for q in sputum.evidence[:1] if q not in b.evidence], b.group, b.pos)
         out.append(b)
     return out
+
+
+def _injury_time(built: list[_Built]) -> list[_Built]:
+    """An injury and the pain it caused began together: a present trauma without a time takes the presenting
+    pain's (the first present pain at a site), with that pain's evidence. (Not the other way: a trauma talked
+    about may be an old one.)"""
+    trauma = next((b for b in built if b.claim.concept == "trauma" and b.claim.status == "present"), None)
+    pain = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
+                 and b.claim.concept.endswith(" pain") and not _is_modifier(b.claim.concept)), None)
+    if trauma is None or pain is None or trauma.claim.time or not pain.claim.time:
+        return built
+    filled = _Built(trauma.claim.model_copy(update={"time": pain.claim.time}),
+                    trauma.evidence + [q for q in pain.evidence[:2] if q not in trauma.evidence], trauma.group,
+                    trauma.pos)
+    return [filled if b is trauma else b for b in built]
 
 
 def _renumber(built: list[_Built]) -> list[_Built]:

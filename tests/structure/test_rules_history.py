@@ -778,3 +778,8 @@ def test_it_hurts_needs_one_site_before() -> None:
     assert not {k for k in got if k.endswith(" pain")}
     got = _claims("P: I twisted my ankle. It doesn't hurt though.")
     assert got.get("ankle pain") is None or got["ankle pain"].status == "absent"
+
+
+def test_an_injury_is_dated_by_the_pain_it_caused() -> None:
+    got = _claims("P: I fell off my bicycle and landed on my chest. I've had this chest pain for the past two hours.")
+    assert (got["trauma"].time, got["chest pain"].time) == ("2 hours", "2 hours")
