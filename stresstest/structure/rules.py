@@ -1783,6 +1783,9 @@ def _pass_dialogue(
         if kind is None:
             continue
         in_q = [m for s2, m in symptoms if s2 == s]
+        if not in_q and kind == "onset":  # "When did you have the injury? - It was just yesterday."
+            in_q = [m for m in lex if m.start in key_of and key_of[m.start] == ("history", "trauma")
+                    and ex.sentence_of(ex.span(m)[0]) == s]
         if kind == "distance":  # "until you feel the coughing or shortness of breath?": the breathlessness's
             in_q = sorted(in_q, key=lambda m: m.concept != "shortness of breath")
         topic: Mention | None = in_q[0] if in_q else None
@@ -2530,17 +2533,20 @@ def _productive_cough(built: list[_Built]) -> list[_Built]:
 
 def _injury_time(built: list[_Built]) -> list[_Built]:
     """An injury and the pain it caused began together: a present trauma without a time takes the presenting
-    pain's (the first present pain at a site), with that pain's evidence. (Not the other way: a trauma talked
-    about may be an old one.)"""
+    pain's (the first present pain at a site), and that pain without a time takes a recent trauma's (at most
+    :data:`_ACUTE_INJURY_DAYS` days; an old injury talked about did not start today's pain), with the other
+    claim's evidence."""
     trauma = next((b for b in built if b.claim.concept == "trauma" and b.claim.status == "present"), None)
     pain = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
                  and b.claim.concept.endswith(" pain") and not _is_modifier(b.claim.concept)), None)
-    if trauma is None or pain is None or trauma.claim.time or not pain.claim.time:
+    if trauma is None or pain is None or bool(trauma.claim.time) == bool(pain.claim.time):
         return built
-    filled = _Built(trauma.claim.model_copy(update={"time": pain.claim.time}),
-                    trauma.evidence + [q for q in pain.evidence[:2] if q not in trauma.evidence], trauma.group,
-                    trauma.pos)
-    return [filled if b is trauma else b for b in built]
+    if trauma.claim.time and (_hours(trauma.claim.time) or 1e9) > _ACUTE_INJURY_DAYS * 24:
+        return built
+    src, dst = (pain, trauma) if pain.claim.time else (trauma, pain)
+    filled = _Built(dst.claim.model_copy(update={"time": src.claim.time}),
+                    dst.evidence + [q for q in src.evidence[:2] if q not in dst.evidence], dst.group, dst.pos)
+    return [filled if b is dst else b for b in built]
 
 
 def _renumber(built: list[_Built]) -> list[_Built]:

@@ -783,3 +783,15 @@ def test_it_hurts_needs_one_site_before() -> None:
 def test_an_injury_is_dated_by_the_pain_it_caused() -> None:
     got = _claims("P: I fell off my bicycle and landed on my chest. I've had this chest pain for the past two hours.")
     assert (got["trauma"].time, got["chest pain"].time) == ("2 hours", "2 hours")
+
+
+def test_an_onset_asked_of_the_injury_dates_it_and_its_pain() -> None:
+    got = _claims("P: I went for a run and I twisted my ankle. I think I stepped on something and it really hurts. "
+                  "D: OK, and so when did you have the injury? P: It was just yesterday.")
+    assert (got["trauma"].time, got["ankle pain"].time) == ("yesterday", "yesterday")
+
+
+def test_an_old_injury_does_not_date_todays_pain() -> None:
+    got = _claims("P: I have this pain in my knee. D: Any injuries? P: Yes, I injured it playing soccer. "
+                  "D: When did you have the injury? P: That was 3 years ago.")
+    assert got["trauma"].time == "3 years" and got["knee pain"].time is None
