@@ -1940,7 +1940,9 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         return [q_quote, ex.quote(k, k + 1, slo, shi)]
 
     if kind == "onset":
-        times = [q for q in qs if q.kind == "time" and (q.value is not None or q.unit_canonical)]
+        # not a time in the clinician's next question ("... or in the last six hours?")
+        times = [q for q in qs if q.kind == "time" and (q.value is not None or q.unit_canonical)
+                 and not ex.ctx.ends_q[ex.sentence_of(ex._tok_index(q.start))]]
         if not times:
             return None
         q = times[0]  # the direct answer; a later number replaces a rough first one only right after it

@@ -795,3 +795,10 @@ def test_an_old_injury_does_not_date_todays_pain() -> None:
     got = _claims("P: I have this pain in my knee. D: Any injuries? P: Yes, I injured it playing soccer. "
                   "D: When did you have the injury? P: That was 3 years ago.")
     assert got["trauma"].time == "3 years" and got["knee pain"].time is None
+
+
+def test_an_onset_is_not_read_from_the_clinicians_next_question() -> None:
+    got = _claims("P: I've had this intense pain in my right foot for the past six hours. D: OK, so you say it "
+                  "started six hours ago, has the pain been getting better or worse? D: And was there any trauma "
+                  "to the foot within the last day, or in the last six hours?")
+    assert got["foot pain"].time == "6 hours"
