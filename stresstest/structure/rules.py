@@ -1994,7 +1994,14 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
     if best is None:
         return None
     best_top = best.value_max if best.value_max is not None else best.value
-    return _Answered("rating", _fmt_value(best), "out of 10", None, best_top, ev(best))
+    value = _fmt_value(best)
+    lower = next((q for q in qs if q.end <= best.start and q.value is not None and q.value_max is None
+                  and best.value_max is None and q.kind in ("count", "measure") and q.unit_canonical is None
+                  and q.value < (best.value or 0)
+                  and re.fullmatch(r"\s*(?:or|to)\s+(?:a|an|maybe|like|\s)*", ex.text[q.end : best.start], re.I)), None)
+    if lower is not None:
+        value = f"{_fmt_num(lower.value or 0)}-{value}"  # "probably a 6 or a 7": the range 6-7
+    return _Answered("rating", value, "out of 10", None, best_top, ev(best))
 
 
 # ---------------------------------------------------------------- pass 5: claims

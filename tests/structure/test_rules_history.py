@@ -802,3 +802,11 @@ def test_an_onset_is_not_read_from_the_clinicians_next_question() -> None:
                   "started six hours ago, has the pain been getting better or worse? D: And was there any trauma "
                   "to the foot within the last day, or in the last six hours?")
     assert got["foot pain"].time == "6 hours"
+
+
+@pytest.mark.parametrize(("answer", "value"), [("I would say probably a 6 or a 7.", "6-7"), ("Maybe a 4 or 5.", "4-5"),
+                                                ("It's a 7.", "7")])
+def test_a_rating_said_as_two_numbers_is_a_range(answer: str, value: str) -> None:
+    got = _claims(f"P: My neck is really painful. D: 1 to 10, 10 being the worst pain you've ever felt, how bad is "
+                  f"this pain? P: {answer}")
+    assert (got["neck pain"].value, got["neck pain"].unit) == (value, "out of 10")
