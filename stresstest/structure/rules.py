@@ -362,6 +362,9 @@ def _fmt_qty(q: Quantity) -> str:
 _PLURAL_UNITS = frozenset({"seconds", "minutes", "hours", "days", "nights", "weeks", "months", "years", "times"})
 
 
+_CLAUSE_JOINERS = frozenset({"and", "but", "so", "then"})
+
+
 class _Extractor:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -455,6 +458,12 @@ class _Extractor:
                 dist = (i - k) if k < i else (k - j)
                 if k >= i and k < j:
                     continue  # inside the mention itself ("type 2 diabetes")
+                if q.kind == "time" and k < i and not self._opens_sentence(k) and any(
+                        self.sentence_bounds(s)[0] <= t < k and k - t < i - k
+                        and not _CLAUSE_JOINERS.intersection(self.words[t + 1 : k]) for t in self.mention_toks):
+                    # "a fever that I measured this morning and I had a cough": the fever's time (not in "a fever
+                    # a couple of nights and just yesterday I noticed a loss of taste": a new clause starts)
+                    continue
                 if dist > _QTY_WINDOW and not (q.kind == "time" and k >= j and dist <= _TIME_WINDOW
                                                and not any(j <= t < k for t in self.mention_toks)) \
                         and not (q.kind == "time" and k < i and self._opens_sentence(k)):

@@ -810,3 +810,11 @@ def test_a_rating_said_as_two_numbers_is_a_range(answer: str, value: str) -> Non
     got = _claims(f"P: My neck is really painful. D: 1 to 10, 10 being the worst pain you've ever felt, how bad is "
                   f"this pain? P: {answer}")
     assert (got["neck pain"].value, got["neck pain"].unit) == (value, "out of 10")
+
+
+def test_a_time_said_right_after_another_term_is_that_terms() -> None:
+    got = _claims("P: So I've had a fever that I measured this morning and I had a cough. D: When did the cough "
+                  "start? P: The cough started four days ago.")
+    assert got["cough"].time == "4 days"
+    shared = _claims("P: I had a fever a couple of nights and just yesterday I noticed a loss of taste.")
+    assert shared["loss of taste"].time == "yesterday"  # "and just yesterday" opens a new clause
