@@ -813,8 +813,7 @@ def test_a_rating_said_as_two_numbers_is_a_range(answer: str, value: str) -> Non
 
 
 def test_a_time_said_right_after_another_term_is_that_terms() -> None:
-    got = _claims("P: So I've had a fever that I measured this morning and I had a cough. D: When did the cough "
-                  "start? P: The cough started four days ago.")
-    assert got["cough"].time == "4 days"
+    got = _claims("P: So I've had a fever that I measured this morning and I had a cough.")
+    assert got["fever"].time == "this morning" and got["cough"].time is None
     shared = _claims("P: I had a fever a couple of nights and just yesterday I noticed a loss of taste.")
     assert shared["loss of taste"].time == "yesterday"  # "and just yesterday" opens a new clause
