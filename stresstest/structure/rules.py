@@ -1411,6 +1411,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
+        if m.concept == "fever" and a.status == "absent" and _unmeasured(ex, m, a):
+            a = dataclasses.replace(a, status="uncertain")  # "Any fever? - I don't have a thermometer, ..."
         if a.status == "present" and a.source == "answer" and _no_problem_with(ex, m, a):
             a = dataclasses.replace(a, status="absent")  # "Issues swallowing? - Oh yeah, no problem swallowing."
         if a.status == "uncertain" and (_hedged_degree(ex, a) or _yes_then_hedge(ex, a)):
@@ -1492,6 +1494,21 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
     lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
     lead = [w for w in ex.words[lo:k] if w not in _fillers()]
     return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
+
+
+_MEASURE_WORDS = frozenset({"thermometer", "temperature", "temp"})
+_NORMAL_WORDS = frozenset({"normal", "fine", "ok", "okay"})
+
+
+def _unmeasured(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """A fever "denied" by a no about measuring it ("have you checked your temperature? - No, I haven't"; "I don't
+    have a thermometer, I maybe felt a little hot"): not measured is not absent. The question or the answer talks
+    about the temperature or a thermometer and says nothing of it being normal."""
+    sents = {ex.sentence_of(ex.span(m)[0])}
+    if a.cue_start is not None:
+        sents.add(ex.sentence_of(ex._tok_index(a.cue_start)))
+    words = {w for s in sents for w in ex.words[slice(*ex.sentence_bounds(s))]}
+    return bool(words & _MEASURE_WORDS) and not words & _NORMAL_WORDS
 
 
 _NO_TROUBLE = frozenset({"problem", "problems", "issue", "issues", "trouble", "difficulty"})

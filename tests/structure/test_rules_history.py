@@ -817,3 +817,17 @@ def test_a_time_said_right_after_another_term_is_that_terms() -> None:
     assert got["fever"].time == "this morning" and got["cough"].time is None
     shared = _claims("P: I had a fever a couple of nights and just yesterday I noticed a loss of taste.")
     assert shared["loss of taste"].time == "yesterday"  # "and just yesterday" opens a new clause
+
+
+@pytest.mark.parametrize(
+    ("text", "status"),
+    [
+        ("D: Any fevers? P: I don't, like I don't have a thermometer, I maybe felt a little hot, but I don't know.",
+         "uncertain"),
+        ("D: You mentioned you had a fever, but have you checked your temperature? P: No, I haven't.", "uncertain"),
+        ("D: Any fever? P: No.", "absent"),
+        ("P: No fever, my temperature was normal.", "absent"),
+    ],
+)
+def test_a_fever_not_measured_is_not_denied(text: str, status: str) -> None:
+    assert _claims(text)["fever"].status == status
