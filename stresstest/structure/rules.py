@@ -995,7 +995,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _listed_sites(ex, all_mentions + composed)
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
                                if not _pain_descriptor(ex, m)]) + composed
-    lex = [m for m in lex if not _radiation_destination(ex, m) and not _season_fall(ex, m)]
+    lex = [m for m in lex if not _radiation_destination(ex, m) and not _not_a_fall(ex, m)]
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -1324,14 +1324,18 @@ def _short_answer_to(ex: _Extractor, s: int, asked: frozenset[str]) -> bool:
 _SEASONS = frozenset({"winter", "spring", "summer", "autumn", "season", "seasons", "seasonal"})
 
 
-def _season_fall(ex: _Extractor, m: Mention) -> bool:
-    """ "fall" as the season ("congested during the fall", "every fall", "in the spring and fall"), not a fall
-    ("I hurt it in the fall" stays a fall)."""
-    if m.concept != "trauma" or norm_phrase(m.surface) != "fall":
+def _not_a_fall(ex: _Extractor, m: Mention) -> bool:
+    """ "fall" as the season ("congested during the fall", "every fall", "in the spring and fall") or of a thing
+    ("fall asleep", "it falls out of my hand"), not a fall ("I hurt it in the fall" stays a fall)."""
+    if m.concept != "trauma" or norm_phrase(m.surface) not in ("fall", "falls", "fell", "falling"):
         return False
     i, _j = ex.span(m)
     before = ex.words[max(0, i - 2) : i]
     near = ex.words[max(0, i - 4) : i + 5]
+    if i + 1 < len(ex.words) and ex.words[i + 1] in ("asleep", "out", "apart", "behind"):
+        return True  # "fall asleep", "it'll just fall out of my hand": no one fell
+    if norm_phrase(m.surface) != "fall":
+        return False
     return before[-1:] in (["this"], ["last"], ["every"], ["next"]) or before == ["during", "the"] \
         or (i + 1 < len(ex.words) and ex.words[i + 1] in _SEASONS) or any(w in _SEASONS for w in near)
 

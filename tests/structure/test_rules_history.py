@@ -727,6 +727,10 @@ def test_discharge_asked_with_the_eyes_or_ears(text: str, absent: set[str]) -> N
         ("P: It flares in the spring and fall.", False),
         ("P: I hurt my wrist in the fall.", True),
         ("P: I had a fall down the stairs.", True),
+        ("P: Sometimes I find it'll just fall out of my hand.", False),
+        ("P: Things fell out of my hand twice.", False),
+        ("P: I can't fall asleep because of the pain.", False),
+        ("P: I fell off my bike.", True),
     ],
 )
 def test_fall_the_season_is_no_trauma(text: str, trauma: bool) -> None:
