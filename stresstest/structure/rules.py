@@ -1415,6 +1415,8 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
+        if a.status == "absent" and a.source == "statement" and _named_exception(ex, m, a):
+            a = Assertion("present", "statement")  # "Nothing I can think of, just this cough that's bugging me."
         if m.concept == "fever" and a.status == "absent" and _unmeasured(ex, m, a):
             a = dataclasses.replace(a, status="uncertain")  # "Any fever? - I don't have a thermometer, ..."
         if a.status == "present" and a.source == "answer" and _no_problem_with(ex, m, a):
@@ -1498,6 +1500,19 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
     lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
     lead = [w for w in ex.words[lo:k] if w not in _fillers()]
     return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
+
+
+def _named_exception(ex: _Extractor, m: Mention, a: Assertion) -> bool:
+    """The one thing a denial leaves out ("nothing I can think of, just this cough", "no, only the knee pain"):
+    "just"/"only" + a determiner between the negation cue and the term."""
+    if a.cue_end is None:
+        return False
+    c, i = ex._tok_index(a.cue_end - 1), ex.span(m)[0]
+    between = ex.words[c + 1 : i]
+    if not between:
+        return False
+    return any(w in ("just", "only") and nxt in ("this", "the", "a", "my", "some", "that")
+               for w, nxt in zip(between, between[1:] + [ex.words[i]], strict=True))
 
 
 _MEASURE_WORDS = frozenset({"thermometer", "temperature", "temp"})

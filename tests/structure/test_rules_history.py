@@ -835,3 +835,19 @@ def test_a_time_said_right_after_another_term_is_that_terms() -> None:
 )
 def test_a_fever_not_measured_is_not_denied(text: str, status: str) -> None:
     assert _claims(text)["fever"].status == status
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("D: Any other symptoms like runny nose? P: Uh nothing I can think of, just just this cough that's been "
+         "bugging me.", "cough", "present"),
+        ("D: Any other symptoms like runny nose? P: Uh nothing I can think of, just just this cough that's been "
+         "bugging me.", "runny nose", "absent"),
+        ("P: No, only the knee pain.", "knee pain", "present"),
+        ("P: I thought it was maybe just like a chest infection.", "pneumonia", "uncertain"),
+        ("P: I have no cough and no fever.", "cough", "absent"),
+    ],
+)
+def test_the_one_thing_a_denial_leaves_out_is_present(text: str, concept: str, status: str) -> None:
+    assert _claims(text)[concept].status == status
