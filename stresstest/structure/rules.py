@@ -197,6 +197,9 @@ _DESCRIBE_CUES = ("describe", "feel like", "feels like", "what kind of", "what t
 _COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
 #: Sentences back in which the topic of an open question ("when did it start?") is looked for.
 _TOPIC_SENTENCES = 10
+#: Focal symptoms that make a fever same-day (urgent): a focus of infection to examine or test.
+_FOCAL_WITH_FEVER = ("sore throat", "painful swallowing", "loss of smell", "loss of taste", "rash",
+                     "lymphadenopathy", "ear pain", "dysuria")
 #: Words that make an open question about life, not the symptom ("how long have you worked in this role?").
 _NON_SYMPTOM_TOPICS = frozenset({"work", "worked", "working", "job", "role", "live", "lived", "living", "married",
                                  "smoke", "smoked", "smoking", "drink", "drinking", "school", "retired", "moved"})
@@ -2625,6 +2628,11 @@ class _Patient:
     temp_evidence: list[str] = field(default_factory=list)
     # (name, value text, evidence): vital signs in a critical range
     critical: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    child: bool = False  # under 16, or a parent speaking for a son or daughter ("I'm here with my daughter")
+
+    @property
+    def is_child(self) -> bool:
+        return self.child or (self.age_years is not None and self.age_years < 16)
 
 
 def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
@@ -2656,6 +2664,9 @@ def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
                     break
             if p.age_years is not None:
                 break
+    opening = ex.text[: ex.tokens[ex.sentence_bounds(min(_OPENING_SENTENCES, len(ex.ctx.sent_start)) - 1)[1] - 1].end] \
+        if ex.tokens else ""
+    p.child = bool(_PARENT_RE.search(opening))
     readings = [(v if v < 50 else (v - 32) * 5 / 9, start) for start, v in ex.temp_at.items()]
     readings += [
         (float(b.claim.value), ex.text.find(b.evidence[0]) if b.evidence else 0) for b in built
@@ -2677,6 +2688,15 @@ def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
                 p.critical.append((name, mt.group(0), [mt.group(0)]))
                 break
     return p
+
+
+#: A parent presenting a child in the opening sentences: "I'm here with my daughter", "brought my son in", "my
+#: little boy has been ...".
+_OPENING_SENTENCES = 6
+_PARENT_RE = re.compile(
+    r"\b(?:here with|brought|bringing|with)\s+(?:my|our)\s+(?:\w+\s+)?(?:daughter|son|child|baby|kid|boy|girl)\b"
+    r"|\b(?:my|our)\s+(?:little\s+)?(?:daughter|son|baby|boy|girl)\s+(?:has|is|had|was|'s|seems)\b",
+    re.IGNORECASE)
 
 
 def _num_word(text: str) -> float | None:
@@ -2830,8 +2850,15 @@ def _pass_triage(
             urgent.append((f"temperature {_fmt_num(patient.temperature)}", patient.temp_evidence or fever.evidence))
         elif age is not None and (age < 16 or age >= 65):
             urgent.append((f"fever at age {_fmt_num(round(age, 1))}", fever.evidence))
+        elif patient.is_child:
+            urgent.append(("fever in a child", fever.evidence))
         elif "shortness of breath" in present:
             urgent.append(("fever with shortness of breath", fever.evidence))
+        elif any(c in present for c in _FOCAL_WITH_FEVER):
+            # docs/gold_guide.md: fever with new focal symptoms is seen the same day (strep throat, cellulitis,
+            # COVID-19 testing).
+            focal = next(c for c in _FOCAL_WITH_FEVER if c in present)
+            urgent.append((f"fever with {focal}", fever.evidence))
     for concept in _HEART_FAILURE:
         if concept in present:
             urgent.append((concept, present[concept].evidence))
@@ -2850,6 +2877,10 @@ def _pass_triage(
             # An injury of the last days with swelling, bruising, deformity or a limb not used needs a same-day
             # examination and, by the Ottawa-type rules, an X-ray.
             urgent.append((f"acute injury with {signs[0]}", trauma.evidence + present[signs[0]].evidence[:1]))
+        elif hours is not None and hours <= _ACUTE_INJURY_DAYS * 24 and patient.is_child \
+                and chief is not None and chief.claim.concept.endswith(" pain"):
+            # A child in pain after an injury is examined the same day (fracture, pulled elbow).
+            urgent.append((f"injury with {chief.claim.concept} in a child", trauma.evidence + chief.evidence[:1]))
     if patient.age_years is not None and patient.age_years >= 65:
         for concept in ("shortness of breath", "chest pain"):
             if concept in present:

@@ -851,3 +851,23 @@ def test_a_fever_not_measured_is_not_denied(text: str, status: str) -> None:
 )
 def test_the_one_thing_a_denial_leaves_out_is_present(text: str, concept: str, status: str) -> None:
     assert _claims(text)[concept].status == status
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("P: I've had a sore throat since last night and I feel feverish.", "urgent"),
+        ("P: I lost my sense of smell yesterday and I've had a fever.", "urgent"),
+        ("P: I've had a sore throat since last night. D: Any fever? P: No.", "routine"),
+    ],
+)
+def test_fever_with_a_focal_symptom_is_same_day(text: str, level: str) -> None:
+    assert extract_record(text).triage.level == level
+
+
+def test_a_child_in_pain_after_an_injury_is_same_day() -> None:
+    child = extract_record("P: Hi, I'm here with my daughter. Since yesterday she's been having this pain in her "
+                           "elbow. She was about to fall and I pulled her back up by the arm.")
+    adult = extract_record("P: Since yesterday I've been having this pain in my elbow. I was about to fall and "
+                           "someone pulled me back up by the arm.")
+    assert (child.triage.level, adult.triage.level) == ("urgent", "routine")
