@@ -2365,8 +2365,8 @@ def _next_sentence_attrs(
         for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
             if not lo <= k < hi:
                 continue
-            if q.kind == "time" and q.value is not None and time is None:
-                time = _fmt_qty(q)
+            if q.kind == "time" and (q.value is not None or q.unit_canonical) and time is None:
+                time = _fmt_qty(q)  # "... really wheezy. I notice that mostly last night." (an anchor too)
             elif q.kind in ("measure", "dose") and q.value is not None and q.unit_canonical and value is None \
                     and q.unit_canonical != "years of age":
                 value, unit = _fmt_value(q), q.unit_canonical

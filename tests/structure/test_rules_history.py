@@ -871,3 +871,8 @@ def test_a_child_in_pain_after_an_injury_is_same_day() -> None:
     adult = extract_record("P: Since yesterday I've been having this pain in my elbow. I was about to fall and "
                            "someone pulled me back up by the arm.")
     assert (child.triage.level, adult.triage.level) == ("urgent", "routine")
+
+
+def test_an_anchor_in_the_next_sentence_dates_the_symptom() -> None:
+    got = _claims("P: I just feel really wheezy. I notice that mostly last night, yeah.")
+    assert got["wheeze"].time == "last night"
