@@ -998,7 +998,8 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _listed_sites(ex, all_mentions + composed)
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
                                if not _pain_descriptor(ex, m)]) + composed
-    lex = [m for m in lex if not _radiation_destination(ex, m) and not _not_a_fall(ex, m)]
+    lex = [m for m in lex if not _radiation_destination(ex, m) and not _not_a_fall(ex, m)
+           and not _constant_not_pain(ex, m)]
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -1322,6 +1323,25 @@ def _short_answer_to(ex: _Extractor, s: int, asked: frozenset[str]) -> bool:
     plo, phi = ex.sentence_bounds(s - 1)
     words = [w for w in ex.words[lo:hi] if w not in _fillers()]
     return len(words) <= 8 and any(w in asked for w in ex.words[plo:phi])
+
+
+def _constant_not_pain(ex: _Extractor, m: Mention) -> bool:
+    """ "constant" / "all the time" said of something other than a pain: of another symptom named around it with
+    no pain word ("a cough that's been constantly bothering me", "nauseated ... all the time"), or of an activity
+    ("constant lifting", "continuous contraction of your wrist extensors"). Its sentence and the two before."""
+    if m.concept != "constant pain":
+        return False
+    i, j = ex.span(m)
+    if j < len(ex.words) and ex.words[j].endswith(("ing", "tion")) and ex.words[j] not in _PAIN_WORDS:
+        return True
+    s = ex.sentence_of(i)
+    words = ex.words[ex.sentence_bounds(max(0, s - 2))[0] : ex.sentence_bounds(s)[1]]
+    return not any(w in _PAIN_WORDS for w in words) and any(w in _NOT_PAIN_SYMPTOMS for w in words)
+
+
+_NOT_PAIN_SYMPTOMS = frozenset({"cough", "coughing", "coughs", "nausea", "nauseous", "nauseated", "breath",
+                                "breathing", "wheeze", "wheezing", "sputum", "phlegm", "vomiting", "fever", "tired",
+                                "numbness", "tingling", "itch", "itching", "itchy"})
 
 
 _SEASONS = frozenset({"winter", "spring", "summer", "autumn", "season", "seasons", "seasonal"})

@@ -876,3 +876,17 @@ def test_a_child_in_pain_after_an_injury_is_same_day() -> None:
 def test_an_anchor_in_the_next_sentence_dates_the_symptom() -> None:
     got = _claims("P: I just feel really wheezy. I notice that mostly last night, yeah.")
     assert got["wheeze"].time == "last night"
+
+
+@pytest.mark.parametrize(
+    ("text", "constant"),
+    [
+        ("P: I've had a cough that's just been constantly bothering me for the past few days.", False),
+        ("P: I've been feeling very nauseated, it feels like all the time right now.", False),
+        ("P: At work there is always just constant lifting.", False),
+        ("P: This pain in my elbow started three days ago. D: Has it been persistent since, or on and off? "
+         "P: It's been pretty persistent.", True),
+    ],
+)
+def test_constant_is_a_pains_only_when_said_of_a_pain(text: str, constant: bool) -> None:
+    assert ("constant pain" in _claims(text)) is constant
