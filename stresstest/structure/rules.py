@@ -999,7 +999,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
                                if not _pain_descriptor(ex, m)]) + composed
     lex = [m for m in lex if not _radiation_destination(ex, m) and not _not_a_fall(ex, m)
-           and not _constant_not_pain(ex, m)]
+           and not _constant_not_pain(ex, m) and not _not_the_illness(ex, m)]
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -1323,6 +1323,29 @@ def _short_answer_to(ex: _Extractor, s: int, asked: frozenset[str]) -> bool:
     plo, phi = ex.sentence_bounds(s - 1)
     words = [w for w in ex.words[lo:hi] if w not in _fillers()]
     return len(words) <= 8 and any(w in asked for w in ex.words[plo:phi])
+
+
+_VACCINE_WORDS = frozenset({"vaccine", "vaccines", "vaccination", "vaccinations", "shot", "shots", "jab"})
+_WEATHER_AFTER = frozenset({"air", "weather", "temperature", "temperatures", "water", "days", "outside"})
+_REMEDY_AFTER = frozenset({"medication", "medications", "medicine", "medicines", "remedy", "remedies", "pills",
+                           "tablets", "syrup"})
+
+
+def _not_the_illness(ex: _Extractor, m: Mention) -> bool:
+    """An illness word that names something else: "the cold" as the weather ("triggers like the cold, time of day",
+    "going out into the cold", "the cold air"), a cold remedy ("the cold medications"), "the flu vaccine" / "flu
+    shot" (a vaccination, not influenza). "Just the cold I was talking about" stays the illness."""
+    i, j = ex.span(m)
+    nxt = ex.words[j] if j < len(ex.words) else ""
+    if m.concept == "influenza" and nxt in _VACCINE_WORDS:
+        return True
+    surface = norm_phrase(m.surface)
+    if m.concept == "common cold" and surface in ("cold", "the cold"):
+        the = surface == "the cold" or (i > 0 and ex.words[i - 1] == "the")
+        k = i - 1 if surface == "the cold" else i - 2  # the word before "the"
+        out_in = k >= 0 and ex.words[k] in ("like", "into", "in", "outside", "out", "to")
+        return (the and out_in) or nxt in _WEATHER_AFTER or nxt in _REMEDY_AFTER
+    return False
 
 
 def _constant_not_pain(ex: _Extractor, m: Mention) -> bool:

@@ -890,3 +890,19 @@ def test_an_anchor_in_the_next_sentence_dates_the_symptom() -> None:
 )
 def test_constant_is_a_pains_only_when_said_of_a_pain(text: str, constant: bool) -> None:
     assert ("constant pain" in _claims(text)) is constant
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "found"),
+    [
+        ("D: Any triggers for your coughing, like the cold, uh, time of day? P: Um, smoking makes it worse.",
+         "common cold", False),
+        ("D: Any triggers for the cough, like going outside into the cold? P: No.", "common cold", False),
+        ("P: Just the cold that I was talking about a few weeks ago.", "common cold", True),
+        ("P: I had a cold last week.", "common cold", True),
+        ("P: She had the flu vaccine though.", "influenza", False),
+        ("P: I had the flu last month.", "influenza", True),
+    ],
+)
+def test_an_illness_word_that_names_something_else(text: str, concept: str, found: bool) -> None:
+    assert (concept in _claims(text)) is found
