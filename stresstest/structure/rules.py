@@ -1289,17 +1289,17 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
 
 
 _WHEN_WORDS = frozenset({"when", "whenever", "if", "anytime", "any", "time", "every"})
-_WHEN_SKIP = frozenset({"i", "i'm", "try", "tried", "to", "of", "type", "kind", "sort", "it's", "am", "do", "start"})
-_HURT_WORDS = frozenset({"hurts", "hurt", "hurting", "painful", "pain", "sore", "bad", "sharp", "aches", "achy"})
-
-
+#: Words between "when"/"if"/"any" and the activity ("anytime I tried to move it", "if I take a rest").
+_WHEN_SKIP = frozenset({"i", "i'm", "try", "tried", "to", "of", "type", "kind", "sort", "it's", "am", "do", "start",
+                        "just", "take", "a"})
+_HURT_WORDS = _PAIN_WORDS | {"bad", "sharp", "achy"}
 _GOES_AWAY = frozenset({"away", "settles", "subsides", "eases", "calms"})
 
 
 def _conditional(ex: _Extractor, k: int, lo: int) -> bool:
     """The activity at ``k`` opens a condition: "when"/"if"/"any(time)" right before it, past "I", "try to"."""
     j = k - 1
-    while j >= lo and ex.words[j] in _WHEN_SKIP | {"just", "take", "a"}:
+    while j >= lo and ex.words[j] in _WHEN_SKIP:
         j -= 1
     return j >= lo and ex.words[j] in _WHEN_WORDS
 
