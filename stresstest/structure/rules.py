@@ -197,6 +197,9 @@ _DESCRIBE_CUES = ("describe", "feel like", "feels like", "what kind of", "what t
 _COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
 #: Sentences back in which the topic of an open question ("when did it start?") is looked for.
 _TOPIC_SENTENCES = 10
+_WEIGHT_UNITS = frozenset({"lb", "kg", "pounds", "kilograms"})
+#: A clinician recapping what the patient said ("you said it started ...", "you mentioned ...").
+_RECAP = ("you said", "you mentioned", "you told me", "so it started", "so this started")
 #: Focal symptoms that make a fever same-day (urgent): a focus of infection to examine or test.
 _FOCAL_WITH_FEVER = ("sore throat", "painful swallowing", "loss of smell", "loss of taste", "rash",
                      "lymphadenopathy", "ear pain", "dysuria")
@@ -1814,6 +1817,8 @@ def _question_kind(words: list[str]) -> str | None:
         return "distance"
     if _has_any(text, ("how often", "how many times", "how frequently", "how frequent")):
         return "frequency"
+    if _has_any(text, ("how much weight", "how many pounds", "how many kilos", "how many kilograms", "how many lbs")):
+        return "amount"
     if _has_any(text, _DESCRIBE_CUES) and not _has_any(text, ("how long", "how often", "how many")):
         return "describe"
     if _has_any(re.sub(r" last (?=(night|week|month|year|time|few|couple|day|days|weekend|monday|tuesday|"
@@ -1880,6 +1885,11 @@ def _pass_dialogue(
         if kind == "distance":  # "until you feel the coughing or shortness of breath?": the breathlessness's
             in_q = sorted(in_q, key=lambda m: m.concept != "shortness of breath")
         topic: Mention | None = in_q[0] if in_q else None
+        if kind == "amount" and topic is None:  # "How much weight have you gained?": the weight change said
+            changes = [m for s2, m in present_syms if s2 <= s and m.concept in ("weight gain", "weight loss")]
+            topic = changes[-1] if changes else None
+            if topic is None:
+                continue
         if topic is None and echo:
             recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
             topic = recent[-1] if recent else None
@@ -1898,6 +1908,9 @@ def _pass_dialogue(
                 if sited or pains:
                     recent = [(sited or pains)[0]]
             topic = recent[-1] if recent else chief
+            if kind == "onset" and chief is not None and _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _RECAP) \
+                    and not any(w in _PAIN_WORDS for w in ex.words[lo:hi]):
+                topic = chief  # "And then you said it started a couple days ago?": the presenting complaint's onset
         answer = _read_answer(ex, s, kind)
         if answer is None:
             continue
@@ -2066,6 +2079,13 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
             if q.value is not None and q.unit_canonical and q.kind in ("count", "measure"):
                 return _Answered("distance", _fmt_value(q), q.unit_canonical, None, None, ev(q))
         return None
+    if kind == "amount":  # "How much weight have you gained? - Over the past six months, about 20 pounds."
+        for q in qs:
+            if q.value is not None and q.unit_canonical in _WEIGHT_UNITS:
+                during = next((t for t in qs if t.kind == "time" and t.value is not None), None)
+                return _Answered("amount", _fmt_value(q), q.unit_canonical, _fmt_qty(during) if during else None,
+                                 None, ev(q) + (ev(during)[1:] if during else []))
+        return None
     best: Quantity | None = None
     for q in qs:
         if q.value is None or q.kind not in ("count", "measure"):
@@ -2170,6 +2190,8 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                         continue  # keep reading: a later answer may give the number
                 elif ans.kind == "describe" and ans.value and value is None:
                     value, unit = ans.value, None
+                elif ans.kind == "amount" and ans.value and value is None and unit is None:
+                    value, unit, time = ans.value, ans.unit, time or ans.time
                 elif ans.kind == "frequency" and ans.time and time is None:
                     time = ans.time  # "how often? - two to three times a week" (no onset was given)
                 elif ans.kind in ("rating", "distance") and ans.value and (

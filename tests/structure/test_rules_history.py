@@ -906,3 +906,18 @@ def test_constant_is_a_pains_only_when_said_of_a_pain(text: str, constant: bool)
 )
 def test_an_illness_word_that_names_something_else(text: str, concept: str, found: bool) -> None:
     assert (concept in _claims(text)) is found
+
+
+def test_how_much_weight_gives_the_weight_change_its_amount_and_time() -> None:
+    got = _claims("D: Any weight loss recently? P: Uh no, weight gain. D: Weight gain, OK. How much weight have you "
+                  "gained over the last several months? P: Over the past six months, I'd say I've gained about 20 "
+                  "pounds.")
+    assert (got["weight gain"].value, got["weight gain"].unit, got["weight gain"].time) == ("20", "lb", "6 months")
+
+
+def test_a_recapped_onset_is_the_presenting_complaints() -> None:
+    got = _claims("P: I've been having this cough and trouble breathing. D: Are you bringing up any mucus? "
+                  "P: Yes, more mucus. D: And then you said it started a couple days ago, is that correct? "
+                  "P: Yeah, I guess like 3 days ago then.")
+    assert got["cough"].time == "3 days" or got["shortness of breath"].time == "3 days"
+    assert got["sputum"].time is None
