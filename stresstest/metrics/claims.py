@@ -244,12 +244,15 @@ def canonical_claim(claim: Claim) -> CanonicalClaim:
     if claim.category == "family_history":
         # "Mother has diabetes" is a different fact from "the patient has diabetes".
         concept = f"family history of {concept}"
-    return CanonicalClaim(
-        concept=concept,
-        status=claim.status,
-        value=normalise_value(claim.value, claim.unit),
-        time=normalise_time(claim.time),
-    )
+    value = normalise_value(claim.value, claim.unit)
+    if concept == _EXERTIONAL_DYSPNEA:
+        # Breathlessness on exertion is the breathlessness, "on exertion" its value (docs/gold_guide.md), however
+        # a writer or a model spelled it ("dyspnea on exertion", "shortness of breath worse with exertion").
+        concept, value = "shortness of breath", value or normalise_value("on exertion")
+    return CanonicalClaim(concept=concept, status=claim.status, value=value, time=normalise_time(claim.time))
+
+
+_EXERTIONAL_DYSPNEA = "shortness of breath on exertion"
 
 
 def claim_key(claim: Claim) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stresstest.metrics.claims import (
+    canonical_claim,
     canonical_flag_key,
     claim_errors,
     claim_key,
@@ -86,6 +87,15 @@ def test_a_rate_without_a_count_is_once_per_unit() -> None:
     assert normalise_time("per day for 40 years") == "1/day 40 year"
     assert normalise_time("a few times a week") == "few times /week"  # an unknown count stays unknown
     assert normalise_time("2-3 times per week") == "2 3/week"
+
+
+@pytest.mark.parametrize("concept", ["shortness of breath on exertion", "dyspnea on exertion",
+                                     "shortness of breath worse with exertion"])
+def test_breathlessness_on_exertion_is_breathlessness_with_that_value(concept: str) -> None:
+    folded = canonical_claim(C("x", concept))
+    assert (folded.concept, folded.value) == ("shortness of breath", "on exertion")
+    with_distance = canonical_claim(C("x", "shortness of breath on exertion", value="200", unit="feet"))
+    assert (with_distance.concept, with_distance.value) == ("shortness of breath", "200 feet")
 
 
 def test_values_said_with_and_are_one_value() -> None:
