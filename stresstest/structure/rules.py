@@ -1035,6 +1035,14 @@ _AIRWAY_ACTIVITIES: dict[tuple[str, ...], str] = {
     **dict.fromkeys([("smoke",), ("smoking",), ("cigarettes",)], "smoking"),
     **dict.fromkeys([("running",), ("run",), ("stairs",), ("exertion",)], "exertion"),
 }
+#: A pain made worse by stairs or running keeps that activity ("pain worse with stairs"); other exertion is
+#: movement.
+_PAIN_EXERTION = {("stairs",): "pain worse with stairs", ("running",): "pain worse with running",
+                  ("run",): "pain worse with running",
+                  **dict.fromkeys([("upstairs",), ("downstairs",), ("up", "stairs"), ("down", "stairs"),
+                                   ("walking", "down", "stairs"), ("walking", "up", "stairs"),
+                                   ("walking", "upstairs"), ("walking", "downstairs"), ("going", "upstairs"),
+                                   ("going", "downstairs")], "pain worse with stairs")}
 _BREATH_WORDS = frozenset({"breath", "breathing", "breathe", "breathless", "breathlessness", "winded", "wheeze",
                            "wheezing", "wheezy"})
 #: Concepts that describe another symptom (its modifiers, pattern, radiation, history), never a topic
@@ -1239,9 +1247,11 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
     the activity, so its status comes from the same negation and question/answer reading as any term.
     Tokens a lexicon surface already covers are left to it."""
     covered = _covered(ex, mentions)
-    activities = {**{k: ("pain worse with movement" if v == "exertion" else f"pain worse with {v}", None)
+    activities = {**{k: (_PAIN_EXERTION.get(k, "pain worse with movement") if v == "exertion"
+                         else f"pain worse with {v}", None)
                      for k, v in _AIRWAY_ACTIVITIES.items()},
-                  **_MODIFIER_ACTIVITIES}
+                  **_MODIFIER_ACTIVITIES,
+                  **{k: (c, None) for k, c in _PAIN_EXERTION.items() if len(k) > 1 or k not in _AIRWAY_ACTIVITIES}}
     longest = max(len(k) for k in activities)
     out: list[Mention] = []
     k = 0
@@ -1291,11 +1301,11 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
     return out
 
 
-_WHEN_WORDS = frozenset({"when", "whenever", "if", "anytime", "any", "time", "every"})
+_WHEN_WORDS = frozenset({"when", "whenever", "if", "anytime", "any", "time", "every", "during", "while"})
 #: Words between "when"/"if"/"any" and the activity ("anytime I tried to move it", "if I take a rest").
 _WHEN_SKIP = frozenset({"i", "i'm", "try", "tried", "to", "of", "type", "kind", "sort", "it's", "am", "do", "start",
                         "just", "take", "a"})
-_HURT_WORDS = _PAIN_WORDS | {"bad", "sharp", "achy"}
+_HURT_WORDS = _PAIN_WORDS | {"bad", "sharp", "achy", "bugs", "bug", "bothers", "bother"}
 _GOES_AWAY = frozenset({"away", "settles", "subsides", "eases", "calms"})
 
 

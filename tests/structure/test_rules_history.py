@@ -921,3 +921,16 @@ def test_a_recapped_onset_is_the_presenting_complaints() -> None:
                   "P: Yeah, I guess like 3 days ago then.")
     assert got["cough"].time == "3 days" or got["shortness of breath"].time == "3 days"
     assert got["sputum"].time is None
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("P: My knee pain, the main things that hurt are if I'm walking down stairs.", "pain worse with stairs"),
+        ("P: My knee is sore, it's mostly during running that it really hurts the most.", "pain worse with running"),
+        ("P: The pain in my knee gets worse when I go up stairs.", "pain worse with stairs"),
+    ],
+)
+def test_a_pain_worse_with_stairs_or_running_keeps_the_activity(text: str, concept: str) -> None:
+    got = _claims(text)
+    assert got[concept].status == "present" and "pain worse with movement" not in got
