@@ -997,6 +997,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
         asked = {ex.sentence_of(ex.span(m)[0]) for m in discharge}
         lex = [m for m in lex if m.concept not in ("discharge", "sputum") or ex.sentence_of(ex.span(m)[0]) not in asked]
     composed += discharge
+    composed += _cough_time_of_day(ex, all_mentions + composed)
     composed += _never_before(ex, all_mentions + composed)
     composed += _listed_sites(ex, all_mentions + composed)
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
@@ -1167,6 +1168,38 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
         if not any(x in _SENSE_CUES for x in ex.words[lo:hi]):
             continue
         out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, _SENSES[w]))
+    return out
+
+
+_DAY_TIMES = {("at", "night"): "at night", ("at", "nighttime"): "at night", ("at", "night-time"): "at night",
+              ("in", "the", "morning"): "in the morning", ("in", "the", "mornings"): "in the morning"}
+_MOSTLY = frozenset({"worse", "worst", "mostly", "mainly", "especially", "bad", "usually", "more"})
+
+
+def _cough_time_of_day(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """A cough worse at a time of day, said in a statement about the cough ("I think the cough's worse at night",
+    "it's worse in the morning" after a cough question, "I've been coughing at night too"): "cough worse at
+    night" / "cough worse in the morning", the mention on the time phrase. A sentence (and the one before) that
+    talks about a pain is left alone."""
+    covered = _covered(ex, mentions)
+    out: list[Mention] = []
+    for k in range(len(ex.words)):
+        phrase = next((p for p in _DAY_TIMES if tuple(ex.words[k : k + len(p)]) == p), None)
+        if phrase is None or covered.intersection(range(k, k + len(phrase))):
+            continue
+        s = ex.sentence_of(k)
+        if ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        plo = ex.sentence_bounds(s - 1)[0] if s > 0 else lo
+        if any(w in _PAIN_WORDS for w in ex.words[plo:hi]) or not any(w in _COUGH_MODIFIER or w == "cough's"
+                                                                      for w in ex.words[plo:hi]):
+            continue
+        before = ex.words[max(lo, k - 4) : k]
+        if not (_MOSTLY.intersection(before) or (before and before[-1] in ("coughing", "cough", "coughs"))):
+            continue
+        start, end = ex.tokens[k].start, ex.tokens[k + len(phrase) - 1].end
+        out.append(Mention(start, end, ex.text[start:end], f"cough worse {_DAY_TIMES[phrase]}", "symptom"))
     return out
 
 

@@ -98,6 +98,11 @@ def test_breathlessness_on_exertion_is_breathlessness_with_that_value(concept: s
     assert (with_distance.concept, with_distance.value) == ("shortness of breath", "200 feet")
 
 
+def test_a_cough_at_night_is_one_fact_however_named() -> None:
+    assert claim_key(C("x", "nocturnal cough")) == claim_key(C("y", "cough worse at night"))
+    assert claim_key(C("x", "morning cough")) == claim_key(C("y", "cough worse in the morning"))
+
+
 def test_values_said_with_and_are_one_value() -> None:
     assert normalise_value("dull and achy") == normalise_value("dull, achy") == "dull achy"
 

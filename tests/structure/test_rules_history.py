@@ -934,3 +934,21 @@ def test_a_recapped_onset_is_the_presenting_complaints() -> None:
 def test_a_pain_worse_with_stairs_or_running_keeps_the_activity(text: str, concept: str) -> None:
     got = _claims(text)
     assert got[concept].status == "present" and "pain worse with movement" not in got
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("D: Is your cough at all worse during the day or at night? P: I think the cough's worse at night.",
+         "cough worse at night"),
+        ("D: How is the cough? P: I find it's worse in the morning.", "cough worse in the morning"),
+        ("P: I've had this cough and I've been coughing at night too.", "cough worse at night"),
+    ],
+)
+def test_a_cough_worse_at_a_time_of_day(text: str, concept: str) -> None:
+    assert _claims(text)[concept].status == "present"
+
+
+def test_a_pain_worse_at_night_is_no_cough_factor() -> None:
+    got = _claims("P: I have a cough. My back pain is worse at night.")
+    assert not {k for k in got if k.startswith("cough worse")}
