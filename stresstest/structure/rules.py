@@ -998,6 +998,7 @@ def _pass_mentions(ex: _Extractor) -> _Found:
         lex = [m for m in lex if m.concept not in ("discharge", "sputum") or ex.sentence_of(ex.span(m)[0]) not in asked]
     composed += discharge
     composed += _cough_time_of_day(ex, all_mentions + composed)
+    composed += _breathless_after_coughing(ex, all_mentions + composed)
     composed += _never_before(ex, all_mentions + composed)
     composed += _listed_sites(ex, all_mentions + composed)
     lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
@@ -1200,6 +1201,36 @@ def _cough_time_of_day(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             continue
         start, end = ex.tokens[k].start, ex.tokens[k + len(phrase) - 1].end
         out.append(Mention(start, end, ex.text[start:end], f"cough worse {_DAY_TIMES[phrase]}", "symptom"))
+    return out
+
+
+_AFTER_COUGH = frozenset({"i", "my", "some", "of", "a", "the", "each", "every", "really", "bad", "big", "long",
+                          "her", "his", "he", "she"})
+
+
+def _breathless_after_coughing(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
+    """Breathlessness brought on by the cough ("I've been short of breath after I cough", "after some of my
+    coughing fits I can be a little bit shorter in breath", "Any shortness of breath? - Just bad after I cough"):
+    "after" right before a cough word, in a statement that (or whose question) talks about breathing and no pain.
+    The mention is on "after ... cough", so negation reads it as for any term."""
+    covered = _covered(ex, mentions)
+    out: list[Mention] = []
+    for k, w in enumerate(ex.words):
+        if w != "after":
+            continue
+        c = next((x for x in range(k + 1, min(len(ex.words), k + 5)) if ex.words[x] in _COUGH_MODIFIER), None)
+        s = ex.sentence_of(k)
+        if c is None or ex.ctx.ends_q[s] or ex.sentence_of(c) != s or covered.intersection(range(k, c)) \
+                or not all(x in _AFTER_COUGH for x in ex.words[k + 1 : c]):
+            continue  # not "it's come on after that, the cough started first"
+        lo, hi = ex.sentence_bounds(s)
+        plo = ex.sentence_bounds(max(0, s - 2))[0]
+        words = ex.words[plo:hi]
+        if any(x in _PAIN_WORDS for x in words) or not any(x in _BREATH_WORDS or x == "shorter" for x in words):
+            continue
+        start, end = ex.tokens[k].start, ex.tokens[c].end
+        out.append(Mention(start, end, ex.text[start:end], canonical_concept("shortness of breath worse with coughing"),
+                           "symptom"))
     return out
 
 

@@ -952,3 +952,18 @@ def test_a_cough_worse_at_a_time_of_day(text: str, concept: str) -> None:
 def test_a_pain_worse_at_night_is_no_cough_factor() -> None:
     got = _claims("P: I have a cough. My back pain is worse at night.")
     assert not {k for k in got if k.startswith("cough worse")}
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("P: I guess I've been short of breath after I cough, so yeah.", True),
+        ("P: I have a cough. After some of my coughing fits, I can be a little bit shorter in breath.", True),
+        ("D: Is there anything that makes breathing more difficult for you? P: Yeah, not really. Actually, it's "
+         "been well, but just bad after I cough.", True),
+        ("P: I'm short of breath. It's come on after that, the cough started first.", False),
+        ("P: My chest hurts after I cough.", False),
+    ],
+)
+def test_breathless_after_coughing(text: str, found: bool) -> None:
+    assert ("shortness of breath worse with coughing" in _claims(text)) is found
