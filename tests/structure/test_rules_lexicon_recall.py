@@ -67,12 +67,52 @@ def test_history_items_in_everyday_wording(text: str, concept: str, status: str)
 
 
 @pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("D: And do you use protection while having sex? P: Yeah, we just use condoms.", "condom use", "present"),
+        ("D: OK, so are you left handed? P: Yes, I'm left handed.", "handedness", "present"),
+        ("P: It's really annoying 'cause I'm right handed, so it's causing problems.", "handedness", "present"),
+        ("P: She was walking a little bit funny and kind of having a limp when she came back from school.", "limp",
+         "present"),
+        ("P: It's giving her a lot of discomfort and she's been crying as well.", "crying", "present"),
+        ("D: Any paleness or blueness in her skin? P: She's not blue. She's looking a little pale though.",
+         "pallor", "present"),
+        ("P: Three days ago I started to feel like my throat was dry.", "dry throat", "present"),
+        ("D: Any urinary issues? P: Only at night time I seem to have to get up a lot to use the bathroom.",
+         "nocturia", "present"),
+        ("D: Have you noticed any sensory loss over your leg or ankle? P: No, no sensory loss.", "numbness",
+         "absent"),
+    ],
+)
+def test_social_and_paediatric_items(text: str, concept: str, status: str) -> None:
+    got = _claims(text)
+    assert concept in got, sorted(got)
+    assert got[concept].status == status
+
+
+def test_special_senses_are_not_sensory_loss() -> None:
+    # "sensory changes like vision or hearing" asks about the special senses, not numbness
+    got = _claims("D: Any sensory changes like things to her vision or hearing? P: No.")
+    assert "numbness" not in got, sorted(got)
+
+
+def test_fewer_wet_diapers_is_not_read_as_a_denial() -> None:
+    got = _claims("P: He hasn't gone through as many wet diapers as he normally does.")
+    assert got.get("decreased urine output") is None or got["decreased urine output"].status == "present"
+
+
+@pytest.mark.parametrize(
     ("a", "b"),
     [
         ("nocturnal cough", "cough worse at night"),  # two gold spellings of one fact fold together
         ("limb swelling", "leg swelling"),
         ("other joint pain", "joint pain"),
         ("environmental allergies", "seasonal allergies"),
+        ("sensory loss", "numbness"),  # loss of sensation, already a numbness surface
+        ("joint stiffness", "stiffness"),
+        ("joint warmth", "warmth"),
+        ("hand dominance", "handedness"),
+        ("reduced urine output", "decreased urine output"),
     ],
 )
 def test_clinical_and_lay_names_fold(a: str, b: str) -> None:
