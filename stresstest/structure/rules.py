@@ -800,7 +800,27 @@ def _is_family(ex: _Extractor, m: Mention) -> bool:
     if any(w in _FAMILY for w in near):
         return True
     # Answer to "any family history of ...?": the family word comes in the answer sentence.
-    return any("family history" in c or " in the family " in c for c in ex.context_norms(m))
+    if any("family history" in c or " in the family " in c for c in ex.context_norms(m)):
+        return True
+    return _family_list_continues(ex, s)
+
+
+_LIST_OPENERS = frozenset({"there's", "there", "like", "including", "mostly", "mainly", "especially", "so", "and",
+                           "um", "uh", "yeah", "well"})
+
+
+def _family_list_continues(ex: _Extractor, s: int) -> bool:
+    """ "There's a lot of cancer in the family. There's colon cancer, breast cancer, ovarian cancer.": a statement
+    that goes on listing after a family-history sentence (no first person, opening with "there's", "like", ...)."""
+    if s == 0 or ex.ctx.ends_q[s]:
+        return False
+    plo, phi = ex.sentence_bounds(s - 1)
+    prev = " " + " ".join(ex.words[plo:phi]) + " "
+    if not _has_any(prev, ("in the family", "family history", "runs in", "in my family", "side of the family")):
+        return False
+    lo, hi = ex.sentence_bounds(s)
+    words = ex.words[lo:hi]
+    return bool(words) and words[0] in _LIST_OPENERS and not any(w in FIRST_PERSON for w in words)
 
 
 def _allergy_context(ex: _Extractor, tok: int) -> bool:

@@ -967,3 +967,11 @@ def test_a_pain_worse_at_night_is_no_cough_factor() -> None:
 )
 def test_breathless_after_coughing(text: str, found: bool) -> None:
     assert ("shortness of breath worse with coughing" in _claims(text)) is found
+
+
+def test_a_family_list_goes_on_into_the_next_sentence() -> None:
+    got = _claims("D: Any family history of cancer? P: Yeah, there's a lot of cancer in the family. There's colon "
+                  "cancer, breast cancer, ovarian cancer.")
+    assert {c.category for k, c in got.items() if k.endswith("cancer") and k != "cancer"} == {"family_history"}
+    own = _claims("P: My mother had diabetes in the family. I have had colon cancer myself.")
+    assert own["colon cancer"].category == "history"
