@@ -1558,6 +1558,10 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
+        if m.concept in ("sputum", "cough") and a.source in ("unanswered", "answer"):
+            dry = _dry_reply(ex, m)
+            if dry is not None:  # "Is it a dry cough or are you bringing up sputum? - It's dry."
+                a = dataclasses.replace(dry, status="absent" if m.concept == "sputum" else "present")
         if a.status == "absent" and a.source == "statement" and _named_exception(ex, m, a):
             a = Assertion("present", "statement")  # "Nothing I can think of, just this cough that's bugging me."
         if m.concept == "fever" and a.status == "absent" and _unmeasured(ex, m, a):
@@ -1643,6 +1647,25 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
     lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
     lead = [w for w in ex.words[lo:k] if w not in _fillers()]
     return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
+
+
+def _dry_reply(ex: _Extractor, m: Mention) -> Assertion | None:
+    """The reply "it's dry" to a question offering a dry cough or sputum ("Is it a dry cough, or are you bringing
+    up any phlegm?"): the answer assertion (its status set by the caller), or None."""
+    s = ex.sentence_of(ex.span(m)[0])
+    lo, hi = ex.sentence_bounds(s)
+    if not ex.ctx.ends_q[s] or s + 1 >= len(ex.ctx.sent_start) or "dry" not in ex.words[lo:hi] \
+            or not any(w in _SPUTUM_WORDS for w in ex.words[lo:hi]):
+        return None
+    alo, ahi = ex.sentence_bounds(s + 1)
+    k = alo
+    while k < ahi and (ex.words[k] in _TYPE_LEADS or ex.words[k] in _TYPE_HEDGES or ex.words[k] in _fillers()
+                       or ex.words[k] in ("it", "is", "it's", "its")):
+        k += 1
+    if k >= ahi or ex.words[k] != "dry":
+        return None
+    return Assertion("absent", "answer", ex.text[ex.tokens[alo].start : ex.tokens[k].end], ex.tokens[alo].start,
+                     ex.tokens[k].end)
 
 
 def _named_exception(ex: _Extractor, m: Mention, a: Assertion) -> bool:

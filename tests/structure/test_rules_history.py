@@ -975,3 +975,12 @@ def test_a_family_list_goes_on_into_the_next_sentence() -> None:
     assert {c.category for k, c in got.items() if k.endswith("cancer") and k != "cancer"} == {"family_history"}
     own = _claims("P: My mother had diabetes in the family. I have had colon cancer myself.")
     assert own["colon cancer"].category == "history"
+
+
+@pytest.mark.parametrize(
+    ("answer", "sputum"),
+    [("It is dry.", "absent"), ("Yeah, it's really dry.", "absent"), ("Some sputum, yes.", "present")],
+)
+def test_its_dry_to_a_dry_or_sputum_question_denies_the_sputum(answer: str, sputum: str) -> None:
+    got = _claims(f"D: Is it a dry cough or are you bringing up any sputum? P: {answer}")
+    assert got["sputum"].status == sputum
