@@ -2392,6 +2392,11 @@ def _near_attributes(
             value, unit = next_value, next_unit
         if used_next and quote:
             more.append(quote)
+    if value is None and unit is None and g.concept == "diabetes":
+        value = _diabetes_type(ex, support)
+    if value is None and unit is None and g.concept == "joint pain" and any(
+            " other joints " in c or " any other joint " in c for m, a in support for c in ex.context_norms(m, a)):
+        value = "other joints"  # "Any pain in other joints? - No": the pain asked of the joints not presenting
     if value is None and g.concept in _QUALIFIERS:
         value = _qualifier(ex, g.concept, support)
     if value is None and unit is None and g.concept == "cough":
@@ -2402,6 +2407,20 @@ def _near_attributes(
     if value is None and g.category == "symptom" and _is_pain_concept(g.concept):
         value = _pain_quality(ex, support)
     return value, unit, time, more
+
+
+_DIABETES_TYPE = re.compile(r"\btype\s*(1|2|one|two|i{1,2})\b", re.IGNORECASE)
+
+
+def _diabetes_type(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
+    """ "type 2 diabetes", "diabetes, type one": "type 1" / "type 2" said with a supporting mention."""
+    for m, a in support:
+        for norm in ex.context_norms(m, a, side=3):
+            t = _DIABETES_TYPE.search(norm)
+            if t:
+                n = t.group(1).lower()
+                return f"type {'1' if n in ('1', 'one', 'i') else '2'}"
+    return None
 
 
 def _qualifier(ex: _Extractor, concept: str, support: list[tuple[Mention, Assertion]]) -> str | None:

@@ -984,3 +984,15 @@ def test_a_family_list_goes_on_into_the_next_sentence() -> None:
 def test_its_dry_to_a_dry_or_sputum_question_denies_the_sputum(answer: str, sputum: str) -> None:
     got = _claims(f"D: Is it a dry cough or are you bringing up any sputum? P: {answer}")
     assert got["sputum"].status == sputum
+
+
+@pytest.mark.parametrize(("text", "value"), [("P: I have type 2 diabetes.", "type 2"),
+                                             ("P: I have diabetes, type one.", "type 1"),
+                                             ("P: I have diabetes.", None)])
+def test_the_diabetes_type_is_its_value(text: str, value: str | None) -> None:
+    assert _claims(text)["diabetes"].value == value
+
+
+def test_pain_in_other_joints_keeps_which_joints() -> None:
+    got = _claims("P: My knee hurts. D: Are you getting any pain in any other joints? P: No.")
+    assert (got["joint pain"].status, got["joint pain"].value) == ("absent", "other joints")
