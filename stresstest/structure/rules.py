@@ -197,6 +197,7 @@ _DESCRIBE_CUES = ("describe", "feel like", "feels like", "what kind of", "what t
 _COUGH_WORDS = frozenset({"cough", "coughs", "coughing", "coughed", "sputum", "phlegm", "mucus", "spit"})
 #: Sentences back in which the topic of an open question ("when did it start?") is looked for.
 _TOPIC_SENTENCES = 10
+_TEMPERATURE_UNITS = frozenset({"degrees", "degrees celsius", "degrees fahrenheit", "°C", "°F"})
 _WEIGHT_UNITS = frozenset({"lb", "kg", "pounds", "kilograms"})
 #: A clinician recapping what the patient said ("you said it started ...", "you mentioned ...").
 _RECAP = ("you said", "you mentioned", "you told me", "so it started", "so this started")
@@ -2377,13 +2378,15 @@ def _near_attributes(
                     continue  # a bare number next to a symptom is rarely its value
                 if q.unit_canonical == "years of age":
                     continue  # the patient's age, not the symptom's value
+                if q.unit_canonical in _TEMPERATURE_UNITS and g.concept != "fever":
+                    continue  # "vomiting ... and a temperature of 38.3 degrees": the fever's value
                 value = _fmt_value(q)
                 unit = q.unit_canonical
         if value is not None or (time is not None and not _vague(time)):
             break
     rough = time is not None and _vague(time)
     if g.category == "symptom" and (time is None or rough or (value is None and unit is None)):
-        next_time, next_value, next_unit, quote = _next_sentence_attrs(ex, support)
+        next_time, next_value, next_unit, quote = _next_sentence_attrs(ex, support, g.concept)
         # "over the last few days. I started having it around three days ago": the number refines it
         better = next_time is not None and (time is None or (rough and not _vague(next_time)))
         used_next = better or (value is None and unit is None and next_value is not None)
@@ -2549,7 +2552,7 @@ def _qualities_end(toks: list[str], i: int) -> int:
 
 
 def _next_sentence_attrs(
-    ex: _Extractor, support: list[tuple[Mention, Assertion]]
+    ex: _Extractor, support: list[tuple[Mention, Assertion]], concept: str
 ) -> tuple[str | None, str | None, str | None, str | None]:
     """(time, value, unit) said right after a statement of the symptom ("he's had this cough... It's been
     happening for the past two days"; "I've lost a lot of weight. Probably like 8 to 10 pounds"): the next
@@ -2569,7 +2572,8 @@ def _next_sentence_attrs(
             if q.kind == "time" and (q.value is not None or q.unit_canonical) and time is None:
                 time = _fmt_qty(q)  # "... really wheezy. I notice that mostly last night." (an anchor too)
             elif q.kind in ("measure", "dose") and q.value is not None and q.unit_canonical and value is None \
-                    and q.unit_canonical != "years of age":
+                    and q.unit_canonical != "years of age" and (concept == "fever"
+                                                                 or q.unit_canonical not in _TEMPERATURE_UNITS):
                 value, unit = _fmt_value(q), q.unit_canonical
         return time, value, unit, ex.quote(lo, hi, lo, hi) if (time or value) else None
     return None, None, None, None

@@ -996,3 +996,11 @@ def test_the_diabetes_type_is_its_value(text: str, value: str | None) -> None:
 def test_pain_in_other_joints_keeps_which_joints() -> None:
     got = _claims("P: My knee hurts. D: Are you getting any pain in any other joints? P: No.")
     assert (got["joint pain"].status, got["joint pain"].value) == ("absent", "other joints")
+
+
+def test_a_temperature_is_the_fevers_value_only() -> None:
+    got = _claims("P: He's also been vomiting for the last two days. I managed to measure it and it was 38.3 degrees "
+                  "Celsius.")
+    assert got["vomiting"].unit is None
+    fever = _claims("P: Yesterday he also developed a fever. It was 38.3 degrees Celsius.")
+    assert fever["fever"].value == "38.3"
