@@ -1559,6 +1559,12 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             a = _read_yes_no(ex, ex.sentence_of(ex.span(m)[0])) or Assertion("uncertain", "unanswered")
         if a.source == "unanswered" and m.concept == "pain radiation":
             a = _stays_put(ex, m) or a
+        normal = _normal_reply_sentence(ex, m) if a.source == "unanswered" else None
+        if normal is not None:
+            # "Any changes in your sense of smell? - I think that's pretty normal."
+            alo, ahi = ex.sentence_bounds(normal)
+            start, end = ex.tokens[alo].start, ex.tokens[ahi - 1].end
+            a = Assertion("absent", "answer", ex.text[start:end], start, end)
         if m.concept in ("sputum", "cough") and a.source in ("unanswered", "answer"):
             dry = _dry_reply(ex, m)
             if dry is not None:  # "Is it a dry cough or are you bringing up sputum? - It's dry."
@@ -1648,6 +1654,31 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
     lo, _hi = ex.sentence_bounds(ex.sentence_of(k))
     lead = [w for w in ex.words[lo:k] if w not in _fillers()]
     return bool(lead) and lead[0] in _YES_WORDS and all(w in _YES_WORDS or w in _OPENER_WORDS for w in lead)
+
+
+_CHANGE_ASKS = frozenset({"change", "changes", "changed", "problem", "problems", "issue", "issues", "trouble"})
+_NORMAL_STATE = frozenset({"normal", "fine", "same", "ok", "okay", "good", "unchanged", "usual"})
+_NOT_NORMAL = frozenset({"not", "but", "no", "isn't", "hasn't", "haven't", "wasn't", "worse", "better", "except",
+                         "although", "though", "more", "less", "bit", "little"})
+
+
+def _normal_reply_sentence(ex: _Extractor, m: Mention) -> int | None:
+    """A question about changes or problems ("any changes in your sense of smell?", "any problems with your
+    bowels?") answered with the normal state ("I think that's pretty normal", "they've been fine"), short and
+    with no contrast or comparison in it, so absent: the answer sentence (past one follow-up question: "... Do
+    you feel like you can smell less? - I think that's pretty normal."), or None."""
+    s = ex.sentence_of(ex.span(m)[0])
+    lo, hi = ex.sentence_bounds(s)
+    n = len(ex.ctx.sent_start)
+    if not ex.ctx.ends_q[s] or s + 1 >= n or not _CHANGE_ASKS.intersection(ex.words[lo:hi]):
+        return None
+    a = s + 2 if ex.ctx.ends_q[s + 1] and s + 2 < n else s + 1
+    if ex.ctx.ends_q[a]:
+        return None
+    alo, ahi = ex.sentence_bounds(a)
+    words = [w for w in ex.words[alo:ahi] if w not in _fillers()]
+    ok = 0 < len(words) <= 10 and bool(_NORMAL_STATE.intersection(words)) and not _NOT_NORMAL.intersection(words)
+    return a if ok else None
 
 
 def _dry_reply(ex: _Extractor, m: Mention) -> Assertion | None:

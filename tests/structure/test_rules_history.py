@@ -1004,3 +1004,16 @@ def test_a_temperature_is_the_fevers_value_only() -> None:
     assert got["vomiting"].unit is None
     fever = _claims("P: Yesterday he also developed a fever. It was 38.3 degrees Celsius.")
     assert fever["fever"].value == "38.3"
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "status"),
+    [
+        ("D: Have you noticed any changes in your sense of smell? Do you feel like you can smell less? "
+         "P: I think that's pretty normal.", "loss of smell", "absent"),
+        ("D: Any changes in your bowel movements? P: They have been normal.", "change in bowel habit", "absent"),
+        ("D: Any changes in your sense of smell? P: A little bit less than usual.", "loss of smell", "present"),
+    ],
+)
+def test_a_change_question_answered_with_the_normal_state(text: str, concept: str, status: str) -> None:
+    assert _claims(text)[concept].status == status
