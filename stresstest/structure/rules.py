@@ -2093,6 +2093,9 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                         evidence.append(quote)
         if g.category == "social" and status == "present":
             _social_extras(ex, g, support, value, unit, time)
+            if g.concept in _HABITS:
+                value, unit, time, more = _habit_attributes(ex, g, value, unit, time)
+                evidence += [q for q in more if q not in evidence]
             if g.concept == "smoking" and "former" in g.extra:
                 value = value or "former"
         if g.category == "family_history" and status == "present" and value is None and unit is None:
@@ -2344,6 +2347,171 @@ def _social_extras(
         per_week = time is not None and "week" in time
         if (per_week and n >= 14) or (not per_week and time is not None and n >= 4):
             g.extra["heavy"] = "1"
+
+
+
+#: Habits whose amount and rate are read from what the patient says about them (:func:`_habit_attributes`).
+_HABITS = frozenset({"alcohol", "smoking"})
+_HABIT_GAP = frozenset({"uh", "um", "umm", "uhm", "er", "erm", "like"})  # said inside an amount or a rate
+_DRINKS = r"(?:(?:red|white) )?(?:wine|beer|beers|whiskey|whisky|vodka|rum|gin|liquor|spirits|champagne|scotch|" \
+          r"tequila|cider|sake)"
+_HABIT_PERIODS = r"(?:day|week|month|night|weekend|year|evening)"
+_ASK_WORDS = frozenset({"do", "does", "did", "are", "is", "was", "were", "have", "has", "any", "how", "what", "when",
+                        "would", "could", "can", "so"})
+
+
+@functools.lru_cache(maxsize=1)
+def _habit_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(drink amount, tobacco amount, rate, years smoked) over a sentence's words joined by single spaces."""
+    num = r"(?:\d+|" + "|".join(sorted(_number_words(), key=len, reverse=True)) + ")"
+    amount = rf"(?:{num}(?: (?:or|to) {num})?|half an?|an?(?: couple(?: of)?| few)?|couple(?: of)?|few|several)"
+    drink = rf"\b{amount} (?:(?:glass|glasses|bottle|bottles|pint|pints|shot|shots|drink|drinks|beer|beers)" \
+            rf"(?: of {_DRINKS})?|(?:can|cans|cup|cups) of {_DRINKS})(?: or {num})?\b"
+    tobacco = rf"\b(?P<n>{amount}) (?P<unit>packs?|cigarettes?|cigs)\b"
+    times = rf"(?:once|twice|{num} times|an? (?:couple|few) (?:of )?times|couple (?:of )?times)"
+    rate = rf"\b(?:(?:{times} )?(?:a|per|every|each) {_HABIT_PERIODS}|every (?:other|single) {_HABIT_PERIODS}|" \
+           rf"every (?:couple(?: of)?|few|{num}) {_HABIT_PERIODS}s|on (?:the )?weekends?|daily|nightly|weekly|" \
+           rf"everyday)\b"
+    years = rf"\bfor (?:about |around |almost |over |nearly |the (?:past|last) )?(?:{num}|a couple of|a few|many|" \
+            rf"several) years\b"
+    return re.compile(drink), re.compile(tobacco), re.compile(rate), re.compile(years)
+
+
+def _habit_sentences(ex: _Extractor, g: _Group) -> list[tuple[int, str]]:
+    """The sentences that talk about the patient's habit, in order, each with how it was said: "said" for the
+    statements naming it and the answers to the questions that name it ("How much do you smoke? - maybe 2 packs
+    a week"; a reply ending in "?" unless it asks something itself), "how long" for the answer to a "how long"
+    question, "next" for the statement after one naming it when it names nothing clinical. A sentence about a
+    relative is never the patient's habit."""
+    out: dict[int, str] = {}
+    for m, a in g.mentions:
+        if _is_family(ex, m):
+            continue
+        s = ex.sentence_of(ex.span(m)[0])
+        if not ex.ctx.ends_q[s]:
+            out[s] = "said"
+            n = s + 1  # "I smoke maybe like. I don't know like 5 per day": the statement goes on
+            if n < len(ex.ctx.sent_start) and not ex.ctx.ends_q[n] and n not in ex.mention_sents \
+                    and not _names_family(ex, n):
+                out.setdefault(n, "next")
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        how_long = _has_any(" " + " ".join(ex.words[lo:hi]) + " ", ("how long", "how many years"))
+        replies = _answer_sentences(ex, s)
+        if a.cue_start is not None:
+            replies.append(ex.sentence_of(ex._tok_index(a.cue_start)))
+        for s2 in replies:
+            lo2, hi2 = ex.sentence_bounds(s2)
+            lead = [w for w in ex.words[lo2:hi2] if w not in _lead_fillers()][:1]
+            asks = ex.ctx.ends_q[s2] and (not lead or lead[0] in _ASK_WORDS or lead[0] in _WH_LEAD)
+            if s2 != s and not asks and not _names_family(ex, s2):
+                out[s2] = "how long" if how_long else "said"
+    return sorted(out.items())
+
+
+def _names_family(ex: _Extractor, s: int) -> bool:
+    """Sentence ``s`` names a relative ("My dad smokes on the weekends too")."""
+    lo, hi = ex.sentence_bounds(s)
+    return any(w in _FAMILY for w in ex.words[lo:hi])
+
+
+def _habit_words(ex: _Extractor, s: int) -> tuple[str, list[int]]:
+    """Sentence ``s``'s words without hesitations and "like", joined by spaces, and each word's token index."""
+    lo, hi = ex.sentence_bounds(s)
+    keep = [k for k in range(lo, hi) if k not in ex.ctx.skip and ex.words[k] not in _HABIT_GAP]
+    return " ".join(ex.words[k] for k in keep), keep
+
+
+def _said(ex: _Extractor, toks: list[int], joined: str, start: int, end: int) -> str:
+    """The transcript's words for the match ``joined[start:end]``, hesitations and "like" left out."""
+    first = joined.count(" ", 0, start)
+    last = first + joined.count(" ", start, end)
+    raw = ex.text[ex.tokens[toks[first]].start : ex.tokens[toks[last]].end]
+    words = [w for w in raw.split() if w.lower().strip(",.") not in _HABIT_GAP]
+    return " ".join(words).strip(" ,.")
+
+
+def _tobacco_amount(n: str, unit: str) -> tuple[str, str]:
+    """("a", "pack") -> ("1", "packs"); ("one or two", "cigarettes") -> ("1-2", "cigarettes")."""
+    words = _number_words()
+    parts = [p for p in re.split(r" (?:or|to) ", n)]
+    nums: list[str] = []
+    for p in parts:
+        p = p.removesuffix(" of").strip()
+        if p.isdigit():
+            nums.append(p)
+        elif p in words:
+            nums.append(_fmt_num(words[p]))
+        elif p in ("a", "an"):
+            nums.append("1")
+        elif p in ("half a", "half an"):
+            nums.append("0.5")
+        elif p.endswith("couple"):
+            nums.append("2")
+        else:
+            nums.append(p.removeprefix("a ").removeprefix("an "))
+    unit = {"pack": "packs", "cigarette": "cigarettes", "cigs": "cigarettes"}.get(unit, unit)
+    return "-".join(nums), unit
+
+
+def _habit_attributes(
+    ex: _Extractor, g: _Group, value: str | None, unit: str | None, time: str | None
+) -> tuple[str | None, str | None, str | None, list[str]]:
+    """How much and how often the patient drinks or smokes, as said: the drink with its amount ("a glass of red
+    wine", "a couple beers", "a beer or two"), the packs or cigarettes ("5 per day" asked about cigarettes is 5
+    cigarettes), the rate ("on the weekends", "every couple of months", "per day") and, for smoking, the years
+    ("for how long? - about 40 years" -> "per day for 40 years"). (value, unit, time, quotes); what is not
+    found keeps the value, unit and time read before."""
+    drink_re, tobacco_re, rate_re, years_re = _habit_res()
+    quotes: list[str] = []
+    amount: tuple[str, str | None] | None = None
+    rate = years = None
+    cigarettes = any("cigarette" in m.surface.lower() or "cigs" in m.surface.lower() for m, _a in g.mentions)
+    for s, how in _habit_sentences(ex, g):
+        joined, toks = _habit_words(ex, s)
+        if not toks:
+            continue
+        used = False
+        if amount is None:
+            if g.concept == "alcohol":
+                mt = drink_re.search(joined)
+                if mt:
+                    amount, used = (_said(ex, toks, joined, mt.start(), mt.end()), None), True
+            else:
+                mt = tobacco_re.search(joined)
+                if mt and not mt.group("unit").startswith("pack") and not rate_re.search(joined, mt.end()):
+                    mt = None  # "each time I lit a cigarette": an amount smoked comes with its rate
+                if mt:
+                    amount, used = _tobacco_amount(mt.group("n"), mt.group("unit")), True
+        r = rate_re.search(joined)
+        if r and rate is None and joined[: r.start()].split()[-1:] not in (["for"], ["in"], ["within"], ["past"]):
+            rate, used = _said(ex, toks, joined, r.start(), r.end()), True
+            rate = re.sub(r"^once (?=every )", "", rate, flags=re.IGNORECASE)
+            rate = re.sub(r"^an? (?=\w+$)", "per ", rate, flags=re.IGNORECASE)  # "2 packs a week": a rate, per week
+            if g.concept == "smoking" and amount is None and value is None:
+                n = joined[: r.start()].split()[-1:]  # "like 5 per day": the cigarettes smoked
+                if n and (n[0].isdigit() or n[0] in _number_words()):
+                    amount = (_fmt_num(float(n[0])) if n[0].isdigit() else _fmt_num(_number_words()[n[0]]),
+                              "cigarettes" if cigarettes else None)
+        if g.concept == "smoking" and years is None and how != "next":
+            y = years_re.search(joined)
+            if y:
+                years, used = _said(ex, toks, joined, y.start(), y.end()), True
+            elif how == "how long":
+                lo, hi = ex.sentence_bounds(s)
+                for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
+                    if lo <= k < hi and q.kind == "time" and q.value is not None and q.unit_canonical in (
+                            "years", "months"):
+                        years, used = f"for {_fmt_qty(q)}", True
+                        break
+        if used:
+            lo, hi = ex.sentence_bounds(s)
+            quotes.append(ex.quote(toks[0], toks[-1] + 1, lo, hi))
+    if amount is not None and (g.concept == "alcohol" or value is None):
+        value, unit = amount
+    if rate is not None or years is not None:
+        time = " ".join(x for x in (rate, years) if x)
+    return value, unit, time, quotes
 
 
 _WORK_QUESTIONS = ("for work", "for a living", "what do you do", "occupation", "are you working", "do you work",

@@ -1,0 +1,66 @@
+"""Social-history and medication readings of the ``rules`` structurer: how much and how often the patient
+drinks or smokes, the job, and when a medication was taken (dev split only)."""
+
+from __future__ import annotations
+
+import pytest
+
+from stresstest.metrics.claims import canonical_claim
+from stresstest.schema import Claim
+from stresstest.structure.rules import extract_record
+
+
+def _claims(text: str) -> dict[str, Claim]:
+    rec = extract_record(text)
+    for c in rec.claims:  # the exact-substring evidence contract holds for the new readings too
+        assert rec.field_evidence.get(c.id), c
+        assert all(q in text for q in rec.field_evidence[c.id])
+    return {c.concept: c for c in rec.claims}
+
+
+def _key(c: Claim) -> tuple[str, str]:
+    k = canonical_claim(c)
+    return k.value, k.time
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "value", "time"),
+    [
+        ("D: Do you drink alcohol? P: Um occasionally uh maybe I'll have a glass of red wine on the weekend or "
+         "something like that, but uh not too often.", "alcohol", "glass red wine", "on weekend"),
+        ("D: Do you drink alcohol? P: I drink like a couple beers on the weekends, but that's it.", "alcohol",
+         "2 beer", "on weekends"),
+        ("D: And how about alcohol? P: Uh rarely I'll have maybe a glass of wine like once every couple of months.",
+         "alcohol", "glass wine", "every 2 month"),
+        ("D: Do you drink alcohol? P: Uh, yeah sometimes, maybe one or two glasses of wine every night.", "alcohol",
+         "1 2 glass wine", "1/night"),
+        ("D: Do you drink alcohol? P: Hot days, sometimes I'll have a beer or two.", "alcohol", "beer or 2", ""),
+        ("D: Do you drink alcohol? P: Yes. D: How much? P: One to two drinks a day.", "alcohol", "1 2 drink",
+         "1/day"),
+        ("D: Do you smoke? P: Uh, I've smoked um yeah, I smoke a pack of cigarettes uh per day. D: OK, and for how "
+         "long have you smoked uh cigarettes for? P: Uh about 40 years.", "smoking", "1 pack", "1/day 40 year"),
+        ("D: And do you smoke? P: Yeah once in a while. D: How much do you smoke on average? P: Last couple of "
+         "weeks, I've been smoking more, maybe like 2 packs a week.", "smoking", "2 pack", "1/week"),
+        ("D: OK and do you smoke cigarettes? P: I do, I'm trying to stop. I smoke maybe like. I don't know like 5 "
+         "per day or something at this point.", "smoking", "5 cigarette", "1/day"),
+    ],
+)
+def test_habit_amount_and_rate(text: str, concept: str, value: str, time: str) -> None:
+    c = _claims(text)[concept]
+    assert c.status == "present"
+    assert _key(c) == (value, time)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a cigarette lit once is not an amount smoked; the years are the cough's
+        "P: Smoking definitely makes it worse. I haven't smoked since each time I lit a cigarette it brought it on.",
+        "P: I think that's related to maybe smoking. It's something that was going on for a few years.",
+        # a relative's habit is not the patient's
+        "D: Do you smoke? P: Yes I do. My dad smokes on the weekends too.",
+    ],
+)
+def test_habit_amount_not_read(text: str) -> None:
+    c = _claims(text)["smoking"]
+    assert (c.value, c.unit, c.time) == (None, None, None)
