@@ -2518,10 +2518,10 @@ _WORK_QUESTIONS = ("for work", "for a living", "what do you do", "occupation", "
                    "where do you work", "your job", "employed", "what kind of work", "what type of work",
                    "line of work")
 _JOB_PATTERNS = (
-    re.compile(r"\b(?:i'm|i am|i work as|working as|work as|job as|i'm currently|i am currently)\s+(?:an?|the)\s+"
+    re.compile(r"\b(?:i['\u2019]?m|i am|i work as|working as|work as|job as|i['\u2019]?m currently|i am currently)\s+"
+               r"(?:an?|the)\s+(?P<job>[a-z]+(?:\s+[a-z]+){0,3})", re.IGNORECASE),
+    re.compile(r"\b(?:work|working|job)\s+(?:(?:at|in|for)\s+)?(?:at|in|for)\s+(?:(?:an?|the|my|this)\s+)?"
                r"(?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
-    re.compile(r"\b(?:work|working|job)\s+(?:at|in|for)\s+(?:an?|the|my)?\s*(?P<job>[a-z]+(?:\s+[a-z]+)?)",
-               re.IGNORECASE),
     re.compile(r"\b(?P<job>retired(?:\s+[a-z]+)?|unemployed|laid off|student|on disability|stay at home \w+|"
                r"not working)\b", re.IGNORECASE),
 )
@@ -2549,10 +2549,63 @@ _JOB_STOP = frozenset({"um", "uh", "like", "so", "and", "but", "right", "now", "
                        "that", "because", "about", "there", "here", "then", "which"})
 
 
+def _job_words(job: str) -> str | None:
+    """The job named by a pattern's words, up to the first stop word and to its job noun ("retired school
+    teacher when ..." -> "retired school teacher"; "bank as ..." -> "bank"), at most two words before it."""
+    words: list[str] = []
+    for w in job.lower().split():
+        if w in _JOB_STOP:
+            break
+        words.append(w)
+    noun = next((i for i, w in enumerate(words) if w in _JOB_NOUNS or w.removesuffix("s") in _JOB_NOUNS), None)
+    words = words[: max(2, noun + 1)] if noun is not None else words[:2]
+    return " ".join(words) or None
+
+
+_AS_JOB = re.compile(r"\bas an? (?P<job>[a-z]+)\b", re.IGNORECASE)
+_RETIRED = frozenset({"retired", "retiring", "retirement", "retire"})
+_JOB_HOW_LONG = ("how long have you worked", "how long have you been working", "how long have you been doing",
+                 "how long have you had this job", "how long have you been there", "how long have you been in")
+
+
+def _job_duration(ex: _Extractor, s0: int) -> tuple[str, list[str]] | None:
+    """How long the patient has had the job: the duration answering "how long have you worked in this role?"
+    within a few sentences after sentence ``s0`` (the job's), with the question and answer quotes."""
+    n = len(ex.ctx.sent_start)
+    for s in range(s0 + 1, min(n, s0 + _TOPIC_SENTENCES)):
+        if not ex.ctx.ends_q[s]:
+            continue
+        lo, hi = ex.sentence_bounds(s)
+        if not _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _JOB_HOW_LONG):
+            continue
+        for s2 in _answer_sentences(ex, s, limit=1):
+            if ex.ctx.ends_q[s2]:
+                break
+            alo, ahi = ex.sentence_bounds(s2)
+            for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
+                if alo <= k < ahi and q.kind == "time" and q.value is not None:
+                    return _fmt_qty(q), [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
+        return None
+    return None
+
+
+def _occupation(ex: _Extractor, value: str | None, quotes: list[str], s: int, pos: int) -> list[_Built]:
+    """The occupation claim for a job said in sentence ``s``, with how long the patient has had it."""
+    time = None
+    found = _job_duration(ex, s)
+    if found is not None:
+        time, more = found
+        quotes = quotes + [q for q in more if q not in quotes]
+    claim = Claim(id="", category="social", concept="occupation", status="present", value=value, time=time)
+    return [_Built(claim, quotes, _Group("social", "occupation"), pos)]
+
+
 def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
     """The patient's occupation, read from the answer to a work question ("What do you do for work? I'm an
     accountant."): one social claim ``occupation``; its value is the job when a pattern of
-    :data:`_JOB_PATTERNS` names one ("an accountant", "work at a butcher shop", "retired"), else None."""
+    :data:`_JOB_PATTERNS` names one ("an accountant", "work at a butcher shop", "retired"; "work at the bank
+    as a consultant" is "bank consultant"), else None; a job said in the past tense with a retirement next to
+    it is "retired <job>". Its time is how long the patient has had the job, when asked."""
     if "occupation" in have:
         return []
     for s in range(len(ex.ctx.sent_start)):
@@ -2561,30 +2614,38 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         lo, hi = ex.sentence_bounds(s)
         if not _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _WORK_QUESTIONS):
             continue
-        for s2 in _answer_sentences(ex, s):
-            if ex.ctx.ends_q[s2]:
-                break
+        for s2 in range(s + 1, min(len(ex.ctx.sent_start), s + 3)):
             alo, ahi = ex.sentence_bounds(s2)
+            if ex.ctx.ends_q[s2]:
+                if ahi > alo and ex.words[alo] == "or":
+                    continue  # "What do you do for work? Or are you retired?": the same question goes on
+                break
             if ahi - alo < 2 or ex.ctx._answer(alo, ahi) is not None and ahi - alo < 4:
                 continue  # "Yes." / "No, not really.": no job named
             answer = " ".join(w for w in ex.text[ex.tokens[alo].start : ex.tokens[ahi - 1].end].split()
                               if w.lower().strip(",.") not in _fillers())
             value = None
-            for pat in _JOB_PATTERNS:
+            for n, pat in enumerate(_JOB_PATTERNS):
                 mt = pat.search(answer)
                 if mt:
-                    words = [w for w in mt.group("job").lower().split() if w not in _JOB_STOP]
-                    value = " ".join(words) or None
+                    value = _job_words(mt.group("job"))
+                    role = _AS_JOB.search(answer, mt.start("job")) if n == 1 else None
+                    if value and role and role.group("job").lower() in _JOB_NOUNS:
+                        value = f"{value} {role.group('job').lower()}"  # "at the bank as a consultant"
                     break
-            claim = Claim(id="", category="social", concept="occupation", status="present", value=value)
             quotes = [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
-            return [_Built(claim, quotes, _Group("social", "occupation"), ex.tokens[alo].start)]
+            return _occupation(ex, value, quotes, s2, ex.tokens[alo].start)
     found = _statement_match(ex, _JOB_STATEMENTS)
     if found is not None:
         mt, lo, hi = found
-        words = [w for w in mt.group("job").lower().split() if w not in _JOB_STOP]
-        claim = Claim(id="", category="social", concept="occupation", status="present", value=" ".join(words) or None)
-        return [_Built(claim, [ex.quote(lo, hi, lo, hi)], _Group("social", "occupation"), ex.tokens[lo].start)]
+        value = _job_words(mt.group("job"))
+        s = ex.sentence_of(lo)
+        if value and mt.group(0).lower().startswith("i worked") and not value.startswith("retired"):
+            near = [w for s2 in range(s, min(len(ex.ctx.sent_start), s + 2))
+                    for w in ex.words[slice(*ex.sentence_bounds(s2))]]
+            if _RETIRED & set(near):
+                value = f"retired {value}"  # "I worked as a mechanic when I was younger ... ever since retiring"
+        return _occupation(ex, value, [ex.quote(lo, hi, lo, hi)], s, ex.tokens[lo].start)
     return []
 
 

@@ -64,3 +64,25 @@ def test_habit_amount_and_rate(text: str, concept: str, value: str, time: str) -
 def test_habit_amount_not_read(text: str) -> None:
     c = _claims(text)["smoking"]
     assert (c.value, c.unit, c.time) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "time"),
+    [
+        ("D: And currently right now, uh do you work? P: Uh I'm a retired school teacher.", "retired school teacher",
+         None),
+        ("D: OK, and what do you do for work? P: Um, Im an accountant.", "accountant", None),
+        ("D: OK, and what do you do for work? P: So I work in at the bank as a consultant.", "bank consultant", None),
+        ("D: Nice, and what do you do for work? Or are you retired? P: I'm still working, I am a production "
+         "overseer, over at Fairbanks.", "production overseer", None),
+        ("P: I just attributed it to being out of shape and I worked as a mechanic when I was younger. I was pretty "
+         "active, but ever since retiring I don't do much.", "retired mechanic", None),
+        ("P: So I work in this factory where I move a lot of boxes. D: OK, I see and how long have you worked in "
+         "this role? P: For the past 30 years.", "factory", "30 years"),
+        ("D: What do you do for work? P: I work at a butcher shop.", "butcher shop", None),
+    ],
+)
+def test_occupation_value_and_time(text: str, value: str, time: str | None) -> None:
+    c = _claims(text)["occupation"]
+    assert c.status == "present"
+    assert (c.value, c.time) == (value, time)
