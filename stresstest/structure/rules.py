@@ -2098,6 +2098,9 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                 evidence += [q for q in more if q not in evidence]
             if g.concept == "smoking" and "former" in g.extra:
                 value = value or "former"
+        if g.category == "medication" and status == "present" and time is None:
+            time, more = _medication_time(ex, g)
+            evidence += [q for q in more if q not in evidence]
         if g.category == "family_history" and status == "present" and value is None and unit is None:
             value = _relative(ex, support)
         if g.concept == "shortness of breath" and status == "present" and value is None and unit is None \
@@ -2349,7 +2352,6 @@ def _social_extras(
             g.extra["heavy"] = "1"
 
 
-
 #: Habits whose amount and rate are read from what the patient says about them (:func:`_habit_attributes`).
 _HABITS = frozenset({"alcohol", "smoking"})
 _HABIT_GAP = frozenset({"uh", "um", "umm", "uhm", "er", "erm", "like"})  # said inside an amount or a rate
@@ -2512,6 +2514,51 @@ def _habit_attributes(
     if rate is not None or years is not None:
         time = " ".join(x for x in (rate, years) if x)
     return value, unit, time, quotes
+
+
+_DOSE_ASKS = ("how often", "how many times", "how frequently", "when did you", "when was the last", "how long have",
+              "how much", "how many did", "how many have")
+_TOOK_IT = re.compile(r"^(?:i|i've|i have|i had)(?: just| only| been| usually| normally)* (?:took|take|taking|takes|"
+                      r"used|use|using|tried|had) (?:it|them|that|those|one|some)\b")
+_BEDTIME = re.compile(r"\b(?:at bedtime|before (?:going to )?(?:bed|sleep)|before i go to (?:bed|sleep)|"
+                      r"before going to bed)\b")
+
+
+def _medication_time(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
+    """When or how often the patient took a medication, said apart from its name: in the answer to a question
+    naming it ("how often are you taking the Tylenol cold? - I just took it like for four days just before
+    going to sleep" -> "at bedtime for 4 days") or in the next statement that takes it up ("I took some Tylenol
+    and that did help. OK. I took it once yesterday." -> "yesterday"). (time, quotes), (None, []) if none."""
+    n = len(ex.ctx.sent_start)
+    for m, _a in g.mentions:
+        s = ex.sentence_of(ex.span(m)[0])
+        lo, hi = ex.sentence_bounds(s)
+        if ex.ctx.ends_q[s]:
+            if not _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _DOSE_ASKS):
+                continue
+            later = [s + 1] if s + 1 < n and not ex.ctx.ends_q[s + 1] else []
+        else:
+            later = []
+            for s2 in range(s + 1, min(n, s + 3)):
+                alo, ahi = ex.sentence_bounds(s2)
+                said = " ".join(w for w in ex.words[alo:ahi] if w not in _lead_fillers())
+                if ex.ctx.ends_q[s2] or s2 in ex.mention_sents:
+                    break
+                if _TOOK_IT.search(said):
+                    later = [s2]
+                    break
+                if ahi - alo > 2:
+                    break  # only an "OK." may come between
+        for s2 in later:
+            alo, ahi = ex.sentence_bounds(s2)
+            time = next((_fmt_qty(q) for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
+                         if alo <= k < ahi and q.kind in ("time", "frequency")), None)
+            bedtime = _BEDTIME.search(" ".join(ex.words[alo:ahi]))
+            if bedtime:
+                time = "at bedtime" + ("" if not time else f" for {time}" if time[0].isdigit() else f" {time}")
+            if time:
+                return time, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
+    return None, []
 
 
 _WORK_QUESTIONS = ("for work", "for a living", "what do you do", "occupation", "are you working", "do you work",

@@ -86,3 +86,28 @@ def test_occupation_value_and_time(text: str, value: str, time: str | None) -> N
     c = _claims(text)["occupation"]
     assert c.status == "present"
     assert (c.value, c.time) == (value, time)
+
+
+@pytest.mark.parametrize(
+    ("text", "concept", "time"),
+    [
+        ("D: Have you tried any medications that helped the pain? P: Yeah, I took some um, I took some Tylenol and "
+         "that did help. D: OK. P: I took it once yesterday.", "acetaminophen", "1 day"),
+        ("P: I've been taking Tylenol, the Tylenol cold so I don't know if that helped. D: OK, how often are you "
+         "taking the Tylenol cold? P: I just took it like for four days just before going to sleep in the last "
+         "week.", "acetaminophen", "at bedtime 4 day"),
+        ("D: Any medications? P: I take ibuprofen for the pain. D: How often do you take the ibuprofen? P: Twice a "
+         "day, usually.", "ibuprofen", "2/day"),
+    ],
+)
+def test_medication_time_said_apart(text: str, concept: str, time: str) -> None:
+    c = _claims(text)[concept]
+    assert c.status == "present"
+    assert canonical_claim(c).time == time
+
+
+def test_medication_time_not_from_another_topic() -> None:
+    # the next statement is about the pain, not about taking the drug
+    c = _claims("P: I took some Tylenol and that did help. D: OK. P: The pain started two days ago.")["acetaminophen"]
+    assert c.time is None
+
