@@ -876,6 +876,29 @@ def _only_past(ex: _Extractor, g: _Group) -> bool:
     return True
 
 
+_PAST_USE_CONCEPTS = frozenset({"recreational drug use"})
+_PAST_USE = ("used to", "in the past", "when i was younger", "when i was young", "when i was a teenager",
+             "as a teenager", "in college", "in high school", "in university", "back in the day", "years ago",
+             "not anymore", "no longer", "haven't really recently", "haven't recently", "not recently",
+             "haven't since", "quit", "stopped")
+
+
+def _past_drug_use(ex: _Extractor, g: _Group) -> list[tuple[Mention, Assertion]]:
+    """The present mentions of a habit when the patient denied it when asked and every one of them is about the
+    past ("Any recreational drugs? - Um, no, no. I mean, when I was like younger I sometimes like would use
+    marijuana, but I haven't really recently"): docs/gold_guide.md writes the use as absent with the history in
+    the value, as for an ex-smoker. [] when the use is current or was not denied."""
+    if not any(a.status == "absent" and a.source == "answer" for _m, a in g.mentions):
+        return []
+    present = _supporting(g.mentions, "present")
+    for m, _a in present:
+        lo, hi = ex.sentence_bounds(ex.sentence_of(ex.span(m)[0]))
+        said = " " + " ".join(w for w in ex.words[lo:hi] if w not in _HABIT_GAP) + " "
+        if not _has_any(said, _PAST_USE):
+            return []
+    return present
+
+
 def _supporting(items: list[tuple[Mention, Assertion]], status: str) -> list[tuple[Mention, Assertion]]:
     return [(m, a) for m, a in items if a.status == status and a.source != "unanswered"]
 
@@ -2040,6 +2063,9 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         rare = status == "absent" and g.category == "social" and _rarely(ex, g)
         if rare:
             status = "present"  # "Do you drink? - No, very rarely": some, not none
+        past_use = _past_drug_use(ex, g) if status == "present" and g.concept in _PAST_USE_CONCEPTS else []
+        if past_use:
+            status = "absent"  # "any recreational drugs? - no, no. When I was younger I would use marijuana"
         support = _supporting(g.mentions, read_as if read_as == "uncertain" or rare else status)
         first_m, _first_a = support[0]
         evidence: list[str] = []
@@ -2049,6 +2075,11 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     evidence.append(quote)
         value, unit, time, more = _near_attributes(ex, g, support)
         evidence += [q for q in more if q not in evidence]
+        if past_use:
+            m, a = past_use[0]
+            drug = m.surface.lower()
+            value, unit, time = (None if "drug" in drug else f"{drug} in the past"), None, None
+            evidence += [q for q in ex.evidence(m, a) if q not in evidence]
         if status == "present":
             used: set[str] = set()  # the first answer of each kind wins (later ones are about episodes)
             for ans in dialogue.answers.get(key, []):

@@ -111,3 +111,14 @@ def test_medication_time_not_from_another_topic() -> None:
     c = _claims("P: I took some Tylenol and that did help. D: OK. P: The pain started two days ago.")["acetaminophen"]
     assert c.time is None
 
+
+def test_denied_drug_use_with_past_use_is_absent_with_the_history() -> None:
+    c = _claims("D: Um and have you used any other recreational drugs? P: Um, no, no. I mean, when I was like "
+                "younger I sometimes like would use marijuana, but I haven't really recently.")["recreational drug use"]
+    assert (c.status, canonical_claim(c).value) == ("absent", "marijuana in past")
+
+
+def test_current_drug_use_stays_present() -> None:
+    c = _claims("D: Any recreational drugs? P: No. Well, I smoke marijuana on the weekends.")["recreational drug use"]
+    assert c.status == "present"
+
