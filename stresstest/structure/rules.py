@@ -2127,6 +2127,9 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
             if g.concept in _HABITS:
                 value, unit, time, more = _habit_attributes(ex, g, value, unit, time)
                 evidence += [q for q in more if q not in evidence]
+            if g.concept == "sexually active" and value is None:
+                value, more = _partner(ex, g)
+                evidence += [q for q in more if q not in evidence]
             if g.concept == "smoking" and "former" in g.extra:
                 value = value or "former"
         if g.category == "medication" and status == "present" and time is None:
@@ -2589,6 +2592,22 @@ def _medication_time(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
                 time = "at bedtime" + ("" if not time else f" for {time}" if time[0].isdigit() else f" {time}")
             if time:
                 return time, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)]
+    return None, []
+
+
+_PARTNER = re.compile(r"\bwith (?:my |a |one |the same )?(?P<who>boyfriend|girlfriend|husband|wife|partner|spouse|"
+                      r"fiance|fiancee|fiancé|fiancée)\b")
+
+
+def _partner(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
+    """Who the patient is sexually active with, as said in the sentence or answer that says so ("are you
+    currently sexually active? - Yeah just like with my boyfriend" -> "with boyfriend"): (value, quotes)."""
+    for m, a in _supporting(g.mentions, "present"):
+        for s in ex.scope_sentences(m, a):
+            lo, hi = ex.sentence_bounds(s)
+            mt = _PARTNER.search(" ".join(ex.words[lo:hi]))
+            if mt:
+                return f"with {mt.group('who')}", [ex.quote(lo, hi, lo, hi)]
     return None, []
 
 

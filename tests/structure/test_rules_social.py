@@ -122,3 +122,9 @@ def test_current_drug_use_stays_present() -> None:
     c = _claims("D: Any recreational drugs? P: No. Well, I smoke marijuana on the weekends.")["recreational drug use"]
     assert c.status == "present"
 
+
+def test_sexual_partner_as_said() -> None:
+    c = _claims("D: Alright, are you currently sexually active? P: Yeah just like with my boyfriend.")[
+        "sexually active"]
+    assert (c.status, c.value) == ("present", "with boyfriend")
+
