@@ -2831,22 +2831,57 @@ def _statement_match(
     return None
 
 
+_STAY = re.compile(r"\b(?:i|we) (?:was|were|stayed|spent|ve been|have been|had been) (?:down |over |out |up )?"
+                   r"there for\b")
+_STAY_REACH = 6  # sentences after the trip's in which the patient may say how long they were there
+
+
+def _stay(ex: _Extractor, lo: int) -> tuple[str, str] | None:
+    """When the patient got back or else how long they were away, said after the trip ("I went to Haiti on a trip
+    ... I was there for almost two months"; "I was there for one night and got back five days ago" -> 5 days):
+    (time, quote) from a statement within :data:`_STAY_REACH` sentences of token ``lo``."""
+    s0 = ex.sentence_of(lo)
+    for s in range(s0, min(len(ex.ctx.sent_start), s0 + _STAY_REACH + 1)):
+        if ex.ctx.ends_q[s]:
+            continue
+        slo, shi = ex.sentence_bounds(s)
+        words = [w.replace("'", "") for w in ex.words[slo:shi]]
+        mt = _STAY.search(" ".join(words))
+        if not mt:
+            continue
+        after = slo + " ".join(words)[: mt.end()].count(" ") + 1
+        times = [(k, q) for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
+                 if slo <= k < shi and q.kind == "time" and q.value is not None]
+        back = [q for k, q in times if {"back", "returned"} & set(ex.words[max(slo, k - 4) : k])]
+        stayed = [q for k, q in times if after <= k < after + 4]
+        if back or stayed:  # "I was there for one night and got back five days ago": how long ago, first
+            return _fmt_qty((back or stayed)[0]), ex.quote(slo, shi, slo, shi)
+    return None
+
+
 def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
-    """A trip said as a statement: the travel claim (present) with its destination as the value."""
+    """A trip said as a statement: the travel claim (present) with its destination as the value and how long
+    the patient was there (:func:`_stay`) as its time."""
     found = _statement_match(ex, _TRIP_PATTERNS, lambda mt: mt.group("place").split()[0] not in _NOT_PLACES)
     if found is None:
         return built
     mt, lo, hi = found
     place, quote, pos = mt.group("place").lower(), ex.quote(lo, hi, lo, hi), ex.tokens[lo].start
+    stay = _stay(ex, lo)
     have = [b for b in built if b.claim.concept == "travel"]
     if not have:
-        claim = Claim(id="", category="social", concept="travel", status="present", value=place)
-        return built + [_Built(claim, [quote], _Group("social", "travel"), pos)]
+        claim = Claim(id="", category="social", concept="travel", status="present", value=place,
+                      time=stay[0] if stay else None)
+        return built + [_Built(claim, [quote] + ([stay[1]] if stay and stay[1] != quote else []),
+                               _Group("social", "travel"), pos)]
     out = []
     for b in built:
         if b.claim.concept == "travel" and b.claim.status != "absent" and not b.claim.value:
             b = _Built(b.claim.model_copy(update={"status": "present", "value": place}),
                        b.evidence + ([quote] if quote not in b.evidence else []), b.group, b.pos)
+        if b.claim.concept == "travel" and b.claim.status == "present" and b.claim.time is None and stay:
+            b = _Built(b.claim.model_copy(update={"time": stay[0]}),
+                       b.evidence + ([stay[1]] if stay[1] not in b.evidence else []), b.group, b.pos)
         out.append(b)
     return out
 

@@ -128,3 +128,19 @@ def test_sexual_partner_as_said() -> None:
         "sexually active"]
     assert (c.status, c.value) == ("present", "with boyfriend")
 
+
+@pytest.mark.parametrize(
+    ("text", "time"),
+    [
+        ("P: Yeah, I went to Haiti on a trip for a volunteer program with my school. D: Were you in close quarters? "
+         "P: Yeah, we were living with the locals. It was part of the experience. I was there for almost two months "
+         "as part of my summer break.", "2 month"),
+        ("D: Have you traveled anywhere recently? P: I just got back from a trip in the US, was there for work. D: "
+         "How long were you there for and when did you get back? P: I was there for one night and got back five "
+         "days ago.", "5 day"),
+    ],
+)
+def test_travel_time_said_after_the_trip(text: str, time: str) -> None:
+    c = _claims(text)["travel"]
+    assert c.status == "present"
+    assert canonical_claim(c).time == time
