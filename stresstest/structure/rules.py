@@ -800,6 +800,12 @@ def _is_family(ex: _Extractor, m: Mention) -> bool:
     near = ex.words[max(lo, i - 8) : i] + ex.words[j : min(hi, j + 4)]
     if any(w in _FAMILY for w in near):
         return True
+    # "My dad smoked two packs a day for 30 years and had lung cancer": a sentence about a relative, up to where
+    # the patient speaks of themself again.
+    lead = [w for w in ex.words[lo : min(i, lo + 4)] if w not in _fillers()]
+    if len(lead) >= 2 and lead[0] in ("my", "his", "her", "our") and lead[1] in _FAMILY \
+            and not any(w in FIRST_PERSON - {"my"} for w in ex.words[lo + 2 : i]):
+        return True
     # Answer to "any family history of ...?": the family word comes in the answer sentence.
     if any("family history" in c or " in the family " in c for c in ex.context_norms(m)):
         return True
@@ -1932,6 +1938,8 @@ def _pass_groups(
         category = _CATEGORY.get(m.category, "symptom")
         if category == "history" and _is_family(ex, m):
             category = "family_history"
+        if category == "social" and _is_family(ex, m):
+            continue  # "my dad smoked two packs a day": the relative's habit, not the patient's
         add(category, m.concept, m, assertions[m.start], m.red_flag and category == "symptom", m.triage_hint)
     for m, a in _temperature_claims(ex):
         add("symptom", "fever", m, a)

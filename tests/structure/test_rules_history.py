@@ -1017,3 +1017,12 @@ def test_a_temperature_is_the_fevers_value_only() -> None:
 )
 def test_a_change_question_answered_with_the_normal_state(text: str, concept: str, status: str) -> None:
     assert _claims(text)[concept].status == status
+
+
+def test_a_relatives_habit_and_illness_are_not_the_patients() -> None:
+    got = _claims("D: Do you smoke? P: No, I never have. My dad smoked two packs a day for 30 years and had lung "
+                  "cancer.")
+    assert got["smoking"].status == "absent" and got["smoking"].value is None
+    assert got["lung cancer"].category == "family_history"
+    own = _claims("D: Do you smoke? P: Yes, I smoke a pack a day, my dad smoked too.")
+    assert own["smoking"].status == "present"
