@@ -1026,3 +1026,8 @@ def test_a_relatives_habit_and_illness_are_not_the_patients() -> None:
     assert got["lung cancer"].category == "family_history"
     own = _claims("D: Do you smoke? P: Yes, I smoke a pack a day, my dad smoked too.")
     assert own["smoking"].status == "present"
+
+
+def test_sometimes_ends_a_denials_reach() -> None:
+    got = _claims("D: Are you on any medications? P: Not prescribed, sometimes I take like some antacids.")
+    assert got["antacids"].status == "present"
