@@ -1078,6 +1078,9 @@ _MODIFIER_ACTIVITIES: dict[tuple[str, ...], tuple[str | None, str | None]] = {
     **dict.fromkeys([("lean", "forward"), ("leaning", "forward"), ("sit", "forward"), ("sitting", "forward")],
                     ("pain worse leaning forward", "pain relieved by leaning forward")),
     **dict.fromkeys([("rest",), ("resting",), ("rested",)], (None, "pain relieved by rest")),
+    **dict.fromkeys([("ice",), ("icing",), ("ice", "packs"), ("ice", "pack")], (None, "pain relieved by ice")),
+    **dict.fromkeys([("touch",), ("touching",), ("palpate",), ("pressing",), ("press",)],
+                    ("pain worse with touch", None)),
 }
 #: Factors that change a cough or breathlessness rather than a pain ("worse in the cold air", "the dust makes
 #: it worse"): word sequence -> the activity named in "<symptom> worse with <activity>".
@@ -1401,9 +1404,11 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
         elif better_c and any(w in _BETTER_WORDS for w in near):
             concept = better_c
         elif worse_c and worse_c.startswith("pain ") and (about_pain or "it" in ex.words[plo:hi]) \
-                and not ex.ctx.ends_q[s] and (_hurts_when(ex, k, size, lo, hi)
-                                              or _short_answer_to(ex, s, _WORSE_WORDS)):
-            concept = worse_c
+                and not ex.ctx.ends_q[s] and (_hurts_when(ex, k, size, lo, hi) or _short_answer_to(ex, s, _WORSE_WORDS)
+                                              or _IT_HURTS.intersection(ex.words[k + size : min(hi, k + size + 3)])):
+            concept = worse_c  # ... or "my shoes touching it hurts"
+        elif better_c and better_c.startswith("pain ") and not ex.ctx.ends_q[s] and _tried_and_helped(ex, k, size):
+            concept = better_c  # "I've tried some ibuprofen and some ice, that seems to help temporarily"
         elif better_c and better_c.startswith("pain ") and not ex.ctx.ends_q[s] and (
                 _short_answer_to(ex, s, _BETTER_WORDS) or _conditional(ex, k, lo) and any(
                     w in _BETTER_WORDS or w in _GOES_AWAY for w in ex.words[k + size : min(hi, k + size + 10)])):
@@ -1439,6 +1444,21 @@ def _hurts_when(ex: _Extractor, k: int, size: int, lo: int, hi: int) -> bool:
         return False
     near = ex.words[max(lo, k - _MODIFIER_REACH) : min(hi, k + size + _MODIFIER_REACH)]
     return any(w in _HURT_WORDS for w in near)
+
+
+def _tried_and_helped(ex: _Extractor, k: int, size: int) -> bool:
+    """A remedy tried ("I've tried icing it", "some ice") that helped: "tried"/"used" before it in the sentence
+    and a help word after it there or opening the next statement ("It seems to help temporarily")."""
+    s = ex.sentence_of(k)
+    lo, hi = ex.sentence_bounds(s)
+    if not {"tried", "try", "trying", "used", "using", "put"}.intersection(ex.words[max(lo, k - 8) : k]):
+        return False
+    if _BETTER_WORDS.intersection(ex.words[k + size : hi]):
+        return True
+    if s + 1 >= len(ex.ctx.sent_start) or ex.ctx.ends_q[s + 1]:
+        return False
+    nlo, nhi = ex.sentence_bounds(s + 1)
+    return bool(_BETTER_WORDS.intersection(ex.words[nlo : min(nhi, nlo + 5)]))
 
 
 def _short_answer_to(ex: _Extractor, s: int, asked: frozenset[str]) -> bool:
@@ -1635,8 +1655,11 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
             named.update(m.concept for m in by_sent.get(s2, []))
         if not named & listed:
             continue
+        factor_named = any(_is_modifier(c) and c.startswith("pain ") for c in named)
         for m in ms:
             a = out[m.start]
+            if _is_pain_concept(m.concept) and factor_named:
+                continue  # "Is the pain on your legs worse when you touch it? - Yeah ...": the pain is a given
             if m.concept not in named and a.source == "answer" and a.status == "present":
                 out[m.start] = Assertion("uncertain", "unanswered")
     return out

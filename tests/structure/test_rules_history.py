@@ -1031,3 +1031,23 @@ def test_a_relatives_habit_and_illness_are_not_the_patients() -> None:
 def test_sometimes_ends_a_denials_reach() -> None:
     got = _claims("D: Are you on any medications? P: Not prescribed, sometimes I take like some antacids.")
     assert got["antacids"].status == "present"
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("D: What makes the pain worse? P: Touching it.", "pain worse with touch"),
+        ("P: My big toe is so painful, even my shoes touching it hurts.", "pain worse with touch"),
+        ("P: My knee is sore. I've tried icing it too, after practice, which does seem to help a little bit.",
+         "pain relieved by ice"),
+        ("P: My ankle hurts. I've tried some ibuprofen, some ice. It seems to help temporarily.",
+         "pain relieved by ice"),
+    ],
+)
+def test_touch_and_ice_as_pain_factors(text: str, concept: str) -> None:
+    assert _claims(text)[concept].status == "present"
+
+
+def test_a_factor_question_takes_the_pain_as_given() -> None:
+    got = _claims("D: Is the pain on your legs worse when you touch it? P: Yeah, maybe not so much when I touch it.")
+    assert (got["leg pain"].status, got["pain worse with touch"].status) == ("present", "absent")
