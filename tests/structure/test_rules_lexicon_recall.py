@@ -5,18 +5,9 @@ bowel habit, nocturnal or morning cough, ...). Each snippet is short and in the 
 from __future__ import annotations
 
 import pytest
+from rules_claims import grounded_claims as _claims
 
 from stresstest.clinical.lexicon import canonical_concept
-from stresstest.schema import Claim
-from stresstest.structure.rules import extract_record
-
-
-def _claims(text: str) -> dict[str, Claim]:
-    rec = extract_record(text)
-    for c in rec.claims:  # every claim keeps exact-substring evidence
-        assert rec.field_evidence.get(c.id), c
-        assert all(q in text for q in rec.field_evidence[c.id])
-    return {c.concept: c for c in rec.claims}
 
 
 @pytest.mark.parametrize(
