@@ -241,8 +241,10 @@ _JOINT_PAIN_SITES = ("knee pain", "hip pain", "ankle pain", "elbow pain", "wrist
 #: Exertion that a healthy person may be breathless with: breathlessness with only these is not urgent.
 _VIGOROUS = ("exercise", "exercising", "running", "when i run", "jogging", "exertion", "playing", "sports",
              "hockey", "soccer", "stairs", "climbing", "i ran", "i run", "flights", "shovelling", "shoveling")
+#: Everyday exertion (walking, moving around): breathlessness with it stays urgent.
+_MILD_EXERTION = ("exert", "exerting", "walk", "walking", "activity", "active", "moving around", "blocks")
 #: Any exertion: breathlessness with these (and not at rest) has the value "on exertion".
-_EXERTION = _VIGOROUS + ("exert", "exerting", "walk", "walking", "activity", "active", "moving around", "blocks")
+_EXERTION = _VIGOROUS + _MILD_EXERTION
 #: Tokens either side of a breathlessness mention searched for exertion ("I ran to catch the bus yesterday and I
 #: was a bit more short of breath").
 _EXERTION_REACH = 14
@@ -3533,17 +3535,17 @@ def _pass_triage(
 def _exertional_only(ex: _Extractor, g: _Group, vigorous: bool = False) -> bool:
     """Breathlessness said with exertion words ("when I play hockey", "walking around") and never at rest; with
     ``vigorous``, only with exertion a healthy person may be breathless with (running, stairs, sports)."""
-    support = _supporting(g.mentions, "present")
-    norms = [c for m, a in support for c in ex.context_norms(m, a, side=_EXERTION_REACH)]
-    # A question offers both ("during activity, or when you're resting as well?"): only what is said rules out.
-    said = [c for m, a in support if not ex.ctx.ends_q[ex.sentence_of(ex.span(m)[0])]
-            for c in ex.context_norms(m, a, side=_EXERTION_REACH)]
-    said += [c for m, a in support if a.source == "answer" for c in ex.context_norms(m, a, side=_EXERTION_REACH)[1:]]
+    norms: list[str] = []
+    said: list[str] = []  # a question offers both ("during activity, or resting as well?"): only what is said rules out
+    for m, a in _supporting(g.mentions, "present"):
+        around = ex.context_norms(m, a, side=_EXERTION_REACH)
+        norms += around
+        said += around if not ex.ctx.ends_q[ex.sentence_of(ex.span(m)[0])] else \
+            around[1:] if a.source == "answer" else []
     if any(_has_any(nm, _AT_REST) for nm in said):
         return False
     if vigorous:
-        mild = tuple(w for w in _EXERTION if w not in _VIGOROUS)
-        return any(_has_any(nm, _VIGOROUS) for nm in norms) and not any(_has_any(nm, mild) for nm in norms)
+        return any(_has_any(nm, _VIGOROUS) for nm in norms) and not any(_has_any(nm, _MILD_EXERTION) for nm in norms)
     return any(_has_any(nm, _EXERTION) for nm in norms)
 
 
