@@ -9,6 +9,7 @@ case for negation and question/answer reading.
 Usage::
 
     python scripts/bench_rules.py [--corpus ../shared/corpora/osce] [--n 50] [--second-gold DIR]
+        [--second-gold-test DIR]
 """
 
 from __future__ import annotations
@@ -203,11 +204,15 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
     return out
 
 
-def writer_agreement(second: Path, corpus: Path) -> list[str] | None:
-    """How far two engineers agree: a second gold folder, written independently for some dev encounters of
-    the shipped gold, scored against the shipped gold with the same measures as the structurer (the human
-    ceiling the rules numbers should be read against), and the structurer on the same encounters against
-    each writer. None when the folder holds no file for a shipped OSCE gold encounter."""
+def writer_agreement(second: Path, corpus: Path, split: str = "dev") -> list[str] | None:
+    """How far two engineers agree: a second gold folder, written independently for some encounters of one
+    split of the shipped gold, scored against the shipped gold with the same measures as the structurer (the
+    human ceiling the rules numbers should be read against), and the structurer on the same encounters against
+    each writer. None when the folder holds no file for a shipped OSCE gold encounter.
+
+    A folder holds one split only: ``data/gold_second_writer`` is dev (it may be read while tuning), and
+    ``data/gold_second_writer_test`` is test (written by engineers who never tune the structurer; only these
+    totals are ever read). A file of the other split is refused."""
     from stresstest.gold.model import default_gold_dir, load_gold
 
     first = load_gold(default_gold_dir())
@@ -215,23 +220,25 @@ def writer_agreement(second: Path, corpus: Path) -> list[str] | None:
     if not other:
         return None
     splits = gold_splits()
-    leaked = sorted(k for k in other if splits.get(k, "dev") == "test")
-    if leaked:
-        raise StressTestError(f"{second}: {leaked} are test-split encounters; a second writer is for dev only")
+    wrong = sorted(k for k in other if splits.get(k, "dev") != split)
+    if wrong:
+        raise StressTestError(f"{second}: {wrong} are not {split}-split encounters; this folder is for the "
+                              f"{split} split only")
     encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(other))}
-    rows = {"writer B vs writer A": SplitScore(), "rules vs writer A": SplitScore(),
-            "rules vs writer B": SplitScore()}
+    rows = {f"{split}: writer B vs writer A": SplitScore(), f"{split}: rules vs writer A": SplitScore(),
+            f"{split}: rules vs writer B": SplitScore()}
+    score_b, score_ra, score_rb = rows.values()
     for eid, g2 in sorted(other.items()):
         g1 = first[eid]
         if g1.scope_turns != g2.scope_turns:
             raise StressTestError(f"{second}/{eid}: scope_turns {g2.scope_turns} differs from the shipped "
                                   f"gold's {g1.scope_turns}")
         rec = extract_record(encs[eid].truncated(g1.scope_turns).reference_text())
-        score_against_gold(g2, g1, rows["writer B vs writer A"], eid)  # type: ignore[arg-type]
-        score_against_gold(rec, g1, rows["rules vs writer A"], eid)
-        score_against_gold(rec, g2, rows["rules vs writer B"], eid)
-    out = [f"{len(other)} dev encounters written twice (A: shipped gold, B: {second})"]
-    return out + [rows[name].line(f"  {name}") for name in rows]
+        score_against_gold(g2, g1, score_b, eid)  # type: ignore[arg-type]
+        score_against_gold(rec, g1, score_ra, eid)
+        score_against_gold(rec, g2, score_rb, eid)
+    out = [f"{len(other)} {split} encounters written twice (A: shipped gold, B: {second})"]
+    return out + [score.line(f"  {name}") for name, score in rows.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=50, help="number of transcripts (spread over specialties)")
     parser.add_argument("--second-gold", type=Path, default=repo / "data" / "gold_second_writer",
                         help="independently re-written gold for some dev encounters (writer agreement)")
+    parser.add_argument("--second-gold-test", type=Path, default=repo / "data" / "gold_second_writer_test",
+                        help="independently re-written gold for test encounters (writer agreement on test)")
     args = parser.parse_args(argv)
     try:
         encs = load_corpus("osce", args.corpus)
@@ -282,9 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     agreement = gold_agreement(args.corpus, args.show_dev)
     if agreement:
         print("agreement with gold: " + "\n  ".join(agreement))
-    if args.second_gold.is_dir():
+    for folder, split in ((args.second_gold, "dev"), (args.second_gold_test, "test")):
+        if not folder.is_dir():
+            continue
         try:
-            writers = writer_agreement(args.second_gold, args.corpus)
+            writers = writer_agreement(folder, args.corpus, split)
         except StressTestError as exc:
             print(f"bench_rules: {exc}", file=sys.stderr)
             return 2

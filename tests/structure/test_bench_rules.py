@@ -52,7 +52,8 @@ def test_writer_agreement_scores_a_second_writer_like_the_structurer(tmp_path: P
     assert any("rules vs writer A" in line for line in lines) and any("rules vs writer B" in line for line in lines)
 
 
-def test_writer_agreement_refuses_test_split_files(tmp_path: Path) -> None:
+def test_a_second_writer_folder_holds_one_split_only(tmp_path: Path) -> None:
+    """The dev folder (read while tuning) refuses a test-split file; the test folder refuses a dev file."""
     import shutil
 
     import pytest
@@ -60,7 +61,19 @@ def test_writer_agreement_refuses_test_split_files(tmp_path: Path) -> None:
     from stresstest.errors import StressTestError
 
     bench = _bench()
+    corpus = REPO / "data" / "osce" / "transcripts"
     test_id = next(e for e, v in bench.gold_splits().items() if v == "test")
-    shutil.copy(REPO / "stresstest" / "gold" / "data" / f"{test_id}.yaml", tmp_path)
-    with pytest.raises(StressTestError, match="test-split encounters"):
-        bench.writer_agreement(tmp_path, REPO / "data" / "osce" / "transcripts")
+    dev_folder, test_folder = tmp_path / "dev", tmp_path / "test"
+    dev_folder.mkdir()
+    test_folder.mkdir()
+    shutil.copy(REPO / "stresstest" / "gold" / "data" / f"{test_id}.yaml", dev_folder)
+    shutil.copy(REPO / "stresstest" / "gold" / "data" / "RES0019.yaml", test_folder)
+    with pytest.raises(StressTestError, match=rf"\['{test_id}'\] are not dev-split encounters"):
+        bench.writer_agreement(dev_folder, corpus)
+    with pytest.raises(StressTestError, match=r"\['RES0019'\] are not test-split encounters"):
+        bench.writer_agreement(test_folder, corpus, "test")
+    shutil.copy(REPO / "stresstest" / "gold" / "data" / f"{test_id}.yaml", test_folder)
+    (test_folder / "RES0019.yaml").unlink()
+    lines = bench.writer_agreement(test_folder, corpus, "test")
+    assert lines is not None and lines[0].startswith("1 test encounters written twice")
+    assert "test: writer B vs writer A n= 1  triage 1/1" in lines[1] and "F1 1.00" in lines[1]
