@@ -204,7 +204,8 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
     return out
 
 
-def writer_agreement(second: Path, corpus: Path, split: str = "dev") -> list[str] | None:
+def writer_agreement(second: Path, corpus: Path, split: str = "dev",
+                     adjudicated: Path | None = None) -> list[str] | None:
     """How far two engineers agree: a second gold folder, written independently for some encounters of one
     split of the shipped gold, scored against the shipped gold with the same measures as the structurer (the
     human ceiling the rules numbers should be read against), and the structurer on the same encounters against
@@ -212,7 +213,10 @@ def writer_agreement(second: Path, corpus: Path, split: str = "dev") -> list[str
 
     A folder holds one split only: ``data/gold_second_writer`` is dev (it may be read while tuning), and
     ``data/gold_second_writer_test`` is test (written by engineers who never tune the structurer; only these
-    totals are ever read). A file of the other split is refused."""
+    totals are ever read). A file of the other split is refused.
+
+    ``adjudicated``: a folder of references reconciled from both writers and the transcript for the same
+    encounters (``data/gold_adjudicated_test``); each writer and the structurer are scored against it too."""
     from stresstest.gold.model import default_gold_dir, load_gold
 
     first = load_gold(default_gold_dir())
@@ -228,16 +232,31 @@ def writer_agreement(second: Path, corpus: Path, split: str = "dev") -> list[str
     rows = {f"{split}: writer B vs writer A": SplitScore(), f"{split}: rules vs writer A": SplitScore(),
             f"{split}: rules vs writer B": SplitScore()}
     score_b, score_ra, score_rb = rows.values()
+    adj = load_gold(adjudicated) if adjudicated is not None and adjudicated.is_dir() else {}
+    if adj:
+        if sorted(adj) != sorted(other):
+            raise StressTestError(f"{adjudicated}: holds {sorted(adj)}, expected the encounters written twice "
+                                  f"({sorted(other)})")
+        rows |= {f"{split}: writer A vs adjudicated": SplitScore(),
+                 f"{split}: writer B vs adjudicated": SplitScore(),
+                 f"{split}: rules vs adjudicated": SplitScore()}
     for eid, g2 in sorted(other.items()):
         g1 = first[eid]
-        if g1.scope_turns != g2.scope_turns:
-            raise StressTestError(f"{second}/{eid}: scope_turns {g2.scope_turns} differs from the shipped "
-                                  f"gold's {g1.scope_turns}")
+        for name, g in ((second, g2), (adjudicated, adj.get(eid, g1))):
+            if g.scope_turns != g1.scope_turns:
+                raise StressTestError(f"{name}/{eid}: scope_turns {g.scope_turns} differs from the shipped "
+                                      f"gold's {g1.scope_turns}")
         rec = extract_record(encs[eid].truncated(g1.scope_turns).reference_text())
         score_against_gold(g2, g1, score_b, eid)  # type: ignore[arg-type]
         score_against_gold(rec, g1, score_ra, eid)
         score_against_gold(rec, g2, score_rb, eid)
-    out = [f"{len(other)} {split} encounters written twice (A: shipped gold, B: {second})"]
+        if adj:
+            ga = adj[eid]
+            score_against_gold(g1, ga, rows[f"{split}: writer A vs adjudicated"], eid)  # type: ignore[arg-type]
+            score_against_gold(g2, ga, rows[f"{split}: writer B vs adjudicated"], eid)  # type: ignore[arg-type]
+            score_against_gold(rec, ga, rows[f"{split}: rules vs adjudicated"], eid)
+    out = [f"{len(other)} {split} encounters written twice (A: shipped gold, B: {second})"
+           + (f", adjudicated: {adjudicated}" if adj else "")]
     return out + [score.line(f"  {name}") for name, score in rows.items()]
 
 
@@ -252,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="independently re-written gold for some dev encounters (writer agreement)")
     parser.add_argument("--second-gold-test", type=Path, default=repo / "data" / "gold_second_writer_test",
                         help="independently re-written gold for test encounters (writer agreement on test)")
+    parser.add_argument("--adjudicated-test", type=Path, default=repo / "data" / "gold_adjudicated_test",
+                        help="test references reconciled from both writers and the transcript")
     args = parser.parse_args(argv)
     try:
         encs = load_corpus("osce", args.corpus)
@@ -291,11 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     agreement = gold_agreement(args.corpus, args.show_dev)
     if agreement:
         print("agreement with gold: " + "\n  ".join(agreement))
-    for folder, split in ((args.second_gold, "dev"), (args.second_gold_test, "test")):
+    for folder, split, adjudicated in ((args.second_gold, "dev", None),
+                                       (args.second_gold_test, "test", args.adjudicated_test)):
         if not folder.is_dir():
             continue
         try:
-            writers = writer_agreement(folder, args.corpus, split)
+            writers = writer_agreement(folder, args.corpus, split, adjudicated)
         except StressTestError as exc:
             print(f"bench_rules: {exc}", file=sys.stderr)
             return 2

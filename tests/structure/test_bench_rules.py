@@ -77,3 +77,29 @@ def test_a_second_writer_folder_holds_one_split_only(tmp_path: Path) -> None:
     lines = bench.writer_agreement(test_folder, corpus, "test")
     assert lines is not None and lines[0].startswith("1 test encounters written twice")
     assert "test: writer B vs writer A n= 1  triage 1/1" in lines[1] and "F1 1.00" in lines[1]
+
+
+def test_an_adjudicated_folder_scores_both_writers_and_the_rules(tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    from stresstest.errors import StressTestError
+
+    bench = _bench()
+    corpus = REPO / "data" / "osce" / "transcripts"
+    second, adjudicated = tmp_path / "second", tmp_path / "adjudicated"
+    second.mkdir()
+    adjudicated.mkdir()
+    shutil.copy(REPO / "data" / "gold_second_writer" / "MSK0026.yaml", second)
+    shutil.copy(REPO / "stresstest" / "gold" / "data" / "MSK0026.yaml", adjudicated)  # adjudicated = writer A
+    lines = bench.writer_agreement(second, corpus, "dev", adjudicated)
+    assert lines is not None and lines[0].endswith(f"adjudicated: {adjudicated}")
+    rows = {line.split(" n=")[0].strip(): line for line in lines[1:]}
+    assert "F1 1.00" in rows["dev: writer A vs adjudicated"] and "recall" in rows["dev: rules vs adjudicated"]
+    # writer B against a copy of A is writer B against A, measure for measure
+    assert rows["dev: writer B vs adjudicated"].split(" n=")[1] == rows["dev: writer B vs writer A"].split(" n=")[1]
+    assert rows["dev: rules vs adjudicated"].split(" n=")[1] == rows["dev: rules vs writer A"].split(" n=")[1]
+    shutil.copy(REPO / "stresstest" / "gold" / "data" / "MSK0031.yaml", adjudicated)
+    with pytest.raises(StressTestError, match="expected the encounters written twice"):
+        bench.writer_agreement(second, corpus, "dev", adjudicated)
