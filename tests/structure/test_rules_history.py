@@ -824,6 +824,9 @@ def test_a_time_said_right_after_another_term_is_that_terms() -> None:
         ("D: You mentioned you had a fever, but have you checked your temperature? P: No, I haven't.", "uncertain"),
         ("D: Any fever? P: No.", "absent"),
         ("P: No fever, my temperature was normal.", "absent"),
+        # not measured, but feeling well: a denial (the normal words include "well", "fine", "good")
+        ("D: Any fever, did you take your temperature? P: No, I haven't, but I feel well.", "absent"),
+        ("D: Any fever, did you take your temperature? P: No, I haven't, but I feel fine.", "absent"),
     ],
 )
 def test_a_fever_not_measured_is_not_denied(text: str, status: str) -> None:
