@@ -361,3 +361,13 @@ def test_asr_punctuation_splits_are_read_as_the_question() -> None:
     assert "dizziness" not in got and "sore throat" not in got  # asked, never answered
     assert (got["chest pain"].value, got["chest pain"].unit) == ("7", "out of 10")
     _check_record(text, rec)
+
+
+def test_fast_breathing_on_oxygen_is_one_flag_respiratory_distress() -> None:
+    rec = extract_record("My son is 2 1/2 months old and he's breathing too fast. He is on 2 litres of oxygen.")
+    red = sorted(f.name for f in rec.safety_flags if f.kind == "red_flag")
+    assert "respiratory distress" in red and "tachypnea" not in red, red
+    assert rec.triage.level == "emergency"
+    assert any(c.concept == "tachypnea" and c.status == "present" for c in rec.claims)  # still a claim
+    plain = extract_record("I'm 30. I've been breathing too fast since this morning.")
+    assert [f.name for f in plain.safety_flags if f.kind == "red_flag"] == ["tachypnea"]

@@ -92,7 +92,9 @@ def _pass_flags(
         flag("red_flag", name, None, ev, g, hint)
     if "tachypnea" in present and ("supplemental oxygen" in present or (
             patient.age_years is not None and patient.age_years < 1)):
-        # Fast breathing that needs oxygen, or in an infant, is respiratory distress.
+        # Fast breathing that needs oxygen, or in an infant, is respiratory distress: one finding, so its
+        # flag replaces the plain tachypnea red flag rather than standing beside it.
+        rows[:] = [r for r in rows if (r[1], r[2]) != ("red_flag", "tachypnea")]
         tb = present["tachypnea"]
         ev = tb.evidence[:1] + (present["supplemental oxygen"].evidence[:1] if "supplemental oxygen" in present
                                 else patient.age_evidence)
