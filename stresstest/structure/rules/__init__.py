@@ -117,7 +117,7 @@ __all__ = ["RULES_VERSION", "extract_record", "rules_fingerprint"]
 
 
 #: Bump on any behaviour change: it is part of the structure cache key.
-RULES_VERSION = 5
+RULES_VERSION = 6
 
 
 def rules_fingerprint() -> str:
