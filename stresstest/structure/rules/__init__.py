@@ -61,7 +61,7 @@ Flags
     than 14 days; dysphagia not with a sore throat; composites: shortness of
     breath at rest, GI bleeding with dizziness/fainting, fever with neck
     stiffness; "fever in infant" under 3 months; "respiratory distress" for fast
-    breathing on oxygen or in an infant); critical vital sign ->
+    breathing on oxygen or in an infant, in place of the tachypnea flag); critical vital sign ->
     ``critical_vital``; allergy present -> ``allergy``; high-risk drug class ->
     ``high_risk_medication``; any other present medication ->
     ``current_medication``; suicidal ideation / self-harm -> ``self_harm_risk``;
