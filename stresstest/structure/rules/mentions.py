@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container, Iterator
 
 from stresstest.clinical.drugs import match_drug_tokens
 from stresstest.clinical.lexicon import Mention, canonical_concept, concept_info, match_tokens
@@ -49,6 +49,16 @@ def _allergens() -> dict[tuple[str, ...], str]:
 def _covered(ex: _Extractor, mentions: list[Mention]) -> set[int]:
     """Token indexes inside a clinical mention (body sites excluded: they are what terms pair with)."""
     return {k for m in mentions if m.category != "body_site" for k in range(*ex.span(m))}
+
+
+def _free_words(ex: _Extractor, mentions: list[Mention], words: Container[str]) -> Iterator[tuple[int, int, int, int]]:
+    """``(token, sentence, sentence start, sentence end)`` of each word in ``words`` that no clinical mention
+    covers, in text order: the anchors the free-form readings below start from."""
+    covered = _covered(ex, mentions)
+    for k, w in enumerate(ex.words):
+        if w in words and k not in covered:
+            s = ex.sentence_of(k)
+            yield (k, s, *ex.sentence_bounds(s))
 
 
 def _concept_mention(ex: _Extractor, start: int, end: int, concept: str, category: str | None = None) -> Mention:
@@ -117,14 +127,10 @@ def _pain_of_the_site_before(ex: _Extractor, mentions: list[Mention]) -> list[Me
     """ "I twisted my ankle. I think I stepped on something and it really hurts.": a statement whose "it"
     hurts, naming no site, after a statement that names exactly one body site, is a pain at that site. The
     mention spans the hurt word, so negation reads it as for any term ("it doesn't hurt")."""
-    covered = _covered(ex, mentions)
     sites = _site_words()
     out: list[Mention] = []
-    for k, w in enumerate(ex.words):
-        if w not in _IT_HURTS or k in covered:
-            continue
-        s = ex.sentence_of(k)
-        lo, hi = ex.sentence_bounds(s)
+    for k, s, lo, hi in _free_words(ex, mentions, _IT_HURTS):
+        w = ex.words[k]
         if s == 0 or ex.ctx.ends_q[s] or ex.ctx.ends_q[s - 1] \
                 or not _IT_WORDS & set(ex.words[max(lo, k - 3) : k]):
             continue
@@ -323,13 +329,8 @@ def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """Blood listed beside sputum in one question ("bringing up any sputum or any blood?"): coughed-up
     blood, i.e. hemoptysis, asked about on its own (the sputum keeps its own mention). The word "blood"
     alone becomes the mention, so the answer decides its status as for any term."""
-    covered = _covered(ex, mentions)
     out: list[Mention] = []
-    for k, w in enumerate(ex.words):
-        if w != "blood" or k in covered:
-            continue
-        s = ex.sentence_of(k)
-        lo, hi = ex.sentence_bounds(s)
+    for k, s, lo, hi in _free_words(ex, mentions, {"blood"}):
         if k + 1 < hi and ex.words[k + 1] in _BLOOD_NOT_SPUTUM:
             continue  # blood pressure, blood work, blood thinners ...
         if not any(x in _SPUTUM_WORDS for x in ex.words[max(lo, k - 8) : min(hi, k + 8)]):
@@ -372,13 +373,8 @@ def _never_before(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """ "I've never had any pain in my chest before" / "never experienced any kind of pain there": no
     previous similar episode. A statement with "never" and "before"/"experienced" and a pain or symptom
     word gives a mention on "never" ... whose status the negation cue makes absent."""
-    covered = _covered(ex, mentions)
     out: list[Mention] = []
-    for k, w in enumerate(ex.words):
-        if w != "never" or k in covered:
-            continue
-        s = ex.sentence_of(k)
-        lo, hi = ex.sentence_bounds(s)
+    for k, s, _lo, hi in _free_words(ex, mentions, {"never"}):
         rest = ex.words[k + 1 : hi]
         if ex.ctx.ends_q[s] or not ({"before", "experienced"} & set(rest)) or not (
                 _PAIN_WORDS & set(rest) or {"this", "that", "it", "anything", "something"} & set(rest[:4])):
@@ -393,18 +389,11 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     """The senses listed in a screening question ("any changes in your vision, hearing, smell or taste?"):
     each bare sense word is a mention of its change/loss concept, answered by the usual reading.
     Only in questions that ask about changes or problems; statements ("my taste is fine") are left alone."""
-    covered = _covered(ex, mentions)
     out: list[Mention] = []
-    for k, w in enumerate(ex.words):
-        if w not in _SENSES or k in covered:
+    for k, s, lo, hi in _free_words(ex, mentions, _SENSES):
+        if not ex.ctx.ends_q[s] or not any(x in _SENSE_CUES for x in ex.words[lo:hi]):
             continue
-        s = ex.sentence_of(k)
-        if not ex.ctx.ends_q[s]:
-            continue
-        lo, hi = ex.sentence_bounds(s)
-        if not any(x in _SENSE_CUES for x in ex.words[lo:hi]):
-            continue
-        out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, _SENSES[w]))
+        out.append(_concept_mention(ex, ex.tokens[k].start, ex.tokens[k].end, _SENSES[ex.words[k]]))
     return out
 
 
