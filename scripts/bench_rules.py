@@ -242,7 +242,7 @@ def writer_agreement(second: Path, corpus: Path, split: str = "dev",
                  f"{split}: rules vs adjudicated": SplitScore()}
     for eid, g2 in sorted(other.items()):
         g1 = first[eid]
-        for name, g in ((second, g2), (adjudicated, adj.get(eid, g1))):
+        for name, g in [(second, g2)] + ([(adjudicated, adj[eid])] if adj else []):
             if g.scope_turns != g1.scope_turns:
                 raise StressTestError(f"{name}/{eid}: scope_turns {g.scope_turns} differs from the shipped "
                                       f"gold's {g1.scope_turns}")
