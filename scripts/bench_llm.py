@@ -3,7 +3,7 @@
 The requests are the project's own structuring requests (instruction I, schema S, the run's φ) for real
 transcripts — corpus reference texts, or the ASR transcripts of a finished run (``--transcripts RUN/transcripts``)
 — sent without the stage cache, so every one is decoded. The engine is the run's
-:class:`~stresstest.structure.engine.LLMEngine`: a managed llama.cpp / vLLM server, any OpenAI-compatible server
+:class:`~stresstest.llm.engine.LLMEngine`: a managed llama.cpp / vLLM server, any OpenAI-compatible server
 (``--base-url``), or the offline ``vllm.LLM`` (``--offline``); its start-up time is reported apart from the
 throughput. ``--compare-rules`` also times the deterministic rules structurer on the same transcripts (a ratio
 measured in the same run, since absolute numbers on a shared machine say little).
@@ -30,10 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from stresstest.llm.client import CallResult
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
 from stresstest.schema import ClinicalRecord, record_json_schema
-from stresstest.structure.client import CallResult
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.engine import LLMEngine
 from stresstest.structure.stage import structure_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,17 +52,17 @@ def _transcripts(args: argparse.Namespace) -> list[tuple[str, str]]:
     return [(e.encounter_id, e.truncated(args.max_turns).reference_text()) for e in encs]
 
 
-def _config(args: argparse.Namespace) -> StructureConfig:
+def _config(args: argparse.Namespace) -> LLMConfig:
     if args.config:
         from stresstest.config import load_config
 
         cfg = load_config(args.config).structure
     elif args.offline:
-        cfg = StructureConfig(backend="vllm-offline", server={"model": args.model})
+        cfg = LLMConfig(backend="vllm-offline", server={"model": args.model})
     else:
         if not args.base_url:
             raise SystemExit("bench_llm: give --config, --base-url or --offline")
-        cfg = StructureConfig(
+        cfg = LLMConfig(
             backend="openai",
             server={"mode": "external", "base_url": args.base_url, "model": args.model, "engine": args.engine},
         )
@@ -84,7 +84,7 @@ def _pct(xs: list[float], q: float) -> float | None:
     return xs[k]
 
 
-def bench(cfg: StructureConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[str, Any]:
+def bench(cfg: LLMConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[str, Any]:
     """Structure every transcript once (no cache) and measure; returns the numbers."""
     prompt = structure_prompt(cfg)
     schema = record_json_schema()
@@ -96,7 +96,7 @@ def bench(cfg: StructureConfig, texts: list[tuple[str, str]], log_dir: Path) -> 
         t0 = time.monotonic()
         results: list[CallResult[ClinicalRecord]]
         if cfg.backend == "vllm-offline":
-            from stresstest.structure.vllm_offline import generate_offline
+            from stresstest.llm.offline import generate_offline
 
             results = generate_offline(convs, ClinicalRecord, schema, cfg, llm=engine.llm())
             per_call = False

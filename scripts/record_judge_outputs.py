@@ -15,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 from stresstest.cache import read_verified_json
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.session import open_session
 from stresstest.metrics.note_judges import EntailmentTask, PairTask, judge_entailment, judge_pairs
 from stresstest.metrics.statements import Statement
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.roles import LLMSession
 
 SOURCE = ["I've had a cough for two days.", "No fever.", "I take Coumadin every night."]
 STATEMENTS = ["Symptom: cough (2 days).", "Symptom: fever.", "Medication: warfarin.", "Triage: routine."]
@@ -28,11 +28,11 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "metrics" / "data" / "note
 
 
 def main() -> int:
-    cfg = StructureConfig.model_validate({
+    cfg = LLMConfig.model_validate({
         "backend": "openai", "concurrency": 1, "max_retries": 0, "timeout_s": 300,
         "decoding": {"max_tokens": 256}, "server": {"startup_timeout_s": 180, "n_ctx": 2048},
     })
-    with tempfile.TemporaryDirectory() as tmp, LLMSession(cfg, cache_dir=tmp, log_dir=tmp) as s:
+    with tempfile.TemporaryDirectory() as tmp, open_session(cfg, cache_dir=tmp, log_dir=tmp) as s:
         stmts = tuple(Statement(f"h{i}", t, f"c{i}") for i, t in enumerate(STATEMENTS, start=1))
         (ent,) = judge_entailment([EntailmentTask("rec", "groundedness", "transcript of the consultation",
                                                   tuple(SOURCE), stmts)], s, batch=len(stmts))

@@ -137,7 +137,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
 
 def _cmd_llm_serve(a: argparse.Namespace) -> int:
     from stresstest.config import load_config
-    from stresstest.structure.server import serve
+    from stresstest.llm.served import serve
 
     cfg = load_config(a.config).structure
     if a.port is not None:

@@ -82,7 +82,7 @@ def gold_command(a: argparse.Namespace) -> int:
 
             record, by = extract_record(text), f"rules-{RULES_VERSION} on the human transcript (draft)"
         else:
-            from stresstest.metrics.judge_llm import draft_gold_with_llm
+            from stresstest.structure.gold_draft import draft_gold_with_llm
 
             record = draft_gold_with_llm(text, cfg.structure, log_dir=out / "logs")
             by = f"LLM draft ({cfg.structure.server.model or 'bundled model'}) on the human transcript"

@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from stresstest.asr.stage import ASRConfig
 from stresstest.errors import ConfigError
 from stresstest.grid import ConditionGrid
+from stresstest.llm.config import LLMConfig
 from stresstest.noise import NoiseSpec
 from stresstest.pipeline.executor import ExecutorConfig
 from stresstest.speech import TTSConfig
-from stresstest.structure.config import StructureConfig
 from stresstest.yamlcfg import format_validation_error, load_yaml_model
 
 FAMILIES = ("ambient", "babble")
@@ -145,7 +145,7 @@ class RunConfig(_Strict):
         description=f"SNR grid in dB: at least one finite value in [{SNR_MIN_DB:g}, {SNR_MAX_DB:g}], no repeats.",
     )
     asr: ASRConfig = Field(default_factory=ASRConfig)
-    structure: StructureConfig = Field(default_factory=StructureConfig)
+    structure: LLMConfig = Field(default_factory=LLMConfig)
     gold: GoldConfig = Field(default_factory=GoldConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     mitigation: MitigationConfig = Field(default_factory=MitigationConfig)

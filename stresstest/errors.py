@@ -44,6 +44,11 @@ class StructureError(StressTestError):
     """Clinical structuring failed (server, client, schema validation)."""
 
 
+class LLMError(StructureError):
+    """The LLM runtime failed (engine start, server, client, offline engine). A subclass of
+    :class:`StructureError` because every role that asks the model (structuring, guard, judges) handles both."""
+
+
 class GoldError(StressTestError):
     """A gold reference file is missing or invalid."""
 

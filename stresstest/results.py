@@ -142,7 +142,7 @@ class RunManifest(BaseModel):
     llm_engines: list[dict[str, Any]] = Field(
         default_factory=list,
         description="The run's LLM engine(s): engine, model, revision, started_at, ready_s, roles, phi_sent, "
-        "server_args / engine_kwargs, log, gpu_memory (stresstest.structure.engine.LLMEngine.info).",
+        "server_args / engine_kwargs, log, gpu_memory (stresstest.llm.engine.LLMEngine.info).",
     )
     asr_released_at: str | None = Field(
         default=None, description="UTC time the ASR model was released, before any LLM engine started."

@@ -58,6 +58,9 @@ def fake_rules(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     mod.rules_fingerprint = rules_fingerprint  # type: ignore[attr-defined]
     mod.extract_record = extract_record  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "stresstest.structure.rules", mod)
+    import stresstest.structure.stage as stage
+
+    monkeypatch.setattr(stage, "rules", mod)  # the stage binds the package at import
     return calls
 
 

@@ -1,7 +1,7 @@
 """LLM judge: the SPEC §6 1–5 clinical-consistency rubric via the served LLM.
 
 The rubric lives in the versioned prompt file
-``stresstest/structure/prompts/judge_vN.md``; the call goes through the same
+``stresstest/metrics/prompts/judge_vN.md``; the call goes through the same
 client, server session, cache and decoding φ (temperature 0, fixed seed) as the
 structuring stage, with the output constrained to :class:`JudgeVerdict`
 (``rationale`` first, so the model states the decisive deviation before it
@@ -9,33 +9,28 @@ commits to a score; ``score`` is an enum 1–5). The judge string recorded with
 every score is ``llm:<model id>@judge_<version>``. A call that still fails after
 the client's retries gives ``score=None`` with the reason, so the item is left
 out of Mean Score / Unsafe and counted, never given a made-up score.
-
-``draft_gold_with_llm`` (for ``stresstest gold draft``) lives in
-:mod:`stresstest.structure.gold_draft` and is re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import canonical_json, hash_obj
 from stresstest.errors import StructureError
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
+from stresstest.llm.prompts import Prompt, load_prompt
+from stresstest.llm.session import LLMCall, open_session
 from stresstest.metrics.judge_rules import JudgeResult
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.gold_draft import draft_gold_with_llm
-from stresstest.structure.instructions import Prompt, load_prompt
-from stresstest.structure.roles import LLMCall, LLMSession
-
-if TYPE_CHECKING:
-    from stresstest.structure.engine import LLMEngine
 
 JUDGE_PROMPT = "judge"
+JUDGE_PROMPTS = "stresstest.metrics.prompts"
 
-__all__ = ["JudgeVerdict", "draft_gold_with_llm", "judge_id", "judge_prompt", "llm_judge_many"]
+__all__ = ["JudgeVerdict", "judge_id", "judge_prompt", "llm_judge_many"]
 
 
 class JudgeVerdict(BaseModel):
@@ -49,7 +44,7 @@ class JudgeVerdict(BaseModel):
 
 def judge_prompt(version: str = "v1") -> Prompt:
     """The rubric prompt of the given version."""
-    return load_prompt(JUDGE_PROMPT, version)
+    return load_prompt(JUDGE_PROMPT, version, JUDGE_PROMPTS)
 
 
 def judge_id(model: str, prompt: Prompt) -> str:
@@ -73,7 +68,7 @@ def _as_json(obj: str | Mapping[str, Any] | BaseModel, what: str, item_id: str) 
 
 def llm_judge_many(
     pairs: Sequence[tuple[str, str | Mapping[str, Any] | BaseModel, str | Mapping[str, Any] | BaseModel]],
-    config: StructureConfig,
+    config: LLMConfig,
     *,
     cache_dir: str | Path,
     log_dir: str | Path,
@@ -112,7 +107,7 @@ def llm_judge_many(
                 messages=prompt.messages(record=rec_j, gold=gold_j),
             )
         )
-    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="judge") as session:
+    with open_session(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="judge") as session:
         results = session.run(
             calls, JudgeVerdict, namespace="judge", schema_name="JudgeVerdict", desc="judge"
         )

@@ -2,7 +2,7 @@
 pairwise preference.
 
 Every judge goes through a :class:`JudgeSession` — the run's one LLM session (today
-:class:`stresstest.structure.roles.LLMSession`: served or offline, cache first, failures returned, never
+:class:`stresstest.llm.session.LLMSession`: served or offline, cache first, failures returned, never
 raised) — so judging uses the same model, decoding φ, cache and server as structuring. Prompts are the
 versioned files of :mod:`stresstest.metrics.prompts`; their sha256 is part of every call's cache key.
 
@@ -28,6 +28,9 @@ from typing import Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from stresstest.cache import hash_obj
+from stresstest.llm.client import CallResult
+from stresstest.llm.prompts import Prompt, load_prompt
+from stresstest.llm.session import LLMCall
 from stresstest.metrics.note_quality import (
     PAIRWISE_DIMENSIONS,
     adjudicate_pair,
@@ -37,9 +40,6 @@ from stresstest.metrics.note_quality import (
 )
 from stresstest.metrics.ontology import grounding, ontology_hash
 from stresstest.metrics.statements import Statement, numbered
-from stresstest.structure.client import CallResult
-from stresstest.structure.instructions import Prompt, load_prompt
-from stresstest.structure.roles import LLMCall
 
 M = TypeVar("M", bound=BaseModel)
 QUALITY_PROMPTS = "stresstest.metrics.prompts"

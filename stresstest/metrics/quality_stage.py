@@ -69,16 +69,6 @@ class QualityItem:
     gold: NoteLike | None
 
 
-def open_judge_session(config: Any, *, cache_dir: Path, log_dir: Path) -> Any:
-    """The LLM session the judges use: one :class:`~stresstest.structure.roles.LLMSession` on the run's engine
-    (same model, φ, cache and managed server: the session finds the engine the runner registered for this config
-    and log dir, :func:`stresstest.structure.engine.find_run_engine`), opened once for every note-quality judge;
-    each judge's cache namespace is recorded as its role in the manifest's ``llm_engines``."""
-    from stresstest.structure.roles import LLMSession
-
-    return LLMSession(config, cache_dir=cache_dir, log_dir=log_dir)
-
-
 # ------------------------------------------------------------------ calibration
 
 CONTROL_TRANSCRIPT: tuple[str, ...] = (

@@ -28,31 +28,29 @@ text of that call), never a default record.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stresstest.cache import canonical_json, hash_obj
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
+from stresstest.llm.prompts import Prompt, load_prompt
+from stresstest.llm.session import LLMCall, LLMSession, decoding_record, open_session
 from stresstest.mitigation.evidence import DEFAULT_HIGH_STAKES, FILTER_VERSION, HighStakes, evidence_filter
 from stresstest.mitigation.guard import GuardReport, enforce_guard
 from stresstest.mitigation.views import CLEAN_RULE_VERSION, dual_view
 from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.instructions import Prompt, load_prompt
-from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
 from stresstest.structure.stage import StructureItem, rules_identity, structure_many, transcript_sha256
-
-if TYPE_CHECKING:
-    from stresstest.structure.engine import LLMEngine
 
 PROMPTS_PACKAGE = "stresstest.mitigation.prompts"
 
 
-def role_prompts(config: StructureConfig) -> tuple[Prompt, Prompt]:
+def role_prompts(config: LLMConfig) -> tuple[Prompt, Prompt]:
     """(Draft, Guard) instruction files for the configured prompt version."""
     v = config.prompt_version
     return load_prompt("draft", v, PROMPTS_PACKAGE), load_prompt("guard", v, PROMPTS_PACKAGE)
 
 
-def mitigation_fingerprint(config: StructureConfig) -> dict[str, object]:
+def mitigation_fingerprint(config: LLMConfig) -> dict[str, object]:
     """What froze the mitigation variant, for the run manifest.
 
     ``prompt_hash`` is the hash recorded in every mitigated envelope: it combines the Draft and Guard prompt
@@ -102,7 +100,7 @@ def _extra(
 
 
 def _rules_many(
-    items: list[StructureItem], config: StructureConfig, cache_dir: Path, log_dir: Path, hs: HighStakes
+    items: list[StructureItem], config: LLMConfig, cache_dir: Path, log_dir: Path, hs: HighStakes
 ) -> list[RecordEnvelope]:
     fp = mitigation_fingerprint(config)
     drafts = structure_many(items, config, cache_dir=cache_dir, log_dir=log_dir)
@@ -126,7 +124,7 @@ def _rules_many(
 
 def mitigate_many(
     items: list[StructureItem],
-    config: StructureConfig,
+    config: LLMConfig,
     *,
     cache_dir: str | Path,
     log_dir: str | Path,
@@ -159,10 +157,8 @@ def mitigate_many(
     shas = [transcript_sha256(it.transcript_text) for it in items]
     ids = [f"{it.encounter_id}/{it.condition}" for it in items]
     with (
-        LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="mitigation-draft") as session,
-        LLMSession(
-            config, cache_dir=cache_dir, log_dir=log_dir, engine=session.engine, role="mitigation-guard"
-        ) as guard_session,
+        open_session(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="mitigation-draft") as session,
+        LLMSession(session.engine, role="mitigation-guard") as guard_session,
     ):
         drafts = session.run(
             [

@@ -36,6 +36,7 @@ from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
+from stresstest.llm.engine import LLMEngine
 from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.noise.factory import bank_encounters
@@ -48,6 +49,7 @@ from stresstest.pipeline.tasks import (
     MixContext,
     MixOutcome,
     SpeechResult,
+    StructureInit,
     StructureTask,
     StructureWorker,
     mix_task,
@@ -77,7 +79,7 @@ class RunState:
     gold: dict[str, Any] = field(default_factory=dict)
     extra_manifest: dict[str, Any] = field(default_factory=dict)  # invocations, completed, pairing
     structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
-    llm_engine: Any = None  # the run's single LLMEngine (structure, guard, judges), None for backend 'rules'
+    llm_engine: LLMEngine | None = None  # the run's single engine (structure, guard, judges); None for 'rules'
     asr_released_at: str | None = None
 
 
@@ -207,8 +209,10 @@ def _structure_stage(state: RunState, cache: Path) -> None:
         tasks += [StructureTask(eid, c.id, t.text, guarded=True) for (eid, cond), t in ts if cond == c.base]
     ex = state.cfg.run.executor
     # One shard per engine: each structuring call opens an LLM session (a managed server starts once per call).
+    # In this process the workers use the run's engine; a Ray actor cannot share it and owns one.
+    engine = state.llm_engine if state.executor.kind == "inprocess" else None
     envs: list[RecordEnvelope] = state.executor.map_pool(
-        "structure", StructureWorker, (state.cfg.structure, cache, state.out / "logs"), tasks,
+        "structure", StructureWorker, StructureInit(state.cfg.structure, cache, state.out / "logs", engine), tasks,
         workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine,
         shard_size=max(1, -(-len(tasks) // ex.llm_engines)))
     for env in envs:
@@ -290,13 +294,11 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
                          stage_seconds=dict(clock.carried_stages))
         executor_info = executor.describe()
         if cfg.structure.backend != "rules":
-            from stresstest.structure.engine import LLMEngine
-
-            # One engine per run, registered for this process: structuring, Draft/Guard and every LLM judge
-            # use it (started at the first cache miss, stopped when the stages are done). With the Ray
-            # executor each structuring actor runs an engine of its own (run.executor.llm_engines).
+            # One engine per run, passed to structuring, Draft/Guard and every LLM judge (started at the
+            # first cache miss, stopped when the stages are done). With the Ray executor each structuring
+            # actor runs an engine of its own (run.executor.llm_engines).
             state.llm_engine = LLMEngine(cfg.structure, cache_dir=cache, log_dir=out / "logs",
-                                         progress=cfg.run.progress, shared=True)
+                                         progress=cfg.run.progress)
 
         def checkpoint(completed: bool = False) -> None:
             # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
@@ -334,7 +336,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
                 inputs = ScoreInputs(
                     out=out, grid=state.grid, encounters=state.encounters, gold=state.gold, audio=state.audio,
                     mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
-                    judge_backend=cfg.judge.backend, structure=cfg.structure,
+                    judge_backend=cfg.judge.backend, structure=cfg.structure, engine=state.llm_engine,
                 )
                 scored = score_items(inputs, cache, executor=executor)
                 items = [it.to_row() for it in scored]

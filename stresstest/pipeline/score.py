@@ -18,12 +18,14 @@ from stresstest.cache import atomic_write_json
 from stresstest.config import GoldConfig, NoteQualityConfig
 from stresstest.errors import GoldError
 from stresstest.grid import ConditionGrid
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
+from stresstest.llm.session import open_session
 from stresstest.metrics.align import AlignedPair, align
 from stresstest.metrics.wer import AsrErrors
 from stresstest.records import Encounter, MixInfo, Transcript
 from stresstest.results import ItemScore
 from stresstest.schema import RecordEnvelope
-from stresstest.structure.config import StructureConfig
 
 Key = tuple[str, str]
 
@@ -210,7 +212,8 @@ class ScoreInputs:
     records: Mapping[Key, RecordEnvelope]
     failures: Mapping[Key, str]
     judge_backend: str
-    structure: StructureConfig
+    structure: LLMConfig
+    engine: LLMEngine | None = None  # the run's LLM engine (LLM judge, note-quality judges); None for 'rules'
 
     def for_encounter(self, eid: str) -> EncounterOutputs:
         """The outputs of one encounter, keyed by condition."""
@@ -272,7 +275,7 @@ def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: N
                        cache: Path) -> dict[str, Any]:
     """SPEC §8 note-quality judges over every item row with a record; updates ``rows`` in place and returns
     the manifest entry (see :mod:`stresstest.metrics.quality_stage`)."""
-    from stresstest.metrics.quality_stage import QualityItem, open_judge_session
+    from stresstest.metrics.quality_stage import QualityItem
     from stresstest.metrics.quality_stage import score_note_quality as judge_items
 
     items = []
@@ -282,7 +285,7 @@ def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: N
             continue
         items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
                                  row["reference_text"], state.gold.get(row["encounter_id"])))
-    with open_judge_session(state.structure, cache_dir=cache, log_dir=state.out / "logs") as session:
+    with open_session(state.structure, cache_dir=cache, log_dir=state.out / "logs", engine=state.engine) as session:
         return judge_items(rows, items, state.grid, config, session, state.out)
 
 
@@ -299,7 +302,7 @@ def _llm_judge(
     results = llm_judge_many(
         [(f"{rows[i]['encounter_id']}/{rows[i]['condition']}", env.record.model_dump_json(), gold.model_dump_json())
          for i, env, gold in pairs],
-        inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs",
+        inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs", engine=inputs.engine,
     )
     for (i, _, _), jr in zip(pairs, results, strict=True):
         if jr is None:

@@ -18,10 +18,11 @@ from typing import Any
 
 from stresstest.asr.stage import ASRConfig, ASRItem
 from stresstest.errors import StressTestError
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
 from stresstest.schema import RecordEnvelope
 from stresstest.speech import TTSConfig
-from stresstest.structure.config import StructureConfig
 
 # ------------------------------------------------------------------ speech (CPU task per encounter)
 
@@ -138,29 +139,45 @@ class StructureTask:
     guarded: bool = False
 
 
+@dataclass(frozen=True)
+class StructureInit:
+    """What a structuring worker is built from.
+
+    Attributes:
+        cfg: the run's LLM config (the ``structure`` section).
+        cache_dir: stage cache root.
+        log_dir: the run's log directory.
+        engine: the run's engine when the worker runs in the driver's process (shared with the judges);
+            None in a process of its own (a Ray actor), where the worker owns an engine.
+    """
+
+    cfg: LLMConfig
+    cache_dir: Path
+    log_dir: Path
+    engine: LLMEngine | None = None
+
+
 class StructureWorker:
     """Structures shards of transcripts with one LLM engine (or the rules extractor).
 
-    In the driver's process the engine is the run's (registered by the runner, shared with the judges); in a
-    process of its own (a Ray actor) the worker owns one engine for its lifetime — started at the first cache
-    miss, reused by every shard and by Draft/Guard — and stops it in :meth:`close`.
+    In the driver's process the engine is the run's (passed in :class:`StructureInit`); in a process of its
+    own (a Ray actor) the worker owns one engine for its lifetime — started at the first cache miss, reused by
+    every shard and by Draft/Guard — and stops it in :meth:`close`.
     """
 
-    def __init__(self, init: tuple[StructureConfig, Path, Path]) -> None:
-        self.cfg, self.cache_dir, self.log_dir = init
-        self._own_engine: Any = None
+    def __init__(self, init: StructureInit) -> None:
+        self.cfg, self.cache_dir, self.log_dir = init.cfg, init.cache_dir, init.log_dir
+        self._run_engine = init.engine
+        self._own_engine: LLMEngine | None = None
 
-    def _engine(self) -> Any:
+    def _engine(self) -> LLMEngine | None:
         if self.cfg.backend == "rules":
             return None
-        from stresstest.structure.engine import LLMEngine, find_run_engine
-
-        engine = find_run_engine(self.cfg, self.log_dir)
-        if engine is None:
-            if self._own_engine is None:
-                self._own_engine = LLMEngine(self.cfg, cache_dir=self.cache_dir, log_dir=self.log_dir, shared=True)
-            engine = self._own_engine
-        return engine
+        if self._run_engine is not None:
+            return self._run_engine
+        if self._own_engine is None:
+            self._own_engine = LLMEngine(self.cfg, cache_dir=self.cache_dir, log_dir=self.log_dir)
+        return self._own_engine
 
     def close(self) -> None:
         """Stop the engine this worker owns (none when it used the run's)."""

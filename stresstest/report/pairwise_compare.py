@@ -131,7 +131,8 @@ def pairwise_compare(
         ReportError: a malformed run, no LLM to judge with, or no (encounter, condition) in common.
     """
     from stresstest.config import NoteQualityConfig
-    from stresstest.metrics.quality_stage import adequacy, calibrate, open_judge_session
+    from stresstest.llm.session import open_session
+    from stresstest.metrics.quality_stage import adequacy, calibrate
 
     a, b = load_run(run_a), load_run(run_b)
     tasks, keys, skipped = _pair_tasks(a, b, conditions)
@@ -145,7 +146,7 @@ def pairwise_compare(
     if session is None:
         cfg = _judge_config(Path(run_b), config)
         cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
-        with open_judge_session(cfg.structure, cache_dir=cache, log_dir=out_dir / "logs") as s:
+        with open_session(cfg.structure, cache_dir=cache, log_dir=out_dir / "logs") as s:
             cal = calibrate(s, nq)
             results = judge_pairs(tasks, s)
             model = s.model_id

@@ -12,18 +12,18 @@ from pathlib import Path
 
 from stresstest.cache import default_cache_dir
 from stresstest.errors import StructureError
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.prompts import load_prompt
+from stresstest.llm.session import LLMCall, open_session
 from stresstest.schema import ClinicalRecord, record_json_schema
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.instructions import load_prompt
-from stresstest.structure.roles import LLMCall, LLMSession
-from stresstest.structure.stage import transcript_sha256
+from stresstest.structure.stage import PROMPTS_PACKAGE, transcript_sha256
 
 GOLD_DRAFT_PROMPT = "gold_draft"
 
 
 def draft_gold_with_llm(
     transcript: str,
-    config: StructureConfig,
+    config: LLMConfig,
     *,
     cache_dir: str | Path | None = None,
     log_dir: str | Path,
@@ -46,12 +46,12 @@ def draft_gold_with_llm(
         raise StructureError(
             "gold draft with an LLM: structure backend is 'rules'; expected 'openai' or 'vllm-offline'"
         )
-    prompt = load_prompt(GOLD_DRAFT_PROMPT, config.prompt_version)
+    prompt = load_prompt(GOLD_DRAFT_PROMPT, config.prompt_version, PROMPTS_PACKAGE)
     call = LLMCall(
         item_id, (transcript_sha256(transcript), prompt.sha256), prompt.messages(transcript=transcript)
     )
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    with LLMSession(config, cache_dir=root, log_dir=log_dir) as session:
+    with open_session(config, cache_dir=root, log_dir=log_dir, role="gold-draft") as session:
         (res,) = session.run(
             [call],
             ClinicalRecord,

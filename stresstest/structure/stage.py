@@ -14,20 +14,21 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import KeyValueCache, hash_obj
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
+from stresstest.llm.offline import offline_model_id
+from stresstest.llm.prompts import Prompt, load_prompt
+from stresstest.llm.served import model_identity
+from stresstest.llm.session import LLMCall, decoding_record, open_session
 from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.instructions import Prompt, load_prompt
-from stresstest.structure.roles import LLMCall, LLMSession, decoding_record
-
-if TYPE_CHECKING:
-    from stresstest.structure.engine import LLMEngine
+from stresstest.structure import rules
 
 STRUCTURE_PROMPT = "structure"
+PROMPTS_PACKAGE = "stresstest.structure.prompts"
 
 
 class StructureItem(BaseModel):
@@ -45,19 +46,17 @@ def transcript_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def structure_prompt(config: StructureConfig) -> Prompt:
+def structure_prompt(config: LLMConfig) -> Prompt:
     """The instruction I for the configured prompt version."""
-    return load_prompt(STRUCTURE_PROMPT, config.prompt_version)
+    return load_prompt(STRUCTURE_PROMPT, config.prompt_version, PROMPTS_PACKAGE)
 
 
 def rules_identity() -> tuple[str, str]:
     """(model id, fingerprint) of the deterministic extractor."""
-    from stresstest.structure.rules import RULES_VERSION, rules_fingerprint
-
-    return f"rules-{RULES_VERSION}", rules_fingerprint()
+    return f"rules-{rules.RULES_VERSION}", rules.rules_fingerprint()
 
 
-def structure_fingerprint(config: StructureConfig) -> dict[str, object]:
+def structure_fingerprint(config: LLMConfig) -> dict[str, object]:
     """What froze the structuring step, for the run manifest (model id, prompt/schema hashes, φ).
 
     For backend 'openai' in external mode without ``server.model`` this asks the server for its model.
@@ -72,9 +71,6 @@ def structure_fingerprint(config: StructureConfig) -> dict[str, object]:
             "decoding": {"deterministic": True},
         }
     prompt = structure_prompt(config)
-    from stresstest.structure.server import model_identity
-    from stresstest.structure.vllm_offline import offline_model_id
-
     model = offline_model_id(config) if config.backend == "vllm-offline" else model_identity(config)
     return {
         "backend": config.backend,
@@ -88,8 +84,6 @@ def structure_fingerprint(config: StructureConfig) -> dict[str, object]:
 
 
 def _rules_many(items: list[StructureItem], cache_dir: Path) -> list[RecordEnvelope]:
-    from stresstest.structure.rules import extract_record
-
     model, fp = rules_identity()
     s_hash = schema_hash()
     cache = KeyValueCache(cache_dir, "structure-rules")
@@ -101,7 +95,7 @@ def _rules_many(items: list[StructureItem], cache_dir: Path) -> list[RecordEnvel
         # A damaged or foreign entry is a miss (with a warning naming the file): recomputed and overwritten.
         record = cache.get(key, validate=lambda v: ClinicalRecord.model_validate(v["record"]))
         if record is None:
-            record = extract_record(it.transcript_text)
+            record = rules.extract_record(it.transcript_text)
             cache.put(key, {"record": record.model_dump(mode="json")})
         out.append(
             RecordEnvelope(
@@ -134,7 +128,7 @@ def llm_structure_calls(items: list[StructureItem], prompt: Prompt) -> list[LLMC
 
 def structure_many(
     items: list[StructureItem],
-    config: StructureConfig,
+    config: LLMConfig,
     *,
     cache_dir: str | Path,
     log_dir: str | Path,
@@ -162,7 +156,7 @@ def structure_many(
         return _rules_many(items, cache_dir)
     prompt = structure_prompt(config)
     s_hash = schema_hash()
-    with LLMSession(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="structure") as session:
+    with open_session(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="structure") as session:
         results = session.run(
             llm_structure_calls(items, prompt),
             ClinicalRecord,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.served import ServerProcess
 from stresstest.schema import ClinicalRecord
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.server import ServerProcess
 from stresstest.structure.stage import StructureItem, structure_many
 
 from .faultproxy import FAULT_KINDS, FaultProxy
@@ -41,13 +41,13 @@ HOLD_S = 22.0  # longer than the client timeout (20 s), which a 64-token answer 
 MAX_TOKENS = 64
 
 
-def _cfg(**kw: object) -> StructureConfig:
+def _cfg(**kw: object) -> LLMConfig:
     base: dict[str, object] = {
         "backend": "openai", "concurrency": 1, "max_retries": 0, "backoff_s": 0.1, "timeout_s": HOLD_S - 2,
         "decoding": {"max_tokens": MAX_TOKENS}, "server": {"startup_timeout_s": 180},
     }
     base.update(kw)
-    return StructureConfig.model_validate(base)
+    return LLMConfig.model_validate(base)
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from stresstest.errors import StructureError
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.judge_llm import JudgeVerdict, judge_prompt, llm_judge_many
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.testing import Reply, stub_server
 
 REC = {"triage": {"level": "routine"}, "claims": []}
 GOLD = {"triage": {"level": "emergency"}, "claims": [{"concept": "chest pain"}]}
 
 
-def _cfg(url: str) -> StructureConfig:
-    return StructureConfig(
+def _cfg(url: str) -> LLMConfig:
+    return LLMConfig(
         backend="openai",
         concurrency=1,
         max_retries=1,
@@ -73,7 +73,7 @@ def test_out_of_range_score_is_a_failure_not_a_score(tmp_path: Path) -> None:
 
 def test_rules_backend_and_bad_json_are_errors(tmp_path: Path) -> None:
     with pytest.raises(StructureError, match="expected 'openai'"):
-        llm_judge_many([("a", REC, GOLD)], StructureConfig(), cache_dir=tmp_path, log_dir=tmp_path)
+        llm_judge_many([("a", REC, GOLD)], LLMConfig(), cache_dir=tmp_path, log_dir=tmp_path)
     with pytest.raises(StructureError, match="judge item a: record is not valid JSON"):
         llm_judge_many([("a", "{", GOLD)], _cfg("http://127.0.0.1:9"), cache_dir=tmp_path, log_dir=tmp_path)
 

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.session import open_session
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_judges import (
     EntailmentTask,
     HallucinationTask,
@@ -23,15 +26,12 @@ from stresstest.metrics.note_judges import (
 )
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.metrics.statements import Statement
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.roles import LLMSession
-from stresstest.structure.testing import Reply, stub_server
 
 RECORDED = Path(__file__).parent / "data" / "note_judge_outputs.json"
 
 
-def _cfg(url: str) -> StructureConfig:
-    return StructureConfig(backend="openai", concurrency=1, max_retries=0, backoff_s=0.01,
+def _cfg(url: str) -> LLMConfig:
+    return LLMConfig(backend="openai", concurrency=1, max_retries=0, backoff_s=0.01,
                            server={"mode": "external", "base_url": url, "model": "stub-model"})
 
 
@@ -63,7 +63,7 @@ def test_entailment_prompt_schema_chunking_and_cache(tmp_path: Path) -> None:
                           _st("Symptom: cough.", "Symptom: fever.", "Symptom: cough (2 days).", "Triage: urgent.",
                               "Symptom: dry cough."))
     with stub_server([Reply(respond=respond)]) as srv:
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (res,) = judge_entailment([task], s, batch=2)
         assert len(srv.requests) == 3  # 5 statements in calls of at most 2
         # one schema per call size (the 1-statement call first), each with exactly its ids required
@@ -75,7 +75,7 @@ def test_entailment_prompt_schema_chunking_and_cache(tmp_path: Path) -> None:
         assert "h1: Symptom: cough.\nh2: Symptom: fever." in user
         props = first["response_format"]["schema"]["properties"]
         assert set(props) == {"h1", "h2"} and first["response_format"]["schema"]["additionalProperties"] is False
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (again,) = judge_entailment([task], s, batch=2)
         assert len(srv.requests) == 3 and again.cached == 3  # all from the cache
     assert [v["label"] for v in res.verdicts or []] == ["entailed", "not_entailed", "entailed", "not_entailed",
@@ -88,7 +88,7 @@ def test_a_failed_call_leaves_the_item_unscored_with_the_reason(tmp_path: Path) 
     task = EntailmentTask("E1/babble_5db", "completeness", "generated clinical note", ("Triage: urgent.",),
                           _st("Triage: urgent.", "Symptom: cough."))
     with stub_server([Reply(json.dumps({"h1": {"lines": [], "label": "maybe"}}))]) as srv:
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (res,) = judge_entailment([task], s)
     assert res.score is None and res.verdicts is None and res.error and "schema violation" in res.error
 
@@ -102,7 +102,7 @@ def test_hallucination_literal_vs_inference_prompts_and_grounding(tmp_path: Path
     task = HallucinationTask("E1/clean", ("I take Coumadin every night.",),
                              (Statement("h1", "Medication: warfarin.", "c1"),))
     with stub_server([Reply(respond=respond)]) as srv:
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (lex,), (inf,) = judge_hallucination([task], s)
     lex_body, inf_body = srv.requests
     assert "CLINICAL KNOWLEDGE" not in _user(lex_body) and "c1: Medication: warfarin." in _user(lex_body)
@@ -132,7 +132,7 @@ def test_pairwise_asks_both_orders_and_applies_the_agreement_rule(tmp_path: Path
     tasks = [PairTask("E1/babble_5db vs clean", "E1", ("I have a cough.",), note_x, note_y),
              PairTask("E2/babble_5db vs clean", "E2", ("Hi.",), note_x, note_x)]
     with stub_server([Reply(respond=respond)]) as srv:
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             res = judge_pairs(tasks, s)
     assert len(srv.requests) == 2  # the identical pair needs no call
     a_notes = [_user(b).split("NOTE A:\n", 1)[1].split("\n\nNOTE B:", 1)[0] for b in srv.requests]
@@ -151,12 +151,12 @@ def test_recorded_judge_outputs_aggregate_by_the_rules(tmp_path: Path) -> None:
     task = EntailmentTask("rec", "groundedness", "transcript of the consultation", tuple(rec["entailment"]["source"]),
                           _st(*rec["entailment"]["statements"]))
     with stub_server(replies) as srv:
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (res,) = judge_entailment([task], s, batch=rec["entailment"]["batch"])
     assert [v["label"] for v in res.verdicts or []] == rec["entailment"]["labels"]
     assert res.score == pytest.approx(rec["entailment"]["score"])
     with stub_server([Reply(r) for r in rec["pairwise"]["raw"]]) as srv:
-        with LLMSession(_cfg(srv.base_url), cache_dir=tmp_path / "p", log_dir=tmp_path) as s:
+        with open_session(_cfg(srv.base_url), cache_dir=tmp_path / "p", log_dir=tmp_path) as s:
             (pr,) = judge_pairs([PairTask("rec", "rec", ("x",), "- note X", "- note Y")], s)
     assert pr.outcomes == rec["pairwise"]["outcomes"] and pr.consistent == rec["pairwise"]["consistent"]
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from stresstest.config import NoteQualityConfig
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.session import LLMSession, open_session
 from stresstest.metrics.note_judges import (
     EntailmentTask,
     HallucinationTask,
@@ -34,8 +36,6 @@ from stresstest.metrics.note_quality import (
 )
 from stresstest.metrics.quality_stage import adequacy, calibrate
 from stresstest.metrics.statements import Statement
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.roles import LLMSession
 
 pytestmark = pytest.mark.integration
 
@@ -46,8 +46,8 @@ SOURCE = ("I've had a cough for two days.", "No fever.", "I take Coumadin every 
 STATEMENTS = (Statement("h1", "Symptom: cough (2 days).", "c1"), Statement("h2", "Symptom: fever.", "c2"))
 
 
-def _cfg() -> StructureConfig:
-    return StructureConfig.model_validate({
+def _cfg() -> LLMConfig:
+    return LLMConfig.model_validate({
         "backend": "openai", "concurrency": 1, "max_retries": 0, "timeout_s": 300,
         "decoding": {"max_tokens": 200}, "server": {"startup_timeout_s": 180, "n_ctx": 2048},
     })
@@ -57,7 +57,7 @@ def _cfg() -> StructureConfig:
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMSession, Path]]:
     """One managed server for the module (a server start costs tens of seconds on 2 cores)."""
     root = tmp_path_factory.mktemp("judge")
-    with LLMSession(_cfg(), cache_dir=root / "cache", log_dir=root / "logs") as s:
+    with open_session(_cfg(), cache_dir=root / "cache", log_dir=root / "logs") as s:
         yield s, root / "cache"
 
 

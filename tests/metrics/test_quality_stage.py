@@ -10,12 +10,12 @@ import pytest
 
 from stresstest.config import NoteQualityConfig, RunConfig
 from stresstest.grid import ConditionGrid
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.session import open_session
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.metrics.quality_stage import QualityItem, adequacy, score_note_quality
 from stresstest.schema import Claim, ClinicalRecord, Triage
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.roles import LLMSession
-from stresstest.structure.testing import Reply, stub_server
 
 CONDS = ConditionGrid.build(["babble"], [5.0], ["babble_5db"])
 
@@ -56,11 +56,11 @@ def test_stage_fills_rows_details_pairwise_and_manifest(tmp_path: Path) -> None:
     items = [QualityItem(k, "E1", c.id, _rec(c.id == "babble_5db"), "I have a cough.",
                          "I have a cough.", gold) for k, c in enumerate(CONDS)]
     cfg = NoteQualityConfig(entailment=True, hallucination=True, pairwise=["noisy_vs_clean", "guard_vs_unmitigated"])
-    scfg = StructureConfig(backend="openai", concurrency=1, max_retries=0,
+    scfg = LLMConfig(backend="openai", concurrency=1, max_retries=0,
                            server={"mode": "external", "base_url": "x", "model": "big-judge"})
     with stub_server([Reply(respond=_good_judge)], model="big-judge") as srv:
         scfg = scfg.model_copy(update={"server": scfg.server.model_copy(update={"base_url": srv.base_url})})
-        with LLMSession(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
+        with open_session(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             man = score_note_quality(rows, items, CONDS, cfg, s, tmp_path)
     assert man["calibration"]["passed"], man["calibration"]
     assert man["adequate"] and "passed all" in man["adequacy"]
@@ -85,9 +85,9 @@ def test_failures_are_recorded_not_dropped(tmp_path: Path) -> None:
     items = [QualityItem(0, "E1", "clean", _rec(False), "I have a cough.", "I have a cough.", None)]
     cfg = NoteQualityConfig(entailment=True)
     with stub_server([Reply("not json")]) as srv:
-        scfg = StructureConfig(backend="openai", concurrency=1, max_retries=0,
+        scfg = LLMConfig(backend="openai", concurrency=1, max_retries=0,
                                server={"mode": "external", "base_url": srv.base_url, "model": "m"})
-        with LLMSession(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
+        with open_session(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             man = score_note_quality(rows, items, CONDS, cfg, s, tmp_path)
     assert rows[0]["groundedness"] is None and "completeness" not in rows[0]  # no gold: not computed
     assert rows[0]["quality_errors"] and "invalid JSON" in rows[0]["quality_errors"][0]

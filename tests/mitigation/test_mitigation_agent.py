@@ -6,11 +6,11 @@ import json
 import random
 from pathlib import Path
 
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.mitigation import enforce_guard, mitigate_many, mitigation_fingerprint
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
-from stresstest.structure.config import StructureConfig
 from stresstest.structure.stage import StructureItem
-from stresstest.structure.testing import Reply, stub_server
 
 
 def _ids(r: ClinicalRecord) -> set[str]:
@@ -90,7 +90,7 @@ def test_rules_backend_is_extractor_plus_filter(
     tmp_path: Path, fake_rules: list[str], transcript: str, record: ClinicalRecord
 ) -> None:
     items = [ITEMS[0].model_copy(update={"transcript_text": transcript}), ITEMS[1]]
-    envs = mitigate_many(items, StructureConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
+    envs = mitigate_many(items, LLMConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
     assert fake_rules == [
         items[0].transcript_text,
         items[1].transcript_text,
@@ -104,7 +104,7 @@ def test_rules_backend_is_extractor_plus_filter(
     assert bare.extra["fields_total"] == 5 and bare.extra["fields_nulled"] == 3
     assert bare.extra["abstention_rate"] == 0.6 and full.extra["abstention_rate"] == 0.0
     assert bare.extra["quotes_discarded"] == bare.extra["quotes_total"] == 4
-    assert full.prompt_hash == mitigation_fingerprint(StructureConfig(backend="rules"))["prompt_hash"]
+    assert full.prompt_hash == mitigation_fingerprint(LLMConfig(backend="rules"))["prompt_hash"]
 
 
 def _role_stub(draft: ClinicalRecord, guard_out: dict) -> Reply:
@@ -128,7 +128,7 @@ def test_llm_backend_draft_guard_filter(tmp_path: Path, record: ClinicalRecord, 
     ]
     guard_out["field_evidence"]["c9"] = ["allergic to latex"]
     items = [ITEMS[0].model_copy(update={"transcript_text": transcript})]
-    cfg = StructureConfig(
+    cfg = LLMConfig(
         backend="openai",
         concurrency=1,
         max_retries=0,
@@ -155,7 +155,7 @@ def test_llm_backend_guard_failure_is_recorded(tmp_path: Path, record: ClinicalR
     def respond(body: dict) -> str:
         return "{oops" if "Guard role" in body["messages"][0]["content"] else record.model_dump_json()
 
-    cfg = StructureConfig(
+    cfg = LLMConfig(
         backend="openai",
         concurrency=1,
         max_retries=0,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from stresstest.structure import server as server_mod
-from stresstest.structure.config import StructureConfig
+from stresstest.llm import served as server_mod
+from stresstest.llm.config import LLMConfig
 
 
 def test_vllm_serve_gets_tensor_and_data_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -19,13 +19,13 @@ def test_vllm_serve_gets_tensor_and_data_parallel(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(server_mod.importlib.util, "find_spec", find_spec)
     monkeypatch.setattr(server_mod.shutil, "which", lambda _: None)
-    cfg = StructureConfig(backend="openai", server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
+    cfg = LLMConfig(backend="openai", server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
                                                     "tensor_parallel_size": 2, "data_parallel_size": 2})
     cmd = server_mod.server_command(cfg, 8000)
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "2"
     assert cmd[cmd.index("--data-parallel-size") + 1] == "2"
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
-    single = StructureConfig(backend="openai", server={"engine": "vllm", "model": "m"})
+    single = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m"})
     assert "--tensor-parallel-size" not in server_mod.server_command(single, 8000)
 
 

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from synthetic_run import make_run
 
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.session import open_session
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.report import build_report
 from stresstest.report.pairwise_compare import pairwise_compare
 from stresstest.report.quality import quality_section
 from stresstest.report.rundir import load_run
 from stresstest.schema import RecordEnvelope
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.roles import LLMSession
-from stresstest.structure.testing import Reply, stub_server
 
 
 def _add_quality(run_dir: Path, adequate: bool) -> None:
@@ -102,9 +102,9 @@ def test_compare_pairwise_on_two_runs(tmp_path: Path) -> None:
         p.write_text(env.model_copy(update={"record": rec}).model_dump_json())
         changed += 1
     with stub_server([Reply(respond=_judge)], model="big-judge") as srv:
-        cfg = StructureConfig(backend="openai", concurrency=1, max_retries=0,
+        cfg = LLMConfig(backend="openai", concurrency=1, max_retries=0,
                               server={"mode": "external", "base_url": srv.base_url, "model": "big-judge"})
-        with LLMSession(cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
+        with open_session(cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             res = pairwise_compare(a, b, tmp_path / "out", session=s, n_resamples=200)
         n_conditions = len(load_run(a).conditions)
         assert len(res.pairs) == 4 * n_conditions

@@ -6,8 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord
-from stresstest.structure.testing import Reply, stub_server
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_llm.py"
 

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 
 from stresstest.errors import StructureError
+from stresstest.llm.client import phi_payload
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
+from stresstest.llm.gpu import default_gpu_memory_utilization
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord
-from stresstest.structure.client import phi_payload
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.engine import LLMEngine, default_gpu_memory_utilization
 from stresstest.structure.stage import StructureItem, structure_many
-from stresstest.structure.testing import Reply, stub_server
 
 
-def _cfg(base_url: str) -> StructureConfig:
-    return StructureConfig.model_validate(
+def _cfg(base_url: str) -> LLMConfig:
+    return LLMConfig.model_validate(
         {
             "backend": "openai",
             "server": {"mode": "external", "base_url": base_url, "model": "stub-model"},
@@ -71,14 +72,20 @@ def test_fully_cached_rerun_starts_nothing(tmp_path: Path, record: ClinicalRecor
 
 
 def test_a_session_with_another_config_is_refused(tmp_path: Path) -> None:
-    from stresstest.structure.roles import LLMSession
+    from stresstest.llm.session import LLMSession, open_session
 
     cfg = _cfg("http://127.0.0.1:9")
     engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
     other = cfg.model_copy(update={"decoding": cfg.decoding.model_copy(update={"max_tokens": 64})})
     with pytest.raises(StructureError, match="one engine per run"):
-        LLMSession(other, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
-    assert engine.session("judge-entailment").role == "judge-entailment"
+        open_session(other, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
+    s = open_session(cfg, cache_dir=tmp_path / "ignored", log_dir=tmp_path, engine=engine, role="judge-entailment")
+    assert s.role == "judge-entailment" and s.engine is engine and s.cache_dir == tmp_path
+    s.close()
+    assert not engine.closed  # a session never closes an engine it was handed
+    with LLMSession(engine, role="judge") as s2:
+        assert s2.config is cfg
+    assert not engine.closed
 
 
 def test_closed_engine_does_not_restart(tmp_path: Path) -> None:
@@ -97,33 +104,33 @@ def test_gpu_memory_default_follows_free_memory(free: float, total: float, expec
 
 
 def test_vllm_gpu_memory_is_measured_at_start_unless_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("stresstest.structure.engine.measure_gpu_memory", lambda: (50_000.0, 100_000.0))
-    cfg = StructureConfig(backend="vllm-offline", server={"model": "m"})
+    monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory", lambda: (50_000.0, 100_000.0))
+    cfg = LLMConfig(backend="vllm-offline", server={"model": "m"})
     eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.46
     assert eng.gpu_memory == {"gpu_memory_utilization": 0.46, "source": "measured", "free_mib": 50_000.0,
                               "total_mib": 100_000.0}
-    fixed = StructureConfig(backend="vllm-offline", server={"model": "m", "gpu_memory_utilization": 0.5})
+    fixed = LLMConfig(backend="vllm-offline", server={"model": "m", "gpu_memory_utilization": 0.5})
     eng = LLMEngine(fixed, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.5 and eng.gpu_memory["source"] == "config"
-    monkeypatch.setattr("stresstest.structure.engine.measure_gpu_memory", lambda: None)
+    monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory", lambda: None)
     eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.85
     assert eng.gpu_memory["source"].startswith("fallback")
 
 
 def test_startup_timeout_defaults_per_engine() -> None:
-    assert StructureConfig(server={"engine": "vllm", "model": "m"}).server.resolved_startup_timeout_s() >= 900
-    assert StructureConfig().server.resolved_startup_timeout_s() == 300
-    assert StructureConfig(server={"startup_timeout_s": 42}).server.resolved_startup_timeout_s() == 42
+    assert LLMConfig(server={"engine": "vllm", "model": "m"}).server.resolved_startup_timeout_s() >= 900
+    assert LLMConfig().server.resolved_startup_timeout_s() == 300
+    assert LLMConfig(server={"startup_timeout_s": 42}).server.resolved_startup_timeout_s() == 42
 
 
 def test_vllm_serve_args_pin_phi_and_compact_json() -> None:
     import json
 
-    from stresstest.structure.server import server_env, vllm_serve_args
+    from stresstest.llm.served import server_env, vllm_serve_args
 
-    cfg = StructureConfig(
+    cfg = LLMConfig(
         backend="openai",
         server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "revision": "a09a3545", "n_ctx": 8192,
                 "gpu_memory_utilization": 0.8, "batch_invariant": True},
@@ -139,36 +146,37 @@ def test_vllm_serve_args_pin_phi_and_compact_json() -> None:
     assert "VLLM_BATCH_INVARIANT" not in server_env(plain) or server_env(plain)["VLLM_BATCH_INVARIANT"] != "1"
 
 
-def test_registered_run_engine_is_found_by_sessions_and_the_structure_worker(
+def test_the_run_engine_is_passed_to_the_structure_worker_and_the_judge(
     tmp_path: Path, record: ClinicalRecord
 ) -> None:
     from stresstest.metrics.judge_llm import llm_judge_many
     from stresstest.pipeline.executor import InProcessExecutor
-    from stresstest.pipeline.tasks import StructureTask, StructureWorker
-    from stresstest.structure.engine import find_run_engine
+    from stresstest.pipeline.tasks import StructureInit, StructureTask, StructureWorker
 
     judge = '{"rationale": "same", "score": 4}'
     with stub_server([Reply(record.model_dump_json()), Reply(judge)]) as srv:
         cfg = _cfg(srv.base_url)
         logs = tmp_path / "logs"
-        engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=logs, shared=True)
-        assert find_run_engine(cfg, logs) is engine and find_run_engine(cfg, tmp_path / "other") is None
+        engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=logs)
         (env,) = InProcessExecutor().map_pool(
-            "structure", StructureWorker, (cfg, tmp_path, logs), [StructureTask("E1", "clean", "t")]
+            "structure", StructureWorker, StructureInit(cfg, tmp_path, logs, engine),
+            [StructureTask("E1", "clean", "t")],
         )
-        (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path, log_dir=logs)
+        assert not engine.closed  # the worker never closes the run's engine
+        (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path, log_dir=logs,
+                               engine=engine)
         assert jr.score == 4
         assert engine.info()["roles"] == ["structure", "judge"] and engine.starts == 1
         engine.close()
-    assert find_run_engine(cfg, logs) is None
+    assert len(srv.requests) == 2
 
 
 def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: Path, record: ClinicalRecord) -> None:
-    from stresstest.pipeline.tasks import StructureTask, StructureWorker
+    from stresstest.pipeline.tasks import StructureInit, StructureTask, StructureWorker
 
     with stub_server([Reply(record.model_dump_json())]) as srv:
         cfg = _cfg(srv.base_url)
-        worker = StructureWorker((cfg, tmp_path, tmp_path / "logs"))
+        worker = StructureWorker(StructureInit(cfg, tmp_path, tmp_path / "logs"))
         worker.run([StructureTask("E1", "clean", "a"), StructureTask("E1", "clean_guard", "a", guarded=True)])
         own = worker._own_engine
         assert own is not None and own.starts == 1
@@ -178,7 +186,7 @@ def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: 
 
 
 def test_info_of_an_unreachable_external_server_records_why(tmp_path: Path) -> None:
-    cfg = StructureConfig.model_validate(
+    cfg = LLMConfig.model_validate(
         {"backend": "openai", "server": {"mode": "external", "base_url": "http://127.0.0.1:9"}, "timeout_s": 2}
     )
     info = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path).info()

@@ -6,21 +6,21 @@ import json
 
 import pytest
 
+from stresstest.llm.client import ChatClient, Endpoint, parse_output
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord, record_json_schema
-from stresstest.structure.client import ChatClient, Endpoint, parse_output
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.testing import Reply, stub_server
 
 MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 
 
-def _cfg(**kw: object) -> StructureConfig:
+def _cfg(**kw: object) -> LLMConfig:
     base: dict[str, object] = {"backend": "openai", "max_retries": 2, "backoff_s": 0.01, "timeout_s": 5.0}
     base.update(kw)
-    return StructureConfig.model_validate(base)
+    return LLMConfig.model_validate(base)
 
 
-def _call(srv_url: str, cfg: StructureConfig, model: str = "stub-model"):  # noqa: ANN202
+def _call(srv_url: str, cfg: LLMConfig, model: str = "stub-model"):  # noqa: ANN202
     with ChatClient(Endpoint(base_url=srv_url, model=model), cfg) as client:
         return client.complete(
             MSGS, ClinicalRecord, schema_name="ClinicalRecord", schema=record_json_schema()
@@ -41,7 +41,7 @@ def test_valid_answer_is_parsed_and_request_carries_phi_and_schema(record: Clini
     # llama.cpp dialect by default for engine llama.cpp
     assert body["response_format"] == {"type": "json_object", "schema": record_json_schema()}
     # exactly what the manifest records as phi_sent
-    from stresstest.structure.client import phi_payload
+    from stresstest.llm.client import phi_payload
 
     phi = phi_payload(_cfg())
     assert {k: body[k] for k in phi} == phi

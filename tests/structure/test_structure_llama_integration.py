@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.served import ServerProcess
 from stresstest.schema import ClinicalRecord, RecordEnvelope
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.server import ServerProcess
 from stresstest.structure.stage import StructureItem, structure_many
 
 pytestmark = pytest.mark.integration
@@ -46,7 +46,7 @@ def _osce_items(ids: list[str], max_turns: int, condition: str = "clean") -> lis
     ]
 
 
-def _cfg(**kw: object) -> StructureConfig:
+def _cfg(**kw: object) -> LLMConfig:
     base: dict[str, object] = {
         "backend": "openai",
         "concurrency": 1,
@@ -57,7 +57,7 @@ def _cfg(**kw: object) -> StructureConfig:
         "server": {"startup_timeout_s": 180},
     }
     base.update(kw)
-    return StructureConfig.model_validate(base)
+    return LLMConfig.model_validate(base)
 
 
 def _check_outcome(env: RecordEnvelope) -> None:
@@ -181,7 +181,7 @@ def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path) -> None:
 def test_serve_background_binds_loopback_and_stops(tmp_path: Path) -> None:
     import httpx
 
-    from stresstest.structure.server import serve
+    from stresstest.llm.served import serve
 
     proc = serve(_cfg(), foreground=False, log_dir=tmp_path)
     try:
@@ -197,9 +197,9 @@ def test_serve_background_binds_loopback_and_stops(tmp_path: Path) -> None:
 
 
 def test_one_engine_serves_structure_guard_and_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stresstest.llm.engine import LLMEngine
     from stresstest.metrics.judge_llm import llm_judge_many
     from stresstest.mitigation import mitigate_many
-    from stresstest.structure.engine import LLMEngine
 
     items = _osce_items(["CAR0001"], max_turns=4)
     cfg, cache, logs = _cfg(), tmp_path / "cache", tmp_path / "run" / "logs"
@@ -231,13 +231,13 @@ def test_phi_is_sent_whole_and_overrides_server_defaults(tmp_path: Path) -> None
     the whole φ, so the server's defaults never bend a record — and the field names are the ones it honours."""
     import httpx
 
+    from stresstest.llm.client import ChatClient, phi_payload
+    from stresstest.llm.prompts import load_prompt
     from stresstest.schema import record_json_schema
-    from stresstest.structure.client import ChatClient, phi_payload
-    from stresstest.structure.instructions import load_prompt
 
     (item,) = _osce_items(["RES0002"], max_turns=4)
     cfg = _cfg(decoding={"max_tokens": 96})
-    messages = load_prompt("structure", "v1").messages(transcript=item.transcript_text)
+    messages = load_prompt("structure", "v1", "stresstest.structure.prompts").messages(transcript=item.transcript_text)
     with ServerProcess(cfg, tmp_path / "logs") as proc, ChatClient(proc.endpoint(), cfg) as client:
         body = client.request_body(messages, "ClinicalRecord", record_json_schema())
         assert {k: body[k] for k in phi_payload(cfg)} == phi_payload(cfg)

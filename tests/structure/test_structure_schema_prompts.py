@@ -10,9 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from stresstest.errors import StructureError
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.prompts import load_prompt, parse_prompt
 from stresstest.schema import ClinicalRecord, record_json_schema, schema_hash
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.instructions import load_prompt, parse_prompt
 
 
 def test_record_round_trips_through_json(record: ClinicalRecord) -> None:
@@ -42,16 +42,20 @@ def test_schema_hash_is_stable_and_is_the_canonical_json_hash() -> None:
     assert schema_hash() == schema_hash() == hashlib.sha256(blob).hexdigest()
 
 
+PKG = {"structure": "stresstest.structure.prompts", "gold_draft": "stresstest.structure.prompts",
+       "judge": "stresstest.metrics.prompts"}
+
+
 @pytest.mark.parametrize("name", ["structure", "gold_draft", "judge"])
 def test_prompt_hash_is_sha256_of_the_file_bytes(name: str) -> None:
-    p = load_prompt(name, "v1")
-    raw = (resources.files("stresstest.structure.prompts") / f"{name}_v1.md").read_bytes()
+    p = load_prompt(name, "v1", PKG[name])
+    raw = (resources.files(PKG[name]) / f"{name}_v1.md").read_bytes()
     assert p.sha256 == hashlib.sha256(raw).hexdigest()
     assert parse_prompt(name, "v1", raw.decode()).sha256 == p.sha256
 
 
 def test_structure_prompt_demands_verbatim_evidence_and_fixed_triage() -> None:
-    p = load_prompt("structure", "v1")
+    p = load_prompt("structure", "v1", "stresstest.structure.prompts")
     for word in ("VERBATIM", "routine", "urgent", "emergency", "field_evidence"):
         assert word in p.system
     assert p.placeholders() == {"transcript"}
@@ -83,21 +87,21 @@ def test_missing_prompt_version_names_available_ones() -> None:
     with pytest.raises(
         StructureError, match=r"structure_v99\.md not found; available: \['structure_v1\.md'\]"
     ):
-        load_prompt("structure", "v99")
+        load_prompt("structure", "v99", "stresstest.structure.prompts")
 
 
 def test_config_is_strict_and_loopback_only() -> None:
     with pytest.raises(ValidationError, match="colour"):
-        StructureConfig.model_validate({"backend": "openai", "colour": 1})
+        LLMConfig.model_validate({"backend": "openai", "colour": 1})
     with pytest.raises(ValidationError):
-        StructureConfig.model_validate({"server": {"host": "0.0.0.0"}})
-    cfg = StructureConfig()
+        LLMConfig.model_validate({"server": {"host": "0.0.0.0"}})
+    cfg = LLMConfig()
     assert cfg.decoding.temperature == 0.0 and cfg.decoding.seed == 1234 and cfg.server.host == "127.0.0.1"
 
 
 def test_response_format_auto_follows_the_engine() -> None:
-    assert StructureConfig(backend="openai").resolved_response_format() == "json_object"
-    vllm = StructureConfig(backend="openai", server={"engine": "vllm", "model": "m"})
+    assert LLMConfig(backend="openai").resolved_response_format() == "json_object"
+    vllm = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m"})
     assert vllm.resolved_response_format() == "json_schema"
-    forced = StructureConfig(backend="openai", response_format="json_schema")
+    forced = LLMConfig(backend="openai", response_format="json_schema")
     assert forced.resolved_response_format() == "json_schema"

@@ -8,15 +8,21 @@ from pathlib import Path
 import pytest
 
 from stresstest.errors import StructureError
+from stresstest.llm import served as server_mod
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.prompts import load_prompt
+from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord, schema_hash
-from stresstest.structure import server as server_mod
-from stresstest.structure.config import StructureConfig
-from stresstest.structure.instructions import load_prompt
-from stresstest.structure.stage import StructureItem, structure_fingerprint, structure_many, transcript_sha256
-from stresstest.structure.testing import Reply, stub_server
+from stresstest.structure.stage import (
+    StructureItem,
+    structure_fingerprint,
+    structure_many,
+    structure_prompt,
+    transcript_sha256,
+)
 
 
-def _cfg(url: str, **kw: object) -> StructureConfig:
+def _cfg(url: str, **kw: object) -> LLMConfig:
     base: dict[str, object] = {
         "backend": "openai",
         "max_retries": 1,
@@ -26,7 +32,7 @@ def _cfg(url: str, **kw: object) -> StructureConfig:
         "server": {"mode": "external", "base_url": url},
     }
     base.update(kw)
-    return StructureConfig.model_validate(base)
+    return LLMConfig.model_validate(base)
 
 
 ITEMS = [
@@ -51,7 +57,7 @@ def _by_transcript(record: ClinicalRecord, bad: str | None = None):  # noqa: ANN
 def test_envelopes_in_order_with_provenance(tmp_path: Path, record: ClinicalRecord) -> None:
     with stub_server([Reply(respond=_by_transcript(record))]) as srv:
         envs = structure_many(ITEMS, _cfg(srv.base_url), cache_dir=tmp_path / "c", log_dir=tmp_path / "l")
-    prompt = load_prompt("structure", "v1")
+    prompt = load_prompt("structure", "v1", "stresstest.structure.prompts")
     assert [(e.encounter_id, e.condition) for e in envs] == [(i.encounter_id, i.condition) for i in ITEMS]
     for e, it in zip(envs, ITEMS, strict=True):
         assert not e.failed and e.record is not None
@@ -156,16 +162,16 @@ def test_external_key_is_read_from_env_and_not_written(
 def test_rules_backend_uses_the_extractor(
     tmp_path: Path, fake_rules: list[str], record: ClinicalRecord
 ) -> None:
-    envs = structure_many(ITEMS, StructureConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
+    envs = structure_many(ITEMS, LLMConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
     assert [e.record for e in envs] == [record] * 3
     assert {(e.backend, e.model, e.prompt_hash) for e in envs} == {("rules", "rules-test1", "fp-test1")}
     assert fake_rules == [i.transcript_text for i in ITEMS]
-    structure_many(ITEMS, StructureConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
+    structure_many(ITEMS, LLMConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
     assert len(fake_rules) == 3  # second run served from the cache
 
 
 def test_fingerprints(fake_rules: list[str], record: ClinicalRecord) -> None:
-    fp = structure_fingerprint(StructureConfig(backend="rules"))
+    fp = structure_fingerprint(LLMConfig(backend="rules"))
     assert (
         fp["model"] == "rules-test1"
         and fp["prompt_hash"] == "fp-test1"
@@ -173,14 +179,14 @@ def test_fingerprints(fake_rules: list[str], record: ClinicalRecord) -> None:
     )
     with stub_server([Reply(record.model_dump_json())]) as srv:
         fp2 = structure_fingerprint(_cfg(srv.base_url))
-    assert fp2["model"] == "stub-model" and fp2["prompt_hash"] == load_prompt("structure", "v1").sha256
+    assert fp2["model"] == "stub-model" and fp2["prompt_hash"] == structure_prompt(LLMConfig()).sha256
     assert json.dumps(fp2)  # manifest-serialisable
 
 
 def test_managed_llama_command_binds_loopback_and_is_an_arg_list(tmp_path: Path) -> None:
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 64)
-    cfg = StructureConfig(backend="openai", server={"model": str(gguf), "n_threads": 2})
+    cfg = LLMConfig(backend="openai", server={"model": str(gguf), "n_threads": 2})
     if server_mod.importlib.util.find_spec("llama_cpp") is None:
         with pytest.raises(StructureError, match="llama-cpp-python"):
             server_mod.server_command(cfg, 8123)
@@ -194,16 +200,16 @@ def test_managed_llama_command_binds_loopback_and_is_an_arg_list(tmp_path: Path)
 def test_missing_gguf_and_vllm_without_model_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(StructureError, match="expected an existing GGUF file"):
         server_mod.resolve_model(
-            StructureConfig(backend="openai", server={"model": str(tmp_path / "no.gguf")})
+            LLMConfig(backend="openai", server={"model": str(tmp_path / "no.gguf")})
         )
     with pytest.raises(StructureError, match="needs a model id"):
-        server_mod.resolve_model(StructureConfig(backend="openai", server={"engine": "vllm"}))
+        server_mod.resolve_model(LLMConfig(backend="openai", server={"engine": "vllm"}))
 
 
 def test_vllm_offline_without_vllm_gives_install_hint(tmp_path: Path) -> None:
     if server_mod.importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here; the install-hint path cannot be exercised")
-    cfg = StructureConfig(backend="vllm-offline", server={"model": "Qwen/Qwen2.5-0.5B-Instruct"})
+    cfg = LLMConfig(backend="vllm-offline", server={"model": "Qwen/Qwen2.5-0.5B-Instruct"})
     with pytest.raises(StructureError, match="pip install"):
         structure_many(ITEMS[:1], cfg, cache_dir=tmp_path, log_dir=tmp_path)
 
@@ -213,7 +219,7 @@ def test_managed_server_that_dies_names_its_log(tmp_path: Path) -> None:
         pytest.skip("llama_cpp not importable: cannot start a managed llama.cpp server")
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"this is not a gguf file")
-    cfg = StructureConfig(backend="openai", server={"model": str(bogus), "startup_timeout_s": 60})
+    cfg = LLMConfig(backend="openai", server={"model": str(bogus), "startup_timeout_s": 60})
     with pytest.raises(StructureError, match=r"exited with code .*log: .*llm-server-llama\.cpp-\d+\.log"):
         with server_mod.managed_server(cfg, tmp_path / "logs"):
             pass

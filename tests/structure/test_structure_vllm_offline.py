@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from stresstest.llm import offline as vllm_offline
+from stresstest.llm.config import LLMConfig
 from stresstest.schema import ClinicalRecord, record_json_schema
-from stresstest.structure import vllm_offline
-from stresstest.structure.config import StructureConfig
 from stresstest.structure.stage import StructureItem, structure_many
 
 
@@ -61,7 +61,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> type[_FakeLLM]:
     vllm.SamplingParams = sampling_params  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.sampling_params", sp)
-    monkeypatch.setattr("stresstest.structure.engine.measure_gpu_memory", lambda: (100_000.0, 140_000.0))
+    monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory", lambda: (100_000.0, 140_000.0))
     _FakeLLM.instances.clear()
     yield _FakeLLM
 
@@ -73,8 +73,8 @@ def test_batch_generate_with_structured_outputs(
     items = [
         StructureItem(encounter_id=f"E{i}", condition="clean", transcript_text=f"t{i}") for i in range(3)
     ]
-    cfg = StructureConfig(backend="vllm-offline", server={"model": "Qwen/Qwen2.5-7B-Instruct", "n_ctx": 8192})
-    from stresstest.structure.engine import LLMEngine
+    cfg = LLMConfig(backend="vllm-offline", server={"model": "Qwen/Qwen2.5-7B-Instruct", "n_ctx": 8192})
+    from stresstest.llm.engine import LLMEngine
 
     engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
     envs = structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
@@ -123,4 +123,4 @@ def test_offline_needs_a_model_id() -> None:
     from stresstest.errors import StructureError
 
     with pytest.raises(StructureError, match="needs an HF model id"):
-        vllm_offline.offline_model_id(StructureConfig(backend="vllm-offline"))
+        vllm_offline.offline_model_id(LLMConfig(backend="vllm-offline"))

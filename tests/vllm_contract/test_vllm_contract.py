@@ -40,12 +40,12 @@ os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 
 import vllm  # noqa: E402
 
+from stresstest.llm import offline as vllm_offline  # noqa: E402
+from stresstest.llm.client import ChatClient, Endpoint, phi_payload  # noqa: E402
+from stresstest.llm.config import LLMConfig  # noqa: E402
+from stresstest.llm.served import server_command, server_env, vllm_serve_args  # noqa: E402
 from stresstest.metrics.judge_llm import JudgeVerdict  # noqa: E402
 from stresstest.schema import record_json_schema  # noqa: E402
-from stresstest.structure import vllm_offline  # noqa: E402
-from stresstest.structure.client import ChatClient, Endpoint, phi_payload  # noqa: E402
-from stresstest.structure.config import StructureConfig  # noqa: E402
-from stresstest.structure.server import server_command, server_env, vllm_serve_args  # noqa: E402
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct"
 # What Qwen2.5-7B-Instruct's generation_config.json asks for: the defaults a server would apply to any field a
@@ -60,13 +60,13 @@ def _gpu_pins() -> dict[str, str]:
 
 
 CONFIGS = {
-    "default": StructureConfig(backend="vllm-offline", server={"model": MODEL}),
-    "served": StructureConfig(
+    "default": LLMConfig(backend="vllm-offline", server={"model": MODEL}),
+    "served": LLMConfig(
         backend="openai",
         server={"engine": "vllm", "model": MODEL, "revision": "a09a35458c702b33eeacc393d103063234e8bc28",
                 "n_ctx": 8192, "gpu_memory_utilization": 0.71, "batch_invariant": True},
     ),
-    "sampled": StructureConfig(
+    "sampled": LLMConfig(
         backend="vllm-offline",
         server={"model": MODEL, "structured_outputs_backend": "guidance", "gpu_memory_utilization": 0.5},
         decoding={"temperature": 0.7, "top_p": 0.9, "top_k": 50, "min_p": 0.05, "repetition_penalty": 1.1,
@@ -131,7 +131,7 @@ def test_llm_chat_call_and_outputs_match_what_the_backend_reads() -> None:
     assert {"prompt_token_ids", "outputs"} <= set(inspect.signature(RequestOutput).parameters)
 
 
-def _serve_namespace(cfg: StructureConfig) -> Any:
+def _serve_namespace(cfg: LLMConfig) -> Any:
     from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 

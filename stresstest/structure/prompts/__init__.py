@@ -1,1 +1,1 @@
-"""Versioned instruction files, shipped as package data; loaded by stresstest.structure.instructions."""
+"""Versioned instruction files, shipped as package data; loaded by stresstest.llm.prompts."""

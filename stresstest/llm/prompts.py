@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from stresstest.errors import StructureError
+from stresstest.errors import LLMError
 
 _SECTION = re.compile(r"^### (SYSTEM|USER)[ \t]*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -55,11 +55,11 @@ class Prompt:
         """Chat messages with the placeholders filled.
 
         Raises:
-            StructureError: when a placeholder is missing or an unknown one is given.
+            LLMError: when a placeholder is missing or an unknown one is given.
         """
         expected = self.placeholders()
         if set(values) != expected:
-            raise StructureError(
+            raise LLMError(
                 f"prompt {self.id}: expected values for {sorted(expected)}, got {sorted(values)}"
             )
         # One pass over the template, so a value that itself contains "{{x}}" is not re-expanded.
@@ -73,7 +73,7 @@ def parse_prompt(name: str, version: str, text: str) -> Prompt:
     # split gives ['', 'SYSTEM', body, 'USER', body] for a well-formed file.
     sections = dict(zip(parts[1::2], parts[2::2], strict=False))
     if parts[0].strip() or set(sections) != {"SYSTEM", "USER"} or len(parts) != 5:
-        raise StructureError(
+        raise LLMError(
             f"prompt {name}_{version}: expected exactly one '### SYSTEM' then one '### USER' section, "
             f"found {[p for p in parts[1::2]]}"
         )
@@ -87,16 +87,18 @@ def parse_prompt(name: str, version: str, text: str) -> Prompt:
 
 
 @lru_cache(maxsize=64)
-def load_prompt(name: str, version: str = "v1", package: str = "stresstest.structure.prompts") -> Prompt:
-    """Load ``<name>_<version>.md`` from a prompts package.
+def load_prompt(name: str, version: str, package: str) -> Prompt:
+    """Load ``<name>_<version>.md`` from the prompts package of the role that owns it.
 
     Args:
-        name: prompt family (``structure``, ``gold_draft``, ``judge``; mitigation has ``draft``, ``guard``).
+        name: prompt family (``structure``/``gold_draft`` in ``stresstest.structure.prompts``, ``judge`` and the
+            note-quality judges in ``stresstest.metrics.prompts``, ``draft``/``guard`` in
+            ``stresstest.mitigation.prompts``).
         version: ``v1``, ``v2``...
         package: the package holding the files.
 
     Raises:
-        StructureError: naming the file and the versions that do exist.
+        LLMError: naming the file and the versions that do exist.
     """
     fname = f"{name}_{version}.md"
     root = resources.files(package)
@@ -105,5 +107,5 @@ def load_prompt(name: str, version: str = "v1", package: str = "stresstest.struc
         have = sorted(
             p.name for p in root.iterdir() if p.name.startswith(f"{name}_") and p.name.endswith(".md")
         )
-        raise StructureError(f"prompt file {package}/{fname} not found; available: {have or 'none'}")
+        raise LLMError(f"prompt file {package}/{fname} not found; available: {have or 'none'}")
     return parse_prompt(name, version, path.read_text("utf-8"))

@@ -2,10 +2,10 @@
 
 :class:`LLMSession` owns the cache lookups, bounded concurrency and progress of
 one role; the engine (server or offline ``vllm.LLM``) belongs to an
-:class:`~stresstest.structure.engine.LLMEngine` that the run creates once and
-hands to every role (``engine.session(role)``), and that is only started when
-some call misses the cache. A session made without an engine (a library caller,
-``stresstest gold draft``) owns a private engine and stops it on exit. A call is
+:class:`~stresstest.llm.engine.LLMEngine` that the run creates once and
+passes to every role (:func:`open_session` with ``engine=``), and that is only
+started when some call misses the cache. A session opened without an engine (a
+library caller, ``stresstest gold draft``) owns a private engine and stops it on exit. A call is
 cached under ``hash(namespace, role key parts, model id, φ, response-format
 mode, output-schema hash)``; the caller's key parts carry the transcript hash
 and the prompt hash. Failed calls are not cached, so a re-run retries them.
@@ -26,9 +26,11 @@ from pydantic import BaseModel
 from tqdm import tqdm
 
 from stresstest.cache import KeyValueCache, hash_obj
-from stresstest.errors import StructureError
-from stresstest.structure.client import CallResult
-from stresstest.structure.config import StructureConfig
+from stresstest.errors import LLMError
+from stresstest.llm.client import CallResult
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.engine import LLMEngine
+from stresstest.llm.offline import generate_offline
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -56,7 +58,7 @@ def schema_sha256(schema: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def decoding_record(config: StructureConfig) -> dict[str, object]:
+def decoding_record(config: LLMConfig) -> dict[str, object]:
     """φ as recorded with every output: decoding settings plus how the schema was enforced."""
     d: dict[str, object] = dict(config.decoding.model_dump())
     d["response_format"] = (
@@ -66,55 +68,28 @@ def decoding_record(config: StructureConfig) -> dict[str, object]:
 
 
 class LLMSession:
-    """Cache-first execution of one role's LLM calls on the run's engine ('openai' or 'vllm-offline').
+    """Cache-first execution of one role's LLM calls on an engine ('openai' or 'vllm-offline').
 
     Args:
-        config: the ``structure`` config (must be the engine's config when ``engine`` is given).
-        cache_dir: stage cache root.
-        log_dir: the run's log directory (used only by a private engine).
-        engine: the run's :class:`~stresstest.structure.engine.LLMEngine`; None = the engine the run registered
-            for this config and log dir in this process (:func:`~stresstest.structure.engine.find_run_engine`),
-            else a private engine owned (and stopped) by this session.
+        engine: the engine the calls go to (the run's, passed down by whoever owns it).
         role: the caller's name in the manifest's ``llm_engines[].roles`` (default: the first namespace run).
+        owns_engine: close the engine with the session (a private engine: :func:`open_session` without one).
 
-    Use as a context manager; closing never stops a shared engine.
+    Use as a context manager; closing never stops an engine the session does not own.
     """
 
-    def __init__(
-        self,
-        config: StructureConfig,
-        *,
-        cache_dir: str | Path,
-        log_dir: str | Path,
-        engine: Any = None,
-        role: str | None = None,
-    ) -> None:
-        if config.backend == "rules":
-            raise StructureError(
-                "LLMSession: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'"
-            )
-        from stresstest.structure.engine import LLMEngine, find_run_engine
-
-        if engine is None:
-            engine = find_run_engine(config, log_dir)
-        self.config = config
-        self.cache_dir = Path(cache_dir)
-        self.log_dir = Path(log_dir)
+    def __init__(self, engine: LLMEngine, *, role: str | None = None, owns_engine: bool = False) -> None:
+        self.engine = engine
+        self.config = engine.config
+        self.cache_dir = engine.cache_dir
+        self.log_dir = engine.log_dir
         self.role = role
-        self._owns_engine = engine is None
-        self.engine: LLMEngine = (
-            engine if engine is not None else LLMEngine(config, cache_dir=cache_dir, log_dir=log_dir)
-        )
-        if engine is not None and engine.config != config:
-            raise StructureError(
-                "LLMSession: the session's structure config differs from the run engine's; one engine per run "
-                "serves every role with the same model and φ"
-            )
+        self._owns_engine = owns_engine
 
     @property
     def model_id(self) -> str:
-        """Model identity (see :func:`stresstest.structure.server.model_identity`), computed once."""
-        return str(self.engine.model_id)
+        """Model identity (see :func:`stresstest.llm.served.model_identity`), computed once."""
+        return self.engine.model_id
 
     def __enter__(self) -> LLMSession:
         return self
@@ -218,8 +193,6 @@ class LLMSession:
         done: Callable[[int, CallResult[M]], None],
     ) -> None:
         if self.config.backend == "vllm-offline":
-            from stresstest.structure.vllm_offline import generate_offline
-
             for j, res in enumerate(
                 generate_offline(
                     [c.messages for c in calls], model_cls, schema, self.config, llm=self.engine.llm()
@@ -248,3 +221,36 @@ class LLMSession:
                 for fut in futures:
                     fut.cancel()
                 raise
+
+
+def open_session(
+    config: LLMConfig,
+    *,
+    cache_dir: str | Path,
+    log_dir: str | Path,
+    engine: LLMEngine | None = None,
+    role: str | None = None,
+) -> LLMSession:
+    """A session for ``role``: on ``engine`` (the run's) when given, else on a private engine it owns.
+
+    Args:
+        config: the LLM config the caller was given; must equal the engine's (one engine per run serves every
+            role with the same model and φ).
+        cache_dir: cache root of a private engine (a given engine keeps its own).
+        log_dir: where a private managed server writes its log.
+        engine: the run's engine, or None for a library caller (``stresstest gold draft``, a script).
+        role: the caller's name in the manifest.
+
+    Raises:
+        LLMError: backend 'rules', or ``config`` differs from the given engine's.
+    """
+    if config.backend == "rules":
+        raise LLMError("LLMSession: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'")
+    if engine is None:
+        return LLMSession(LLMEngine(config, cache_dir=cache_dir, log_dir=log_dir), role=role, owns_engine=True)
+    if engine.config != config:
+        raise LLMError(
+            "LLMSession: the session's LLM config differs from the run engine's; one engine per run "
+            "serves every role with the same model and φ"
+        )
+    return LLMSession(engine, role=role)

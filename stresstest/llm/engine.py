@@ -4,20 +4,20 @@
 once, started at most once — lazily, at the first call that misses the cache,
 so a fully cached re-run starts nothing — and stopped when the run ends. Every
 role that asks the model (structuring, the guard agent's Draft and Guard, the
-LLM judge, the note-quality judges, gold drafting) gets a role-specific
-:class:`~stresstest.structure.roles.LLMSession` from :meth:`LLMEngine.session`
-and never starts an engine of its own::
+LLM judge, the note-quality judges, gold drafting) is handed the engine and opens
+a role-specific :class:`~stresstest.llm.session.LLMSession` on it; none starts
+an engine of its own::
 
     with LLMEngine(cfg.structure, cache_dir=cache, log_dir=run_dir / "logs") as engine:
         records = structure_many(items, cfg.structure, cache_dir=cache, log_dir=logs, engine=engine)
-        with engine.session("judge-entailment") as s:
+        with LLMSession(engine, role="judge-entailment") as s:
             verdicts = s.run(calls, Verdict, namespace="judge-entailment", schema_name="Verdict")
         manifest["llm_engines"] = [engine.info()]
 
 What one engine is, per backend:
 
 * ``openai`` + ``managed``: one ``llama_cpp.server`` or ``vllm serve`` process on 127.0.0.1
-  (:class:`~stresstest.structure.server.ServerProcess`), its log in the run's ``logs/``; progress lines on
+  (:class:`~stresstest.llm.served.ServerProcess`), its log in the run's ``logs/``; progress lines on
   stderr while it loads; a start-up timeout sized for a first load (vLLM 1200 s by default).
 * ``openai`` + ``external``: the server at ``server.base_url``; nothing is started, ``ready_s`` is None.
 * ``vllm-offline``: one in-process ``vllm.LLM``.
@@ -36,77 +36,24 @@ GPU memory (vLLM): the engine starts after the ASR stage released its model (the
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import subprocess
 import sys
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stresstest.errors import StructureError
-from stresstest.structure.client import ChatClient, phi_payload
-from stresstest.structure.config import StructureConfig
+from stresstest.errors import LLMError
+from stresstest.llm.client import ChatClient, phi_payload
+from stresstest.llm.config import LLMConfig
+from stresstest.llm.gpu import resolve_gpu_memory
+from stresstest.llm.offline import build_llm, engine_kwargs, offline_model_id, sampling_kwargs
+from stresstest.llm.served import ServerProcess, external_endpoint, model_identity
+
+if TYPE_CHECKING:
+    from vllm import LLM as VllmLLM  # the optional GPU extra; only its type is named here
 
 log = logging.getLogger(__name__)
-
-GPU_MEMORY_FALLBACK = 0.85  # used (and recorded as such) when the free memory cannot be measured
-GPU_MEMORY_SHARE_OF_FREE = 0.92
-GPU_MEMORY_MAX = 0.90
-GPU_MEMORY_MIN = 0.05
-
-
-def default_gpu_memory_utilization(free_mib: float, total_mib: float) -> float:
-    """vLLM's ``gpu_memory_utilization`` from the measured free memory.
-
-    Rule: 92% of the free fraction (headroom for the CUDA context and allocator fragmentation), capped at 0.90
-    and floored at 0.05, rounded down to two decimals. vLLM's fraction is of the card's *total* memory and it
-    refuses to start when less than that is free, so the fraction must not exceed what is free.
-    """
-    if total_mib <= 0:
-        raise ValueError(f"total GPU memory must be positive, got {total_mib}")
-    frac = GPU_MEMORY_SHARE_OF_FREE * max(0.0, free_mib) / total_mib
-    return max(GPU_MEMORY_MIN, min(GPU_MEMORY_MAX, int(frac * 100) / 100))
-
-
-def measure_gpu_memory() -> tuple[float, float] | None:
-    """(free MiB, total MiB) of the first visible GPU via ``nvidia-smi``, or None when it cannot be measured."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    cmd = [exe, "--query-gpu=memory.free,memory.total", "--format=csv,noheader,nounits"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    if visible.isdigit():
-        cmd += ["-i", visible]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout  # noqa: S603
-        free, total = (float(x) for x in out.strip().splitlines()[0].split(","))
-    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
-        return None
-    return free, total
-
-
-_REGISTRY: dict[tuple[str, str], LLMEngine] = {}
-_REGISTRY_LOCK = threading.Lock()
-
-
-def _registry_key(config: StructureConfig, log_dir: str | Path) -> tuple[str, str]:
-    return str(Path(log_dir).resolve()), config.model_dump_json()
-
-
-def find_run_engine(config: StructureConfig, log_dir: str | Path) -> LLMEngine | None:
-    """The run's shared engine in this process for (config, log dir), if the run registered one.
-
-    A session made without an explicit engine (``structure_many(..., engine=None)``, the LLM judge, the
-    note-quality judges, an executor's structuring worker) looks here first, so every role of a run uses the
-    run's engine without the engine being passed through every layer.
-    """
-    with _REGISTRY_LOCK:
-        eng = _REGISTRY.get(_registry_key(config, log_dir))
-    return eng if eng is not None and not eng.closed else None
-
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -120,21 +67,18 @@ class LLMEngine:
         cache_dir: stage cache root (sessions cache calls under it).
         log_dir: the run's log directory (a managed server's log goes here, never to /tmp).
         progress: print loading progress on stderr while a managed server starts.
-        shared: register this engine as the run's engine in this process (:func:`find_run_engine`) until it
-            is closed; the run's owner (the runner, an executor worker) passes True.
     """
 
     def __init__(
         self,
-        config: StructureConfig,
+        config: LLMConfig,
         *,
         cache_dir: str | Path,
         log_dir: str | Path,
         progress: bool = True,
-        shared: bool = False,
     ) -> None:
         if config.backend == "rules":
-            raise StructureError(
+            raise LLMError(
                 "LLMEngine: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'"
             )
         self.config = config
@@ -145,17 +89,14 @@ class LLMEngine:
         self.starts = 0
         self.started_at: str | None = None
         self.ready_s: float | None = None
-        self.gpu_memory: dict[str, Any] | None = None
+        self.gpu_memory: dict[str, float | str] | None = None
         self._lock = threading.Lock()
         self._model_id: str | None = None
-        self._server: Any = None  # ServerProcess
+        self._server: ServerProcess | None = None
         self._client: ChatClient | None = None
-        self._llm: Any = None  # vllm.LLM
+        self._llm: VllmLLM | None = None
+        self._effective: LLMConfig = config
         self._closed = False
-        self._shared = shared
-        if shared:
-            with _REGISTRY_LOCK:
-                _REGISTRY[_registry_key(config, log_dir)] = self
 
     @property
     def closed(self) -> bool:
@@ -177,12 +118,8 @@ class LLMEngine:
         """Model identity recorded in envelopes and cache keys (known without starting anything)."""
         if self._model_id is None:
             if self.config.backend == "vllm-offline":
-                from stresstest.structure.vllm_offline import offline_model_id
-
                 self._model_id = offline_model_id(self.config)
             else:
-                from stresstest.structure.server import model_identity
-
                 self._model_id = model_identity(self.config)
         return self._model_id
 
@@ -201,18 +138,7 @@ class LLMEngine:
         """The managed server's log file (None before start and for external / offline engines)."""
         return self._server.log_path if self._server is not None else None
 
-    # -- sessions -------------------------------------------------------------------------------------
-    def session(self, role: str) -> Any:
-        """A role-specific :class:`~stresstest.structure.roles.LLMSession` on this engine.
-
-        Closing the session never stops the engine; the engine's owner closes it. ``role`` names the caller
-        in the manifest (``structure``, ``mitigation-draft``, ``judge``, ...); it is recorded at the first
-        call the session runs, cached or not.
-        """
-        from stresstest.structure.roles import LLMSession
-
-        return LLMSession(self.config, cache_dir=self.cache_dir, log_dir=self.log_dir, engine=self, role=role)
-
+    # -- roles --------------------------------------------------------------------------------------
     def note_role(self, role: str) -> None:
         """Record that ``role`` used this engine (first-use order, no duplicates)."""
         with self._lock:
@@ -220,42 +146,20 @@ class LLMEngine:
                 self.roles.append(role)
 
     # -- start / use ----------------------------------------------------------------------------------
-    def _resolved_config(self) -> StructureConfig:
+    def _resolved_config(self) -> LLMConfig:
         """The config with ``gpu_memory_utilization`` filled from the free memory measured now (vLLM)."""
-        srv = self.config.server
-        needs_gpu = self.config.backend == "vllm-offline" or (srv.mode == "managed" and srv.engine == "vllm")
-        if not needs_gpu:
-            return self.config
-        if srv.gpu_memory_utilization is not None:
-            self.gpu_memory = {"gpu_memory_utilization": srv.gpu_memory_utilization, "source": "config"}
-            return self.config
-        measured = measure_gpu_memory()
-        if measured is None:
-            frac = GPU_MEMORY_FALLBACK
-            self.gpu_memory = {"gpu_memory_utilization": frac, "source": "fallback (nvidia-smi unavailable)"}
-            log.warning("GPU memory could not be measured (nvidia-smi); gpu_memory_utilization=%s", frac)
-        else:
-            free, total = measured
-            frac = default_gpu_memory_utilization(free, total)
-            self.gpu_memory = {
-                "gpu_memory_utilization": frac,
-                "source": "measured",
-                "free_mib": free,
-                "total_mib": total,
-            }
-        return self.config.model_copy(
-            update={"server": srv.model_copy(update={"gpu_memory_utilization": frac})}
-        )
+        cfg, self.gpu_memory = resolve_gpu_memory(self.config)
+        return cfg
 
     def start(self) -> LLMEngine:
         """Start the engine if it is not running (idempotent; at most one start per engine).
 
         Raises:
-            StructureError: the engine cannot start; for a managed server the message names its log file.
+            LLMError: the engine cannot start; for a managed server the message names its log file.
         """
         with self._lock:
             if self._closed:
-                raise StructureError("LLMEngine: already closed")
+                raise LLMError("LLMEngine: already closed")
             if self.started_at is not None:
                 return self
             t0 = time.monotonic()
@@ -263,19 +167,13 @@ class LLMEngine:
             self.starts += 1
             cfg = self._resolved_config()
             if self.config.backend == "vllm-offline":
-                from stresstest.structure.vllm_offline import build_llm
-
                 if self.progress:
                     print(f"loading vLLM offline engine {cfg.server.model} ...", file=sys.stderr, flush=True)
                 self._llm = build_llm(cfg)
                 self.ready_s = round(time.monotonic() - t0, 3)
             elif self.config.server.mode == "external":
-                from stresstest.structure.server import external_endpoint
-
                 self._client = ChatClient(external_endpoint(cfg), cfg)
             else:
-                from stresstest.structure.server import ServerProcess
-
                 proc = ServerProcess(cfg, self.log_dir)
                 self._server = proc
                 proc.start(progress=sys.stderr if self.progress else None)
@@ -287,23 +185,23 @@ class LLMEngine:
     def client(self) -> ChatClient:
         """The chat client of a served engine (starts the engine on first use)."""
         if self.config.backend == "vllm-offline":
-            raise StructureError("LLMEngine.client: backend 'vllm-offline' has no HTTP client")
+            raise LLMError("LLMEngine.client: backend 'vllm-offline' has no HTTP client")
         self.start()
         assert self._client is not None
         return self._client
 
-    def llm(self) -> Any:
+    def llm(self) -> VllmLLM:
         """The in-process ``vllm.LLM`` of backend 'vllm-offline' (built on first use)."""
         if self.config.backend != "vllm-offline":
-            raise StructureError("LLMEngine.llm: only backend 'vllm-offline' has an in-process engine")
+            raise LLMError("LLMEngine.llm: only backend 'vllm-offline' has an in-process engine")
         self.start()
+        if self._llm is None:
+            raise LLMError("LLMEngine.llm: the engine was closed")
         return self._llm
 
     def phi_sent(self) -> dict[str, Any]:
         """Exactly the sampling fields every request carries (offline: the ``SamplingParams`` keywords)."""
         if self.config.backend == "vllm-offline":
-            from stresstest.structure.vllm_offline import sampling_kwargs
-
             return sampling_kwargs(self.config)
         return phi_payload(self.config)
 
@@ -334,13 +232,11 @@ class LLMEngine:
         }
         if model_error is not None:
             entry["model_error"] = model_error
-        cfg = getattr(self, "_effective", self.config)
+        cfg = self._effective
         if self._server is not None:
             entry["server_args"] = list(self._server.cmd[1:]) if self._server.cmd else []
             entry["log"] = str(self._server.log_path)
         elif self.config.backend == "vllm-offline" and model is not None:
-            from stresstest.structure.vllm_offline import engine_kwargs
-
             entry["engine_kwargs"] = engine_kwargs(cfg)
         if self.gpu_memory is not None:
             entry["gpu_memory"] = dict(self.gpu_memory)
@@ -350,11 +246,6 @@ class LLMEngine:
 
     def close(self) -> None:
         """Close the client and stop a managed server; idempotent. A closed engine cannot start again."""
-        if self._shared:
-            with _REGISTRY_LOCK:
-                key = _registry_key(self.config, self.log_dir)
-                if _REGISTRY.get(key) is self:
-                    del _REGISTRY[key]
         with self._lock:
             self._closed = True
             if self._client is not None:

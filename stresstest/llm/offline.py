@@ -8,7 +8,7 @@ and the same φ as the served path (:func:`sampling_kwargs` — every field,
 nothing left to the model's ``generation_config.json``: the engine is built
 with ``generation_config="vllm"``). All pending items go to the engine in one
 call so vLLM can batch them. The engine (one ``vllm.LLM``) belongs to the run's
-:class:`~stresstest.structure.engine.LLMEngine` and is built once.
+:class:`~stresstest.llm.engine.LLMEngine` and is built once.
 
 There are no retries here: with a local engine there is no transient transport
 fault to recover from, and at temperature 0 a retry would reproduce the same
@@ -28,19 +28,19 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from stresstest.errors import StructureError
-from stresstest.structure.client import CallResult, parse_output, truncation_reason
-from stresstest.structure.config import StructureConfig
+from stresstest.errors import LLMError
+from stresstest.llm.client import CallResult, parse_output, truncation_reason
+from stresstest.llm.config import LLMConfig
 
 M = TypeVar("M", bound=BaseModel)
 
 INSTALL_HINT = "install the GPU extra on a CUDA machine: pip install 'stresstest[gpu]' (or pip install vllm)"
 
 
-def offline_model_id(config: StructureConfig) -> str:
+def offline_model_id(config: LLMConfig) -> str:
     """Model id of the offline backend (``server.model``, required)."""
     if not config.server.model:
-        raise StructureError(
+        raise LLMError(
             "structure.server.model: backend 'vllm-offline' needs an HF model id or directory"
         )
     return config.server.model
@@ -50,13 +50,13 @@ def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError as exc:
-        raise StructureError(
+        raise LLMError(
             f"backend 'vllm-offline' needs vLLM, which is not installed; {INSTALL_HINT}"
         ) from exc
     return vllm
 
 
-def engine_kwargs(config: StructureConfig) -> dict[str, Any]:
+def engine_kwargs(config: LLMConfig) -> dict[str, Any]:
     """Keyword arguments of ``vllm.LLM(...)`` (``server.gpu_memory_utilization`` resolved by the engine)."""
     srv = config.server
     kw: dict[str, Any] = {
@@ -74,7 +74,7 @@ def engine_kwargs(config: StructureConfig) -> dict[str, Any]:
     return kw
 
 
-def build_llm(config: StructureConfig) -> Any:
+def build_llm(config: LLMConfig) -> Any:
     """Build the run's ``vllm.LLM`` (batch-invariant kernels when ``server.batch_invariant``)."""
     if config.server.batch_invariant:
         os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read by vLLM when the engine initialises
@@ -82,7 +82,7 @@ def build_llm(config: StructureConfig) -> Any:
     return vllm.LLM(**engine_kwargs(config))
 
 
-def sampling_kwargs(config: StructureConfig) -> dict[str, Any]:
+def sampling_kwargs(config: LLMConfig) -> dict[str, Any]:
     """φ as ``SamplingParams`` keywords: the same fields the served path sends (top_k 0 → -1 = off)."""
     d = config.decoding
     return {
@@ -98,7 +98,7 @@ def sampling_kwargs(config: StructureConfig) -> dict[str, Any]:
     }
 
 
-def sampling_params(config: StructureConfig, schema: dict[str, Any]) -> Any:
+def sampling_params(config: LLMConfig, schema: dict[str, Any]) -> Any:
     """``vllm.SamplingParams`` for φ with the JSON Schema as a structured-output constraint."""
     vllm = _import_vllm()
     from vllm.sampling_params import StructuredOutputsParams
@@ -110,7 +110,7 @@ def generate_offline(
     conversations: list[list[dict[str, str]]],
     model_cls: type[M],
     schema: dict[str, Any],
-    config: StructureConfig,
+    config: LLMConfig,
     *,
     llm: Any,
 ) -> list[CallResult[M]]:

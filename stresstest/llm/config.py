@@ -1,6 +1,6 @@
 """Configuration of the frozen structuring step: backend, server, decoding φ.
 
-The lead's run config embeds :class:`StructureConfig` under the key
+The lead's run config embeds :class:`LLMConfig` under the key
 ``structure``. Everything that can change a record (model, prompt version,
 decoding φ, response-format mode) is part of the cache key and of
 :func:`stresstest.structure.stage.structure_fingerprint`; everything else
@@ -131,7 +131,7 @@ class DecodingConfig(_Strict):
     )
 
 
-class StructureConfig(_Strict):
+class LLMConfig(_Strict):
     """The ``structure`` section of a run config (SPEC §4)."""
 
     backend: Literal["rules", "openai", "vllm-offline"] = Field(

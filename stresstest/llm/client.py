@@ -44,7 +44,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from stresstest.structure.config import StructureConfig
+from stresstest.llm.config import LLMConfig
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def truncation_reason(text: str, max_tokens: int, temperature: float, where: str
     return "".join(parts) + ")"
 
 
-def phi_payload(config: StructureConfig) -> dict[str, Any]:
+def phi_payload(config: LLMConfig) -> dict[str, Any]:
     """The sampling fields of every chat-completions request: the whole φ, in the server's dialect.
 
     vLLM (and the OpenAI schema) name the multiplicative penalty ``repetition_penalty``; llama-cpp-python's
@@ -186,7 +186,7 @@ def parse_output(text: str, model_cls: type[M]) -> M:
 class ChatClient:
     """Thread-safe client for one endpoint (one httpx.Client shared by the worker threads)."""
 
-    def __init__(self, endpoint: Endpoint, config: StructureConfig) -> None:
+    def __init__(self, endpoint: Endpoint, config: LLMConfig) -> None:
         self.endpoint = endpoint
         self.config = config
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
