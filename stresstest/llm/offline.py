@@ -30,7 +30,9 @@ from pydantic import BaseModel
 
 from stresstest.errors import LLMError
 from stresstest.llm.client import CallResult, parse_output, truncation_reason
-from stresstest.llm.config import LLMConfig
+from stresstest.llm.config import EngineOptions, LLMConfig
+from stresstest.llm.gpu import cuda_visible
+from stresstest.llm.served import engine_env
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -56,9 +58,13 @@ def _import_vllm() -> Any:
     return vllm
 
 
-def engine_kwargs(config: LLMConfig) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.LLM(...)`` (``server.gpu_memory_utilization`` resolved by the engine)."""
+def engine_kwargs(config: LLMConfig, options: EngineOptions | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.LLM(...)`` (``server.gpu_memory_utilization`` resolved by the engine).
+
+    ``options``: the resolved engine options (default: the config's, for the device seen now).
+    """
     srv = config.server
+    opts = options if options is not None else srv.engine_options(gpu=cuda_visible())
     kw: dict[str, Any] = {
         "model": offline_model_id(config),
         "seed": config.decoding.seed,
@@ -67,6 +73,14 @@ def engine_kwargs(config: LLMConfig) -> dict[str, Any]:
         "generation_config": "vllm",
         "structured_outputs_config": {"backend": srv.structured_outputs_backend, "disable_any_whitespace": True},
     }
+    if opts.dtype != "auto":
+        kw["dtype"] = opts.dtype
+    if opts.enforce_eager:
+        kw["enforce_eager"] = True
+    if opts.enable_prefix_caching is not None:
+        kw["enable_prefix_caching"] = opts.enable_prefix_caching
+    if opts.max_num_seqs is not None:
+        kw["max_num_seqs"] = opts.max_num_seqs
     if srv.revision:
         kw["revision"] = srv.revision
     if srv.tensor_parallel_size > 1:
@@ -75,11 +89,19 @@ def engine_kwargs(config: LLMConfig) -> dict[str, Any]:
 
 
 def build_llm(config: LLMConfig) -> Any:
-    """Build the run's ``vllm.LLM`` (batch-invariant kernels when ``server.batch_invariant``)."""
-    if config.server.batch_invariant:
-        os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read by vLLM when the engine initialises
+    """Build the run's ``vllm.LLM``.
+
+    The environment vLLM reads is set first: batch-invariant kernels and the CPU KV-cache size from the engine
+    options, and ``VLLM_WORKER_MULTIPROC_METHOD=spawn`` — after in-process CTranslate2 ASR has touched CUDA a
+    forked worker would inherit a CUDA context it cannot use (vLLM picks spawn itself only when *torch* has
+    initialised CUDA). Spawned workers re-import the main module: a script that builds this engine needs an
+    ``if __name__ == "__main__":`` guard (the ``stresstest`` command has one).
+    """
+    opts = config.server.engine_options(gpu=cuda_visible())
+    os.environ.update(engine_env(opts))  # read by vLLM when the engine initialises
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     vllm = _import_vllm()
-    return vllm.LLM(**engine_kwargs(config))
+    return vllm.LLM(**engine_kwargs(config, opts))
 
 
 def sampling_kwargs(config: LLMConfig) -> dict[str, Any]:

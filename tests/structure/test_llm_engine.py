@@ -125,25 +125,77 @@ def test_startup_timeout_defaults_per_engine() -> None:
     assert LLMConfig(server={"startup_timeout_s": 42}).server.resolved_startup_timeout_s() == 42
 
 
-def test_vllm_serve_args_pin_phi_and_compact_json() -> None:
+def test_vllm_serve_args_pin_phi_and_compact_json(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
     from stresstest.llm.served import server_env, vllm_serve_args
+    from stresstest.llm.testing import VLLM_032
 
+    monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: True)
     cfg = LLMConfig(
         backend="openai",
         server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "revision": "a09a3545", "n_ctx": 8192,
                 "gpu_memory_utilization": 0.8, "batch_invariant": True},
     )
-    args = vllm_serve_args(cfg, 8000)
+    args = vllm_serve_args(cfg, 8000, VLLM_032)
     opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
     assert opt["--host"] == "127.0.0.1" and opt["--generation-config"] == "vllm" and opt["--revision"] == "a09a3545"
     assert opt["--gpu-memory-utilization"] == "0.8" and opt["--max-model-len"] == "8192" and opt["--seed"] == "1234"
     assert json.loads(opt["--structured-outputs-config"]) == {"backend": "xgrammar", "disable_any_whitespace": True}
-    assert "--disable-log-requests" in args
+    assert "--no-enable-log-requests" in args and "--disable-log-requests" not in args  # 0.32 has no --disable
+    assert not {"--dtype", "--enforce-eager", "--no-enable-prefix-caching"} & set(args)  # default preset: vLLM's
     assert server_env(cfg)["VLLM_BATCH_INVARIANT"] == "1"
     plain = cfg.model_copy(update={"server": cfg.server.model_copy(update={"batch_invariant": False})})
     assert "VLLM_BATCH_INVARIANT" not in server_env(plain) or server_env(plain)["VLLM_BATCH_INVARIANT"] != "1"
+
+
+def test_every_vllm_flag_is_one_the_installed_version_knows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stresstest.llm.served import vllm_serve_args
+    from stresstest.llm.vllm_cli import VllmCli
+
+    monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: False)
+    cfg = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic"})
+    base = {"--host", "--port", "--seed", "--max-model-len", "--served-model-name", "--generation-config",
+            "--structured-outputs-config", "--dtype", "--enforce-eager", "--no-enable-prefix-caching"}
+    older = VllmCli("0.10-like", frozenset(base | {"--disable-log-requests"}))
+    args = vllm_serve_args(cfg, 8000, older)
+    assert "--disable-log-requests" in args and "--no-enable-log-requests" not in args
+    assert "--gpu-memory-utilization" not in args  # this parser has none: nothing it lacks is passed
+    assert {a for a in args if a.startswith("--")} <= older.options
+    lacking = VllmCli("9.9", frozenset(base - {"--no-enable-prefix-caching"}))
+    with pytest.raises(StructureError, match=r"vLLM 9.9 has no --no-enable-prefix-caching option.*prefix_caching"):
+        vllm_serve_args(cfg, 8000, lacking)
+
+
+def test_deterministic_preset_and_explicit_engine_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stresstest.llm.served import server_env, vllm_serve_args
+    from stresstest.llm.testing import VLLM_032
+
+    monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: False)
+    det = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic",
+                                              "cpu_kv_cache_gib": 2, "max_num_seqs": 16})
+    args = vllm_serve_args(det, 8000, VLLM_032)
+    assert args[args.index("--dtype") + 1] == "float32" and "--enforce-eager" in args
+    assert "--no-enable-prefix-caching" in args and args[args.index("--max-num-seqs") + 1] == "16"
+    env = server_env(det)
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "2" and env.get("VLLM_BATCH_INVARIANT") != "1"  # no GPU: no kernels
+    assert det.server.engine_options(gpu=True).batch_invariant  # on a GPU the preset adds batch invariance
+    mixed = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic",
+                                                "dtype": "bfloat16", "enable_prefix_caching": True})
+    opts = mixed.server.engine_options(gpu=False)
+    assert (opts.dtype, opts.enforce_eager, opts.enable_prefix_caching) == ("bfloat16", True, True)
+    with pytest.raises(ValueError, match="preset"):
+        LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "fast"})
+
+
+def test_offline_engine_kwargs_follow_the_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    from stresstest.llm.config import EngineOptions
+    from stresstest.llm.offline import engine_kwargs
+
+    cfg = LLMConfig(backend="vllm-offline", server={"model": "m", "preset": "deterministic"})
+    kw = engine_kwargs(cfg, cfg.server.engine_options(gpu=False))
+    assert kw["dtype"] == "float32" and kw["enforce_eager"] is True and kw["enable_prefix_caching"] is False
+    assert "dtype" not in engine_kwargs(cfg, EngineOptions())
 
 
 def test_the_run_engine_is_passed_to_the_structure_worker_and_the_judge(

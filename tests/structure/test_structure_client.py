@@ -195,3 +195,21 @@ def test_bounded_concurrency_client_is_thread_safe(record: ClinicalRecord, concu
     ):
         results = list(pool.map(lambda _: client.complete(MSGS, ClinicalRecord, schema_name="r"), range(8)))
     assert all(r.parsed == record for r in results) and len(srv.requests) == 8
+
+
+def test_a_dead_proxy_in_the_environment_never_stands_between_us_and_a_loopback_server(
+    monkeypatch: pytest.MonkeyPatch, record: ClinicalRecord
+) -> None:
+    from stresstest.llm.client import list_models
+    from stresstest.net import is_loopback_url
+
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")  # nothing listens there: a proxied request fails
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with stub_server([Reply(record.model_dump_json())]) as srv:
+        res = _call(srv.base_url, _cfg(max_retries=0))
+        assert not res.failed and res.parsed == record
+        assert list_models(srv.base_url) == ["stub-model"]
+    assert is_loopback_url("http://127.0.0.1:8000") and is_loopback_url("http://localhost:1")
+    assert is_loopback_url("http://[::1]:80") and not is_loopback_url("https://api.example.com/v1")
