@@ -122,7 +122,8 @@ def check_flags(_: argparse.Namespace) -> None:
         n_options=len(known),
     )
     ns = parser.parse_args(
-        ["--model", "m", "--no-enable-log-requests", "--dtype", "float32", "--enforce-eager", "--no-enable-prefix-caching",
+        ["--model", "m", "--no-enable-log-requests", "--dtype", "float32", "--enforce-eager",
+         "--no-enable-prefix-caching",
          "--generation-config", "vllm", "--seed", "0", "--max-model-len", "2048",
          "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
     )
@@ -223,7 +224,8 @@ def check_server(args: argparse.Namespace) -> None:
         url = base + "/v1/chat/completions"
 
         # Structured outputs, two syntaxes.
-        rf = {"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": SCHEMA, "strict": True}}}
+        js = {"name": "r", "schema": SCHEMA, "strict": True}
+        rf = {"response_format": {"type": "json_schema", "json_schema": js}}
         so = {"structured_outputs": {"json": SCHEMA}}
         so_ws = {"structured_outputs": {"json": SCHEMA, "disable_any_whitespace": True}}
         for label, extra in (("response_format", rf), ("structured_outputs", so), ("structured_outputs+dws", so_ws)):
@@ -245,7 +247,8 @@ def check_server(args: argparse.Namespace) -> None:
         # finish_reason length.
         status, out = post(url, chat_body(PROMPTS[2], served, {**rf, "max_tokens": 5}))
         ch = (out.get("choices") or [{}])[0]
-        emit("finish_length", status=status, finish=ch.get("finish_reason"), text=(ch.get("message") or {}).get("content"),
+        emit("finish_length", status=status, finish=ch.get("finish_reason"),
+             text=(ch.get("message") or {}).get("content"),
              usage=out.get("usage"))
 
         # Determinism: alone (sequential), batch of 8 concurrent, batch again.
@@ -266,8 +269,8 @@ def check_server(args: argparse.Namespace) -> None:
             "determinism",
             dtype=args.dtype,
             default_engine=args.default_engine,
-            alone_vs_batch_differ=sum(a != b for a, b in zip(alone, batches[0])),
-            batch_vs_batch_differ=sum(a != b for a, b in zip(batches[0], batches[1])),
+            alone_vs_batch_differ=sum(a != b for a, b in zip(alone, batches[0], strict=True)),
+            batch_vs_batch_differ=sum(a != b for a, b in zip(batches[0], batches[1], strict=True)),
             n=len(PROMPTS),
             alone_s=round(t_alone, 1),
             batch_s=round(t_batch, 1),
