@@ -315,7 +315,8 @@ def check_offline(args: argparse.Namespace) -> None:
     batch = [o.outputs[0].text for o in llm.chat(convs, params, use_tqdm=False)]
     t_batch = time.monotonic() - t
     cut = llm.chat([convs[2]], SamplingParams(temperature=0.0, max_tokens=5), use_tqdm=False)[0].outputs[0]
-    emit("offline", startup_s=startup, dtype=args.dtype, alone_vs_batch_differ=sum(a != b for a, b in zip(alone, batch)),
+    differ = sum(a != b for a, b in zip(alone, batch, strict=True))
+    emit("offline", startup_s=startup, dtype=args.dtype, alone_vs_batch_differ=differ,
          n=len(PROMPTS), alone_s=round(t_alone, 1), batch_s=round(t_batch, 1), sample=alone[0],
          finish_length=cut.finish_reason)
 
