@@ -197,13 +197,31 @@ def test_managed_llama_command_binds_loopback_and_is_an_arg_list(tmp_path: Path)
     assert server_mod.model_identity(cfg).startswith("m.gguf#")
 
 
-def test_missing_gguf_and_vllm_without_model_are_config_errors(tmp_path: Path) -> None:
+def test_missing_gguf_and_vllm_without_model_are_config_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(StructureError, match="expected an existing GGUF file"):
         server_mod.resolve_model(
             LLMConfig(backend="openai", server={"model": str(tmp_path / "no.gguf")})
         )
+    # An external vLLM server without a model name has nothing to resolve.
     with pytest.raises(StructureError, match="needs a model id"):
-        server_mod.resolve_model(LLMConfig(backend="openai", server={"engine": "vllm"}))
+        server_mod.resolve_model(
+            LLMConfig(backend="openai", server={"engine": "vllm", "mode": "external", "base_url": "http://x"})
+        )
+    # A managed one without a model serves the bundled SmolLM2 checkpoint (converted in the server's interpreter).
+    seen: list[tuple[str, Path]] = []
+
+    def fake_checkpoint(python: str, cache_dir: Path) -> Path:
+        seen.append((python, cache_dir))
+        return tmp_path / "smollm2-135m-instruct-abc"
+
+    monkeypatch.setattr(server_mod, "bundled_vllm_checkpoint", fake_checkpoint)
+    monkeypatch.setenv("STRESSTEST_CACHE", str(tmp_path / "cache"))
+    cfg = LLMConfig(backend="openai", server={"engine": "vllm"})
+    assert server_mod.resolve_model(cfg) == str(tmp_path / "smollm2-135m-instruct-abc")
+    assert server_mod.model_identity(cfg) == "smollm2-135m-instruct-abc"  # the same on every machine
+    assert seen[0] == (server_mod.sys.executable, tmp_path / "cache")
 
 
 def test_vllm_offline_without_vllm_gives_install_hint(tmp_path: Path) -> None:
