@@ -27,9 +27,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 RECORD_SCHEMA_VERSION: Literal[1] = 1
 
@@ -117,14 +117,141 @@ def flag_key(flag: SafetyFlag) -> str:
 
 
 def record_json_schema() -> dict[str, object]:
-    """JSON Schema of :class:`ClinicalRecord`, as sent for constrained decoding."""
+    """JSON Schema of :class:`ClinicalRecord` (the record as stored; the v1 output schema, and the rules').
+
+    What an LLM is asked to write from prompt v2 on is :func:`output_json_schema`.
+    """
     return ClinicalRecord.model_json_schema()
 
 
+def _sha256_json(schema: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def schema_hash() -> str:
-    """sha256 of the canonical JSON Schema; recorded in every record and manifest."""
-    blob = json.dumps(record_json_schema(), sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()
+    """sha256 of :func:`record_json_schema`'s canonical JSON; recorded with every rules / v1 record."""
+    return _sha256_json(record_json_schema())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Output schema v2: the record as an LLM writes it (prompt v2 on).
+#
+# ``ClinicalRecord.field_evidence`` is a map from ids to quotes, and a JSON Schema cannot say "one key per flag
+# id": grammar-constrained decoding could (and did) leave it out, so no LLM record carried evidence. Here the
+# quotes sit inside the items that need them, as a required, non-empty list: a schema-constrained output cannot
+# omit evidence for the triage, a safety flag, or a medication / allergy / vital-sign claim. Every string and
+# list is bounded so that a model repeating itself inside a quote or a list is stopped by the schema (the
+# string / list must close) instead of running to max_tokens. ``RecordOutput.to_record`` turns it into the
+# stored :class:`ClinicalRecord` (quotes moved into ``field_evidence``), so everything downstream is unchanged.
+# ---------------------------------------------------------------------------------------------------------
+
+OUTPUT_SCHEMA_VERSION = 2
+
+MAX_CLAIMS = 48  # the shipped gold records have at most 44 claims
+MAX_FLAGS = 12  # ... and at most 4 safety flags
+MAX_QUOTES = 3  # quotes per field
+MAX_QUOTE_CHARS = 200  # one sentence; the shipped gold quotes are at most 168 characters
+MAX_TEXT_CHARS = 120  # concept, name, value, unit, time, detail, chief complaint
+MAX_RATIONALE_CHARS = 300
+MAX_ID_CHARS = 8
+
+Quote = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUOTE_CHARS)]
+_Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+_EVIDENCE_DOC = "Verbatim quotes copied character for character from the transcript."
+_EvidenceClaimCategory = Literal["medication", "allergy", "vital"]
+_OtherClaimCategory = Literal["symptom", "finding", "history", "plan", "social", "family_history"]
+# Claim categories whose claims must cite evidence (also the evidence filter's default high-stakes categories).
+EVIDENCE_CLAIM_CATEGORIES: frozenset[str] = frozenset(get_args(_EvidenceClaimCategory))
+
+
+def _evidence(required: bool) -> Any:
+    # One description for both: whether the list may be left out or empty is what the schema says.
+    if required:
+        return Field(min_length=1, max_length=MAX_QUOTES, description=_EVIDENCE_DOC)
+    return Field(default_factory=list, max_length=MAX_QUOTES, description=_EVIDENCE_DOC)
+
+
+class TriageOutput(_Strict):
+    """The triage decision with the quotes it rests on."""
+
+    level: TriageLevel = Field(description="routine < urgent < emergency.")
+    rationale: Annotated[str, StringConstraints(max_length=MAX_RATIONALE_CHARS)] = Field(
+        description="One sentence: why this level."
+    )
+    evidence: list[Quote] = _evidence(required=True)
+
+
+class _ClaimOutput(_Strict):
+    id: _Id = Field(description="Unique in the record: c1, c2, ...")
+    category: ClaimCategory
+    concept: _Text = Field(description="What the claim is about, e.g. 'chest pain', 'warfarin'.")
+    status: ClaimStatus = Field(description="present / absent (denied) / uncertain.")
+    value: _Text | None = Field(default=None, description="A number or qualitative value, e.g. '5', 'severe'.")
+    unit: _Text | None = Field(default=None, description="Unit of value, e.g. 'mg'.")
+    time: _Text | None = Field(default=None, description="Onset/duration/frequency, e.g. '2 days'.")
+    laterality: Laterality | None = None
+
+
+class QuotedClaimOutput(_ClaimOutput):
+    """A medication, allergy or vital-sign claim: evidence required."""
+
+    category: _EvidenceClaimCategory
+    evidence: list[Quote] = _evidence(required=True)
+
+
+class ClaimOutput(_ClaimOutput):
+    """Any other claim: evidence optional."""
+
+    category: _OtherClaimCategory
+    evidence: list[Quote] = _evidence(required=False)
+
+
+class SafetyFlagOutput(_Strict):
+    """A safety flag: evidence required."""
+
+    id: _Id = Field(description="Unique in the record: f1, f2, ...")
+    kind: FlagKind
+    name: _Text = Field(description="Canonical name, e.g. 'chest pain at rest', 'penicillin'.")
+    detail: _Text | None = Field(default=None, description="Dose, reaction, value...")
+    evidence: list[Quote] = _evidence(required=True)
+
+
+class RecordOutput(_Strict):
+    """Output schema v2 (see the comment above): what the LLM roles write; :meth:`to_record` stores it."""
+
+    chief_complaint: _Text | None = Field(default=None, description="Main reason for the visit, a few words.")
+    triage: TriageOutput
+    claims: list[QuotedClaimOutput | ClaimOutput] = Field(default_factory=list, max_length=MAX_CLAIMS)
+    safety_flags: list[SafetyFlagOutput] = Field(default_factory=list, max_length=MAX_FLAGS)
+
+    def to_record(self) -> ClinicalRecord:
+        """The stored record: same items, quotes moved into ``field_evidence`` under the item's id.
+
+        A repeated id (the schema cannot forbid one) gets the quotes of all its items, in order, once each.
+        """
+        evidence: dict[str, list[str]] = {"triage": list(dict.fromkeys(self.triage.evidence))}
+        for item in (*self.claims, *self.safety_flags):
+            if item.evidence:
+                have = evidence.setdefault(item.id, [])
+                have.extend(q for q in item.evidence if q not in have)
+        return ClinicalRecord(
+            chief_complaint=self.chief_complaint,
+            triage=Triage(level=self.triage.level, rationale=self.triage.rationale),
+            claims=[Claim.model_validate(c.model_dump(exclude={"evidence"})) for c in self.claims],
+            safety_flags=[SafetyFlag.model_validate(f.model_dump(exclude={"evidence"})) for f in self.safety_flags],
+            field_evidence=evidence,
+        )
+
+
+def output_json_schema() -> dict[str, Any]:
+    """JSON Schema of :class:`RecordOutput`: what constrained decoding enforces from prompt v2 on."""
+    return RecordOutput.model_json_schema()
+
+
+def output_schema_hash() -> str:
+    """sha256 of :func:`output_json_schema`'s canonical JSON; recorded with every v2 record."""
+    return _sha256_json(output_json_schema())
 
 
 class RecordEnvelope(BaseModel):

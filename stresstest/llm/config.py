@@ -194,7 +194,12 @@ class DecodingConfig(_Strict):
     top_k: int = Field(default=0, ge=0, description="Top-k cut (0 = off; sent as -1 to vLLM's SamplingParams).")
     min_p: float = Field(default=0.0, ge=0.0, le=1.0, description="Min-p cut (0 = off).")
     repetition_penalty: float = Field(
-        default=1.0, gt=0.0, description="Multiplicative repetition penalty (1.0 = off); llama.cpp: repeat_penalty."
+        default=1.1,
+        gt=0.0,
+        description="Multiplicative repetition penalty (1.0 = off); llama.cpp: repeat_penalty. Default 1.1: at 1.0 "
+        "small models loop until max_tokens (SmolLM2-135M, and Qwen2.5-Coder-1.5B on one transcript in two; issue "
+        "26). The engines apply it over different windows (llama.cpp: the last 64 tokens; vLLM: the prompt and the "
+        "whole output), so the same number is not the same penalty on both; the manifest records what was sent.",
     )
     presence_penalty: float = Field(default=0.0, ge=-2.0, le=2.0, description="Additive presence penalty (0 = off).")
     frequency_penalty: float = Field(
@@ -233,7 +238,12 @@ class LLMConfig(_Strict):
         default=0.5, ge=0.0, description="First retry delay; doubles on every further retry."
     )
     prompt_version: str = Field(
-        default="v1", pattern=r"^v[0-9]+$", description="Version of the instruction files (prompts/*_vN.md)."
+        default="v2",
+        pattern=r"^v[0-9]+$",
+        description="Version of the instruction files (prompts/*_vN.md) and with it the output contract "
+        "(stresstest/structure/contract.py): v1 = ClinicalRecord, schema not shown; v2 = RecordOutput (evidence "
+        "required for the triage, every safety flag and every medication / allergy / vital-sign claim; bounded "
+        "strings and lists), shown in the instruction.",
     )
 
     def resolved_response_format(self) -> Literal["json_schema", "json_object"]:

@@ -2,7 +2,7 @@
 
 Each prompt is a Markdown file ``<name>_<version>.md`` shipped as package
 data, with two sections introduced by the lines ``### SYSTEM`` and
-``### USER``. The user section is a template whose ``{{placeholders}}`` are
+``### USER``. Both sections are templates whose ``{{placeholders}}`` are
 filled by plain string replacement (so JSON braces in a prompt need no
 escaping). ``prompt_hash`` is the sha256 of the file's exact bytes: editing a
 single character of a prompt changes the hash, the cache key and the manifest.
@@ -31,7 +31,7 @@ class Prompt:
     Attributes:
         name: prompt family, e.g. ``structure``, ``judge``, ``draft``.
         version: e.g. ``v1``.
-        system: system message text.
+        system: system message (may hold ``{{placeholders}}`` too, e.g. the output schema).
         user_template: user message with ``{{placeholders}}``.
         sha256: hash of the file's bytes (the prompt hash recorded everywhere).
     """
@@ -48,8 +48,8 @@ class Prompt:
         return f"{self.name}_{self.version}"
 
     def placeholders(self) -> set[str]:
-        """Names of the placeholders the user template expects."""
-        return set(_PLACEHOLDER.findall(self.user_template))
+        """Names of the placeholders the system and user templates expect."""
+        return set(_PLACEHOLDER.findall(self.system)) | set(_PLACEHOLDER.findall(self.user_template))
 
     def messages(self, **values: str) -> list[dict[str, str]]:
         """Chat messages with the placeholders filled.
@@ -62,9 +62,9 @@ class Prompt:
             raise LLMError(
                 f"prompt {self.id}: expected values for {sorted(expected)}, got {sorted(values)}"
             )
-        # One pass over the template, so a value that itself contains "{{x}}" is not re-expanded.
-        user = _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.user_template)
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+        # One pass over each template, so a value that itself contains "{{x}}" is not re-expanded.
+        system, user = (_PLACEHOLDER.sub(lambda m: values[m.group(1)], t) for t in (self.system, self.user_template))
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def parse_prompt(name: str, version: str, text: str) -> Prompt:

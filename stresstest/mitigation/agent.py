@@ -38,7 +38,8 @@ from stresstest.llm.session import LLMCall, LLMSession, decoding_record, open_se
 from stresstest.mitigation.evidence import DEFAULT_HIGH_STAKES, FILTER_VERSION, HighStakes, evidence_filter
 from stresstest.mitigation.guard import GuardReport, enforce_guard
 from stresstest.mitigation.views import CLEAN_RULE_VERSION, dual_view
-from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
+from stresstest.schema import ClinicalRecord, RecordEnvelope, schema_hash
+from stresstest.structure.contract import output_contract
 from stresstest.structure.stage import StructureItem, rules_identity, structure_many, transcript_sha256
 
 PROMPTS_PACKAGE = "stresstest.mitigation.prompts"
@@ -59,11 +60,13 @@ def mitigation_fingerprint(config: LLMConfig) -> dict[str, object]:
     if config.backend == "rules":
         _, fp = rules_identity()
         parts: dict[str, object] = {"draft": fp, "guard": None}
+        s_hash = schema_hash()
     else:
         d, g = role_prompts(config)
         parts = {"draft": d.sha256, "guard": g.sha256, "draft_prompt_id": d.id, "guard_prompt_id": g.id}
+        s_hash = output_contract(config.prompt_version).schema_hash
     parts.update(filter_version=FILTER_VERSION, clean_rule=CLEAN_RULE_VERSION)
-    return {**parts, "prompt_hash": hash_obj("mitigation", parts), "schema_hash": schema_hash()}
+    return {**parts, "prompt_hash": hash_obj("mitigation", parts), "schema_hash": s_hash}
 
 
 def _extra(
@@ -152,7 +155,7 @@ def mitigate_many(
         return _rules_many(items, config, cache_dir, log_dir, high_stakes)
     fp = mitigation_fingerprint(config)
     draft_p, guard_p = role_prompts(config)
-    schema = record_json_schema()
+    contract = output_contract(config.prompt_version)
     views = [dual_view(it.transcript_text) for it in items]
     shas = [transcript_sha256(it.transcript_text) for it in items]
     ids = [f"{it.encounter_id}/{it.condition}" for it in items]
@@ -162,32 +165,35 @@ def mitigate_many(
     ):
         drafts = session.run(
             [
-                LLMCall(i, (sha, draft_p.sha256, CLEAN_RULE_VERSION), draft_p.messages(raw=v.raw, clean=v.clean))
+                LLMCall(
+                    i, (sha, draft_p.sha256, CLEAN_RULE_VERSION), contract.messages(draft_p, raw=v.raw, clean=v.clean)
+                )
                 for i, sha, v in zip(ids, shas, views, strict=True)
             ],
-            ClinicalRecord,
+            contract.model,
             namespace="mitigation-draft",
-            schema_name="ClinicalRecord",
-            schema=schema,
+            schema_name=contract.schema_name,
+            schema=contract.schema,
             desc="draft",
         )
         ok = [k for k, d in enumerate(drafts) if d.parsed is not None]
         guard_calls = []
         for k in ok:
+            # The Guard sees the Draft in the schema it must answer in (v2: quotes inside the items).
             draft_json = canonical_json(drafts[k].parsed.model_dump(mode="json"))  # type: ignore[union-attr]
             guard_calls.append(
                 LLMCall(
                     ids[k],
                     (shas[k], guard_p.sha256, hash_obj(draft_json)),
-                    guard_p.messages(raw=views[k].raw, draft=draft_json),
+                    contract.messages(guard_p, raw=views[k].raw, draft=draft_json),
                 )
             )
         guards = guard_session.run(
             guard_calls,
-            ClinicalRecord,
+            contract.model,
             namespace="mitigation-guard",
-            schema_name="ClinicalRecord",
-            schema=schema,
+            schema_name=contract.schema_name,
+            schema=contract.schema,
             desc="guard",
         )
         model = session.model_id
@@ -202,7 +208,7 @@ def mitigate_many(
             backend=config.backend,
             model=model,
             prompt_hash=str(fp["prompt_hash"]),
-            schema_hash=schema_hash(),
+            schema_hash=contract.schema_hash,
             decoding=dec,
             transcript_sha256=shas[k],
         )
@@ -233,12 +239,13 @@ def mitigate_many(
                     extra={
                         "mitigation": True,
                         "stage": "guard",
-                        "draft_record": d.parsed.model_dump(mode="json"),
+                        "draft_record": contract.to_record(d.parsed).model_dump(mode="json"),
                     },
                 )
             )
             continue
-        guarded, g_report = enforce_guard(d.parsed, g.parsed)
+        draft = contract.to_record(d.parsed)
+        guarded, g_report = enforce_guard(draft, contract.to_record(g.parsed))
         final, f_report = evidence_filter(guarded, it.transcript_text, high_stakes)
         out.append(
             RecordEnvelope(
@@ -247,7 +254,7 @@ def mitigate_many(
                 raw_text=g.raw_text,
                 attempts=attempts,
                 elapsed_s=elapsed,
-                extra=_extra(d.parsed, g_report, f_report, "llm", fp),
+                extra=_extra(draft, g_report, f_report, "llm", fp),
             )
         )
     return out

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord
+from stresstest.schema import CRITICAL_FLAG_KINDS, EVIDENCE_CLAIM_CATEGORIES, ClinicalRecord
 
 FILTER_VERSION = "filter-v1"
 
@@ -60,8 +60,9 @@ class HighStakes(BaseModel):
         "self-harm risk, critical vital) plus current medication (its dose).",
     )
     claim_categories: frozenset[str] = Field(
-        default=frozenset({"allergy", "medication", "vital"}),
-        description="Claim categories: allergies, medications (with doses) and vital signs.",
+        default=EVIDENCE_CLAIM_CATEGORIES,
+        description="Claim categories: allergies, medications (with doses) and vital signs (the categories whose "
+        "claims output schema v2 makes cite evidence).",
     )
     claims_of_flags: bool = Field(
         default=True, description="Also claims whose concept names a high-stakes flag of the record."

@@ -1,7 +1,8 @@
 """Draft a gold record from a clean *human* transcript with the configured LLM (``stresstest gold draft``).
 
 Uses the instruction ``prompts/gold_draft_vN.md`` (exhaustive atomic facts,
-verbatim quotes) and the schema S, through the same client, cache and φ as the
+verbatim quotes) and the output contract of that prompt version (schema S, shown in the instruction from v2
+on), through the same client, cache and φ as the
 structuring stage. The result is only a *draft*: the gold workflow writes it to
 an editable file that a clinician audits.
 """
@@ -15,7 +16,8 @@ from stresstest.errors import StructureError
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.prompts import load_prompt
 from stresstest.llm.session import LLMCall, open_session
-from stresstest.schema import ClinicalRecord, record_json_schema
+from stresstest.schema import ClinicalRecord
+from stresstest.structure.contract import output_contract
 from stresstest.structure.stage import PROMPTS_PACKAGE, transcript_sha256
 
 GOLD_DRAFT_PROMPT = "gold_draft"
@@ -47,17 +49,18 @@ def draft_gold_with_llm(
             "gold draft with an LLM: structure backend is 'rules'; expected 'openai' or 'vllm-offline'"
         )
     prompt = load_prompt(GOLD_DRAFT_PROMPT, config.prompt_version, PROMPTS_PACKAGE)
+    contract = output_contract(config.prompt_version)
     call = LLMCall(
-        item_id, (transcript_sha256(transcript), prompt.sha256), prompt.messages(transcript=transcript)
+        item_id, (transcript_sha256(transcript), prompt.sha256), contract.messages(prompt, transcript=transcript)
     )
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     with open_session(config, cache_dir=root, log_dir=log_dir, role="gold-draft") as session:
         (res,) = session.run(
             [call],
-            ClinicalRecord,
+            contract.model,
             namespace="gold-draft",
-            schema_name="ClinicalRecord",
-            schema=record_json_schema(),
+            schema_name=contract.schema_name,
+            schema=contract.schema,
             desc="gold draft",
         )
     if res.parsed is None:
@@ -65,4 +68,4 @@ def draft_gold_with_llm(
         raise StructureError(
             f"gold draft for {item_id}: no valid record: {res.error}; raw text starts {raw!r}"
         )
-    return res.parsed
+    return contract.to_record(res.parsed)

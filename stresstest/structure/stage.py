@@ -24,8 +24,9 @@ from stresstest.llm.offline import offline_model_id
 from stresstest.llm.prompts import Prompt, load_prompt
 from stresstest.llm.served import model_identity
 from stresstest.llm.session import LLMCall, decoding_record, open_session
-from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema, schema_hash
+from stresstest.schema import ClinicalRecord, RecordEnvelope, schema_hash
 from stresstest.structure import rules
+from stresstest.structure.contract import OutputContract, output_contract
 
 STRUCTURE_PROMPT = "structure"
 PROMPTS_PACKAGE = "stresstest.structure.prompts"
@@ -57,9 +58,10 @@ def rules_identity() -> tuple[str, str]:
 
 
 def structure_fingerprint(config: LLMConfig) -> dict[str, object]:
-    """What froze the structuring step, for the run manifest (model id, prompt/schema hashes, φ).
+    """What froze the structuring step, for the run manifest (model id, prompt/schema hashes and versions, φ).
 
-    For backend 'openai' in external mode without ``server.model`` this asks the server for its model.
+    For backend 'openai' in external mode without ``server.model`` this asks the server for its model. The
+    rules extractor writes ``ClinicalRecord`` itself: its schema is that record's.
     """
     if config.backend == "rules":
         model, fp = rules_identity()
@@ -77,7 +79,7 @@ def structure_fingerprint(config: LLMConfig) -> dict[str, object]:
         "model": model,
         "prompt_id": prompt.id,
         "prompt_hash": prompt.sha256,
-        "schema_hash": schema_hash(),
+        **output_contract(config.prompt_version).fingerprint(),
         "decoding": decoding_record(config),
         "engine": config.server.engine if config.backend == "openai" else "vllm",
     }
@@ -114,13 +116,13 @@ def _rules_many(items: list[StructureItem], cache_dir: Path) -> list[RecordEnvel
     return out
 
 
-def llm_structure_calls(items: list[StructureItem], prompt: Prompt) -> list[LLMCall]:
-    """The structuring requests for items (key = transcript hash + prompt hash)."""
+def llm_structure_calls(items: list[StructureItem], prompt: Prompt, contract: OutputContract) -> list[LLMCall]:
+    """The structuring requests for items (key = transcript hash + prompt hash; the session adds the schema's)."""
     return [
         LLMCall(
             item_id=f"{it.encounter_id}/{it.condition}",
             key_parts=(transcript_sha256(it.transcript_text), prompt.sha256),
-            messages=prompt.messages(transcript=it.transcript_text),
+            messages=contract.messages(prompt, transcript=it.transcript_text),
         )
         for it in items
     ]
@@ -155,14 +157,14 @@ def structure_many(
     if config.backend == "rules":
         return _rules_many(items, cache_dir)
     prompt = structure_prompt(config)
-    s_hash = schema_hash()
+    contract = output_contract(config.prompt_version)
     with open_session(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="structure") as session:
         results = session.run(
-            llm_structure_calls(items, prompt),
-            ClinicalRecord,
+            llm_structure_calls(items, prompt, contract),
+            contract.model,
             namespace="structure",
-            schema_name="ClinicalRecord",
-            schema=record_json_schema(),
+            schema_name=contract.schema_name,
+            schema=contract.schema,
             desc="structure",
         )
         model = session.model_id
@@ -174,10 +176,10 @@ def structure_many(
             backend=config.backend,
             model=model,
             prompt_hash=prompt.sha256,
-            schema_hash=s_hash,
+            schema_hash=contract.schema_hash,
             decoding=dec,
             transcript_sha256=transcript_sha256(it.transcript_text),
-            record=res.parsed,
+            record=None if res.parsed is None else contract.to_record(res.parsed),
             failed=res.failed,
             error=res.error,
             raw_text=res.raw_text,
