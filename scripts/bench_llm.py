@@ -33,7 +33,7 @@ from typing import Any
 from stresstest.llm.client import CallResult
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.engine import LLMEngine
-from stresstest.schema import ClinicalRecord, record_json_schema
+from stresstest.structure.contract import output_contract
 from stresstest.structure.stage import structure_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,24 +87,25 @@ def _pct(xs: list[float], q: float) -> float | None:
 def bench(cfg: LLMConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[str, Any]:
     """Structure every transcript once (no cache) and measure; returns the numbers."""
     prompt = structure_prompt(cfg)
-    schema = record_json_schema()
-    convs = [prompt.messages(transcript=t) for _, t in texts]
+    contract = output_contract(cfg.prompt_version)
+    convs = [contract.messages(prompt, transcript=t) for _, t in texts]
     with LLMEngine(cfg, cache_dir=log_dir, log_dir=log_dir, progress=True) as engine:
         t_start = time.monotonic()
         engine.start()
         startup_s = time.monotonic() - t_start
         t0 = time.monotonic()
-        results: list[CallResult[ClinicalRecord]]
+        results: list[CallResult[Any]]
         if cfg.backend == "vllm-offline":
             from stresstest.llm.offline import generate_offline
 
-            results = generate_offline(convs, ClinicalRecord, schema, cfg, llm=engine.llm())
+            results = generate_offline(convs, contract.model, contract.schema, cfg, llm=engine.llm())
             per_call = False
         else:
             client = engine.client()
             with ThreadPoolExecutor(max_workers=cfg.concurrency) as pool:
                 results = list(pool.map(lambda m: client.complete(
-                    m, ClinicalRecord, schema_name="ClinicalRecord", schema=schema, label="bench"), convs))
+                    m, contract.model, schema_name=contract.schema_name, schema=contract.schema, label="bench"),
+                    convs))
             per_call = True
         wall = time.monotonic() - t0
         info = engine.info()

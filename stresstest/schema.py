@@ -244,6 +244,26 @@ class RecordOutput(_Strict):
         )
 
 
+    @classmethod
+    def from_record(cls, record: ClinicalRecord) -> RecordOutput:
+        """The output that :meth:`to_record` turns into ``record`` (recorded outputs in tests, examples).
+
+        Raises:
+            pydantic.ValidationError: ``record`` breaks the contract (e.g. a flag without quotes).
+        """
+        def quoted(item: Triage | Claim | SafetyFlag, key: str) -> dict[str, Any]:
+            return item.model_dump() | {"evidence": record.field_evidence.get(key, [])}
+
+        return cls.model_validate(
+            {
+                "chief_complaint": record.chief_complaint,
+                "triage": quoted(record.triage, "triage"),
+                "claims": [quoted(c, c.id) for c in record.claims],
+                "safety_flags": [quoted(f, f.id) for f in record.safety_flags],
+            }
+        )
+
+
 def output_json_schema() -> dict[str, Any]:
     """JSON Schema of :class:`RecordOutput`: what constrained decoding enforces from prompt v2 on."""
     return RecordOutput.model_json_schema()

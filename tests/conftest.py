@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, RecordOutput, SafetyFlag, Triage
 
 
 def sample_record() -> ClinicalRecord:
@@ -67,6 +67,12 @@ def fake_rules(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.fixture
 def record() -> ClinicalRecord:
     return sample_record()
+
+
+@pytest.fixture
+def output_json() -> str:
+    """The sample record as an LLM writes it under output contract v2 (quotes inside the items)."""
+    return RecordOutput.from_record(sample_record()).model_dump_json()
 
 
 @pytest.fixture

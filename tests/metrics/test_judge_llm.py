@@ -81,15 +81,15 @@ def test_rules_backend_and_bad_json_are_errors(tmp_path: Path) -> None:
 def test_gold_draft_with_llm(tmp_path: Path) -> None:
     from stresstest.structure.gold_draft import draft_gold_with_llm
 
-    rec = {
-        "triage": {"level": "urgent"},
+    rec = {  # output contract v2: the triage cites its quote
+        "triage": {"level": "urgent", "rationale": "cough", "evidence": ["I have a cough"]},
         "claims": [{"id": "c1", "category": "symptom", "concept": "cough", "status": "present"}],
     }
     with stub_server([Reply(json.dumps(rec))]) as srv:
         out = draft_gold_with_llm(
             "Patient: I have a cough.", _cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path, item_id="E1"
         )
-    assert out.claims[0].concept == "cough"
+    assert out.claims[0].concept == "cough" and out.field_evidence == {"triage": ["I have a cough"]}
     assert "reference (gold) record" in srv.requests[0]["messages"][0]["content"]
     with (
         stub_server([Reply("nope")]) as srv,

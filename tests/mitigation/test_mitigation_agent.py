@@ -9,7 +9,7 @@ from pathlib import Path
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.testing import Reply, stub_server
 from stresstest.mitigation import enforce_guard, mitigate_many, mitigation_fingerprint
-from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
+from stresstest.schema import Claim, ClinicalRecord, RecordOutput, SafetyFlag, Triage
 from stresstest.structure.stage import StructureItem
 
 
@@ -108,6 +108,8 @@ def test_rules_backend_is_extractor_plus_filter(
 
 
 def _role_stub(draft: ClinicalRecord, guard_out: dict) -> Reply:
+    """Recorded Draft and Guard outputs (contract v2: quotes inside the items), told apart by the instruction."""
+
     def respond(body: dict) -> str:
         system = body["messages"][0]["content"]
         if "Guard role" in system:
@@ -115,18 +117,17 @@ def _role_stub(draft: ClinicalRecord, guard_out: dict) -> Reply:
             assert "DRAFT record:" in body["messages"][1]["content"]
             return json.dumps(guard_out)
         assert "Draft role" in system and "CLEANED transcript" in body["messages"][1]["content"]
-        return draft.model_dump_json()
+        return RecordOutput.from_record(draft).model_dump_json()
 
     return Reply(respond=respond)
 
 
 def test_llm_backend_draft_guard_filter(tmp_path: Path, record: ClinicalRecord, transcript: str) -> None:
     # Recorded-style guard output: it drops c3, invents c9, and keeps the rest with their quotes.
-    guard_out = record.model_dump(mode="json")
+    guard_out = RecordOutput.from_record(record).model_dump(mode="json")
     guard_out["claims"] = [c for c in guard_out["claims"] if c["id"] != "c3"] + [
-        {"id": "c9", "category": "allergy", "concept": "latex", "status": "present"}
+        {"id": "c9", "category": "allergy", "concept": "latex", "status": "present", "evidence": ["allergic to latex"]}
     ]
-    guard_out["field_evidence"]["c9"] = ["allergic to latex"]
     items = [ITEMS[0].model_copy(update={"transcript_text": transcript})]
     cfg = LLMConfig(
         backend="openai",
@@ -146,14 +147,15 @@ def test_llm_backend_draft_guard_filter(tmp_path: Path, record: ClinicalRecord, 
     assert env.extra["guard_added_dropped"] == 1 and env.extra["guard_removed"] == 1
     assert env.extra["fields_total"] == 5 and env.extra["fields_nulled"] == 1
     assert env.extra["draft_record"] == record.model_dump(mode="json")
-    # the guard saw the draft JSON
+    # the guard saw the draft JSON, in the schema it answers in (quotes inside the items)
     guard_req = srv.requests[1]["messages"][1]["content"]
     assert '"concept":"shortness of breath"' in guard_req
+    assert '"evidence":["I take warfarin 5 mg daily"]' in guard_req
 
 
-def test_llm_backend_guard_failure_is_recorded(tmp_path: Path, record: ClinicalRecord) -> None:
+def test_llm_backend_guard_failure_is_recorded(tmp_path: Path, output_json: str) -> None:
     def respond(body: dict) -> str:
-        return "{oops" if "Guard role" in body["messages"][0]["content"] else record.model_dump_json()
+        return "{oops" if "Guard role" in body["messages"][0]["content"] else output_json
 
     cfg = LLMConfig(
         backend="openai",

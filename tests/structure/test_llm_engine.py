@@ -29,14 +29,13 @@ def _cfg(base_url: str) -> LLMConfig:
     )
 
 
-def test_structure_guard_and_judge_share_one_engine(tmp_path: Path, record: ClinicalRecord) -> None:
+def test_structure_guard_and_judge_share_one_engine(tmp_path: Path, record: ClinicalRecord, output_json: str) -> None:
     from stresstest.metrics.judge_llm import llm_judge_many
     from stresstest.mitigation import mitigate_many
 
     items = [StructureItem(encounter_id="E1", condition="clean", transcript_text="Patient: chest pain.")]
     judge = '{"rationale": "same", "score": 5}'
-    script = [Reply(record.model_dump_json()), Reply(record.model_dump_json()), Reply(record.model_dump_json()),
-              Reply(judge)]
+    script = [Reply(output_json), Reply(output_json), Reply(output_json), Reply(judge)]
     with stub_server(script) as srv:
         cfg = _cfg(srv.base_url)
         with LLMEngine(cfg, cache_dir=tmp_path / "c", log_dir=tmp_path / "logs") as engine:
@@ -59,9 +58,9 @@ def test_structure_guard_and_judge_share_one_engine(tmp_path: Path, record: Clin
         assert {k: body[k] for k in info["phi_sent"]} == info["phi_sent"]
 
 
-def test_fully_cached_rerun_starts_nothing(tmp_path: Path, record: ClinicalRecord) -> None:
+def test_fully_cached_rerun_starts_nothing(tmp_path: Path, output_json: str) -> None:
     items = [StructureItem(encounter_id="E1", condition="clean", transcript_text="t")]
-    with stub_server([Reply(record.model_dump_json())]) as srv:
+    with stub_server([Reply(output_json)]) as srv:
         cfg = _cfg(srv.base_url)
         structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path)
         with LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path) as engine:
@@ -199,14 +198,14 @@ def test_offline_engine_kwargs_follow_the_preset(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_run_engine_is_passed_to_the_structure_worker_and_the_judge(
-    tmp_path: Path, record: ClinicalRecord
+    tmp_path: Path, record: ClinicalRecord, output_json: str
 ) -> None:
     from stresstest.metrics.judge_llm import llm_judge_many
     from stresstest.pipeline.executor import InProcessExecutor
     from stresstest.pipeline.tasks import StructureInit, StructureTask, StructureWorker
 
     judge = '{"rationale": "same", "score": 4}'
-    with stub_server([Reply(record.model_dump_json()), Reply(judge)]) as srv:
+    with stub_server([Reply(output_json), Reply(judge)]) as srv:
         cfg = _cfg(srv.base_url)
         logs = tmp_path / "logs"
         engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=logs)
@@ -223,10 +222,10 @@ def test_the_run_engine_is_passed_to_the_structure_worker_and_the_judge(
     assert len(srv.requests) == 2
 
 
-def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: Path, record: ClinicalRecord) -> None:
+def test_structure_worker_without_a_run_engine_owns_one_and_closes_it(tmp_path: Path, output_json: str) -> None:
     from stresstest.pipeline.tasks import StructureInit, StructureTask, StructureWorker
 
-    with stub_server([Reply(record.model_dump_json())]) as srv:
+    with stub_server([Reply(output_json)]) as srv:
         cfg = _cfg(srv.base_url)
         worker = StructureWorker(StructureInit(cfg, tmp_path, tmp_path / "logs"))
         worker.run([StructureTask("E1", "clean", "a"), StructureTask("E1", "clean_guard", "a", guarded=True)])

@@ -34,8 +34,9 @@ def test_valid_answer_is_parsed_and_request_carries_phi_and_schema(record: Clini
     body = srv.requests[0]
     assert body["temperature"] == 0.0 and body["seed"] == 1234 and body["top_p"] == 1.0
     assert body["max_tokens"] == 1536 and body["messages"] == MSGS and body["model"] == "stub-model"
-    # the whole φ, in llama-cpp-python's dialect (its own defaults: repeat_penalty 1.1, top_k 40, min_p 0.05)
-    assert body["repeat_penalty"] == 1.0 and body["top_k"] == 0 and body["min_p"] == 0.0
+    # the whole φ, in llama-cpp-python's dialect (its own defaults: repeat_penalty 1.1, top_k 40, min_p 0.05);
+    # φ's own default repetition penalty is 1.1 (issue 26: small models loop at 1.0)
+    assert body["repeat_penalty"] == 1.1 and body["top_k"] == 0 and body["min_p"] == 0.0
     assert body["presence_penalty"] == 0.0 and body["frequency_penalty"] == 0.0
     assert "repetition_penalty" not in body
     # llama.cpp dialect by default for engine llama.cpp
@@ -54,7 +55,7 @@ def test_json_schema_dialect_for_vllm(record: ClinicalRecord) -> None:
     with stub_server([Reply(record.model_dump_json())]) as srv:
         assert not _call(srv.base_url, cfg).failed
     body = srv.requests[0]
-    assert body["repetition_penalty"] == 1.0 and body["top_k"] == -1 and "repeat_penalty" not in body
+    assert body["repetition_penalty"] == 1.1 and body["top_k"] == -1 and "repeat_penalty" not in body
     rf = body["response_format"]
     assert rf == {
         "type": "json_schema",

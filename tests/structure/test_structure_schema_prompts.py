@@ -85,7 +85,7 @@ def test_malformed_prompt_files_are_rejected(text: str) -> None:
 
 def test_missing_prompt_version_names_available_ones() -> None:
     with pytest.raises(
-        StructureError, match=r"structure_v99\.md not found; available: \['structure_v1\.md'\]"
+        StructureError, match=r"structure_v99\.md not found; available: \['structure_v1\.md', 'structure_v2\.md'\]"
     ):
         load_prompt("structure", "v99", "stresstest.structure.prompts")
 

@@ -12,7 +12,7 @@ from stresstest.llm import served as server_mod
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.prompts import load_prompt
 from stresstest.llm.testing import Reply, stub_server
-from stresstest.schema import ClinicalRecord, schema_hash
+from stresstest.schema import ClinicalRecord, RecordOutput, output_schema_hash, schema_hash
 from stresstest.structure.stage import (
     StructureItem,
     structure_fingerprint,
@@ -43,13 +43,16 @@ ITEMS = [
 
 
 def _by_transcript(record: ClinicalRecord, bad: str | None = None):  # noqa: ANN202
-    """Stub behaviour: valid record unless the user message contains ``bad``."""
+    """Stub behaviour: valid record unless the user message contains ``bad``; in the output form the request's
+    instruction shows (v2: quotes inside the items), else ClinicalRecord's (v1)."""
 
     def respond(body: dict) -> str:
         user = body["messages"][1]["content"]
         if bad and bad in user:
             return "{broken"
-        return record.model_copy(update={"chief_complaint": user[-12:]}).model_dump_json()
+        rec = record.model_copy(update={"chief_complaint": user[-12:]})
+        shown = '"evidence"' in body["messages"][0]["content"]
+        return RecordOutput.from_record(rec).model_dump_json() if shown else rec.model_dump_json()
 
     return respond
 
@@ -57,13 +60,14 @@ def _by_transcript(record: ClinicalRecord, bad: str | None = None):  # noqa: ANN
 def test_envelopes_in_order_with_provenance(tmp_path: Path, record: ClinicalRecord) -> None:
     with stub_server([Reply(respond=_by_transcript(record))]) as srv:
         envs = structure_many(ITEMS, _cfg(srv.base_url), cache_dir=tmp_path / "c", log_dir=tmp_path / "l")
-    prompt = load_prompt("structure", "v1", "stresstest.structure.prompts")
+    prompt = load_prompt("structure", "v2", "stresstest.structure.prompts")
     assert [(e.encounter_id, e.condition) for e in envs] == [(i.encounter_id, i.condition) for i in ITEMS]
     for e, it in zip(envs, ITEMS, strict=True):
         assert not e.failed and e.record is not None
         assert e.record.chief_complaint == f"user: <<<\n{it.transcript_text}\n>>>"[-12:]
         assert e.backend == "openai" and e.model == "stub-model"
-        assert e.prompt_hash == prompt.sha256 and e.schema_hash == schema_hash()
+        assert e.prompt_hash == prompt.sha256 and e.schema_hash == output_schema_hash() != schema_hash()
+        assert e.record.field_evidence == record.field_evidence  # quotes moved back under their ids
         assert e.transcript_sha256 == transcript_sha256(it.transcript_text)
         assert e.decoding == {
             "temperature": 0.0,
@@ -72,7 +76,7 @@ def test_envelopes_in_order_with_provenance(tmp_path: Path, record: ClinicalReco
             "top_p": 1.0,
             "top_k": 0,
             "min_p": 0.0,
-            "repetition_penalty": 1.0,
+            "repetition_penalty": 1.1,
             "presence_penalty": 0.0,
             "frequency_penalty": 0.0,
             "response_format": "json_object",
@@ -114,6 +118,10 @@ def test_cache_key_covers_phi_and_prompt_version(tmp_path: Path, record: Clinica
             ITEMS[:1], _cfg(srv.base_url, response_format="json_schema"), cache_dir=cache, log_dir=tmp_path
         )
         assert len(srv.requests) == 3
+        # prompt v1 keeps its own contract (ClinicalRecord, schema not shown): a miss, and a valid record
+        (v1,) = structure_many(ITEMS[:1], _cfg(srv.base_url, prompt_version="v1"), cache_dir=cache, log_dir=tmp_path)
+        assert len(srv.requests) == 4 and not v1.failed and v1.schema_hash == schema_hash()
+        assert '"evidence"' not in srv.requests[-1]["messages"][0]["content"]
 
 
 def test_cache_hit_needs_no_server(tmp_path: Path, record: ClinicalRecord) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from stresstest.llm import offline as vllm_offline
 from stresstest.llm.config import LLMConfig
-from stresstest.schema import ClinicalRecord, record_json_schema
+from stresstest.schema import ClinicalRecord, output_json_schema
 from stresstest.structure.stage import StructureItem, structure_many
 
 
@@ -67,9 +67,9 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> type[_FakeLLM]:
 
 
 def test_batch_generate_with_structured_outputs(
-    tmp_path: Path, fake_vllm: type[_FakeLLM], record: ClinicalRecord
+    tmp_path: Path, fake_vllm: type[_FakeLLM], record: ClinicalRecord, output_json: str
 ) -> None:
-    fake_vllm.outputs = [(record.model_dump_json(), "stop"), ('{"triage": {"lev', "length"), ("{]", "stop")]
+    fake_vllm.outputs = [(output_json, "stop"), ('{"triage": {"lev', "length"), ("{]", "stop")]
     items = [
         StructureItem(encounter_id=f"E{i}", condition="clean", transcript_text=f"t{i}") for i in range(3)
     ]
@@ -92,9 +92,9 @@ def test_batch_generate_with_structured_outputs(
     assert len(convs) == 3 and convs[0][0]["role"] == "system"
     assert convs[0][0]["content"].startswith("You are a clinical documentation assistant")
     assert params.temperature == 0.0 and params.seed == 1234 and params.max_tokens == 1536
-    assert params.repetition_penalty == 1.0 and params.top_k == -1 and params.min_p == 0.0
+    assert params.repetition_penalty == 1.1 and params.top_k == -1 and params.min_p == 0.0
     assert params.presence_penalty == 0.0 and params.frequency_penalty == 0.0 and params.top_p == 1.0
-    assert params.structured_outputs.json == record_json_schema()
+    assert params.structured_outputs.json == output_json_schema()
     info = engine.info()
     assert info["engine"] == "vllm-offline" and info["roles"] == ["structure"] and info["starts"] == 1
     assert info["gpu_memory"] == {
@@ -112,7 +112,7 @@ def test_batch_generate_with_structured_outputs(
     assert envs[2].failed and "invalid JSON" in envs[2].error
 
     # re-run: only the two failures go to the engine again
-    fake_vllm.outputs = [(record.model_dump_json(), "stop")] * 2
+    fake_vllm.outputs = [(output_json, "stop")] * 2
     again = structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
     assert len(llm.generate_calls[1][0]) == 2 and all(not e.failed for e in again)
     assert len(fake_vllm.instances) == 1  # the same engine: built once per run
