@@ -182,11 +182,16 @@ class TriageOutput(_Strict):
     evidence: list[Quote] = _evidence(required=True)
 
 
+# Property order: required keys first, then optional ones. llama.cpp's JSON-schema grammar writes the required
+# properties first whatever the schema's order, so any other order would show the model one order and force
+# another. In a claim, ``evidence`` sits after ``status`` (required in QuotedClaimOutput, optional in ClaimOutput:
+# a subclass's override keeps the field's place).
 class _ClaimOutput(_Strict):
     id: _Id = Field(description="Unique in the record: c1, c2, ...")
     category: ClaimCategory
     concept: _Text = Field(description="What the claim is about, e.g. 'chest pain', 'warfarin'.")
     status: ClaimStatus = Field(description="present / absent (denied) / uncertain.")
+    evidence: list[Quote] = _evidence(required=False)
     value: _Text | None = Field(default=None, description="A number or qualitative value, e.g. '5', 'severe'.")
     unit: _Text | None = Field(default=None, description="Unit of value, e.g. 'mg'.")
     time: _Text | None = Field(default=None, description="Onset/duration/frequency, e.g. '2 days'.")
@@ -204,7 +209,6 @@ class ClaimOutput(_ClaimOutput):
     """Any other claim: evidence optional."""
 
     category: _OtherClaimCategory
-    evidence: list[Quote] = _evidence(required=False)
 
 
 class SafetyFlagOutput(_Strict):
@@ -213,17 +217,21 @@ class SafetyFlagOutput(_Strict):
     id: _Id = Field(description="Unique in the record: f1, f2, ...")
     kind: FlagKind
     name: _Text = Field(description="Canonical name, e.g. 'chest pain at rest', 'penicillin'.")
-    detail: _Text | None = Field(default=None, description="Dose, reaction, value...")
     evidence: list[Quote] = _evidence(required=True)
+    detail: _Text | None = Field(default=None, description="Dose, reaction, value...")
 
 
 class RecordOutput(_Strict):
-    """Output schema v2 (see the comment above): what the LLM roles write; :meth:`to_record` stores it."""
+    """Output schema v2 (see the comment above): what the LLM roles write; :meth:`to_record` stores it.
 
-    chief_complaint: _Text | None = Field(default=None, description="Main reason for the visit, a few words.")
+    Every key is required (lists may be empty, the chief complaint null), in the order a scribe works: the
+    findings first, the triage that rests on them last.
+    """
+
+    chief_complaint: _Text | None = Field(description="Main reason for the visit, a few words.")
+    claims: list[QuotedClaimOutput | ClaimOutput] = Field(max_length=MAX_CLAIMS)
+    safety_flags: list[SafetyFlagOutput] = Field(max_length=MAX_FLAGS)
     triage: TriageOutput
-    claims: list[QuotedClaimOutput | ClaimOutput] = Field(default_factory=list, max_length=MAX_CLAIMS)
-    safety_flags: list[SafetyFlagOutput] = Field(default_factory=list, max_length=MAX_FLAGS)
 
     def to_record(self) -> ClinicalRecord:
         """The stored record: same items, quotes moved into ``field_evidence`` under the item's id.
@@ -242,7 +250,6 @@ class RecordOutput(_Strict):
             safety_flags=[SafetyFlag.model_validate(f.model_dump(exclude={"evidence"})) for f in self.safety_flags],
             field_evidence=evidence,
         )
-
 
     @classmethod
     def from_record(cls, record: ClinicalRecord) -> RecordOutput:

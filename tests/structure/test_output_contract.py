@@ -170,13 +170,22 @@ def test_the_schema_bounds_claims_quotes_and_every_string(output_json: str) -> N
             assert "maxItems" in node, node
 
 
+def test_required_keys_come_first_in_every_object() -> None:
+    # llama.cpp's JSON-schema grammar writes required properties first whatever the schema's order: with any
+    # other order the instruction would show one order and the grammar force another.
+    for node in _walk(output_json_schema()):
+        if "properties" in node:
+            req = [k in node.get("required", []) for k in node["properties"]]
+            assert req == sorted(req, reverse=True), list(node["properties"])
+
+
 # -- one record type downstream ------------------------------------------------------------------------------
 
 
 def test_output_items_carry_exactly_the_record_fields_plus_evidence() -> None:
     defs = output_json_schema()["$defs"]
     for out_name, rec_cls in (("QuotedClaimOutput", Claim), ("ClaimOutput", Claim), ("SafetyFlagOutput", SafetyFlag)):
-        assert list(defs[out_name]["properties"]) == [*rec_cls.model_fields, "evidence"], out_name
+        assert set(defs[out_name]["properties"]) == {*rec_cls.model_fields, "evidence"}, out_name
     cats = [set(defs[n]["properties"]["category"]["enum"]) for n in ("QuotedClaimOutput", "ClaimOutput")]
     assert cats[0] == EVIDENCE_CLAIM_CATEGORIES and cats[0] | cats[1] == set(get_args(ClaimCategory))
     assert not cats[0] & cats[1]

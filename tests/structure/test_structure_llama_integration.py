@@ -19,7 +19,7 @@ import pytest
 
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.served import ServerProcess
-from stresstest.schema import ClinicalRecord, RecordEnvelope
+from stresstest.schema import EVIDENCE_CLAIM_CATEGORIES, ClinicalRecord, RecordEnvelope, output_schema_hash
 from stresstest.structure.stage import StructureItem, structure_many
 
 pytestmark = pytest.mark.integration
@@ -66,6 +66,64 @@ def _check_outcome(env: RecordEnvelope) -> None:
     else:
         assert env.record is not None
         ClinicalRecord.model_validate_json(env.record.model_dump_json())
+        if env.schema_hash == output_schema_hash() and not env.extra.get("mitigation"):
+            # Output contract v2 under the grammar: the triage, every flag and every medication / allergy / vital
+            # claim came with quotes (a mitigated record's were filtered after decoding, so not checked here).
+            rec = env.record
+            must = ["triage", *(f.id for f in rec.safety_flags)]
+            must += [c.id for c in rec.claims if c.category in EVIDENCE_CLAIM_CATEGORIES]
+            assert all(rec.field_evidence.get(k) for k in must), (must, rec.field_evidence)
+
+
+def test_llama_cpp_grammar_rejects_an_output_without_evidence(output_json: str) -> None:
+    """The grammar llama-cpp-python's server builds from the request's schema (LlamaGrammar.from_json_schema ->
+    json_schema_to_gbnf), run by llama.cpp's own grammar sampler over the bundled model's tokens: it accepts a
+    valid record and rejects one whose safety flag or triage has no evidence, or whose quote is over the bound."""
+    import ctypes
+    import json
+
+    import llama_cpp
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from stresstest.llm.checkpoint import bundled_gguf_path
+    from stresstest.schema import MAX_QUOTE_CHARS, output_json_schema
+
+    llm = llama_cpp.Llama(model_path=str(bundled_gguf_path()), vocab_only=True, verbose=False)
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    gbnf = json_schema_to_gbnf(json.dumps(output_json_schema())).encode()
+    eos = llama_cpp.llama_vocab_eos(vocab)
+
+    def accepts(obj: dict) -> bool:
+        smpl = llama_cpp.llama_sampler_init_grammar(vocab, gbnf, b"root")
+        try:
+            for tok in [*llm.tokenize(json.dumps(obj).encode(), add_bos=False, special=False), eos]:
+                # One candidate: the grammar sampler sets its logit to -inf when the grammar forbids it (the end
+                # of text is allowed only once the grammar is complete).
+                cand = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(tok, 0.0, 0.0))
+                arr = llama_cpp.llama_token_data_array(cand, 1, -1, False)
+                llama_cpp.llama_sampler_apply(smpl, ctypes.byref(arr))
+                if cand[0].logit == float("-inf"):
+                    return False
+                if tok != eos:
+                    llama_cpp.llama_sampler_accept(smpl, tok)
+            return True
+        finally:
+            llama_cpp.llama_sampler_free(smpl)
+
+    valid = json.loads(output_json)
+    assert accepts(valid)
+    for path in (("safety_flags", 0), ("claims", 1), ("triage",)):
+        for broken in (None, []):
+            out = json.loads(output_json)
+            item = out[path[0]] if len(path) == 1 else out[path[0]][path[1]]
+            if broken is None:
+                del item["evidence"]
+            else:
+                item["evidence"] = broken
+            assert not accepts(out), (path, broken)
+    out = json.loads(output_json)
+    out["safety_flags"][0]["evidence"] = ["x" * (MAX_QUOTE_CHARS + 1)]
+    assert not accepts(out)
 
 
 def test_managed_server_structures_osce_deterministically(tmp_path: Path) -> None:
