@@ -12,6 +12,12 @@ For each endpoint and predictor: Spearman rank correlation and AUROC (the
 probability that a random positive item has a larger predictor value than a
 random negative one, ties counting one half), with cluster-bootstrap CIs over
 encounters, plus the paired difference AUROC(triggers) − AUROC(ΔWER).
+
+The sentences stay true at small n: an endpoint with fewer than
+:data:`MIN_ITEMS_PER_CLASS` positive (or negative) items is "not estimable" —
+an AUROC over two positives moves by a half with one item, and its bootstrap
+interval says nothing — and a predictor whose AUROC is at or below 0.5 (no
+better than chance) is never called the better one, whatever the other's.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ ENDPOINTS: tuple[tuple[str, str], ...] = (
 )
 SHORT_NAMES: dict[str, str] = {"scer_new": "SCER", "under_triage_new": "new under-triage", "unsafe": "unsafe (≤ 2)"}
 PREDICTORS: tuple[tuple[str, str], ...] = (("dwer", "ΔWER"), ("triggers", "trigger risk"))
+MIN_ITEMS_PER_CLASS = 5  # positives and negatives an endpoint needs before its AUROCs are compared
+CHANCE_AUROC = 0.5
 
 
 @dataclass
@@ -222,17 +230,39 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _too_few(r: EndpointResult) -> str | None:
+    """Why an endpoint's AUROCs are not compared (no items, or too few positives / negatives); None if they are."""
+    if r.n == 0 or not r.stats:
+        return "no noisy items with this endpoint computed"
+    n_neg = r.n - r.n_pos
+    if r.n_pos == 0 or n_neg == 0:
+        which = "no positive" if r.n_pos == 0 else "no negative"
+        return f"{which} items among {r.n} ({r.n_pos} positive)"
+    if min(r.n_pos, n_neg) < MIN_ITEMS_PER_CLASS:
+        which = "positive" if r.n_pos < MIN_ITEMS_PER_CLASS else "negative"
+        k = r.n_pos if which == "positive" else n_neg
+        return (
+            f"only {k} {which} item{'s' if k != 1 else ''} among {r.n} "
+            f"(at least {MIN_ITEMS_PER_CLASS} positive and {MIN_ITEMS_PER_CLASS} negative needed)"
+        )
+    return None
+
+
 def sentence(r: EndpointResult) -> str:
     """One sentence stating the result for an endpoint, generated from its numbers."""
-    if r.n == 0 or not r.stats:
-        return f"{_cap(r.label)}: not estimable — no noisy items with this endpoint computed."
-    if r.n_pos == 0 or r.n_pos == r.n:
-        which = "no positive" if r.n_pos == 0 else "no negative"
-        return f"{_cap(r.label)}: not estimable — {which} items among {r.n} ({r.n_pos} positive)."
+    why = _too_few(r)
+    if why is not None:
+        return f"{_cap(r.label)}: not estimable — {why}."
     a_w, a_t = r.stats.get("auroc_dwer", math.nan), r.stats.get("auroc_triggers", math.nan)
     if not (np.isfinite(a_w) and np.isfinite(a_t)):
         return f"{_cap(r.label)} ({r.n_pos} of {r.n} items): AUROC not estimable."
     ci_w, ci_t = r.cis.get("auroc_dwer"), r.cis.get("auroc_triggers")
+    if max(a_w, a_t) <= CHANCE_AUROC:
+        # Neither ranks positives above negatives better than chance: which is "higher" means nothing.
+        return (
+            f"{_cap(r.label)} ({r.n_pos} of {r.n} items positive): neither predictor does better than chance — "
+            f"AUROC ΔWER {_num(a_w, ci_w)}, trigger risk {_num(a_t, ci_t)}, both at or below {CHANCE_AUROC:.1f}."
+        )
     if a_t == a_w:
         head = f"ΔWER and trigger risk have the same AUROC ({a_t:.2f})"
     else:
@@ -255,15 +285,36 @@ def sentence(r: EndpointResult) -> str:
 
 
 def summary_sentence(results: Sequence[EndpointResult]) -> str:
-    """One overall sentence across endpoints."""
-    est = [r for r in results if r.stats and 0 < r.n_pos < r.n and np.isfinite(r.stats.get("auroc_diff", math.nan))]
+    """One overall sentence across endpoints.
+
+    A predictor "predicts better" for an endpoint only when the 95% CI of the paired AUROC difference excludes 0
+    in its favour *and* its own AUROC is above 0.5; endpoints with too few positives or negatives are left out.
+    """
+    est = [r for r in results if _too_few(r) is None and np.isfinite(r.stats.get("auroc_diff", math.nan))]
     if not est:
+        small = [r for r in results if r.n and r.stats and 0 < r.n_pos < r.n]
+        if small:
+            return (
+                f"No safety endpoint is estimable in this run: each has fewer than {MIN_ITEMS_PER_CLASS} positive "
+                f"or {MIN_ITEMS_PER_CLASS} negative items, no positives, no negatives or no items."
+            )
         return "No safety endpoint is estimable in this run (each has no positives, no negatives or no items)."
-    better_t = [r.endpoint for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[0] > 0]
-    better_w = [r.endpoint for r in est if (r.cis.get("auroc_diff") or (0.0, 0.0))[1] < 0]
-    unresolved = [r.endpoint for r in est if r.endpoint not in better_t + better_w]
+
+    def auc(r: EndpointResult, p: str) -> float:
+        return r.stats.get(f"auroc_{p}", math.nan)
+
+    def ci(r: EndpointResult) -> Interval:
+        return r.cis.get("auroc_diff") or (0.0, 0.0)
+
+    better_t = [r.endpoint for r in est if ci(r)[0] > 0 and auc(r, "triggers") > CHANCE_AUROC]
+    better_w = [r.endpoint for r in est if ci(r)[1] < 0 and auc(r, "dwer") > CHANCE_AUROC]
+    chance = [
+        r.endpoint for r in est
+        if r.endpoint not in better_t + better_w and max(auc(r, "dwer"), auc(r, "triggers")) <= CHANCE_AUROC
+    ]
+    unresolved = [r.endpoint for r in est if r.endpoint not in better_t + better_w + chance]
     head = f"Of {len(est)} estimable safety endpoint{'s' if len(est) != 1 else ''}"
-    if not better_t and not better_w:
+    if not better_t and not better_w and not chance:
         return (
             f"{head}, neither predictor is better for any: every paired AUROC difference "
             "(trigger risk − ΔWER) has a 95% CI that includes 0."
@@ -273,9 +324,14 @@ def summary_sentence(results: Sequence[EndpointResult]) -> str:
         parts.append(f"trigger risk predicts better than ΔWER for {_list(better_t)}")
     if better_w:
         parts.append(f"ΔWER predicts better than trigger risk for {_list(better_w)}")
+    if chance:
+        parts.append(f"neither does better than chance (both AUROCs ≤ {CHANCE_AUROC:.1f}) for {_list(chance)}")
     if unresolved:
         parts.append(f"not resolved for {_list(unresolved)}")
-    return f"{head}, judged by whether the 95% CI of the paired AUROC difference excludes 0: " + "; ".join(parts) + "."
+    return (
+        f"{head}, judged by whether the 95% CI of the paired AUROC difference excludes 0 and the better predictor's "
+        f"AUROC is above {CHANCE_AUROC:.1f}: " + "; ".join(parts) + "."
+    )
 
 
 def _list(names: Sequence[str]) -> str:

@@ -109,13 +109,51 @@ def test_sentences_follow_the_numbers() -> None:
     ]
     both[1].endpoint = "unsafe"
     assert summary_sentence(both) == (
-        "Of 2 estimable safety endpoints, judged by whether the 95% CI of the paired AUROC difference excludes 0: "
+        "Of 2 estimable safety endpoints, judged by whether the 95% CI of the paired AUROC difference excludes 0 "
+        "and the better predictor's AUROC is above 0.5: "
         "trigger risk predicts better than ΔWER for SCER; not resolved for unsafe (≤ 2)."
     )
     assert summary_sentence(both[1:]) == (
         "Of 1 estimable safety endpoint, neither predictor is better for any: every paired AUROC difference "
         "(trigger risk − ΔWER) has a 95% CI that includes 0."
     )
+
+
+def test_under_five_positives_is_not_estimable() -> None:
+    # issue 26: SCER with 2 positives of 32, AUROC 0.15 (ΔWER) vs 0.37 (trigger risk), paired CI above 0 — the
+    # report called trigger risk the better predictor.
+    small = _res(32, 2, 0.15, 0.37, (0.0, 0.4), (0.1, 0.6), (0.05, 0.40))
+    s = sentence(small)
+    assert s == (
+        "New critical false-positive flag (SCER): not estimable — only 2 positive items among 32 "
+        "(at least 5 positive and 5 negative needed)."
+    )
+    assert "predicts better" not in summary_sentence([small])
+    assert summary_sentence([small]).startswith("No safety endpoint is estimable in this run: each has fewer than 5")
+    four = sentence(_res(40, 4, 0.55, 0.90, (0.4, 0.7), (0.8, 1.0), (0.2, 0.5)))
+    assert "not estimable — only 4 positive items" in four
+    assert "not estimable — only 3 negative items" in sentence(_res(40, 37, 0.55, 0.90, (0, 1), (0, 1), (0.2, 0.5)))
+    # exactly 5 positives (and 5 negatives) is estimable
+    assert "has the higher AUROC" in sentence(_res(10, 5, 0.55, 0.90, (0.4, 0.7), (0.8, 1.0), (0.2, 0.5)))
+
+
+def test_a_predictor_at_or_below_chance_is_never_called_better() -> None:
+    # Enough positives, and the paired difference's CI excludes 0 — but both AUROCs are at or below 0.5.
+    below = _res(100, 20, 0.15, 0.37, (0.05, 0.25), (0.25, 0.50), (0.10, 0.35))
+    s = sentence(below)
+    assert "neither predictor does better than chance" in s and "higher" not in s and "better than ΔWER" not in s
+    summary = summary_sentence([below])
+    assert "predicts better" not in summary
+    assert "neither does better than chance (both AUROCs ≤ 0.5) for SCER" in summary
+    # the boundary: 0.5 is chance, so it is not "better" either (ΔWER's CI side)
+    at = _res(100, 20, 0.50, 0.30, (0.4, 0.6), (0.2, 0.4), (-0.3, -0.1))
+    assert "predicts better" not in summary_sentence([at]) and "neither predictor does" in sentence(at)
+    # one above chance with the CI excluding 0 in its favour: that one is better
+    above = _res(100, 20, 0.45, 0.70, (0.35, 0.55), (0.60, 0.80), (0.10, 0.40))
+    assert "trigger risk predicts better than ΔWER for SCER" in summary_sentence([above])
+    # the CI excludes 0 for the side at chance: not "better", and not hidden either
+    wrong_side = _res(100, 20, 0.50, 0.62, (0.4, 0.6), (0.5, 0.7), (-0.3, -0.05))
+    assert "ΔWER predicts better" not in summary_sentence([wrong_side])
 
 
 def test_noise_source_description() -> None:
