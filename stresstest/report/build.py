@@ -12,6 +12,7 @@ from stresstest.cache import atomic_write_text
 from stresstest.metrics.bootstrap import bootstrap_cis, paired_differences
 from stresstest.metrics.summary import METRIC_COLUMNS, QUALITY_COLUMNS, aggregate
 from stresstest.report import examples as ex_mod
+from stresstest.report import guard as guard_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
 from stresstest.report.content import ReportContent
@@ -424,6 +425,9 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     effects = mitigation_effects(run, n_resamples, seed)
     if effects:
         tables += write_table(table_dir / "mitigation_effect", effects)
+    removed = guard_mod.removals(run)
+    if run.conditions.mitigated():
+        tables += write_table(table_dir / "guard_removed", removed, guard_mod.REMOVAL_COLUMNS)
     tables += write_table(
         table_dir / "wer_vs_safety_items",
         pred_items.rows(),
@@ -458,6 +462,8 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         plots={k: p.relative_to(rdir) for k, p in plots.items()},
         tables=[p.relative_to(rdir) for p in tables],
         quality=quality,
+        guard_sentences=guard_mod.guard_sentences(run),
+        guard_removed=removed,
     )
     html_path, md_path = rdir / "report.html", rdir / "report.md"
     atomic_write_text(html_path, render_html(content, rdir))

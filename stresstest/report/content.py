@@ -40,3 +40,5 @@ class ReportContent:
     plots: dict[str, Path]  # name -> PNG path (relative to the report dir when rendered)
     tables: list[Path] = field(default_factory=list)
     quality: QualitySection | None = None  # note-quality judges (SPEC §8); None = section not built
+    guard_sentences: list[str] = field(default_factory=list)  # per guard condition: what was removed, counted
+    guard_removed: list[dict[str, Any]] = field(default_factory=list)  # report.guard.REMOVAL_COLUMNS rows

@@ -16,6 +16,7 @@ from pathlib import Path
 from stresstest.metrics.summary import METRIC_COLUMNS
 from stresstest.report.content import ReportContent
 from stresstest.report.examples import Example
+from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
 from stresstest.report.predictive import PREDICTORS, EndpointResult
 from stresstest.report.tables import (
     DASH,
@@ -65,6 +66,16 @@ footer{margin-top:36px;color:#808b96;font-size:12px}
 MITIGATION_COLUMNS = [
     "condition", "n", "abstention_rate_pct", "fields_nulled", "fields_total", "quotes_discarded", "guard",
 ]
+GUARD_REMOVED_SHOWN = 40  # rows of "what the guard removed" in the report; all of them are in its table file
+GUARD_REMOVED_TITLE = "What the guard removed"
+
+
+def _guard_removed_note(c: ReportContent) -> str:
+    """Where the full list is when the report shows only its start (empty when it shows all)."""
+    n = len(c.guard_removed)
+    if n <= GUARD_REMOVED_SHOWN:
+        return ""
+    return f"The first {GUARD_REMOVED_SHOWN} of {n} removals; all of them: tables/guard_removed.csv."
 
 
 def _e(x: object) -> str:
@@ -288,7 +299,15 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         parts.append(
             "<h2>Mitigation: guard behaviour</h2>"
             + _simple_table_html(c.mitigation, MITIGATION_COLUMNS)
+            + "<ul>" + "".join(f"<li>{_e(s)}</li>" for s in c.guard_sentences) + "</ul>"
         )
+        if c.guard_removed:
+            note = _guard_removed_note(c)
+            parts.append(
+                f"<h3>{GUARD_REMOVED_TITLE}</h3>"
+                + _simple_table_html(c.guard_removed[:GUARD_REMOVED_SHOWN], GUARD_REMOVED_COLUMNS)
+                + (f"<p class='sub'>{_e(note)}</p>" if note else "")
+            )
     if c.mitigation_effects:
         parts.append(
             "<h3>Guard effect: guard − unmitigated (same transcripts), paired 95% CIs</h3>"
@@ -498,6 +517,12 @@ def render_markdown(c: ReportContent) -> str:
             _md_table(cols, [[_md(_cell(m.get(k))) for k in cols] for m in c.mitigation]),
             "",
         ]
+        out += [f"- {s}" for s in c.guard_sentences] + [""]
+        if c.guard_removed:
+            rows = [[_md(_cell(r.get(k))) for k in GUARD_REMOVED_COLUMNS] for r in c.guard_removed[:GUARD_REMOVED_SHOWN]]
+            note = _guard_removed_note(c)
+            out += [f"### {GUARD_REMOVED_TITLE}", "", _md_table(GUARD_REMOVED_COLUMNS, rows, text=True), ""]
+            out += [note, ""] if note else []
     if c.mitigation_effects:
         head = ["Condition", "vs", "n"] + [f"Δ {METRIC_HEADERS[m][0]} {arrow(m)}" for m in METRIC_COLUMNS]
         body = [

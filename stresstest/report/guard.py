@@ -1,0 +1,126 @@
+"""What the guard removed: per guard condition, the Draft's claims, flags and values that the Guard or the
+deterministic evidence filter took out, and why.
+
+Read from the mitigated items' envelope extras written by :mod:`stresstest.mitigation.agent`
+(``draft_record``, ``guard_report``, ``filter_report``; validated here as the types that wrote them). A guard
+row of Table 2 can only differ from its unmitigated twin through these removals, so the report lists them: a
+reader sees *what* the guard took out (a dose heard wrong, a quote that is not in the transcript), not only how
+many fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from stresstest.mitigation.evidence import FilterReport
+from stresstest.mitigation.guard import GuardReport
+from stresstest.report.rundir import RunData
+from stresstest.schema import ClinicalRecord
+
+REMOVAL_COLUMNS = ["condition", "encounter_id", "item", "what", "removed_by", "why"]
+
+
+def _describe(record: ClinicalRecord, item_id: str) -> str:
+    """'medication claim: warfarin 15 mg' / 'allergy flag: penicillin (rash)' for an id of the Draft."""
+    field = ""
+    if "." in item_id:
+        item_id, field = item_id.split(".", 1)
+    for c in record.claims:
+        if c.id == item_id:
+            value = " ".join(v for v in (c.value, c.unit) if v)
+            text = f"{c.category} claim: {c.concept}" + (f" {value}" if value else "")
+            return text + (f" — {field} {getattr(c, field, None)!r}" if field else "")
+    for f in record.safety_flags:
+        if f.id == item_id:
+            text = f"{f.kind} flag: {f.name}" + (f" ({f.detail})" if f.detail else "")
+            return text + (f" — {field} {getattr(f, field, None)!r}" if field else "")
+    return "chief complaint" if item_id == "chief_complaint" else item_id
+
+
+def _reports(extra: dict[str, Any]) -> tuple[ClinicalRecord, GuardReport | None, FilterReport] | None:
+    """The Draft and the two reports of one mitigated item; None when the run did not record them."""
+    try:
+        draft = ClinicalRecord.model_validate(extra["draft_record"])
+        filt = FilterReport.model_validate(extra["filter_report"])
+        guard = GuardReport.model_validate(extra["guard_report"]) if extra.get("guard_report") else None
+    except (KeyError, TypeError, ValidationError):
+        return None
+    return draft, guard, filt
+
+
+def _filter_why(filt: FilterReport, item_id: str) -> str:
+    bad = [d.quote for d in filt.discarded if d.field == item_id]
+    if bad:
+        return "its quote is not in the raw transcript: " + "; ".join(repr(q) for q in bad)
+    return "no quote"
+
+
+def _item_removals(draft: ClinicalRecord, guard: GuardReport | None, filt: FilterReport) -> list[tuple[str, str, str]]:
+    """(item, removed by, why) for one mitigated record."""
+    out: list[tuple[str, str, str]] = []
+    if guard is not None:
+        out += [(i, "Guard", "deleted by the Guard") for i in (*guard.removed_claims, *guard.removed_flags)]
+        out += [(i, "Guard", "set to null by the Guard") for i in guard.nulled_values]
+    out += [(i, "evidence filter", _filter_why(filt, i)) for i in (*filt.removed_claims, *filt.removed_flags)]
+    out += [(i, "evidence filter", "a number in it is in none of its quotes") for i in filt.values_nulled]
+    return out
+
+
+def removals(run: RunData) -> list[dict[str, Any]]:
+    """One row per claim, flag or value removed from a Draft in a guard condition (``REMOVAL_COLUMNS``)."""
+    rows: list[dict[str, Any]] = []
+    for c in run.conditions.mitigated():
+        for it in sorted(run.ok_items(c.id), key=lambda r: str(r["encounter_id"])):
+            got = _reports(it.get("extra") or {})
+            if got is None:
+                continue
+            draft = got[0]
+            rows += [
+                {"condition": c.id, "encounter_id": str(it["encounter_id"]), "item": item,
+                 "what": _describe(draft, item), "removed_by": by, "why": why}
+                for item, by, why in _item_removals(*got)
+            ]
+    return rows
+
+
+def guard_sentences(run: RunData) -> list[str]:
+    """One sentence per guard condition: what the Guard and the filter removed, counted over its records."""
+    out = []
+    for c in run.conditions.mitigated():
+        its = run.ok_items(c.id)
+        got = [g for g in (_reports(it.get("extra") or {}) for it in its) if g is not None]
+        if not got:
+            out.append(f"{c.id}: what the guard removed is not recorded in this run ({len(its)} records).")
+            continue
+        total = sum(len(d.claims) + len(d.safety_flags) for d, _, _ in got)
+        by_guard = sum(g.fields_removed for _, g, _ in got if g is not None)
+        f_items = [(f, i) for _, _, f in got for i in (*f.removed_claims, *f.removed_flags)]
+        bad = sum(1 for f, i in f_items if any(d.field == i for d in f.discarded))
+        values = sum(len(f.values_nulled) + (len(g.nulled_values) if g else 0) for _, g, f in got)
+        q_total = sum(f.quotes_total for _, _, f in got)
+        q_gone = sum(f.quotes_discarded for _, _, f in got)
+        undone = sum(len(g.added_dropped) + len(g.changes_reverted) for _, g, _ in got if g is not None)
+        head = f"{c.id}: {len(got)} record{'s' if len(got) != 1 else ''}, {total} Draft claims and flags"
+        if len(got) < len(its):
+            head += f" ({len(its) - len(got)} more record{'s' if len(its) - len(got) != 1 else ''} without a report)"
+        if any(g is None for _, g, _ in got):
+            guard_part = "the Guard did not run (rules backend: the evidence filter alone)"
+        else:
+            guard_part = f"the Guard removed {by_guard}"
+        if by_guard + len(f_items) + values == 0:
+            out.append(f"{head}; {guard_part}, and nothing was removed: every record equals its Draft.")
+            continue
+        parts = [
+            guard_part,
+            f"the evidence filter removed {len(f_items)} ({bad} whose quotes are not in the raw transcript, "
+            f"{len(f_items) - bad} without a quote)" if f_items else "the evidence filter removed no item",
+            f"{values} value{'s' if values != 1 else ''} set to null",
+            f"{q_gone} of {q_total} quotes discarded",
+        ]
+        if undone:
+            parts.append(f"{undone} Guard addition{'s' if undone != 1 else ''} or change{'s' if undone != 1 else ''} "
+                         "undone")
+        out.append(f"{head}; " + "; ".join(parts) + ".")
+    return out
