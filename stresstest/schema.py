@@ -147,12 +147,15 @@ def schema_hash() -> str:
 
 OUTPUT_SCHEMA_VERSION = 2
 
-MAX_CLAIMS = 48  # the shipped gold records have at most 44 claims
-MAX_FLAGS = 12  # ... and at most 4 safety flags
-MAX_QUOTES = 3  # quotes per field
-MAX_QUOTE_CHARS = 200  # one sentence; the shipped gold quotes are at most 168 characters
-MAX_TEXT_CHARS = 120  # concept, name, value, unit, time, detail, chief complaint
-MAX_RATIONALE_CHARS = 300
+# Bounds: generous for a capable model on a whole consultation, small enough that a loop inside one string or one
+# list is cut short. A loop of whole items can still reach max_tokens (SmolLM2-135M repeats one 100-token claim;
+# llama.cpp's repetition penalty looks back 64 tokens), which the client records as a truncated output.
+MAX_CLAIMS = 40  # the 139 shipped gold records: 21 claims at the median, over 40 in 2 (44 at most)
+MAX_FLAGS = 10  # ... and at most 4 safety flags
+MAX_QUOTES = 2  # quotes per field: one verbatim span proves the field; a second for a split statement
+MAX_QUOTE_CHARS = 160  # one sentence: 2 of the 4,060 quotes of the shipped gold records are longer (168)
+MAX_TEXT_CHARS = 80  # concept, name, value, unit, time, detail, chief complaint
+MAX_RATIONALE_CHARS = 200
 MAX_ID_CHARS = 8
 
 Quote = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUOTE_CHARS)]

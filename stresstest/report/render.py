@@ -519,7 +519,8 @@ def render_markdown(c: ReportContent) -> str:
         ]
         out += [f"- {s}" for s in c.guard_sentences] + [""]
         if c.guard_removed:
-            rows = [[_md(_cell(r.get(k))) for k in GUARD_REMOVED_COLUMNS] for r in c.guard_removed[:GUARD_REMOVED_SHOWN]]
+            shown = c.guard_removed[:GUARD_REMOVED_SHOWN]
+            rows = [[_md(_cell(r.get(k))) for k in GUARD_REMOVED_COLUMNS] for r in shown]
             note = _guard_removed_note(c)
             out += [f"### {GUARD_REMOVED_TITLE}", "", _md_table(GUARD_REMOVED_COLUMNS, rows, text=True), ""]
             out += [note, ""] if note else []

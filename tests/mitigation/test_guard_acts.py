@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.testing import Reply, stub_server
 from stresstest.mitigation import mitigate_many

@@ -59,5 +59,7 @@ def test_vllm_takes_the_schema_on_both_of_its_backends() -> None:
     # With backend xgrammar (the default) vLLM refuses a schema using features xgrammar lacks; none are used.
     assert not has_xgrammar_unsupported_json_features(output_json_schema())
     # backend guidance (structure.server.structured_outputs_backend: guidance), compact JSON as vLLM asks for it
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(output_json_schema(), defaults={"whitespace_flexible": False})
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(
+        output_json_schema(), defaults={"whitespace_flexible": False}
+    )
     assert llguidance.LLMatcher.validate_grammar(grammar) == ""

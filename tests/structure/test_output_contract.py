@@ -195,7 +195,8 @@ def test_output_items_carry_exactly_the_record_fields_plus_evidence() -> None:
 
 def test_a_repeated_id_keeps_every_quote_once(output_json: str) -> None:
     out = _valid(output_json)
-    out["safety_flags"].append({**copy.deepcopy(out["safety_flags"][0]), "evidence": ["rash", "I'm allergic to penicillin"]})
+    again = {**copy.deepcopy(out["safety_flags"][0]), "evidence": ["rash", "I'm allergic to penicillin"]}
+    out["safety_flags"].append(again)
     rec = RecordOutput.model_validate(out).to_record()
     assert rec.field_evidence["f1"] == ["I'm allergic to penicillin", "rash"]
 
