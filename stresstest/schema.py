@@ -227,14 +227,17 @@ class SafetyFlagOutput(_Strict):
 class RecordOutput(_Strict):
     """Output schema v2 (see the comment above): what the LLM roles write; :meth:`to_record` stores it.
 
-    Every key is required (lists may be empty, the chief complaint null), in the order a scribe works: the
-    findings first, the triage that rests on them last.
+    Only the triage is required, so it comes first (required keys first, see above); the lists may be left out.
+    Requiring them would not make a model list anything (an empty list satisfies the schema), but it takes away
+    the early close that lets a small model end in a valid record instead of at max_tokens: with required lists
+    and the triage last, SmolLM2-135M (llama.cpp, CAR0001 and RES0002, 8 turns) repeated whole claims until
+    max_tokens at 512 and at 1024; in this order both records closed within 384 tokens (6 turns).
     """
 
-    chief_complaint: _Text | None = Field(description="Main reason for the visit, a few words.")
-    claims: list[QuotedClaimOutput | ClaimOutput] = Field(max_length=MAX_CLAIMS)
-    safety_flags: list[SafetyFlagOutput] = Field(max_length=MAX_FLAGS)
     triage: TriageOutput
+    chief_complaint: _Text | None = Field(default=None, description="Main reason for the visit, a few words.")
+    claims: list[QuotedClaimOutput | ClaimOutput] = Field(default_factory=list, max_length=MAX_CLAIMS)
+    safety_flags: list[SafetyFlagOutput] = Field(default_factory=list, max_length=MAX_FLAGS)
 
     def to_record(self) -> ClinicalRecord:
         """The stored record: same items, quotes moved into ``field_evidence`` under the item's id.
