@@ -1,5 +1,5 @@
 # Quickstart:  make demo   (install + run configs/demo.yaml on the embedded CPU models)
-#              make test   (install + the whole offline test suite)
+#              make test   (install + the whole offline test suite, real llama.cpp and vLLM CPU engines included)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -57,7 +57,7 @@ demo-llm: $(LLM)
 demo-ray: $(RAY)
 	$(BIN)/stresstest run configs/demo-ray.yaml --out runs/demo-ray
 
-test: $(CORE) $(LLM) $(WHISPER) $(RAY)
+test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
 	$(BIN)/python -m pytest -q
 
 test-fast: $(CORE)
