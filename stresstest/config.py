@@ -8,6 +8,7 @@ resolved config is written into every run directory.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -254,6 +255,10 @@ def load_config(path: str | Path) -> RunConfig:
     noise = {k: v.model_copy(update={"root": res(v.root)}) if getattr(v, "root", None) else v
              for k, v in cfg.noise.items()}
     run = cfg.run.model_copy(update={"cache_dir": res(cfg.run.cache_dir)})
-    server = cfg.structure.server.model_copy(update={"python": res(cfg.structure.server.python)})
+    py = cfg.structure.server.python
+    # Not resolved: a venv's bin/python is a symlink to the base interpreter, and only the link's path makes
+    # Python start inside the venv (with its packages).
+    py_abs = py if py is None or Path(py).is_absolute() else os.path.normpath(base / py)
+    server = cfg.structure.server.model_copy(update={"python": py_abs})
     structure = cfg.structure.model_copy(update={"server": server})
     return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run, "structure": structure})
