@@ -18,7 +18,7 @@ define step
 	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
 endef
 
-.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-llm demo-ray test test-fast lint typecheck bench check-vllm clean
+.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-llm demo-ray demo-vllm test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -56,6 +56,10 @@ demo-llm: $(LLM)
 
 demo-ray: $(RAY)
 	$(BIN)/stresstest run configs/demo-ray.yaml --out runs/demo-ray
+
+# A tiny sweep on the real vLLM CPU engine (configs/demo-vllm.yaml names the venv install-vllm builds).
+demo-vllm: $(CORE) install-vllm
+	$(BIN)/stresstest run configs/demo-vllm.yaml --out runs/demo-vllm
 
 test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
 	$(BIN)/python -m pytest -q
