@@ -119,6 +119,11 @@ class FasterWhisperBackend:
         }
 
     def _model(self) -> Any:
+        if self.device == "cuda":
+            # CTranslate2 opens cuBLAS 12 by name at its first encode; load it first, or fail here in one line.
+            from stresstest.asr.cudalibs import preload_cuda_libraries
+
+            preload_cuda_libraries()
         return _load_faster_whisper(self.model_path, self.device, self.compute_type, self.cpu_threads)
 
     def _kwargs(self, options: DecodingOptions) -> dict[str, Any]:
