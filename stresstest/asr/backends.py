@@ -26,6 +26,7 @@ import numpy as np
 from stresstest.asr.base import DecodingOptions
 from stresstest.audio import SAMPLE_RATE_HZ
 from stresstest.errors import ASRError
+from stresstest.net import trust_env
 
 BUNDLED_TINY_EN = "tiny.en-bundled"
 
@@ -558,6 +559,7 @@ class OpenAICompatibleASR:
                 r = httpx.post(
                     f"{self.base_url}/audio/transcriptions", headers=headers, data=data,
                     files={"file": ("window.wav", buf.getvalue(), "audio/wav")}, timeout=self.timeout_s,
+                    trust_env=trust_env(self.base_url),  # a server on 127.0.0.1 is never reached through a proxy
                 )
                 if r.status_code >= 500:
                     last = ASRError(f"{self.base_url}: HTTP {r.status_code}")

@@ -50,6 +50,8 @@ class ASRConfig(BaseModel):
     cpu_threads: int = Field(default=0, ge=0, description="faster-whisper CPU threads (0 = min(4, cores)).")
     base_url: str | None = Field(default=None, description="openai-api: e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(default=None, description="openai-api: env var holding the key (never stored).")
+    concurrency: int = Field(default=16, ge=1, description="openai-api: requests in flight (a vLLM Whisper "
+                             "server batches them; raise it for a GPU server).")
     decoding: DecodingOptions = Field(default_factory=DecodingOptions)
 
 
@@ -63,7 +65,7 @@ def make_backend(cfg: ASRConfig, cache_dir: Path | None = None) -> ASRBackend:
                                     cache_dir=cache_dir)
     if not cfg.base_url or not cfg.model:
         raise ASRError("asr.backend 'openai-api' needs asr.base_url and asr.model")
-    return OpenAICompatibleASR(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env)
+    return OpenAICompatibleASR(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, concurrency=cfg.concurrency)
 
 
 @dataclass(frozen=True)

@@ -216,3 +216,38 @@ def test_openai_whisper_backend_runs_on_a_tiny_checkpoint(tmp_path):
     assert len(a) == 3 and all(isinstance(t, str) for t in a)
     assert a == b  # greedy, temperature 0: deterministic
     assert a[0] == a[2]  # batch position does not change a window's text
+
+
+class _FixedTextHandler(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers["Content-Length"]))
+        out = b'{"text": "hello"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *a):
+        pass
+
+
+def test_openai_compatible_backend_on_loopback_ignores_a_dead_proxy(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")  # nothing listens there: a proxied request fails
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _FixedTextHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        be = OpenAICompatibleASR(f"http://127.0.0.1:{srv.server_address[1]}/v1", "m", max_retries=0)
+        assert be.transcribe_windows([np.zeros(SR, np.float32)], DecodingOptions()) == ["hello"]
+    finally:
+        srv.shutdown()
+
+
+def test_openai_api_concurrency_is_configurable():
+    from stresstest.asr.stage import make_backend
+
+    be = make_backend(ASRConfig(backend="openai-api", base_url="http://127.0.0.1:1/v1", model="m", concurrency=64))
+    assert isinstance(be, OpenAICompatibleASR) and be.concurrency == 64
