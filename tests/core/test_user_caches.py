@@ -74,6 +74,7 @@ def test_a_model_in_the_default_home_cache_is_found_and_the_managed_server_sees_
 
 
 def test_an_explicit_hf_home_is_left_alone(tmp_path: Path) -> None:
-    code = "from stresstest.cache import confine_tool_dirs; confine_tool_dirs(); import os; print(os.environ['HF_HOME'])"
+    code = ("from stresstest.cache import confine_tool_dirs; confine_tool_dirs(); import os; "
+            "print(os.environ['HF_HOME'])")
     r = _run(code, _env(tmp_path, HF_HOME=str(tmp_path / "mine")))
     assert r.stdout.strip() == str(tmp_path / "mine"), r.stderr
