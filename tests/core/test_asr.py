@@ -283,3 +283,44 @@ def test_batched_text_equals_sequential_on_demo_audio():
     bat = be.transcribe_windows_batched(windows, opts, batch_size=8)
     same = [s == b for s, b in zip(seq, bat, strict=True)]
     assert sum(same) >= 15, [(s, b) for s, b, ok in zip(seq, bat, same, strict=True) if not ok]
+
+
+class _SilentBackend:
+    """Returns an empty text per window: the stage's own memory is what is measured."""
+
+    name = "silent"
+    model_id = "silent"
+
+    def transcribe_windows(self, windows, options):
+        return ["" for _ in windows]
+
+    def transcribe_windows_batched(self, windows, options, batch_size):
+        return ["" for _ in windows]
+
+
+def _asr_peak_bytes(tmp_path: Path, n_items: int) -> int:
+    import tracemalloc
+
+    audio = np.random.default_rng(0).uniform(-0.1, 0.1, 40 * SR).astype(np.float32)  # 2 windows per item
+    items = []
+    for i in range(n_items):
+        p = tmp_path / f"a{n_items}_{i}.wav"
+        write_wav(p, audio + np.float32(i * 1e-4))  # distinct content: no transcript is a cache hit
+        items.append(ASRItem(f"E{i}", "clean", p))
+    done: list[str | None] = []
+    tracemalloc.start()
+    try:
+        transcribe_items(items, ASRConfig(batch_size=2), cache_dir=tmp_path / f"cache{n_items}",
+                         on_done=lambda it, t, err: done.append(err), backend=_SilentBackend())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert done == [None] * n_items
+    return peak
+
+
+def test_asr_stage_memory_does_not_grow_with_the_number_of_items(tmp_path):
+    """Windows are read group by group (the paper grid would be ~84 GB of float32 read at once)."""
+    small, large = _asr_peak_bytes(tmp_path, 8), _asr_peak_bytes(tmp_path, 40)
+    one_item = 40 * SR * 4
+    assert large < small + 4 * one_item, (small / 1e6, large / 1e6)
