@@ -176,9 +176,7 @@ class FasterWhisperBackend:
             raise ASRError(f"asr.batch_size > 1 needs faster-whisper=={FASTER_WHISPER_VERSION} (installed: "
                            f"{version}): pip install 'faster-whisper=={FASTER_WHISPER_VERSION}', or set "
                            f"asr.batch_size: 1")
-        if self.decode_overrides:
-            raise ASRError(f"decode overrides {sorted(self.decode_overrides)} apply to the sequential path only")
-        out = decode_batched(self._model(), windows, options, batch_size, _skip_window)
+        out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides)
         return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h) for t, d, n, h in out]
 
 

@@ -42,7 +42,7 @@ class _Window:
 
 def decode_batched(
     model: Any, windows: list[np.ndarray], options: DecodingOptions, batch_size: int,
-    skip: Callable[[float, float, DecodingOptions], bool],
+    skip: Callable[[float, float, DecodingOptions], bool], overrides: dict[str, Any] | None = None,
 ) -> list[tuple[str, int, int, int]]:
     """Decode ``windows`` with the sequential seek rule, ``batch_size`` decodes per model call.
 
@@ -52,6 +52,8 @@ def decode_batched(
         options: the pinned decoding options.
         batch_size: decodes per encoder/decoder call.
         skip: the silence rule ``(no_speech_prob, avg_logprob, options) → drop this decode's text``.
+        overrides: benchmark hooks only (``max_new_tokens``, ``suppress_tokens``: forced decode lengths of
+            random-init models), as faster-whisper's ``transcribe`` arguments of the same names.
 
     Returns:
         Per window: (text, decodes, sampled tokens, decodes that hit the token limit).
@@ -64,8 +66,13 @@ def decode_batched(
         raise ASRError("the batched faster-whisper path decodes greedily at temperature 0 without conditioning")
     tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
                           language=options.language)
+    over = dict(overrides or {})
+    unknown = set(over) - {"max_new_tokens", "suppress_tokens"}
+    if unknown:
+        raise ASRError(f"batched faster-whisper: unsupported decode overrides {sorted(unknown)}")
     prompt = model.get_prompt(tokenizer, [], without_timestamps=options.without_timestamps)
-    suppress = get_suppressed_tokens(tokenizer, [-1])
+    suppress = get_suppressed_tokens(tokenizer, over.get("suppress_tokens", [-1]))
+    max_length = len(prompt) + over["max_new_tokens"] if "max_new_tokens" in over else model.max_length
     max_initial = int(round(1.0 / model.time_precision))  # faster-whisper's default max_initial_timestamp
     n_frames = model.feature_extractor.nb_max_frames
     fps = model.frames_per_second
@@ -82,7 +89,7 @@ def decode_batched(
         encoded = model.encode(mel)
         results = model.model.generate(
             encoded, [list(prompt) for _ in batch], length_penalty=1, repetition_penalty=1,
-            no_repeat_ngram_size=0, max_length=model.max_length, return_scores=True, return_no_speech_prob=True,
+            no_repeat_ngram_size=0, max_length=max_length, return_scores=True, return_no_speech_prob=True,
             suppress_blank=options.suppress_blank, suppress_tokens=suppress,
             max_initial_timestamp_index=max_initial, beam_size=1, patience=1,
         )
@@ -91,7 +98,7 @@ def decode_batched(
             avg_logprob = res.scores[0] * len(tokens) / (len(tokens) + 1)
             st.decodes += 1
             st.sampled += len(tokens)
-            st.limit_hits += len(tokens) >= model.max_length - len(prompt)
+            st.limit_hits += len(tokens) >= max_length - len(prompt)
             segments, seek, _ = model._split_segments_by_timestamps(
                 tokenizer=tokenizer, tokens=tokens, time_offset=st.seek / fps, segment_size=size,
                 segment_duration=size / fps, seek=st.seek,
