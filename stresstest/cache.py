@@ -64,13 +64,19 @@ def confine_tool_dirs(cache_dir: str | Path | None = None) -> Path:
     """Point third-party libraries' own caches into ``<cache dir>/tools`` instead of ``$HOME``.
 
     matplotlib (font list, config: ``MPLCONFIGDIR``) and onnxruntime (a device id
-    under ``$XDG_CACHE_HOME/Microsoft``) otherwise write into the home folder. Set
+    under ``$XDG_CACHE_HOME/Microsoft``) otherwise write into the home folder. The user's
+    Hugging Face cache is kept (``HF_HOME`` pinned to where it was), since models are read from it. Set
     for this process and its children (the LLM server) before those libraries are
     imported; a value the user set explicitly is left alone. Returns the folder.
     """
     tools = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     tools = tools / "tools"
     os.environ.setdefault("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
+    # huggingface_hub derives its cache from $XDG_CACHE_HOME when $HF_HOME is unset: pin it to the user's own
+    # Hugging Face home first, so the models the user downloaded (Whisper large-v3, the LLM) are found there —
+    # by faster-whisper, transformers and the managed vLLM server, which inherits this environment.
+    if not os.environ.get("HF_HOME"):
+        os.environ["HF_HOME"] = str(user_cache_home() / "huggingface")
     for var, sub in (("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg-cache")):
         if not os.environ.get(var):
             os.environ[var] = str(tools / sub)

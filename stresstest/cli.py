@@ -146,6 +146,23 @@ def _cmd_llm_serve(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(a: argparse.Namespace) -> int:
+    from stresstest.cache import confine_tool_dirs, default_cache_dir
+    from stresstest.config import load_config
+    from stresstest.pipeline.preflight import run_checks
+
+    cfg = load_config(a.config)
+    cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
+    confine_tool_dirs(cache)
+    out = Path(a.out) if a.out else Path("runs") / Path(a.config).stem
+    findings = run_checks(cfg, out=out, cache=cache, deep=not a.quick)
+    for f in findings:
+        print(f, file=sys.stdout if f.ok else sys.stderr, flush=True)
+    bad = sum(not f.ok for f in findings)
+    print(f"{'ready' if not bad else f'{bad} problem(s)'}: {a.config}", flush=True)
+    return EXIT_USER_ERROR if bad else 0
+
+
 def _cmd_gold(a: argparse.Namespace) -> int:
     from stresstest.cli_gold import gold_command
 
@@ -164,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config")
     r.add_argument("--out", help="run directory (default runs/<config name>)")
     r.set_defaults(func=_cmd_run)
+
+    ck = sub.add_parser("check", help="will this config run here? corpora, models, CUDA libraries, one decode, "
+                        "one LLM call, disk, writable folders, a time estimate")
+    ck.add_argument("config")
+    ck.add_argument("--out", help="run directory it would write (default runs/<config name>)")
+    ck.add_argument("--quick", action="store_true", help="skip loading models (no decode, no LLM call)")
+    ck.set_defaults(func=_cmd_check)
 
     m = sub.add_parser("mix", help="mix one noise file into one speech file at an SNR (SPEC §2 rules)")
     m.add_argument("--speech", required=True)

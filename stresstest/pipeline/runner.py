@@ -280,6 +280,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
     from stresstest.metrics.summary import in_pairing
     from stresstest.pipeline.housekeeping import WallClock, announce_failures, check_out_dir, prune_stale
     from stresstest.pipeline.pairing import apply_pairing
+    from stresstest.pipeline.preflight import preflight
     from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, score_items
 
     cfg = load_config(config_path)
@@ -287,6 +288,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
     check_out_dir(out)
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
+    preflight(cfg, out=out, cache=cache)  # models, CUDA libraries, folders, disk: fail now, not hours in
     clock = WallClock(out)
     atomic_write_text(out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     with make_executor(cfg.run.executor, cache_dir=cache) as executor:
