@@ -23,7 +23,7 @@ EXIT_INTERNAL = 3
 def _cmd_run(a: argparse.Namespace) -> int:
     from stresstest.pipeline.runner import format_quality_table, format_table, run
 
-    out, rows = run(a.config, a.out)
+    out, rows = run(a.config, a.out, replace=a.replace_run)
     print(format_table(rows))
     manifest_path = out / "manifest.json"
     quality = format_quality_table(rows, json.loads(manifest_path.read_text("utf-8")) if manifest_path.is_file()
@@ -59,6 +59,10 @@ def _cmd_mix(a: argparse.Namespace) -> int:
         raise MixError(f"--out {out}: expected a file name ending in .wav")
     if not out.parent.is_dir():
         raise MixError(f"--out {out}: folder {out.parent} does not exist")
+    for opt, given in (("--speech", a.speech), ("--noise", a.noise)):
+        if _same_file(out, Path(given)):
+            raise MixError(f"--out {out}: is the {opt} input; writing the mixture there would destroy it "
+                           "(give another output file)")
     speech = load_audio(a.speech)
     noise_full = load_audio(a.noise)
     rng = item_rng(a.seed, Path(a.speech).name, "file")
@@ -87,6 +91,16 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     return 0
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file (same path after resolving links, or hard links to one inode)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and a.samefile(b)
+    except (OSError, ValueError):
+        return False
+
+
 def _read_text(path: str) -> str:
     from stresstest.errors import MetricError
 
@@ -110,9 +124,11 @@ def _cmd_triggers(a: argparse.Namespace) -> int:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
+    from stresstest.pipeline.ownership import locked_run_dir
     from stresstest.report import cli_report
 
-    print(cli_report(Path(a.run_dir)))
+    with locked_run_dir(Path(a.run_dir)):  # not while a run is writing the same directory
+        print(cli_report(Path(a.run_dir)))
     return 0
 
 
@@ -162,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a sweep from a YAML config")
     r.add_argument("config")
-    r.add_argument("--out", help="run directory (default runs/<config name>)")
+    r.add_argument("--out", help="run directory (default runs/<config name>): new, empty, or a run of this config")
+    r.add_argument("--replace-run", action="store_true",
+                   help="replace the finished run in --out although it was made from a different config")
     r.set_defaults(func=_cmd_run)
 
     m = sub.add_parser("mix", help="mix one noise file into one speech file at an SNR (SPEC §2 rules)")
