@@ -42,6 +42,7 @@ CACHE_FORMAT = 2
 ENVELOPE_SUFFIX = ".c2.json"
 _UMASK: int | None = None
 _UMASK_LOCK = threading.Lock()
+_ACTIVE_CACHE: Path | None = None
 
 
 def _file_mode() -> int:
@@ -68,13 +69,19 @@ def confine_tool_dirs(cache_dir: str | Path | None = None) -> Path:
     for this process and its children (the LLM server) before those libraries are
     imported; a value the user set explicitly is left alone. Returns the folder.
     """
-    tools = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    tools = tools / "tools"
+    global _ACTIVE_CACHE
+    _ACTIVE_CACHE = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    tools = _ACTIVE_CACHE / "tools"
     os.environ.setdefault("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
     for var, sub in (("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg-cache")):
         if not os.environ.get(var):
             os.environ[var] = str(tools / sub)
     return tools
+
+
+def active_cache_dir() -> Path:
+    """The cache directory this process uses (the last one :func:`confine_tool_dirs` was given)."""
+    return _ACTIVE_CACHE if _ACTIVE_CACHE is not None else default_cache_dir()
 
 
 def user_cache_home() -> Path:

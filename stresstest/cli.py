@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -52,6 +53,7 @@ def _cmd_mix(a: argparse.Namespace) -> int:
 
     if not math.isfinite(a.snr) or not SNR_MIN_DB <= a.snr <= SNR_MAX_DB:
         raise MixError(f"--snr: expected a finite SNR between {SNR_MIN_DB:g} and {SNR_MAX_DB:g} dB, got {a.snr:g}")
+    a.snr += 0.0  # canonical: -0 is 0 (recorded as 0 in the mixture's info)
     out = Path(a.out)
     if out.is_dir():
         raise MixError(f"--out {out}: is a directory; expected the path of the WAV file to write")
@@ -229,13 +231,23 @@ def _os_error_message(exc: OSError) -> str:
     """A one-line user message for an environment failure (permissions, full disk, wrong kind of path)."""
     import errno
 
+    from stresstest.cache import active_cache_dir
+
     where = exc.filename if exc.filename is not None else "a file"
     what = exc.strerror or type(exc).__name__
+    # A write into the cache is fixed by moving the cache, not the run directory.
+    place = "--out"
+    if exc.filename is not None:
+        try:
+            Path(os.fsdecode(exc.filename)).resolve().relative_to(active_cache_dir().resolve())
+            place = "cache directory (STRESSTEST_CACHE or run.cache_dir)"
+        except (ValueError, OSError, TypeError):
+            pass
     hint = {
-        errno.EACCES: "check the permissions or choose another --out",
-        errno.EPERM: "check the permissions or choose another --out",
-        errno.EROFS: "the file system is read-only; choose another --out",
-        errno.ENOSPC: "the disk is full; free space or choose another --out",
+        errno.EACCES: f"check the permissions or choose another {place}",
+        errno.EPERM: f"check the permissions or choose another {place}",
+        errno.EROFS: f"the file system is read-only; choose another {place}",
+        errno.ENOSPC: f"the disk is full; free space or choose another {place}",
         errno.EEXIST: "a file is in the way of a folder",
         errno.ENOTDIR: "a file is in the way of a folder",
         errno.EISDIR: "a folder is where a file was expected",

@@ -352,3 +352,27 @@ def test_records_are_not_written_through_a_symlinked_records_folder(tmp_path: Pa
         with pytest.raises(IdError, match="resolves outside"):
             _structure_stage(state, tmp_path / "cache")
     assert list(outside.rglob("*")) == []
+
+
+def test_a_full_cache_points_at_the_cache_not_at_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from stresstest import cache as cache_mod
+    from stresstest.cli import _os_error_message
+
+    monkeypatch.setattr(cache_mod, "_ACTIVE_CACHE", None)
+    for var in ("MPLCONFIGDIR", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(var, str(tmp_path / var))  # confine_tool_dirs leaves values that are set alone
+    cache_mod.confine_tool_dirs(tmp_path / "cache")
+    msg = _os_error_message(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "cache" / "asr" / "x")))
+    assert "cache directory" in msg and "--out" not in msg
+    msg = _os_error_message(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "items.jsonl")))
+    assert "--out" in msg
+
+
+def test_snr_grid_values_are_canonical() -> None:
+    from stresstest.config import RunConfig
+
+    cfg = RunConfig.model_validate({"corpus": {"kind": "osce", "path": "x"}, "snr_db": [-0.0, 5],
+                                    "noise": {"ambient": {"family": "ambient"}}})
+    assert [c.id for c in cfg.grid()] == ["clean", "ambient_0db", "ambient_5db"]
