@@ -26,6 +26,7 @@ File modes follow the umask (``0o666 & ~umask``), like any file ``open`` creates
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -43,6 +44,7 @@ ENVELOPE_SUFFIX = ".c2.json"
 _UMASK: int | None = None
 _UMASK_LOCK = threading.Lock()
 _ACTIVE_CACHE: Path | None = None
+_ENV_LOCK = threading.Lock()
 
 
 def _file_mode() -> int:
@@ -82,6 +84,28 @@ def confine_tool_dirs(cache_dir: str | Path | None = None) -> Path:
 def active_cache_dir() -> Path:
     """The cache directory this process uses (the last one :func:`confine_tool_dirs` was given)."""
     return _ACTIVE_CACHE if _ACTIVE_CACHE is not None else default_cache_dir()
+
+
+@contextlib.contextmanager
+def tool_tmpdir() -> Iterator[Path]:
+    """``$TMPDIR`` pointed at ``<cache dir>/tools/tmp`` while a third-party library runs.
+
+    onnxruntime writes a session file ``$TMPDIR/.ses`` (``/tmp/.ses`` by default)
+    when the piper voice is loaded; this keeps it inside the cache. Scoped, not
+    process-wide, so our own temporary files keep their usual place.
+    """
+    tmp = active_cache_dir() / "tools" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    with _ENV_LOCK:
+        saved = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = str(tmp)
+        try:
+            yield tmp
+        finally:
+            if saved is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved
 
 
 def user_cache_home() -> Path:

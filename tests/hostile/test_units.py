@@ -376,3 +376,23 @@ def test_snr_grid_values_are_canonical() -> None:
     cfg = RunConfig.model_validate({"corpus": {"kind": "osce", "path": "x"}, "snr_db": [-0.0, 5],
                                     "noise": {"ambient": {"family": "ambient"}}})
     assert [c.id for c in cfg.grid()] == ["clean", "ambient_0db", "ambient_5db"]
+
+
+def test_loading_the_piper_voice_writes_nothing_to_tmpdir(tmp_path: Path) -> None:
+    """onnxruntime writes ``$TMPDIR/.ses`` when it is imported; the voice loader keeps it in the cache."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("piper")
+    repo = Path(__file__).resolve().parents[2]
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR"))}
+    env.update(TMPDIR=str(tmpdir), HOME=str(tmp_path / "home"),
+               PYTHONPATH=os.pathsep.join([str(repo), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    code = ("from stresstest.cache import confine_tool_dirs; confine_tool_dirs({!r}); "
+            "from stresstest.speech.tts import load_voice; load_voice()").format(str(tmp_path / "cache"))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)  # noqa: S603
+    assert list(tmpdir.iterdir()) == []
+    assert (tmp_path / "cache" / "tools" / "tmp" / ".ses").is_file()
