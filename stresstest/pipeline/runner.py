@@ -34,6 +34,7 @@ from stresstest.asr.stage import ASRItem
 from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
+from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
@@ -109,7 +110,15 @@ def _load_encounters(state: RunState) -> None:
         check_id(e.encounter_id, where=e.source_path or str(cfg.corpus.path))  # every loader, one rule
         g = state.gold.get(e.encounter_id)
         scope = getattr(g, "scope_turns", None) if g is not None else None
-        state.encounters[e.encounter_id] = e.truncated(scope if scope else cfg.corpus.max_turns)
+        cut = e.truncated(scope if scope else cfg.corpus.max_turns)
+        if cut.audio_path and len(cut.turns) < len(e.turns) and cut.audio_end_s is None:
+            # Cutting the reference but not the audio would count every later turn as insertions (WER > 100%).
+            why = (f"its gold record's scope_turns={scope}" if scope else f"corpus.max_turns={cfg.corpus.max_turns}")
+            raise CorpusError(
+                f"{e.source_path}: encounter {e.encounter_id}: {why} keeps {len(cut.turns)} of {len(e.turns)} turns, "
+                "but the recording cannot be cut with them: its turns have no start_s/end_s timings; give turn "
+                "timings, or drop the turn limit for recordings")
+        state.encounters[e.encounter_id] = cut
     state.ledger = FailureLedger(cfg.run.max_failures, len(state.encounters) * len(state.grid),
                                  state.out / "manifest.json")
 

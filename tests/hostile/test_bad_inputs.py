@@ -96,14 +96,22 @@ def _manifest(root: Path, entries: list[object], audio: bool = True) -> Path:
 
 def _man_cfg(root: Path, entries: list[object], extra: str = "", audio: bool = True) -> list[str]:
     m = _manifest(root, entries, audio)
+    max_turns = ""
+    if extra.startswith("corpus_max: "):  # corpus.max_turns, which lives in the corpus block
+        max_turns, extra = f", max_turns: {extra.split()[1]}", ""
     return _run(root, "{corpus}\nnoise: {ambient: {family: ambient, kind: builtin}}\nsnr_db: [5]\n" + extra,
-                corpus=f"corpus: {{kind: manifest, path: {m}}}")
+                corpus=f"corpus: {{kind: manifest, path: {m}{max_turns}}}")
 
 
 def _entry(eid: object, **kw: object) -> dict[str, object]:
     e: dict[str, object] = {"encounter_id": eid, "audio": "rec.wav", "reference_text": "chest pain since last night"}
     e.update(kw)
     return e
+
+
+def _timed(eid: str, turns: list[dict[str, object]]) -> dict[str, object]:
+    """A manifest entry whose reference is its (possibly timed) turns."""
+    return {"encounter_id": eid, "audio": "rec.wav", "turns": turns}
 
 
 def _aci(root: Path, text: str) -> list[str]:
@@ -275,6 +283,18 @@ CASES: list[Case] = [
     Case("manifest_audio_suffix", lambda r: (_man_cfg(r, [_entry("a", audio="rec.txt")]), "expected audio ending")),
     Case("manifest_empty", lambda r: (_man_cfg(r, []), "found none")),
     Case("manifest_duplicate_id", lambda r: (_man_cfg(r, [_entry("a"), _entry("a")]), "manifest.jsonl:2:")),
+    # --- inputs checked against each other (issue 25)
+    Case("manifest_turns_out_of_order", lambda r: (_man_cfg(r, [_timed("a", [
+        {"speaker": "doctor", "text": "chest pain", "start_s": 1.0, "end_s": 1.5},
+        {"speaker": "patient", "text": "since last night", "start_s": 0.2, "end_s": 0.9}])]),
+        "manifest.jsonl:1: turn 2: starts at 0.2 s, before turn 1 (1 s)")),
+    Case("manifest_timings_beyond_the_audio", lambda r: (_man_cfg(r, [_timed("a", [
+        {"speaker": "doctor", "text": "chest pain", "start_s": 0.2, "end_s": 1.5},
+        {"speaker": "patient", "text": "since last night", "start_s": 30.0, "end_s": 31.0}])],
+        extra="run: {max_failures: 0}\n"), "turn 2 has start_s=30 s but the recording is 2.00 s long")),
+    Case("max_turns_on_an_untimed_recording", lambda r: (_man_cfg(r, [_timed("a", [
+        {"speaker": "doctor", "text": "chest pain"}, {"speaker": "patient", "text": "since last night"}])],
+        extra="corpus_max: 1\n"), "corpus.max_turns=1 keeps 1 of 2 turns, but the recording cannot be cut")),
     Case("manifest_truncated_recording", lambda r: (
         _man_cfg(r, [_entry("a", audio=str(_truncated(r)))], extra="run: {max_failures: 0}\n"), "truncated")),
     # --- mix

@@ -396,3 +396,25 @@ def test_loading_the_piper_voice_writes_nothing_to_tmpdir(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)  # noqa: S603
     assert list(tmpdir.iterdir()) == []
     assert (tmp_path / "cache" / "tools" / "tmp" / ".ses").is_file()
+
+
+def test_a_turn_limit_cuts_the_recording_with_the_reference(tmp_path: Path) -> None:
+    """corpus.max_turns on a timed recording: the audio ends with the last kept turn, and the speech recipe
+    says so (before: the reference was cut, the audio not, and clean WER went past 100%)."""
+    import numpy as np
+    import soundfile as sf
+
+    from stresstest.records import Encounter, Turn
+    from stresstest.speech.recording import load_recording
+
+    wav = tmp_path / "rec.wav"
+    sf.write(str(wav), (0.3 * np.sin(np.arange(32000) / 10)).astype(np.float32), 16000)
+    enc = Encounter(encounter_id="E1", corpus="manifest", source_path=str(tmp_path / "m.jsonl"), audio_path=str(wav),
+                    turns=(Turn(speaker="doctor", text="chest pain", start_s=0.1, end_s=0.8),
+                           Turn(speaker="patient", text="since last night", start_s=1.0, end_s=1.9)))
+    whole = load_recording(enc, tmp_path / "cache")
+    cut = load_recording(enc.truncated(1), tmp_path / "cache")
+    assert whole.duration_s == pytest.approx(2.0) and cut.duration_s == pytest.approx(0.8)
+    assert cut.segments_s == ((0.1, 0.8),)
+    assert any("cut at 0.8 s" in w for w in cut.recipe["warnings"])  # type: ignore[union-attr]
+    assert "warnings" not in whole.recipe
