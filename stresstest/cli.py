@@ -103,7 +103,12 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _read_text(path: str) -> str:
+#: Largest transcript ``stresstest triggers`` reads (bytes): one conversation's transcript is far smaller, and
+#: the detector, linear in the text, takes minutes at this size (scripts/bench_scale.py).
+MAX_TRIGGER_TEXT_BYTES = 10_000_000
+
+
+def _read_text(path: str, option: str = "") -> str:
     from stresstest.errors import MetricError
 
     p = Path(path)
@@ -111,6 +116,10 @@ def _read_text(path: str) -> str:
         raise MetricError(f"{p}: is a directory; expected a UTF-8 text file")
     if not p.is_file():
         raise MetricError(f"{p}: file not found")
+    size = p.stat().st_size
+    if size > MAX_TRIGGER_TEXT_BYTES:
+        raise MetricError(f"{option + ' ' if option else ''}{p}: is {size / 1e6:.1f} MB; expected a transcript of at "
+                          f"most {MAX_TRIGGER_TEXT_BYTES / 1e6:g} MB (one conversation); split longer texts")
     try:
         return p.read_text("utf-8")
     except UnicodeDecodeError as exc:
@@ -120,7 +129,7 @@ def _read_text(path: str) -> str:
 def _cmd_triggers(a: argparse.Namespace) -> int:
     from stresstest.metrics.triggers import detect_triggers
 
-    events = detect_triggers(_read_text(a.ref), _read_text(a.hyp))
+    events = detect_triggers(_read_text(a.ref, "--ref"), _read_text(a.hyp, "--hyp"))
     print(json.dumps([e.model_dump(mode="json") for e in events], indent=2, ensure_ascii=False))
     return 0
 
@@ -274,13 +283,18 @@ def _error(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _terminate_like_interrupt() -> None:
+def _terminate_like_interrupt(args: argparse.Namespace | None = None) -> None:
     """Make SIGTERM unwind like Ctrl-C, so ``finally`` blocks stop a managed LLM server.
 
     Python's default SIGTERM action kills the process without running cleanup, which left the run's
     llama.cpp/vLLM server (its own session, so not killed with us) running after ``kill PID``.
     """
     if threading.current_thread() is not threading.main_thread():
+        return
+    if getattr(args, "cmd", None) == "triggers":
+        # Nothing to clean up, and the alignment runs in C code that a Python-level handler would wait for
+        # (minutes on a long pair): the default action ends the process at once.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         return
 
     def _on_term(signum: int, frame: object) -> None:
@@ -301,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     from stresstest.cache import confine_tool_dirs
 
     confine_tool_dirs()  # nothing in $HOME but the documented cache dir
-    _terminate_like_interrupt()
+    _terminate_like_interrupt(a)
     try:
         return int(a.func(a))
     except StressTestError as exc:
