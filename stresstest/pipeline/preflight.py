@@ -178,7 +178,7 @@ def check_llm_weights(ctx: _Context) -> Finding:
         return Finding("llm model", True, f"{srv.model} at {path} (revision {Path(path).name})")
     from stresstest.llm.engine import LLMEngine
 
-    mid = LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.out / "logs", progress=False).model_id
+    mid = LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False).model_id
     return Finding("llm model", True, f"{engine}: {mid}")
 
 
@@ -274,7 +274,9 @@ def check_llm_call(ctx: _Context) -> Finding:
     s = ctx.cfg.structure
     if s.backend == "rules":
         return Finding("llm call", True, "structure.backend rules: no LLM")
-    with LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.out / "logs", progress=False) as engine:
+    # The server log goes to the cache, not --out: a check never creates or writes into a run directory
+    # (a run claims its directory first; pipeline.ownership).
+    with LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False) as engine:
         engine.start()
         if s.backend == "vllm-offline":
             return Finding("llm call", True, f"vLLM offline engine started in {engine.ready_s} s")
