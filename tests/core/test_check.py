@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -61,14 +60,7 @@ def test_an_unwritable_cache_dir_is_one_line(tmp_path: Path, capsys: pytest.Capt
     cfg = _config(tmp_path, run={"cache_dir": str(blocker / "cache")})
     rc, problems = _check(tmp_path, capsys, cfg, "--quick")
     assert rc == 2 and len(problems) == 1 and "cache dir writable" in problems[0] and "not writable" in problems[0]
-
-
-@pytest.mark.skipif(os.getuid() == 0, reason="root writes into read-only folders")
-def test_a_read_only_cache_dir_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ro = tmp_path / "ro"
-    ro.mkdir(mode=0o555)
-    rc, problems = _check(tmp_path, capsys, _config(tmp_path, run={"cache_dir": str(ro)}), "--quick")
-    assert rc == 2 and len(problems) == 1 and "--user" in problems[0]
+    assert "--user" in problems[0]  # the Docker hint (a read-only folder cannot be shown as root, which CI is)
 
 
 def test_a_dead_proxy_before_a_remote_server_is_one_line(
