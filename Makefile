@@ -1,5 +1,5 @@
 # Quickstart:  make demo   (install + run configs/demo.yaml on the embedded CPU models)
-#              make test   (install + the whole offline test suite)
+#              make test   (install + the whole offline test suite, real llama.cpp and vLLM CPU engines included)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -18,7 +18,7 @@ define step
 	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
 endef
 
-.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-llm demo-ray test test-fast lint typecheck bench check-vllm clean
+.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-llm demo-ray demo-vllm test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -57,7 +57,11 @@ demo-llm: $(LLM)
 demo-ray: $(RAY)
 	$(BIN)/stresstest run configs/demo-ray.yaml --out runs/demo-ray
 
-test: $(CORE) $(LLM) $(WHISPER) $(RAY)
+# A tiny sweep on the real vLLM CPU engine (configs/demo-vllm.yaml names the venv install-vllm builds).
+demo-vllm: $(CORE) install-vllm
+	$(BIN)/stresstest run configs/demo-vllm.yaml --out runs/demo-vllm
+
+test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
 	$(BIN)/python -m pytest -q
 
 test-fast: $(CORE)

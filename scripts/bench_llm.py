@@ -15,6 +15,8 @@ Usage::
         --n 512 --concurrency 128                                                      # served vLLM
     python scripts/bench_llm.py --offline --model Qwen/Qwen2.5-7B-Instruct --n 512     # vllm.LLM, one batch
     python scripts/bench_llm.py ... --batch-invariant                                  # cost of batch invariance
+    python scripts/bench_llm.py --config configs/demo-vllm.yaml --corpus data/osce/transcripts \
+        --preset default                                                               # vLLM CPU, vs deterministic
 
 Prints one Markdown table row per run (and ``--json`` writes the numbers).
 """
@@ -71,8 +73,13 @@ def _config(args: argparse.Namespace) -> LLMConfig:
         upd["concurrency"] = args.concurrency
     if args.max_tokens:
         upd["decoding"] = cfg.decoding.model_copy(update={"max_tokens": args.max_tokens})
+    srv_upd: dict[str, Any] = {}
     if args.batch_invariant:
-        upd["server"] = cfg.server.model_copy(update={"batch_invariant": True})
+        srv_upd["batch_invariant"] = True
+    if args.preset:
+        srv_upd["preset"] = args.preset
+    if srv_upd:
+        upd["server"] = cfg.server.model_copy(update=srv_upd)
     return cfg.model_copy(update=upd)
 
 
@@ -133,6 +140,8 @@ def bench(cfg: LLMConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[s
         "truncated_rate": truncated / n if n else None,
         "phi_sent": info["phi_sent"],
         "batch_invariant": bool(info.get("batch_invariant")),
+        "preset": info.get("preset"),
+        "engine_options": info.get("engine_options"),
     }
 
 
@@ -166,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=0, help="requests in flight (default: the config's)")
     ap.add_argument("--max-tokens", type=int, default=0, help="override φ's max_tokens")
     ap.add_argument("--batch-invariant", action="store_true", help="vLLM batch-invariant kernels")
+    ap.add_argument("--preset", choices=["default", "deterministic"],
+                    help="vLLM engine preset (default: the config's); the cost of determinism is the ratio")
     ap.add_argument("--compare-rules", action="store_true", help="also time the rules structurer")
     ap.add_argument("--out", default="runs/bench-llm", help="where the server log goes (OUT/logs)")
     ap.add_argument("--json", help="write the numbers here")
@@ -181,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         r = rules_rate(texts)
         res["rules_records_per_s"] = r
         res["llm_over_rules"] = res["records_per_s"] / r if res["records_per_s"] else None
-    cols = ["engine", "n", "concurrency", "startup_s", "records_per_s", "prompt_tokens_per_s", "output_tokens_per_s",
-            "latency_p50_s", "latency_p95_s", "invalid_rate", "truncated_rate"]
+    cols = ["engine", "preset", "n", "concurrency", "startup_s", "records_per_s", "prompt_tokens_per_s",
+            "output_tokens_per_s", "latency_p50_s", "latency_p95_s", "invalid_rate", "truncated_rate"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     print("| " + " | ".join(_fmt(res[c], 3 if c == "records_per_s" else 2) for c in cols) + " |")

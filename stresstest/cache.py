@@ -26,6 +26,7 @@ File modes follow the umask (``0o666 & ~umask``), like any file ``open`` creates
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -42,6 +43,8 @@ CACHE_FORMAT = 2
 ENVELOPE_SUFFIX = ".c2.json"
 _UMASK: int | None = None
 _UMASK_LOCK = threading.Lock()
+_ACTIVE_CACHE: Path | None = None
+_ENV_LOCK = threading.Lock()
 
 
 def _file_mode() -> int:
@@ -64,17 +67,51 @@ def confine_tool_dirs(cache_dir: str | Path | None = None) -> Path:
     """Point third-party libraries' own caches into ``<cache dir>/tools`` instead of ``$HOME``.
 
     matplotlib (font list, config: ``MPLCONFIGDIR``) and onnxruntime (a device id
-    under ``$XDG_CACHE_HOME/Microsoft``) otherwise write into the home folder. Set
+    under ``$XDG_CACHE_HOME/Microsoft``) otherwise write into the home folder. The user's
+    Hugging Face cache is kept (``HF_HOME`` pinned to where it was), since models are read from it. Set
     for this process and its children (the LLM server) before those libraries are
     imported; a value the user set explicitly is left alone. Returns the folder.
     """
-    tools = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    tools = tools / "tools"
+    global _ACTIVE_CACHE
+    _ACTIVE_CACHE = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    tools = _ACTIVE_CACHE / "tools"
     os.environ.setdefault("STRESSTEST_USER_XDG_CACHE_HOME", os.environ.get("XDG_CACHE_HOME", ""))
+    # huggingface_hub derives its cache from $XDG_CACHE_HOME when $HF_HOME is unset: pin it to the user's own
+    # Hugging Face home first, so the models the user downloaded (Whisper large-v3, the LLM) are found there —
+    # by faster-whisper, transformers and the managed vLLM server, which inherits this environment.
+    if not os.environ.get("HF_HOME"):
+        os.environ["HF_HOME"] = str(user_cache_home() / "huggingface")
     for var, sub in (("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg-cache")):
         if not os.environ.get(var):
             os.environ[var] = str(tools / sub)
     return tools
+
+
+def active_cache_dir() -> Path:
+    """The cache directory this process uses (the last one :func:`confine_tool_dirs` was given)."""
+    return _ACTIVE_CACHE if _ACTIVE_CACHE is not None else default_cache_dir()
+
+
+@contextlib.contextmanager
+def tool_tmpdir() -> Iterator[Path]:
+    """``$TMPDIR`` pointed at ``<cache dir>/tools/tmp`` while a third-party library runs.
+
+    onnxruntime writes a session file ``$TMPDIR/.ses`` (``/tmp/.ses`` by default)
+    when the piper voice is loaded; this keeps it inside the cache. Scoped, not
+    process-wide, so our own temporary files keep their usual place.
+    """
+    tmp = active_cache_dir() / "tools" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    with _ENV_LOCK:
+        saved = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = str(tmp)
+        try:
+            yield tmp
+        finally:
+            if saved is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved
 
 
 def user_cache_home() -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -23,7 +24,7 @@ EXIT_INTERNAL = 3
 def _cmd_run(a: argparse.Namespace) -> int:
     from stresstest.pipeline.runner import format_quality_table, format_table, run
 
-    out, rows = run(a.config, a.out)
+    out, rows = run(a.config, a.out, replace=a.replace_run)
     print(format_table(rows))
     manifest_path = out / "manifest.json"
     quality = format_quality_table(rows, json.loads(manifest_path.read_text("utf-8")) if manifest_path.is_file()
@@ -52,6 +53,7 @@ def _cmd_mix(a: argparse.Namespace) -> int:
 
     if not math.isfinite(a.snr) or not SNR_MIN_DB <= a.snr <= SNR_MAX_DB:
         raise MixError(f"--snr: expected a finite SNR between {SNR_MIN_DB:g} and {SNR_MAX_DB:g} dB, got {a.snr:g}")
+    a.snr += 0.0  # canonical: -0 is 0 (recorded as 0 in the mixture's info)
     out = Path(a.out)
     if out.is_dir():
         raise MixError(f"--out {out}: is a directory; expected the path of the WAV file to write")
@@ -59,6 +61,10 @@ def _cmd_mix(a: argparse.Namespace) -> int:
         raise MixError(f"--out {out}: expected a file name ending in .wav")
     if not out.parent.is_dir():
         raise MixError(f"--out {out}: folder {out.parent} does not exist")
+    for opt, given in (("--speech", a.speech), ("--noise", a.noise)):
+        if _same_file(out, Path(given)):
+            raise MixError(f"--out {out}: is the {opt} input; writing the mixture there would destroy it "
+                           "(give another output file)")
     speech = load_audio(a.speech)
     noise_full = load_audio(a.noise)
     rng = item_rng(a.seed, Path(a.speech).name, "file")
@@ -87,7 +93,22 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     return 0
 
 
-def _read_text(path: str) -> str:
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file (same path after resolving links, or hard links to one inode)."""
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and a.samefile(b)
+    except (OSError, ValueError):
+        return False
+
+
+#: Largest transcript ``stresstest triggers`` reads (bytes): one conversation's transcript is far smaller, and
+#: the detector, linear in the text, takes minutes at this size (scripts/bench_scale.py).
+MAX_TRIGGER_TEXT_BYTES = 10_000_000
+
+
+def _read_text(path: str, option: str = "") -> str:
     from stresstest.errors import MetricError
 
     p = Path(path)
@@ -95,6 +116,10 @@ def _read_text(path: str) -> str:
         raise MetricError(f"{p}: is a directory; expected a UTF-8 text file")
     if not p.is_file():
         raise MetricError(f"{p}: file not found")
+    size = p.stat().st_size
+    if size > MAX_TRIGGER_TEXT_BYTES:
+        raise MetricError(f"{option + ' ' if option else ''}{p}: is {size / 1e6:.1f} MB; expected a transcript of at "
+                          f"most {MAX_TRIGGER_TEXT_BYTES / 1e6:g} MB (one conversation); split longer texts")
     try:
         return p.read_text("utf-8")
     except UnicodeDecodeError as exc:
@@ -104,15 +129,17 @@ def _read_text(path: str) -> str:
 def _cmd_triggers(a: argparse.Namespace) -> int:
     from stresstest.metrics.triggers import detect_triggers
 
-    events = detect_triggers(_read_text(a.ref), _read_text(a.hyp))
+    events = detect_triggers(_read_text(a.ref, "--ref"), _read_text(a.hyp, "--hyp"))
     print(json.dumps([e.model_dump(mode="json") for e in events], indent=2, ensure_ascii=False))
     return 0
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
+    from stresstest.pipeline.ownership import locked_run_dir
     from stresstest.report import cli_report
 
-    print(cli_report(Path(a.run_dir)))
+    with locked_run_dir(Path(a.run_dir)):  # not while a run is writing the same directory
+        print(cli_report(Path(a.run_dir)))
     return 0
 
 
@@ -146,6 +173,23 @@ def _cmd_llm_serve(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(a: argparse.Namespace) -> int:
+    from stresstest.cache import confine_tool_dirs, default_cache_dir
+    from stresstest.config import load_config
+    from stresstest.pipeline.preflight import run_checks
+
+    cfg = load_config(a.config)
+    cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
+    confine_tool_dirs(cache)
+    out = Path(a.out) if a.out else Path("runs") / Path(a.config).stem
+    findings = run_checks(cfg, out=out, cache=cache, deep=not a.quick)
+    for f in findings:
+        print(f, file=sys.stdout if f.ok else sys.stderr, flush=True)
+    bad = sum(not f.ok for f in findings)
+    print(f"{'ready' if not bad else f'{bad} problem(s)'}: {a.config}", flush=True)
+    return EXIT_USER_ERROR if bad else 0
+
+
 def _cmd_gold(a: argparse.Namespace) -> int:
     from stresstest.cli_gold import gold_command
 
@@ -162,8 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a sweep from a YAML config")
     r.add_argument("config")
-    r.add_argument("--out", help="run directory (default runs/<config name>)")
+    r.add_argument("--out", help="run directory (default runs/<config name>): new, empty, or a run of this config")
+    r.add_argument("--replace-run", action="store_true",
+                   help="replace the finished run in --out although it was made from a different config")
     r.set_defaults(func=_cmd_run)
+
+    ck = sub.add_parser("check", help="will this config run here? corpora, models, CUDA libraries, one decode, "
+                        "one LLM call, disk, writable folders, a time estimate")
+    ck.add_argument("config")
+    ck.add_argument("--out", help="run directory it would write (default runs/<config name>)")
+    ck.add_argument("--quick", action="store_true", help="skip loading models (no decode, no LLM call)")
+    ck.set_defaults(func=_cmd_check)
 
     m = sub.add_parser("mix", help="mix one noise file into one speech file at an SNR (SPEC §2 rules)")
     m.add_argument("--speech", required=True)
@@ -211,13 +264,23 @@ def _os_error_message(exc: OSError) -> str:
     """A one-line user message for an environment failure (permissions, full disk, wrong kind of path)."""
     import errno
 
+    from stresstest.cache import active_cache_dir
+
     where = exc.filename if exc.filename is not None else "a file"
     what = exc.strerror or type(exc).__name__
+    # A write into the cache is fixed by moving the cache, not the run directory.
+    place = "--out"
+    if exc.filename is not None:
+        try:
+            Path(os.fsdecode(exc.filename)).resolve().relative_to(active_cache_dir().resolve())
+            place = "cache directory (STRESSTEST_CACHE or run.cache_dir)"
+        except (ValueError, OSError, TypeError):
+            pass
     hint = {
-        errno.EACCES: "check the permissions or choose another --out",
-        errno.EPERM: "check the permissions or choose another --out",
-        errno.EROFS: "the file system is read-only; choose another --out",
-        errno.ENOSPC: "the disk is full; free space or choose another --out",
+        errno.EACCES: f"check the permissions or choose another {place}",
+        errno.EPERM: f"check the permissions or choose another {place}",
+        errno.EROFS: f"the file system is read-only; choose another {place}",
+        errno.ENOSPC: f"the disk is full; free space or choose another {place}",
         errno.EEXIST: "a file is in the way of a folder",
         errno.ENOTDIR: "a file is in the way of a folder",
         errno.EISDIR: "a folder is where a file was expected",
@@ -244,13 +307,18 @@ def _error(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _terminate_like_interrupt() -> None:
+def _terminate_like_interrupt(args: argparse.Namespace | None = None) -> None:
     """Make SIGTERM unwind like Ctrl-C, so ``finally`` blocks stop a managed LLM server.
 
     Python's default SIGTERM action kills the process without running cleanup, which left the run's
     llama.cpp/vLLM server (its own session, so not killed with us) running after ``kill PID``.
     """
     if threading.current_thread() is not threading.main_thread():
+        return
+    if getattr(args, "cmd", None) == "triggers":
+        # Nothing to clean up, and the alignment runs in C code that a Python-level handler would wait for
+        # (minutes on a long pair): the default action ends the process at once.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         return
 
     def _on_term(signum: int, frame: object) -> None:
@@ -271,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     from stresstest.cache import confine_tool_dirs
 
     confine_tool_dirs()  # nothing in $HOME but the documented cache dir
-    _terminate_like_interrupt()
+    _terminate_like_interrupt(a)
     try:
         return int(a.func(a))
     except StressTestError as exc:

@@ -8,20 +8,22 @@ resolved config is written into every run directory.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from stresstest.asr.stage import ASRConfig
 from stresstest.errors import ConfigError
 from stresstest.grid import ConditionGrid
+from stresstest.ids import id_problem
 from stresstest.llm.config import LLMConfig
 from stresstest.noise import NoiseSpec
 from stresstest.pipeline.executor import ExecutorConfig
 from stresstest.speech import TTSConfig
-from stresstest.yamlcfg import format_validation_error, load_yaml_model
+from stresstest.yamlcfg import read_yaml_mapping, validate_strict
 
 FAMILIES = ("ambient", "babble")
 #: SNR grid bounds (dB): beyond them the mixture is all noise or all speech and the ±0.1 dB check is meaningless.
@@ -63,6 +65,16 @@ class CorpusConfig(_Strict):
         default=None, ge=1,
         description="Keep only the first N turns of each dialogue (a gold record's scope_turns takes precedence).",
     )
+
+    @field_validator("ids")
+    @classmethod
+    def _plain_ids(cls, v: list[str] | None) -> list[str] | None:
+        """Ids are checked here, at load, with the rule every writer applies (``ids.id_problem``)."""
+        for eid in v or []:
+            problem = id_problem(eid)
+            if problem is not None:
+                raise ValueError(f"encounter id {eid!r} cannot be used as a file name: {problem}")
+        return v
 
 
 class GoldConfig(_Strict):
@@ -157,6 +169,8 @@ class RunConfig(_Strict):
         """The grid is checked before anything runs: empty, NaN/inf, out of range and repeats are errors."""
         if not v:
             raise ValueError("expected at least one SNR in dB (an empty grid would run the clean row only)")
+        # Canonical values: -0.0 is 0 (else 'ambient_-0db' and 'ambient_0db' would be two conditions of one SNR).
+        v = [x + 0.0 for x in v]
         seen: dict[str, float] = {}
         for x in v:
             if not math.isfinite(x):
@@ -212,30 +226,51 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _sets(raw: Any, loc: tuple[Any, ...]) -> bool:
+    """True when the mapping ``raw`` sets the value at key path ``loc`` (or a scalar/list above it)."""
+    node = raw
+    for key in loc:
+        if isinstance(node, dict):
+            if key not in node:
+                return False
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+        else:
+            return True  # a list or scalar here replaced the base's whole value
+    return True
+
+
 def _load_validated(path: str | Path) -> RunConfig:
     """Validate ``path``; with ``extends: OTHER.yaml``, ``OTHER`` (same folder) overlaid key by key.
 
     Rule: the extended file is a complete config in the same folder (so its
     relative paths mean the same); mappings merge recursively, any other value
     (lists included) replaces the base's; an extended file may not extend again.
+    Both files and the merged result are validated exactly like a plain config
+    (strict types, unknown keys), and an error names the file and line that set
+    the key.
     """
-    probe, raw = load_yaml_model(path, _ExtendsProbe)
-    if probe.extends is None:
-        cfg, _ = load_yaml_model(path, RunConfig)
-        return cfg
     p = Path(path)
+    raw, root = read_yaml_mapping(p)
+    probe = validate_strict(_ExtendsProbe, {"extends": raw["extends"]} if "extends" in raw else {}, str(p), root)
+    if probe.extends is None:
+        return validate_strict(RunConfig, raw, str(p), root)
     base_path = p.parent / probe.extends
     if base_path.resolve().parent != p.resolve().parent or base_path.resolve() == p.resolve():
         raise ConfigError(f"{p}: extends: expected another config file in the same folder, got {probe.extends!r}")
-    base_probe, _ = load_yaml_model(base_path, _ExtendsProbe)
-    if base_probe.extends is not None:
-        raise ConfigError(f"{p}: extends: {probe.extends} extends {base_probe.extends} in turn (one level only)")
-    _, base_raw = load_yaml_model(base_path, RunConfig)
-    merged = _deep_merge(base_raw, {k: v for k, v in raw.items() if k != "extends"})
-    try:
-        return RunConfig.model_validate(merged)
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, f"{p} (extending {base_path.name})")) from exc
+    base_raw, base_root = read_yaml_mapping(base_path)
+    if base_raw.get("extends") is not None:
+        raise ConfigError(f"{p}: extends: {probe.extends} extends {base_raw['extends']} in turn (one level only)")
+    validate_strict(RunConfig, base_raw, str(base_path), base_root)
+    over = {k: v for k, v in raw.items() if k != "extends"}
+
+    def locate(loc: tuple[Any, ...]) -> tuple[str, Any]:
+        if not _sets(over, loc) and _sets(base_raw, loc):
+            return str(base_path), base_root
+        return str(p), root
+
+    return validate_strict(RunConfig, _deep_merge(base_raw, over), str(p), root, locate)
 
 
 def load_config(path: str | Path) -> RunConfig:
@@ -254,6 +289,10 @@ def load_config(path: str | Path) -> RunConfig:
     noise = {k: v.model_copy(update={"root": res(v.root)}) if getattr(v, "root", None) else v
              for k, v in cfg.noise.items()}
     run = cfg.run.model_copy(update={"cache_dir": res(cfg.run.cache_dir)})
-    server = cfg.structure.server.model_copy(update={"python": res(cfg.structure.server.python)})
+    py = cfg.structure.server.python
+    # Not resolved: a venv's bin/python is a symlink to the base interpreter, and only the link's path makes
+    # Python start inside the venv (with its packages).
+    py_abs = py if py is None or Path(py).is_absolute() else os.path.normpath(base / py)
+    server = cfg.structure.server.model_copy(update={"python": py_abs})
     structure = cfg.structure.model_copy(update={"server": server})
     return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run, "structure": structure})

@@ -4,7 +4,9 @@ Encounter ids and condition names come from user input (manifests, CSVs, file
 names, configs) and end up as path components: ``records/<condition>/<id>.json``.
 An identifier is accepted only if it is a *plain file name*:
 
-* non-empty, at most :data:`MAX_ID_LENGTH` characters;
+* non-empty, at most :data:`MAX_ID_LENGTH` characters and :data:`MAX_ID_BYTES`
+  bytes in UTF-8 (a file name holds 255 bytes; the rest is room for the
+  writers' suffixes such as ``.c2.json``);
 * no path separator (``/`` or ``\\``), not ``.`` or ``..``;
 * no NUL or other control character (Unicode category ``Cc``), no leading or
   trailing whitespace.
@@ -13,7 +15,8 @@ Loaders call :func:`check_id` with the source location (``FILE:LINE``), so a
 bad id is a user error that names where it came from. Writers build paths with
 :func:`id_path`, which applies the same rule again and checks that the result
 stays inside its root — a second line of defence for ids that did not come
-through a loader.
+through a loader. The writers check the id itself (not id + suffix), so an id
+the loader accepted is never refused later, after hours of ASR.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from stresstest.errors import CorpusError
 
 #: Longest accepted id: leaves room for a suffix within the usual 255-byte file-name limit.
 MAX_ID_LENGTH = 200
+#: Longest accepted id in UTF-8 bytes (255-byte file names minus the longest suffix a writer adds).
+MAX_ID_BYTES = 240
+#: Longest suffix a writer may add to an id (``.c2.json`` and the like).
+MAX_SUFFIX_BYTES = 255 - MAX_ID_BYTES
 
 
 class IdError(CorpusError):
@@ -37,8 +44,12 @@ def id_problem(value: object) -> str | None:
         return f"expected a string, got {type(value).__name__}"
     if not value:
         return "it is empty"
-    if len(value) > MAX_ID_LENGTH or len(value.encode("utf-8", "surrogatepass")) > MAX_ID_LENGTH:
-        return f"it is longer than {MAX_ID_LENGTH} characters"
+    if len(value) > MAX_ID_LENGTH:
+        return f"it is {len(value)} characters long, longer than {MAX_ID_LENGTH} characters"
+    n_bytes = len(value.encode("utf-8", "surrogatepass"))
+    if n_bytes > MAX_ID_BYTES:
+        return (f"it is {n_bytes} bytes in UTF-8, more than {MAX_ID_BYTES} (file names hold 255 bytes; "
+                "non-ASCII characters take 2-4 bytes each)")
     if value in (".", ".."):
         return f"{value!r} is a directory reference"
     if "/" in value or "\\" in value:
@@ -77,9 +88,10 @@ def id_path(root: str | Path, *parts: str, suffix: str = "") -> Path:
         IdError: when a part is not a plain file name or the path would leave ``root``.
     """
     root = Path(root)
-    for i, part in enumerate(parts):
-        name = part + suffix if i == len(parts) - 1 else part
-        problem = id_problem(name)
+    if len(suffix.encode("utf-8")) > MAX_SUFFIX_BYTES or "/" in suffix:
+        raise ValueError(f"id_path: suffix {suffix!r} is not a short file-name suffix")  # a bug, not input
+    for part in parts:
+        problem = id_problem(part)  # the loaders' rule, exactly: the suffix has its own room
         if problem is not None:
             raise IdError(f"refusing to write under {root}: path component {part!r}: {problem}")
     p = root.joinpath(*parts[:-1], parts[-1] + suffix) if parts else root

@@ -51,6 +51,11 @@ class Encounter(Record):
     )
     reference_note: str | None = Field(default=None, description="Clinician note, if the corpus has one.")
     specialty: str | None = Field(default=None, description="Specialty code where known (OSCE: RES, CAR...).")
+    audio_end_s: float | None = Field(
+        default=None,
+        description="The recording is used up to here only: a turn limit cut the reference and the audio together "
+        "(None: the whole recording).",
+    )
 
     def reference_text(self) -> str:
         """The human reference transcript used for WER.
@@ -62,10 +67,20 @@ class Encounter(Record):
         return _WS.sub(" ", " ".join(t.text for t in self.turns)).strip()
 
     def truncated(self, max_turns: int | None) -> Encounter:
-        """The first ``max_turns`` turns (all when None); the id is unchanged."""
+        """The first ``max_turns`` turns (all when None); the id is unchanged.
+
+        With a recording whose kept turns all have timings, the audio is cut too
+        (``audio_end_s`` = the latest end among the kept turns), so the reference
+        and the audio still say the same thing. Without timings the audio cannot
+        be cut: ``audio_end_s`` stays None and the runner refuses such a run.
+        """
         if max_turns is None or max_turns >= len(self.turns):
             return self
-        return self.model_copy(update={"turns": self.turns[:max_turns]})
+        kept = self.turns[:max_turns]
+        update: dict[str, object] = {"turns": kept}
+        if self.audio_path and all(t.end_s is not None for t in kept):
+            update["audio_end_s"] = max(float(t.end_s) for t in kept)  # type: ignore[arg-type]
+        return self.model_copy(update=update)
 
 
 class SpeechAudio(Record):

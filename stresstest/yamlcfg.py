@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import reprlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -179,11 +180,21 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def format_validation_error(exc: ValidationError, source: str, root: yaml.Node | None = None) -> str:
-    """One line per error: ``source:line: a.b.c: message (got value)``."""
+#: Where a key path was written: (file name, its composed YAML root) — several files with ``extends:``.
+Locate = Callable[[tuple[Any, ...]], tuple[str, "yaml.Node | None"]]
+
+
+def format_validation_error(exc: ValidationError, source: str, root: yaml.Node | None = None,
+                            locate: Locate | None = None) -> str:
+    """One line per error: ``source:line: a.b.c: message (got value)``.
+
+    ``locate`` (optional) picks, per key path, the file that set the key and its YAML root.
+    """
     lines = []
     for err in exc.errors():
         loc = tuple(err["loc"])
+        if locate is not None:
+            source, root = locate(loc)
         path = ".".join(str(p) for p in loc) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
@@ -195,6 +206,67 @@ def format_validation_error(exc: ValidationError, source: str, root: yaml.Node |
         where = f"{source}:{line}" if line else source
         lines.append(f"{where}: {path}: {msg}{got_s}")
     return "; ".join(lines)
+
+
+def _nul_problem(value: Any, loc: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """Key path of the first string (key or value) holding a NUL character, or ``None``."""
+    if isinstance(value, str):
+        return loc if "\x00" in value else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and "\x00" in k:
+                return (*loc, k)
+            found = _nul_problem(v, (*loc, k))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _nul_problem(v, (*loc, i))
+            if found is not None:
+                return found
+    return None
+
+
+def read_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], yaml.Node | None]:
+    """Read ``path`` with the bounded safe loader; the top level must be a mapping.
+
+    Returns:
+        (raw mapping, composed root node).
+
+    Raises:
+        ConfigError: file missing, not a file, binary, not YAML, not a mapping, or a NUL character in a value.
+    """
+    p = Path(path)
+    text = read_text_file(p)
+    raw, root = load_yaml_bounded(text, str(p))
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: expected a mapping of config keys at the top level, got {type(raw).__name__}")
+    nul = _nul_problem(raw)
+    if nul is not None:  # a path with NUL would fail deep inside the OS layer as an "internal error"
+        line = _line_of(root, nul)
+        key = ".".join(str(k) for k in nul) or "(top level)"
+        raise ConfigError(f"{p}{f':{line}' if line else ''}: {key}: contains a NUL character (\\0), which no "
+                          "path or name may hold")
+    return raw, root
+
+
+def validate_strict(model: type[M], raw: dict[str, Any], source: str, root: yaml.Node | None = None,
+                    locate: Locate | None = None) -> M:
+    """Validate ``raw`` into ``model`` JSON-strictly (see :func:`load_yaml_model`).
+
+    Raises:
+        ConfigError: naming ``FILE:LINE: key.path`` of every problem (``locate`` picks the file per key).
+    """
+    try:
+        as_json = json.dumps(raw, default=str, allow_nan=True)
+    except (TypeError, ValueError) as exc:  # e.g. a mapping used as a key
+        raise ConfigError(f"{source}: expected plain YAML values (mappings, lists, strings, numbers): {exc}") from exc
+    try:
+        return model.model_validate_json(as_json, strict=True)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source, root, locate)) from exc
 
 
 def load_yaml_model(path: str | Path, model: type[M]) -> tuple[M, dict[str, Any]]:
@@ -209,18 +281,5 @@ def load_yaml_model(path: str | Path, model: type[M]) -> tuple[M, dict[str, Any]
     Raises:
         ConfigError: file missing, not a file, binary, not YAML, not a mapping, or invalid (key path + line).
     """
-    p = Path(path)
-    text = read_text_file(p)
-    raw, root = load_yaml_bounded(text, str(p))
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: expected a mapping of config keys at the top level, got {type(raw).__name__}")
-    try:
-        as_json = json.dumps(raw, default=str, allow_nan=True)
-    except (TypeError, ValueError) as exc:  # e.g. a mapping used as a key
-        raise ConfigError(f"{p}: expected plain YAML values (mappings, lists, strings, numbers): {exc}") from exc
-    try:
-        return model.model_validate_json(as_json, strict=True), raw
-    except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, str(p), root)) from exc
+    raw, root = read_yaml_mapping(path)
+    return validate_strict(model, raw, str(path), root), raw

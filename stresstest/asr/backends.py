@@ -26,6 +26,7 @@ import numpy as np
 from stresstest.asr.base import DecodingOptions
 from stresstest.audio import SAMPLE_RATE_HZ
 from stresstest.errors import ASRError
+from stresstest.net import trust_env
 
 BUNDLED_TINY_EN = "tiny.en-bundled"
 
@@ -110,15 +111,23 @@ class FasterWhisperBackend:
     def runtime(self, batch_size: int) -> dict[str, object]:
         """Everything besides audio, model and decoding options that can change the text.
 
-        The batch size matters only on the batched path (``batch_size > 1``),
-        whose single-pass-plus-remainder decode can differ from the sequential one.
+        The batch size matters only on the batched path (``batch_size > 1``), whose batched kernels may
+        round differently from the sequential ones.
         """
-        return {
+        out: dict[str, object] = {
             "device": self.device, "compute_type": self.compute_type, "batch_size": batch_size,
             "faster-whisper": _package_version("faster-whisper"), "ctranslate2": _package_version("ctranslate2"),
         }
+        if batch_size > 1:  # 2: the sequential seek loop, batched (fw_batched); transcripts of 1 are not reused
+            out["batched_decoder"] = 2
+        return out
 
     def _model(self) -> Any:
+        if self.device == "cuda":
+            # CTranslate2 opens cuBLAS 12 by name at its first encode; load it first, or fail here in one line.
+            from stresstest.asr.cudalibs import preload_cuda_libraries
+
+            preload_cuda_libraries()
         return _load_faster_whisper(self.model_path, self.device, self.compute_type, self.cpu_threads)
 
     def _kwargs(self, options: DecodingOptions) -> dict[str, Any]:
@@ -151,60 +160,24 @@ class FasterWhisperBackend:
     def decode_windows_batched(
         self, windows: list[np.ndarray], options: DecodingOptions, batch_size: int
     ) -> list[WindowResult]:
-        """Batched: windows of all encounters decoded ``batch_size`` at a time.
+        """Batched: windows of all encounters decoded ``batch_size`` at a time, by the sequential seek rule.
 
-        One batched pass decodes every window once (``BatchedInferencePipeline``
-        with explicit clip timestamps, one clip per window). A single pass drops
-        a window's unfinished last segment, which the sequential path recovers
-        by decoding again from the last timestamp; so, like the sequential path,
-        every window whose decoded speech ends more than :data:`REMAINDER_MIN_S`
-        before the window's end gets its remainder decoded in a further batched
-        pass (at most :data:`MAX_PASSES` passes).
+        Each window follows faster-whisper's sequential loop (one log-Mel per window; after a decode that does
+        not end with a single timestamp, the unfinished segment is dropped and decoding resumes from the last
+        timestamp); only the scheduling differs: decodes of many windows share each model call
+        (:mod:`stresstest.asr.fw_batched`). Needs faster-whisper 1.2.1 exactly.
         """
-        from faster_whisper import BatchedInferencePipeline
+        from stresstest.asr.fw_batched import FASTER_WHISPER_VERSION, decode_batched
 
         if not windows:
             return []
-        pipe = BatchedInferencePipeline(self._model())
-        texts: list[list[str]] = [[] for _ in windows]
-        kept = [0] * len(windows)
-        passes = [0] * len(windows)
-        pending = [(i, w.astype(np.float32)) for i, w in enumerate(windows)]
-        for _ in range(MAX_PASSES):
-            if not pending:
-                break
-            audio = np.concatenate([w for _, w in pending])
-            clips, starts, t = [], [], 0
-            for _, w in pending:
-                clips.append({"start": t / SAMPLE_RATE_HZ, "end": (t + w.size) / SAMPLE_RATE_HZ})
-                starts.append(t / SAMPLE_RATE_HZ)
-                t += w.size
-            segments, _ = pipe.transcribe(
-                audio, clip_timestamps=clips, batch_size=batch_size, **self._kwargs(options)
-            )
-            bounds = np.asarray(starts)
-            last_end = [0.0] * len(pending)
-            for i, _ in pending:
-                passes[i] += 1
-            for s in segments:
-                k = int(np.searchsorted(bounds, s.start + 1e-3, side="right") - 1)
-                last_end[k] = max(last_end[k], s.end - starts[k])
-                kept[pending[k][0]] += len(s.tokens)
-                if not _skip_window(s.no_speech_prob, s.avg_logprob, options):
-                    texts[pending[k][0]].append(s.text.strip())
-            nxt = []
-            for k, (i, w) in enumerate(pending):
-                cut = int(round(last_end[k] * SAMPLE_RATE_HZ))
-                if 0 < cut and w.size - cut > REMAINDER_MIN_S * SAMPLE_RATE_HZ:
-                    nxt.append((i, w[cut:]))
-            pending = nxt
-        # Tokens: those of the kept segments (the batched pipeline does not return a dropped unfinished tail).
-        return [WindowResult(text=" ".join(t), n_decodes=p, n_tokens=n, token_limit_hits=-1)
-                for t, p, n in zip(texts, passes, kept, strict=True)]
-
-
-REMAINDER_MIN_S = 1.0
-MAX_PASSES = 4
+        version = _package_version("faster-whisper")
+        if version != FASTER_WHISPER_VERSION:
+            raise ASRError(f"asr.batch_size > 1 needs faster-whisper=={FASTER_WHISPER_VERSION} (installed: "
+                           f"{version}): pip install 'faster-whisper=={FASTER_WHISPER_VERSION}', or set "
+                           f"asr.batch_size: 1")
+        out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides)
+        return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h) for t, d, n, h in out]
 
 
 def _cuda_available() -> bool:
@@ -553,6 +526,7 @@ class OpenAICompatibleASR:
                 r = httpx.post(
                     f"{self.base_url}/audio/transcriptions", headers=headers, data=data,
                     files={"file": ("window.wav", buf.getvalue(), "audio/wav")}, timeout=self.timeout_s,
+                    trust_env=trust_env(self.base_url),  # a server on 127.0.0.1 is never reached through a proxy
                 )
                 if r.status_code >= 500:
                     last = ASRError(f"{self.base_url}: HTTP {r.status_code}")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import soundfile as sf
 from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.asr.backends import (
@@ -18,7 +20,7 @@ from stresstest.asr.backends import (
     release_asr_models,
 )
 from stresstest.asr.base import ASRBackend, DecodingOptions, join_windows, split_windows
-from stresstest.audio import read_wav_exact
+from stresstest.audio import SAMPLE_RATE_HZ, read_wav_exact
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
 from stresstest.errors import ASRError
 from stresstest.records import Transcript
@@ -50,6 +52,8 @@ class ASRConfig(BaseModel):
     cpu_threads: int = Field(default=0, ge=0, description="faster-whisper CPU threads (0 = min(4, cores)).")
     base_url: str | None = Field(default=None, description="openai-api: e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(default=None, description="openai-api: env var holding the key (never stored).")
+    concurrency: int = Field(default=16, ge=1, description="openai-api: requests in flight (a vLLM Whisper "
+                             "server batches them; raise it for a GPU server).")
     decoding: DecodingOptions = Field(default_factory=DecodingOptions)
 
 
@@ -63,7 +67,7 @@ def make_backend(cfg: ASRConfig, cache_dir: Path | None = None) -> ASRBackend:
                                     cache_dir=cache_dir)
     if not cfg.base_url or not cfg.model:
         raise ASRError("asr.backend 'openai-api' needs asr.base_url and asr.model")
-    return OpenAICompatibleASR(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env)
+    return OpenAICompatibleASR(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, concurrency=cfg.concurrency)
 
 
 @dataclass(frozen=True)
@@ -182,29 +186,53 @@ def _transcribe_items(
         cache.put(key, t.model_dump(mode="json"))
         on_done(it, t, None)
 
-    windows_per_item: list[list | None] = []
-    for it, _, _ in pending:
+    # Groups of windows are read as they are decoded, never the whole grid at once (the paper grid is ~84 GB of
+    # float32): the number of windows per file comes from its header, and the next group is read on a thread
+    # while the current one decodes, so peak memory is about two groups whatever the number of items.
+    step = int(round(opts.window_s * SAMPLE_RATE_HZ))
+    counted: list[tuple[tuple[ASRItem, str, str], int]] = []
+    for p in pending:
         try:
-            windows_per_item.append(split_windows(read_wav_exact(it.audio_path), opts.window_s))
+            counted.append((p, max(1, -(-sf.info(str(p[0].audio_path)).frames // step))))
         except Exception as exc:
-            windows_per_item.append(None)
-            on_done(it, None, f"{it.audio_path}: {exc}")
-    readable = [k for k, ws in enumerate(windows_per_item) if ws is not None]
-    sizes = [len(windows_per_item[k] or []) for k in readable]
-    for group in _groups(sizes, cfg.batch_size):
-        ok = [pending[readable[g]] for g in group]
-        wins = [windows_per_item[readable[g]] or [] for g in group]
-        t0 = time.perf_counter()
-        try:
-            results = _decode(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
-        except ASRError:
-            raise  # configuration/install problems stop the run with a clear message
-        except Exception as exc:
-            for it, _, _ in ok:
-                on_done(it, None, f"ASR failed: {type(exc).__name__}: {exc}")
-            continue
-        elapsed = (time.perf_counter() - t0) / len(ok)
-        pos = 0
-        for (it, digest, key), ws in zip(ok, wins, strict=True):
-            finish(it, digest, key, results[pos : pos + len(ws)], elapsed)
-            pos += len(ws)
+            on_done(p[0], None, f"{p[0].audio_path}: {exc}")
+    groups = [[counted[g][0] for g in group] for group in _groups([n for _, n in counted], cfg.batch_size)]
+
+    def load(group: list[tuple[ASRItem, str, str]]) -> list[tuple[tuple[ASRItem, str, str], list | None, str]]:
+        out: list[tuple[tuple[ASRItem, str, str], list | None, str]] = []
+        for p in group:
+            try:
+                out.append((p, split_windows(read_wav_exact(p[0].audio_path), opts.window_s), ""))
+            except Exception as exc:
+                out.append((p, None, f"{p[0].audio_path}: {exc}"))
+        return out
+
+    with ThreadPoolExecutor(1, thread_name_prefix="asr-read") as reader:
+        nxt = reader.submit(load, groups[0]) if groups else None
+        for gi in range(len(groups)):
+            assert nxt is not None
+            loaded = nxt.result()
+            nxt = reader.submit(load, groups[gi + 1]) if gi + 1 < len(groups) else None
+            for (it, _, _), ws, err in loaded:
+                if ws is None:
+                    on_done(it, None, err)
+            ok = [p for p, ws, _ in loaded if ws is not None]
+            wins = [ws for _, ws, _ in loaded if ws is not None]
+            del loaded
+            if not ok:
+                continue
+            t0 = time.perf_counter()
+            try:
+                results = _decode(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
+            except ASRError:
+                raise  # configuration/install problems stop the run with a clear message
+            except Exception as exc:
+                for it, _, _ in ok:
+                    on_done(it, None, f"ASR failed: {type(exc).__name__}: {exc}")
+                continue
+            elapsed = (time.perf_counter() - t0) / len(ok)
+            pos = 0
+            for (it, digest, key), ws in zip(ok, wins, strict=True):
+                finish(it, digest, key, results[pos : pos + len(ws)], elapsed)
+                pos += len(ws)
+            del wins, results

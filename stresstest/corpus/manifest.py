@@ -144,6 +144,7 @@ def _turns(value: Any, where: str) -> tuple[Turn, ...]:
     if not isinstance(value, list) or not value:
         raise CorpusError(f"{where}: expected 'turns' to be a non-empty list of {{speaker, text}} objects")
     turns = []
+    prev_start: tuple[int, float] | None = None
     for k, t in enumerate(value, start=1):
         at = f"{where}: turn {k}"
         if not isinstance(t, dict):
@@ -160,6 +161,12 @@ def _turns(value: Any, where: str) -> tuple[Turn, ...]:
         start, end = _time(t.get("start_s"), at, "start_s"), _time(t.get("end_s"), at, "end_s")
         if start is not None and end is not None and end < start:
             raise CorpusError(f"{at}: expected end_s >= start_s, got start_s={start:g}, end_s={end:g}")
+        if start is not None:
+            # Turns are the reference in order; timings that contradict the order describe another dialogue.
+            if prev_start is not None and start < prev_start[1]:
+                raise CorpusError(f"{at}: starts at {start:g} s, before turn {prev_start[0]} ({prev_start[1]:g} s); "
+                                  "expected turns in the order they were spoken (start_s not decreasing)")
+            prev_start = (k, start)
         text = clean_text(text)
         if has_words(text):  # an empty turn carries nothing to transcribe
             turns.append(Turn(speaker=speaker, text=text, start_s=start, end_s=end))

@@ -80,8 +80,9 @@ def load_osce(path: str | Path) -> list[Encounter]:
         raise CorpusError(f"{root}: is a file; corpus.path for kind osce is a folder of D:/P: .txt transcripts")
     if not folder.is_dir():
         raise CorpusError(
-            f"{root}: OSCE folder not found (expected a folder of D:/P: .txt transcripts, "
-            f"or one holding transcripts/)"
+            f"{root}: OSCE folder not found (expected a folder of D:/P: .txt transcripts, or one holding "
+            f"transcripts/): download the OSCE corpus (Fareez et al. 2022, doi:10.1038/s41597-022-01423-1) and "
+            f"unpack its transcripts there, or set corpus.path (docs/corpora.md)"
         )
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".txt" and p.is_file())
     if not files:

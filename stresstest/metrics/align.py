@@ -91,6 +91,8 @@ class TokenizedText:
         if not (0 <= i <= j <= n):
             raise MetricError(f"token range [{i}, {j}) is outside 0..{n} of this text")
         if i < j:
+            if self._monotonic:  # the usual case: O(1), so a span per event stays linear in the text length
+                return self._starts[i], self._ends[j - 1]
             return min(t.start for t in self.tokens[i:j]), max(t.end for t in self.tokens[i:j])
         if i > 0:
             pos = self.tokens[i - 1].end
@@ -132,6 +134,13 @@ class TokenizedText:
     @cached_property
     def _ends(self) -> list[int]:
         return [t.end for t in self.tokens]
+
+    @cached_property
+    def _monotonic(self) -> bool:
+        # Tokens are mapped in text order, so starts and ends never decrease; checked once, not assumed.
+        st, en = self._starts, self._ends
+        return all(a <= b for a, b in zip(st, st[1:], strict=False)) and all(
+            a <= b for a, b in zip(en, en[1:], strict=False))
 
 
 # Hesitations the normaliser deletes (it removes them as whole words).

@@ -3,12 +3,15 @@
 Rules:
 
 * ``--out`` must be a directory or not exist yet; a file there is a user error
-  (never "internal error").
-* A reused run directory keeps only artefacts of the current grid: per-item
-  files under ``transcripts/``, ``records/`` and ``scores/`` whose condition is
-  no longer in the grid, or whose encounter is no longer in the corpus
-  selection, are removed before the stages run (only ``*.json`` files in those
-  three folders are touched; nothing else of the user's is deleted).
+  (never "internal error"). Who may write there (ownership, the lock) is
+  :mod:`stresstest.pipeline.ownership`.
+* A reused run directory keeps only artefacts of the current grid: the per-item
+  files that the *previous run's marker lists* (``<dir>/<condition>/<id>.json``
+  under ``transcripts/``, ``records/``, ``scores/``, ``quality/`` for the
+  conditions and encounters it ran) and that the current run no longer has are
+  removed, after the new config and corpus validated. A file the marker does
+  not list, or one reached through a symlink out of the run directory, is never
+  touched.
 * Wall time accumulates across resumes: each invocation is recorded in the
   manifest's ``invocations`` list. When the previous invocation did not
   complete (killed, interrupted), its time is kept — estimated, for a kill, as
@@ -32,11 +35,14 @@ from typing import Any
 
 from stresstest.errors import RunError
 
-PER_ITEM_DIRS: tuple[str, ...] = ("transcripts", "records", "scores")
+PER_ITEM_DIRS: tuple[str, ...] = ("transcripts", "records", "scores", "quality")
 
 
 def check_out_dir(out: Path) -> None:
-    """Create ``out`` (a directory), or raise a one-line :class:`RunError` when that cannot be."""
+    """Raise a one-line :class:`RunError` when ``out`` cannot be a run directory (a file is in the way).
+
+    Creating it is :func:`stresstest.pipeline.ownership.claim_run_dir`'s job (after the ownership checks).
+    """
     if out.exists() and not out.is_dir():
         raise RunError(f"--out {out}: exists and is not a directory; give a run directory (new or earlier)")
     for parent in out.parents:
@@ -44,35 +50,47 @@ def check_out_dir(out: Path) -> None:
             if not parent.is_dir():
                 raise RunError(f"--out {out}: {parent} is a file, so the run directory cannot be created there")
             break
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # permission denied, read-only or special file system, full disk...
-        raise RunError(f"--out {out}: cannot create the run directory ({exc.strerror or exc})") from exc
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise RunError(f"--out {out}: the run directory is not writable")
 
 
-def prune_stale(out: Path, conditions: Iterable[str], encounter_ids: Iterable[str]) -> list[Path]:
-    """Remove per-item files of conditions/encounters outside the current run; returns what was removed."""
+def prune_stale(out: Path, listed_conditions: Iterable[str], listed_ids: Iterable[str],
+                conditions: Iterable[str], encounter_ids: Iterable[str]) -> list[Path]:
+    """Remove the per-item files an earlier run listed that the current run no longer has.
+
+    Args:
+        out: The run directory.
+        listed_conditions: Conditions the earlier run's marker lists (only their files are candidates).
+        listed_ids: Encounter ids the earlier run's marker lists.
+        conditions: The current grid's condition ids.
+        encounter_ids: The current corpus selection.
+
+    Returns:
+        The files removed.
+    """
+    from stresstest.ids import IdError, id_path
+
     keep_conds, keep_ids = set(conditions), set(encounter_ids)
     removed: list[Path] = []
     for sub in PER_ITEM_DIRS:
-        root = out / sub
-        if not root.is_dir():
-            continue
-        for cdir in sorted(root.iterdir()):
-            if not cdir.is_dir() or cdir.is_symlink():
-                continue
-            stale_cond = cdir.name not in keep_conds
-            for f in sorted(cdir.glob("*.json")):
-                if f.is_file() and (stale_cond or f.stem not in keep_ids):
+        if (out / sub).is_symlink() or not (out / sub).is_dir():
+            continue  # a symlinked per-item folder points outside the run: never followed
+        for cond in sorted(set(listed_conditions)):
+            stale_cond = cond not in keep_conds
+            for eid in sorted(set(listed_ids)):
+                if not stale_cond and eid in keep_ids:
+                    continue
+                try:
+                    f = id_path(out, sub, cond, eid, suffix=".json")  # refuses a path resolving outside ``out``
+                except IdError:
+                    continue
+                if f.is_file() and not f.is_symlink():
                     f.unlink()
                     removed.append(f)
-            try:
-                if stale_cond:
+            cdir = out / sub / cond
+            if stale_cond and cdir.is_dir() and not cdir.is_symlink():
+                try:
                     cdir.rmdir()  # only when empty: a user's own file there stays, and so does the folder
-            except OSError:
-                pass
+                except OSError:
+                    pass
     return removed
 
 

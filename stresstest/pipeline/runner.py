@@ -34,6 +34,7 @@ from stresstest.asr.stage import ASRItem
 from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
 from stresstest.config import RunConfig, load_config
 from stresstest.corpus import load_corpus
+from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
@@ -43,6 +44,7 @@ from stresstest.noise.factory import bank_encounters
 from stresstest.noise.stage import mix_jobs
 from stresstest.pipeline.executor import Executor, make_executor
 from stresstest.pipeline.failures import FailureLedger
+from stresstest.pipeline.ownership import RunDirClaim
 from stresstest.pipeline.tasks import (
     ASROutcome,
     ASRWorker,
@@ -108,7 +110,15 @@ def _load_encounters(state: RunState) -> None:
         check_id(e.encounter_id, where=e.source_path or str(cfg.corpus.path))  # every loader, one rule
         g = state.gold.get(e.encounter_id)
         scope = getattr(g, "scope_turns", None) if g is not None else None
-        state.encounters[e.encounter_id] = e.truncated(scope if scope else cfg.corpus.max_turns)
+        cut = e.truncated(scope if scope else cfg.corpus.max_turns)
+        if cut.audio_path and len(cut.turns) < len(e.turns) and cut.audio_end_s is None:
+            # Cutting the reference but not the audio would count every later turn as insertions (WER > 100%).
+            why = (f"its gold record's scope_turns={scope}" if scope else f"corpus.max_turns={cfg.corpus.max_turns}")
+            raise CorpusError(
+                f"{e.source_path}: encounter {e.encounter_id}: {why} keeps {len(cut.turns)} of {len(e.turns)} turns, "
+                "but the recording cannot be cut with them: its turns have no start_s/end_s timings; give turn "
+                "timings, or drop the turn limit for recordings")
+        state.encounters[e.encounter_id] = cut
     state.ledger = FailureLedger(cfg.run.max_failures, len(state.encounters) * len(state.grid),
                                  state.out / "manifest.json")
 
@@ -180,7 +190,7 @@ def _asr_stage(state: RunState, cache: Path) -> None:
             state.ledger.record("asr", (it.encounter_id, it.condition), r.error or "no transcript")
         else:
             state.transcripts[(it.encounter_id, it.condition)] = r.transcript
-            atomic_write_json(id_path(state.out / "transcripts", it.condition, it.encounter_id, suffix=".json"),
+            atomic_write_json(id_path(state.out, "transcripts", it.condition, it.encounter_id, suffix=".json"),
                               r.transcript.model_dump(mode="json"))
 
 
@@ -219,7 +229,7 @@ def _structure_stage(state: RunState, cache: Path) -> None:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
         atomic_write_json(
-            id_path(state.out / "records", env.condition, env.encounter_id, suffix=".json"),
+            id_path(state.out, "records", env.condition, env.encounter_id, suffix=".json"),
             env.model_dump(mode="json"),
         )
         if env.failed:
@@ -270,25 +280,56 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Path, list[dict[str, Any]]]:
+def _inputs(cfg: RunConfig, config_path: str | Path) -> dict[str, str | None]:
+    """Config key → input path, for the ``--out`` overlap check."""
+    inputs: dict[str, str | None] = {"the config file": str(config_path), "corpus.path": cfg.corpus.path,
+                                     "gold.path": cfg.gold.path}
+    inputs.update({f"noise.{fam}.root": spec.root for fam, spec in cfg.noise.items()})
+    return inputs
+
+
+def run(config_path: str | Path, out_dir: str | Path | None = None, *,
+        replace: bool = False) -> tuple[Path, list[dict[str, Any]]]:
     """Run a whole sweep; returns (run dir, summary rows).
 
+    ``--out`` must be new, empty, or a run directory of this config (or an
+    unfinished one); ``replace=True`` lets a different config replace a finished
+    run there. Nothing of an existing run is rewritten before the config and
+    corpus validated (:mod:`stresstest.pipeline.ownership`).
+
     Raises:
-        StressTestError: for every user error (bad config, missing corpus...) and
-            when more items fail than ``run.max_failures`` allows.
+        StressTestError: for every user error (bad config, missing corpus, a
+            run directory that is not this run's...) and when more items fail
+            than ``run.max_failures`` allows.
     """
-    from stresstest.metrics.summary import in_pairing
-    from stresstest.pipeline.housekeeping import WallClock, announce_failures, check_out_dir, prune_stale
-    from stresstest.pipeline.pairing import apply_pairing
-    from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, score_items
+    from stresstest.pipeline.housekeeping import check_out_dir
+    from stresstest.pipeline.ownership import check_no_overlap, claim_run_dir, config_sections
 
     cfg = load_config(config_path)
     out = Path(out_dir) if out_dir else Path("runs") / Path(config_path).stem
     check_out_dir(out)
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
+    check_no_overlap(out, cache, _inputs(cfg, config_path))
+    claim = claim_run_dir(out, config_sections(cfg.model_dump(mode="json")), replace=replace)
+    committed: list[bool] = []
+    try:
+        return _run_claimed(cfg, out, cache, claim, committed)
+    finally:
+        claim.release(failed_before_commit=not committed)
+
+
+def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
+                 committed: list[bool]) -> tuple[Path, list[dict[str, Any]]]:
+    """The run itself, in a claimed and locked ``out``; appends to ``committed`` once ``out`` is rewritten."""
+    from stresstest.metrics.summary import in_pairing
+    from stresstest.pipeline.housekeeping import WallClock, announce_failures, prune_stale
+    from stresstest.pipeline.pairing import apply_pairing
+    from stresstest.pipeline.preflight import preflight
+    from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, score_items
+
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
+    preflight(cfg, out=out, cache=cache)  # models, CUDA libraries, folders, disk: fail now, not hours in
     clock = WallClock(out)
-    atomic_write_text(out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
     with make_executor(cfg.run.executor, cache_dir=cache) as executor:
         state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
                          stage_seconds=dict(clock.carried_stages))
@@ -302,20 +343,29 @@ def run(config_path: str | Path, out_dir: str | Path | None = None) -> tuple[Pat
 
         def checkpoint(completed: bool = False) -> None:
             # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
+            if not committed:  # the config or corpus did not validate: an earlier run's manifest stays as it was
+                return
             state.stage_seconds["total"] = clock.total()
             state.extra_manifest["invocations"] = clock.invocations(completed)
             state.extra_manifest["completed"] = completed
             _write_manifest(state, executor_info)
 
         try:
-            checkpoint()
             with _stage(state, "corpus"):
                 _load_encounters(state)
                 all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
                 for spec in cfg.noise.values():  # a pinned babble id that is missing fails here, not after TTS
                     if spec.bank_encounters is not None:
                         bank_encounters(spec, all_encs)
-                prune_stale(out, state.grid.ids, state.encounters)
+                # Config and corpus validated: only now is anything of an earlier run in ``out`` replaced.
+                # Stale files first, then the marker: a kill in between leaves them listed for the next run.
+                committed.append(True)
+                if claim.previous is not None:
+                    prune_stale(out, claim.previous.conditions, claim.previous.encounter_ids, state.grid.ids,
+                                state.encounters)
+                claim.commit(state.grid.ids, state.encounters)
+                atomic_write_text(out / "config.resolved.yaml",
+                                  yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
             checkpoint()
             with _stage(state, "speech"):
                 _speech_stage(state, cache)

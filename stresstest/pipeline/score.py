@@ -18,6 +18,7 @@ from stresstest.cache import atomic_write_json
 from stresstest.config import GoldConfig, NoteQualityConfig
 from stresstest.errors import GoldError
 from stresstest.grid import ConditionGrid
+from stresstest.ids import id_path
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.engine import LLMEngine
 from stresstest.llm.session import open_session
@@ -264,7 +265,8 @@ def score_items(
             env = x.records.get(cond)
             if inputs.judge_backend == "llm" and x.gold is not None and env is not None and not env.failed:
                 llm_pairs.append((len(rows), env, x.gold))
-            atomic_write_json(inputs.out / "scores" / cond / f"{x.encounter.encounter_id}.json", it.detail)
+            atomic_write_json(id_path(inputs.out, "scores", cond, x.encounter.encounter_id, suffix=".json"),
+                              it.detail)
             rows.append(it.row)
     if llm_pairs:
         _llm_judge(inputs, cache, rows, llm_pairs)

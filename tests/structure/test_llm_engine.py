@@ -113,9 +113,14 @@ def test_vllm_gpu_memory_is_measured_at_start_unless_set(monkeypatch: pytest.Mon
     eng = LLMEngine(fixed, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.5 and eng.gpu_memory["source"] == "config"
     monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory", lambda: None)
+    monkeypatch.setattr("stresstest.llm.gpu.shutil.which", lambda exe: "/usr/bin/nvidia-smi")
     eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.85
-    assert eng.gpu_memory["source"].startswith("fallback")
+    assert eng.gpu_memory["source"].startswith("fallback")  # a driver that does not answer: warned
+    monkeypatch.setattr("stresstest.llm.gpu.shutil.which", lambda exe: None)
+    eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
+    assert eng._resolved_config().server.gpu_memory_utilization == 0.85
+    assert eng.gpu_memory["source"].startswith("no GPU")  # vLLM's CPU build: nothing to warn about
 
 
 def test_startup_timeout_defaults_per_engine() -> None:

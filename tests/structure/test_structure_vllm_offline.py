@@ -124,3 +124,18 @@ def test_offline_needs_a_model_id() -> None:
 
     with pytest.raises(StructureError, match="needs an HF model id"):
         vllm_offline.offline_model_id(LLMConfig(backend="vllm-offline"))
+
+
+def test_the_offline_engine_spawns_its_workers(
+    monkeypatch: pytest.MonkeyPatch, fake_vllm: type[_FakeLLM]
+) -> None:
+    """After in-process CTranslate2 ASR has touched CUDA, a forked vLLM worker inherits a context it cannot use;
+    vLLM picks spawn itself only when torch initialised CUDA, so the engine is built with spawn set."""
+    import os
+
+    seen: list[str | None] = []
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
+    monkeypatch.setattr(fake_vllm, "__init__", lambda self, **kw: seen.append(
+        os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")))
+    vllm_offline.build_llm(LLMConfig(backend="vllm-offline", server={"model": "m", "n_ctx": 4096}))
+    assert seen == ["spawn"]

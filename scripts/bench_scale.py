@@ -1,0 +1,128 @@
+"""How time and peak memory grow with the length of a recording and of a reference text.
+
+Two measurements, each in a fresh process of the real CLI (peak RSS from ``wait4``, wall seconds):
+
+* ``stresstest mix`` on synthetic recordings of ``--minutes`` (default 10, 30, 60, 120): speech-like tone
+  bursts with pauses, and a noise file as long, both 16 kHz PCM-16 written in blocks (the bench itself
+  stays small). This is the mixing stage's arithmetic on one item (load, VAD mask, RMS, scale, write,
+  measure back).
+* ``stresstest triggers`` on references of ``--ref-kb`` (default 100, 1000, 10000 KB, the CLI's limit being
+  10 MB): clinical sentences repeated, and a hypothesis with every 17th word dropped (omission events).
+
+For each series it prints every point and how time and memory grow between the first and the last point
+against the size ratio (1.0 = linear; memory "flat" when its ratio stays near 1). Nothing is asserted:
+benchmarks are scripts (DESIGN.md); ``docs/reliability.md`` quotes the numbers.
+
+Usage::
+
+    python scripts/bench_scale.py                      # everything (the 120-minute mix needs ~1 GB of disk)
+    python scripts/bench_scale.py --minutes 10 30 --ref-kb 100 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+REPO = Path(__file__).resolve().parents[1]
+SR = 16000
+SENTENCE = ("I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg twice a day, "
+            "and my father had a heart attack at fifty. ")
+
+
+def _measure(argv: list[str], cwd: Path) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit status) of one CLI process."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "stresstest.cli", *argv], cwd=cwd, env=env,  # noqa: S603
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if proc.stderr is not None:
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        if err:
+            print(f"    stderr: {err[-300:]}", file=sys.stderr)
+    return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+
+
+def _write_long_wav(path: Path, minutes: float, kind: str, seed: int) -> None:
+    """A long 16 kHz PCM-16 file written one minute at a time."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(60 * SR) / SR
+    with sf.SoundFile(str(path), "w", samplerate=SR, channels=1, subtype="PCM_16") as fh:
+        for _ in range(int(round(minutes))):
+            if kind == "speech":
+                # 1.5 s bursts of a 220 Hz tone with 0.5 s pauses: a VAD finds speech and pauses in it
+                block = 0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 2.0) < 1.5)
+            else:
+                block = 0.1 * rng.standard_normal(t.size)
+            fh.write(block.astype(np.float32))
+
+
+def _growth(points: list[tuple[float, float, float]], unit: str) -> str:
+    (s0, t0, m0), (s1, t1, m1) = points[0], points[-1]
+    size = s1 / s0
+    return (f"  {unit} x{size:g}: time x{t1 / max(t0, 1e-9):.1f} (linear would be x{size:g}), "
+            f"peak RSS x{m1 / max(m0, 1e-9):.2f} ({m0:.0f} → {m1:.0f} MB)")
+
+
+def bench_mix(minutes: list[float], work: Path) -> None:
+    print("stresstest mix (one item): minutes, wall s, peak RSS MB")
+    points = []
+    for m in minutes:
+        speech, noise, out = work / f"speech_{m:g}.wav", work / f"noise_{m:g}.wav", work / f"mix_{m:g}.wav"
+        _write_long_wav(speech, m, "speech", 0)
+        _write_long_wav(noise, m, "noise", 1)
+        wall, rss, rc = _measure(["mix", "--speech", str(speech), "--noise", str(noise), "--snr", "5", "--seed",
+                                  "1", "--out", str(out)], work)
+        print(f"  {m:6g} min  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"), flush=True)
+        points.append((m, wall, rss))
+        for p in (speech, noise, out):
+            p.unlink(missing_ok=True)
+    if len(points) > 1:
+        print(_growth(points, "length"))
+
+
+def bench_triggers(sizes_kb: list[float], work: Path) -> None:
+    print("stresstest triggers (one pair): reference KB, wall s, peak RSS MB")
+    points = []
+    for kb in sizes_kb:
+        n = max(1, int(kb * 1000 // len(SENTENCE)))
+        ref = SENTENCE * n
+        words = ref.split()
+        hyp = " ".join(w for k, w in enumerate(words) if k % 17 != 5)
+        (work / "ref.txt").write_text(ref, "utf-8")
+        (work / "hyp.txt").write_text(hyp, "utf-8")
+        wall, rss, rc = _measure(["triggers", "--ref", "ref.txt", "--hyp", "hyp.txt"], work)
+        print(f"  {len(ref) / 1000:8.0f} KB  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"),
+              flush=True)
+        points.append((len(ref) / 1000, wall, rss))
+    if len(points) > 1:
+        print(_growth(points, "text"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, nargs="*", default=[10, 30, 60, 120])
+    ap.add_argument("--ref-kb", type=float, nargs="*", default=[100, 1000, 10000])
+    ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=a.work) as tmp:
+        work = Path(tmp)
+        if a.minutes:
+            bench_mix(a.minutes, work)
+        if a.ref_kb:
+            bench_triggers(a.ref_kb, work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

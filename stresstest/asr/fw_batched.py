@@ -1,0 +1,116 @@
+"""faster-whisper's sequential decoding loop, run for many windows at once (the batched fast path).
+
+faster-whisper's own ``BatchedInferencePipeline`` is not the sequential decoder: it decodes each clip once,
+computes each clip's log-Mel on its own (the log-Mel floor is relative to the clip's maximum, so a remainder's
+features differ from the same frames of the whole window), and has no seek loop. Here every window follows
+``WhisperModel.generate_segments`` with this project's pinned options (greedy, temperature 0, no prompt, no
+fallback): the window's log-Mel is computed once; a decode covers the 30 s from the current seek; when its output
+does not end with a single timestamp the unfinished segment is dropped and decoding resumes from the last
+timestamp (``WhisperModel._split_segments_by_timestamps`` decides, the same function the sequential loop calls).
+The difference is only in scheduling: a queue of (window, seek) decodes is served ``batch_size`` at a time, so
+remainders share batches with other windows' first decodes. Pinned to faster-whisper 1.2.1 (private helpers).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stresstest.asr.base import DecodingOptions
+from stresstest.errors import ASRError
+
+#: The release whose decoding loop this mirrors; 1.1.1 takes clip timestamps in samples and 1.2.0 merged
+#: remainders of different windows in its batched pipeline.
+FASTER_WHISPER_VERSION = "1.2.1"
+
+
+@dataclass
+class _Window:
+    index: int
+    features: np.ndarray
+    content_frames: int
+    seek: int = 0
+    texts: list[str] = field(default_factory=list)
+    decodes: int = 0
+    sampled: int = 0
+    limit_hits: int = 0
+
+
+def decode_batched(
+    model: Any, windows: list[np.ndarray], options: DecodingOptions, batch_size: int,
+    skip: Callable[[float, float, DecodingOptions], bool], overrides: dict[str, Any] | None = None,
+) -> list[tuple[str, int, int, int]]:
+    """Decode ``windows`` with the sequential seek rule, ``batch_size`` decodes per model call.
+
+    Args:
+        model: a loaded ``faster_whisper.WhisperModel``.
+        windows: 16 kHz float32 windows (≤ 30 s each).
+        options: the pinned decoding options.
+        batch_size: decodes per encoder/decoder call.
+        skip: the silence rule ``(no_speech_prob, avg_logprob, options) → drop this decode's text``.
+        overrides: benchmark hooks only (``max_new_tokens``, ``suppress_tokens``: forced decode lengths of
+            random-init models), as faster-whisper's ``transcribe`` arguments of the same names.
+
+    Returns:
+        Per window: (text, decodes, sampled tokens, decodes that hit the token limit).
+    """
+    from faster_whisper.audio import pad_or_trim
+    from faster_whisper.tokenizer import Tokenizer
+    from faster_whisper.transcribe import get_suppressed_tokens
+
+    if options.temperature != 0 or options.beam_size != 1 or options.condition_on_previous_text:
+        raise ASRError("the batched faster-whisper path decodes greedily at temperature 0 without conditioning")
+    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
+                          language=options.language)
+    over = dict(overrides or {})
+    unknown = set(over) - {"max_new_tokens", "suppress_tokens"}
+    if unknown:
+        raise ASRError(f"batched faster-whisper: unsupported decode overrides {sorted(unknown)}")
+    prompt = model.get_prompt(tokenizer, [], without_timestamps=options.without_timestamps)
+    suppress = get_suppressed_tokens(tokenizer, over.get("suppress_tokens", [-1]))
+    max_length = len(prompt) + over["max_new_tokens"] if "max_new_tokens" in over else model.max_length
+    max_initial = int(round(1.0 / model.time_precision))  # faster-whisper's default max_initial_timestamp
+    n_frames = model.feature_extractor.nb_max_frames
+    fps = model.frames_per_second
+    states = []
+    for i, w in enumerate(windows):
+        feats = model.feature_extractor(np.asarray(w, dtype=np.float32))  # as transcribe(): the whole window
+        states.append(_Window(i, feats, feats.shape[-1] - 1))
+    queue = deque(st for st in states if st.content_frames > 0)
+    while queue:
+        batch = [queue.popleft() for _ in range(min(batch_size, len(queue)))]
+        sizes = [min(n_frames, st.content_frames - st.seek) for st in batch]
+        mel = np.stack([pad_or_trim(st.features[:, st.seek : st.seek + n]) for st, n in zip(batch, sizes,
+                                                                                              strict=True)])
+        encoded = model.encode(mel)
+        results = model.model.generate(
+            encoded, [list(prompt) for _ in batch], length_penalty=1, repetition_penalty=1,
+            no_repeat_ngram_size=0, max_length=max_length, return_scores=True, return_no_speech_prob=True,
+            suppress_blank=options.suppress_blank, suppress_tokens=suppress,
+            max_initial_timestamp_index=max_initial, beam_size=1, patience=1,
+        )
+        for st, size, res in zip(batch, sizes, results, strict=True):
+            tokens = list(res.sequences_ids[0])
+            avg_logprob = res.scores[0] * len(tokens) / (len(tokens) + 1)
+            st.decodes += 1
+            st.sampled += len(tokens)
+            st.limit_hits += len(tokens) >= max_length - len(prompt)
+            segments, seek, _ = model._split_segments_by_timestamps(
+                tokenizer=tokenizer, tokens=tokens, time_offset=st.seek / fps, segment_size=size,
+                segment_duration=size / fps, seek=st.seek,
+            )
+            drop = skip(res.no_speech_prob, avg_logprob, options)
+            for seg in segments:
+                text = tokenizer.decode(seg["tokens"])
+                # generate_segments yields no empty or zero-length segment
+                if seg["start"] != seg["end"] and text.strip() and not drop:
+                    st.texts.append(text.strip())
+            # A pair of timestamps at 0.00 s would seek by zero (faster-whisper loops); move on a full segment.
+            st.seek = seek if seek > st.seek else st.seek + size
+            if st.seek < st.content_frames:
+                queue.append(st)
+    return [(" ".join(st.texts), st.decodes, st.sampled, st.limit_hits) for st in states]

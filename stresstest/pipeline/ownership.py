@@ -1,0 +1,291 @@
+"""Run-directory ownership: a run writes only where it may, and one writer at a time.
+
+Rules (``docs/reliability.md``, promise 17):
+
+* ``--out`` must be a new or empty directory, or one whose marker
+  (:data:`MARKER`, written by the run) says it is a stresstest run directory. A
+  run directory of an earlier version (``manifest.json`` written by stresstest
+  plus ``config.resolved.yaml``, no marker) counts as one and gets a marker.
+  Any other non-empty folder — a project folder, the working directory — is
+  refused, and nothing in it is touched.
+* A *finished* run directory made from a different config is refused unless
+  the caller passes ``replace=True`` (``stresstest run --replace-run``); the
+  message names the config sections that differ. An unfinished run may be
+  resumed with a corrected config (that is how a failed run is repaired).
+* ``--out`` may not be an input (corpus, gold, noise folders, the config file),
+  lie inside one, be the cache directory or lie inside it, or contain the cache.
+* One writer per run directory: an exclusive ``flock`` on :data:`LOCK_NAME`,
+  held for the whole run; a second writer gets a one-line error naming the
+  holder's pid. The kernel releases the lock when the holder dies (SIGKILL too),
+  so a stale lock file never blocks a resume.
+* Nothing of an existing run is replaced before the new config and corpus have
+  validated: the runner calls :meth:`RunDirClaim.commit` (marker) only after the
+  corpus stage, and writes ``config.resolved.yaml`` and ``manifest.json`` after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stresstest.cache import atomic_write_json, hash_obj
+from stresstest.errors import RunError
+
+#: Marker file a run writes into its directory; its presence makes the directory a stresstest run.
+MARKER = ".stresstest-run.json"
+#: Lock file (held with ``flock`` while a process writes the run directory).
+LOCK_NAME = ".stresstest.lock"
+MARKER_SCHEMA_VERSION = 1
+#: Config keys that do not change a run's results (where it runs, how it shows progress, the report's settings).
+_NOT_RESULTS: Mapping[str, tuple[str, ...]] = {"run": ("progress", "cache_dir", "executor", "max_failures")}
+_IGNORED_SECTIONS = ("report",)
+
+
+def config_sections(resolved: Mapping[str, Any]) -> dict[str, str]:
+    """Hash of each top-level config section that decides a run's results (the resolved config's JSON form)."""
+    out: dict[str, str] = {}
+    for key, value in sorted(resolved.items()):
+        if key in _IGNORED_SECTIONS:
+            continue
+        if isinstance(value, Mapping) and key in _NOT_RESULTS:
+            value = {k: v for k, v in value.items() if k not in _NOT_RESULTS[key]}
+        out[key] = hash_obj(value)
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass
+class PreviousRun:
+    """What an earlier run left in the directory (from its marker, or a legacy manifest)."""
+
+    sections: dict[str, str] | None  # None: unknown (no marker and no readable resolved config)
+    completed: bool
+    conditions: list[str] = field(default_factory=list)
+    encounter_ids: list[str] = field(default_factory=list)
+
+
+def _previous_run(out: Path) -> PreviousRun | None:
+    """The stresstest run in ``out``, or ``None`` when ``out`` holds no run (empty or someone else's)."""
+    marker = _read_json(out / MARKER)
+    manifest = _read_json(out / "manifest.json")
+    manifest = manifest if isinstance(manifest, dict) else {}
+    invs = manifest.get("invocations")
+    completed = bool(isinstance(invs, list) and invs and isinstance(invs[-1], dict) and invs[-1].get("completed"))
+    if isinstance(marker, dict) and marker.get("tool") == "stresstest":
+        sections = marker.get("config_sections")
+        return PreviousRun(
+            sections=dict(sections) if isinstance(sections, dict) else None,
+            completed=completed,
+            conditions=[str(c) for c in marker.get("conditions") or []],
+            encounter_ids=[str(e) for e in marker.get("encounter_ids") or []],
+        )
+    # A run directory written before markers existed: our manifest and resolved config, nothing else claimed it.
+    if "stresstest_version" in manifest and "run_id" in manifest and (out / "config.resolved.yaml").is_file():
+        try:
+            resolved = yaml.safe_load((out / "config.resolved.yaml").read_text("utf-8"))
+        except (OSError, ValueError, yaml.YAMLError):
+            resolved = None
+        corpus = manifest.get("corpus") if isinstance(manifest.get("corpus"), dict) else {}
+        return PreviousRun(
+            sections=config_sections(resolved) if isinstance(resolved, dict) else None,
+            completed=completed,
+            conditions=[str(c.get("condition") or c.get("id")) for c in manifest.get("conditions") or []
+                        if isinstance(c, dict)],
+            encounter_ids=[str(e) for e in (corpus or {}).get("encounter_ids") or []],
+        )
+    return None
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.relative_to(parent)
+    except ValueError:
+        return False
+    return True
+
+
+def check_no_overlap(out: Path, cache: Path, inputs: Mapping[str, str | None]) -> None:
+    """Refuse an ``--out`` that is (or lies inside) an input or the cache, or that contains the cache.
+
+    Args:
+        out: The run directory.
+        cache: The stage cache directory.
+        inputs: Config key (``corpus.path``...) → input path (file or folder); ``None`` values are skipped.
+
+    Raises:
+        RunError: naming the key whose path ``--out`` collides with.
+    """
+    o = out.resolve()
+    c = cache.resolve()
+    if o == c or _inside(o, c):
+        raise RunError(f"--out {out}: is {'the' if o == c else 'inside the'} cache directory {cache}; a run "
+                       "directory must lie outside it (the cache holds entries of every config)")
+    if _inside(c, o):
+        raise RunError(f"--out {out}: contains the cache directory {cache}; choose a run directory elsewhere")
+    for key, value in inputs.items():
+        if not value:
+            continue
+        i = Path(value).resolve()
+        if o == i or _inside(o, i):
+            raise RunError(f"--out {out}: is {'the input' if o == i else 'inside the input'} {key} ({value}); "
+                           "choose a run directory outside the inputs")
+
+
+def _entries(out: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME)
+    except FileNotFoundError:
+        return []
+
+
+def _ownership_problem(out: Path, sections: Mapping[str, str], replace: bool) -> str | None:
+    """Why this run may not write into ``out`` (``None`` when it may)."""
+    if not out.exists():
+        return None
+    names = _entries(out)
+    if not names:
+        return None
+    prev = _previous_run(out)
+    if prev is None:
+        shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return (f"--out {out}: is not empty ({shown}) and is not a stresstest run directory; nothing was written "
+                "there. Give a new or empty directory (or an earlier run directory of this config)")
+    if prev.completed and not replace and prev.sections != dict(sections):
+        if prev.sections is None:
+            differ = "its resolved config cannot be read"
+        else:
+            keys = sorted(k for k in set(prev.sections) | set(sections) if prev.sections.get(k) != sections.get(k))
+            differ = "the config differs in " + ", ".join(keys)
+        return (f"--out {out}: holds a finished run of another config ({differ}); nothing was changed. Choose "
+                "another --out, or pass --replace-run to replace that run's results with this config's")
+    return None
+
+
+def _lock_holder(path: Path) -> str:
+    info = _read_json(path)
+    if isinstance(info, dict) and info.get("pid"):
+        return f"pid {info.get('pid')}, since {info.get('started', '?')}"
+    return "another process"
+
+
+@dataclass
+class RunDirClaim:
+    """An owned, locked run directory (see the module doc). Release with :meth:`release`."""
+
+    out: Path
+    sections: dict[str, str]
+    previous: PreviousRun | None
+    created: bool
+    _fd: int | None = None
+
+    def commit(self, conditions: Iterable[str], encounter_ids: Iterable[str]) -> None:
+        """Mark ``out`` as this config's run (after the config and corpus validated, before anything else)."""
+        atomic_write_json(self.out / MARKER, {
+            "tool": "stresstest", "schema_version": MARKER_SCHEMA_VERSION,
+            "config_sections": self.sections,
+            "conditions": sorted(conditions), "encounter_ids": sorted(encounter_ids),
+            "claimed": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        })
+
+    def release(self, *, failed_before_commit: bool = False) -> None:
+        """Drop the lock; a directory this run created and left empty is removed again."""
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+        if failed_before_commit and self.created:
+            with contextlib.suppress(OSError):
+                (self.out / LOCK_NAME).unlink()
+                self.out.rmdir()  # only if empty
+
+
+def claim_run_dir(out: Path, sections: Mapping[str, str], *, replace: bool = False) -> RunDirClaim:
+    """Check ownership, create ``out`` if needed and take its exclusive lock.
+
+    Read-only checks run first, so a refused folder never gets a lock file; they
+    run again under the lock, since another process may have claimed ``out`` in between.
+
+    Raises:
+        RunError: a foreign non-empty folder, a finished run of another config
+            (without ``replace``), a second writer, or an unusable path.
+    """
+    problem = _ownership_problem(out, sections, replace)
+    if problem:
+        raise RunError(problem)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # permission denied, read-only or special file system, full disk...
+        raise RunError(f"--out {out}: cannot create the run directory ({exc.strerror or exc})") from exc
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise RunError(f"--out {out}: the run directory is not writable")
+    lock_path = out / LOCK_NAME
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as exc:
+        raise RunError(f"--out {out}: cannot create the lock file {LOCK_NAME} ({exc.strerror or exc})") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise RunError(f"--out {out}: another stresstest process ({_lock_holder(lock_path)}) is writing this "
+                           "run directory; wait for it to finish or choose another --out") from exc
+        raise RunError(f"--out {out}: cannot lock the run directory ({exc.strerror or exc})") from exc
+    claim = RunDirClaim(out=out, sections=dict(sections), previous=None, created=created, _fd=fd)
+    try:
+        problem = _ownership_problem(out, sections, replace)
+        if problem:
+            raise RunError(problem)
+        claim.previous = _previous_run(out)
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(),
+                                 "started": datetime.now().astimezone().isoformat(timespec="seconds")}).encode())
+    except BaseException:
+        claim.release(failed_before_commit=True)
+        raise
+    return claim
+
+
+@contextlib.contextmanager
+def locked_run_dir(out: Path) -> Iterator[None]:
+    """Hold a run directory's lock for a writer that is not a run (``stresstest report``).
+
+    Only a directory that holds a run (marker or manifest) gets a lock file; any
+    other path is left alone and reported by the caller's own checks.
+
+    Raises:
+        RunError: when a run is writing ``out`` right now.
+    """
+    fd: int | None = None
+    if out.is_dir() and ((out / MARKER).is_file() or (out / "manifest.json").is_file()):
+        lock_path = out / LOCK_NAME
+        with contextlib.suppress(OSError):  # a read-only run directory: nobody can be writing it
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                raise RunError(f"{out}: a stresstest process ({_lock_holder(lock_path)}) is writing this run "
+                               "directory; wait for it to finish") from exc
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)

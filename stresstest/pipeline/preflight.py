@@ -1,0 +1,352 @@
+"""Pre-flight checks: will this config's run work here? (``stresstest check CONFIG``, and the quick part at the
+start of ``stresstest run``, before any long stage).
+
+Each check yields one :class:`Finding`: what was found (resolved paths, model revisions, measured times) or,
+for a problem, one line saying what to do. The quick checks touch only files and libraries (corpus and noise
+folders, model weights, CUDA libraries, writable folders, disk space); the deep ones load the models (one
+window decoded, the LLM engine started and one schema-valid call) and turn the measured times into an
+estimate for the whole grid.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from stresstest.config import RunConfig
+from stresstest.errors import NoiseError, RunError, StressTestError
+
+#: Speech rate used to size the grid before any audio exists (TTS dialogue measures ~2.5 words/s).
+WORDS_PER_S = 2.5
+#: Float32 mono at 16 kHz, plus headroom for transcripts, records and the report.
+BYTES_PER_AUDIO_S = 16_000 * 4 * 1.2
+_PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check's outcome: ``ok`` False means the run would fail; ``line`` says what to do."""
+
+    check: str
+    ok: bool
+    line: str
+
+    def __str__(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'}  {self.check}: {self.line}"
+
+
+@dataclass
+class _Context:
+    cfg: RunConfig
+    out: Path
+    cache: Path
+    n_encounters: int = 0
+    audio_s: float = 0.0
+    window_s_measured: float | None = None
+    llm_call_s: float | None = None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# ----------------------------------------------------------------------------------------------- quick checks
+
+
+def check_corpus(ctx: _Context) -> Finding:
+    from stresstest.corpus import load_corpus
+
+    c = ctx.cfg.corpus
+    encs = load_corpus(c.kind, c.path or "", ids=c.ids, limit=c.limit)
+    encs = [e.truncated(c.max_turns) for e in encs]
+    ctx.n_encounters = len(encs)
+    words = sum(len(t.text.split()) for e in encs for t in e.turns)
+    ctx.audio_s = words / WORDS_PER_S
+    return Finding("corpus", True, f"{len(encs)} {c.kind} encounters in {c.path} (~{ctx.audio_s / 3600:.1f} h "
+                                   f"of speech per condition)")
+
+
+def check_noise(ctx: _Context) -> list[Finding]:
+    from stresstest.noise.corpora import DemandNoise, MusanSpeechNoise
+
+    out = []
+    for name, spec in ctx.cfg.noise.items():
+        try:
+            if spec.kind == "demand":
+                DemandNoise(spec.root or "", spec.subsets, family=spec.family, crossfade_s=spec.crossfade_s)
+            elif spec.kind == "musan":
+                MusanSpeechNoise(spec.root or "", family=spec.family, crossfade_s=spec.crossfade_s)
+        except StressTestError as exc:
+            out.append(Finding(f"noise {name}", False, f"{_one_line(exc)} (download: noise_corpora/README.md)"))
+            continue
+        where = spec.root if spec.kind != "builtin" else "built-in generator"
+        out.append(Finding(f"noise {name}", True, f"{spec.kind} ({where})"))
+    return out
+
+
+def _asr_device(ctx: _Context) -> str:
+    a = ctx.cfg.asr
+    if a.device != "auto":
+        return a.device
+    from stresstest.asr.backends import _cuda_available
+
+    return "cuda" if _cuda_available() else "cpu"
+
+
+def check_asr_weights(ctx: _Context) -> Finding:
+    from stresstest.asr.backends import BUNDLED_TINY_EN, bundled_tiny_en_path
+    from stresstest.cache import user_cache_home
+
+    a = ctx.cfg.asr
+    if a.backend == "openai-api":
+        return Finding("asr model", True, f"served by {a.base_url} as {a.model!r} (checked by the decode below)")
+    name = a.model or (BUNDLED_TINY_EN if a.backend == "faster-whisper" else "large-v3")
+    if name == BUNDLED_TINY_EN:
+        return Finding("asr model", True, f"{name} at {bundled_tiny_en_path()}")
+    if os.path.exists(name):
+        return Finding("asr model", True, f"{name}")
+    if a.backend == "openai-whisper":
+        pt = user_cache_home() / "whisper" / f"{name}.pt"
+        if pt.is_file():
+            return Finding("asr model", True, f"{name} at {pt}")
+        return Finding("asr model", False, f"openai-whisper {name!r} not found at {pt}: download it once "
+                                           f"(python -c \"import whisper; whisper.load_model('{name}')\") or set "
+                                           f"asr.model to a checkpoint path")
+    from faster_whisper.utils import _MODELS, download_model
+
+    try:
+        path = download_model(name, local_files_only=True)
+    except Exception:
+        repo = _MODELS.get(name, name)
+        hub = os.environ.get("HF_HUB_CACHE") or str(Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub")
+        return Finding("asr model", False, f"faster-whisper {name!r} is not in the Hugging Face cache ({hub}): "
+                                           f"huggingface-cli download {repo}, or set asr.model to a CTranslate2 "
+                                           f"model directory")
+    return Finding("asr model", True, f"{name} at {path} (revision {Path(path).name})")
+
+
+def check_cuda_libraries(ctx: _Context) -> Finding:
+    a = ctx.cfg.asr
+    if a.backend == "openai-api":
+        return Finding("cuda libraries", True, "none needed by the ASR client")
+    device = _asr_device(ctx)
+    if device != "cuda":
+        return Finding("cuda libraries", True, f"ASR on {device}: none needed")
+    if a.backend == "faster-whisper":
+        from stresstest.asr.cudalibs import preload_cuda_libraries
+
+        got = preload_cuda_libraries()
+        return Finding("cuda libraries", True, "; ".join(f"{k} from {v}" for k, v in got.items()))
+    try:
+        import torch
+    except ImportError:
+        return Finding("cuda libraries", False, "openai-whisper on cuda needs torch: pip install 'stresstest[gpu]'")
+    if not torch.cuda.is_available():
+        return Finding("cuda libraries", False, f"torch {torch.__version__} sees no CUDA device: install a CUDA "
+                                                f"build of torch, check the driver, or set asr.device: cpu")
+    return Finding("cuda libraries", True, f"torch {torch.__version__}, CUDA {torch.version.cuda}")
+
+
+def check_llm_weights(ctx: _Context) -> Finding:
+    s = ctx.cfg.structure
+    if s.backend == "rules":
+        return Finding("llm model", True, "structure.backend rules: no LLM")
+    srv = s.server
+    if s.backend == "openai" and srv.mode == "external":
+        return Finding("llm model", True, f"external server {srv.base_url} (checked by the call below)")
+    engine = "vllm" if s.backend == "vllm-offline" else srv.engine
+    if engine == "vllm" and srv.model and not os.path.exists(srv.model):
+        from huggingface_hub import snapshot_download
+
+        try:
+            path = snapshot_download(srv.model, revision=srv.revision, local_files_only=True)
+        except Exception:
+            rev = f" --revision {srv.revision}" if srv.revision else ""
+            return Finding("llm model", False, f"{srv.model}{' @ ' + srv.revision if srv.revision else ''} is not "
+                                               f"in the Hugging Face cache (HF_HOME={os.environ.get('HF_HOME')}): "
+                                               f"huggingface-cli download {srv.model}{rev}")
+        return Finding("llm model", True, f"{srv.model} at {path} (revision {Path(path).name})")
+    from stresstest.llm.engine import LLMEngine
+
+    mid = LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False).model_id
+    return Finding("llm model", True, f"{engine}: {mid}")
+
+
+def _writable(folder: Path) -> str | None:
+    """None when ``folder`` (or, if absent, its nearest existing parent) accepts a new file."""
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".stresstest-check-"):
+            pass
+    except OSError as exc:
+        return f"{probe}: not writable by uid {os.getuid()} ({exc.strerror}): choose another folder, or make it " \
+               f"yours (chown); in Docker create the host folder first and run with --user \"$(id -u):$(id -g)\""
+    return None
+
+
+def check_folders(ctx: _Context) -> list[Finding]:
+    out = []
+    for name, folder in (("run dir", ctx.out), ("cache dir", ctx.cache)):
+        problem = _writable(folder)
+        out.append(Finding(f"{name} writable", problem is None, problem or str(folder)))
+    return out
+
+
+def check_disk(ctx: _Context) -> Finding:
+    n_audio = sum(1 for c in ctx.cfg.grid() if c.has_audio)
+    need = ctx.audio_s * BYTES_PER_AUDIO_S * (n_audio + 1)  # + the clean speech itself
+    probe = ctx.cache
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    line = f"~{need / 1e9:.1f} GB of audio for {n_audio} conditions, {free / 1e9:.0f} GB free at {probe}"
+    if free < need:
+        return Finding("disk space", False, line + ": free some space or set run.cache_dir on a larger disk")
+    return Finding("disk space", True, line)
+
+
+def check_proxy(ctx: _Context) -> Finding:
+    """Non-loopback servers go through the user's proxy: a dead proxy fails here, not after the ASR stage."""
+    from stresstest.net import is_loopback_url
+
+    urls = [u for u in (ctx.cfg.asr.base_url if ctx.cfg.asr.backend == "openai-api" else None,
+                        ctx.cfg.structure.server.base_url
+                        if ctx.cfg.structure.backend == "openai" and ctx.cfg.structure.server.mode == "external"
+                        else None) if u]
+    remote = [u for u in urls if not is_loopback_url(u)]
+    proxy = next((os.environ[v] for v in _PROXY_VARS if os.environ.get(v)), None)
+    if not remote:
+        return Finding("network", True, "local servers only (requests to 127.0.0.1 never use a proxy)")
+    import httpx
+
+    for u in remote:
+        try:
+            httpx.get(u.rstrip("/") + "/models", timeout=10.0)
+        except httpx.HTTPError as exc:
+            via = f" through the proxy {proxy} (HTTP(S)_PROXY)" if proxy else ""
+            return Finding("network", False, f"cannot reach {u}{via}: {_one_line(exc)}; fix the proxy settings or "
+                                             f"add the host to NO_PROXY")
+    return Finding("network", True, f"reached {', '.join(remote)}" + (f" via {proxy}" if proxy else ""))
+
+
+QUICK: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (
+    check_corpus, check_noise, check_folders, check_disk, check_asr_weights, check_cuda_libraries,
+    check_llm_weights, check_proxy,
+)
+
+# ----------------------------------------------------------------------------------------------- deep checks
+
+
+def check_decode(ctx: _Context) -> Finding:
+    from stresstest.asr.base import DecodingOptions
+    from stresstest.asr.stage import make_backend
+
+    be = make_backend(ctx.cfg.asr, ctx.cache)
+    rng = np.random.default_rng(0)
+    window = (0.01 * rng.standard_normal(int(30 * 16_000))).astype(np.float32)  # a full, near-silent window
+    opts: DecodingOptions = ctx.cfg.asr.decoding
+    be.transcribe_windows([window], opts)  # loads the model (not timed)
+    t0 = time.perf_counter()
+    be.transcribe_windows([window], opts)
+    ctx.window_s_measured = time.perf_counter() - t0
+    return Finding("asr decode", True, f"one 30-s window in {ctx.window_s_measured:.2f} s ({be.model_id})")
+
+
+class _Probe(BaseModel):
+    ok: bool
+
+
+def check_llm_call(ctx: _Context) -> Finding:
+    from stresstest.llm.engine import LLMEngine
+
+    s = ctx.cfg.structure
+    if s.backend == "rules":
+        return Finding("llm call", True, "structure.backend rules: no LLM")
+    # The server log goes to the cache, not --out: a check never creates or writes into a run directory
+    # (a run claims its directory first; pipeline.ownership).
+    with LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False) as engine:
+        engine.start()
+        if s.backend == "vllm-offline":
+            return Finding("llm call", True, f"vLLM offline engine started in {engine.ready_s} s")
+        msgs = [{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}]
+        t0 = time.perf_counter()
+        res = engine.client().complete(msgs, _Probe, schema_name="check")
+        ctx.llm_call_s = time.perf_counter() - t0
+        if res.failed or res.parsed is None:
+            return Finding("llm call", False, f"{engine.engine_name} {engine.model_id} gave no schema-valid answer "
+                                              f"({getattr(res, 'error', '') or 'invalid JSON'}); see {engine.log_path}")
+        return Finding("llm call", True, f"{engine.engine_name} {engine.model_id}: started in {engine.ready_s} s, "
+                                         f"one schema-valid call in {ctx.llm_call_s:.2f} s")
+
+
+def estimate(ctx: _Context) -> Finding:
+    """Whole-grid time from the measured window and call (sequential decode: an upper bound when batched)."""
+    n_audio = sum(1 for c in ctx.cfg.grid() if c.has_audio)
+    windows = ctx.n_encounters * n_audio * max(1, math.ceil(ctx.audio_s / max(ctx.n_encounters, 1) / 30))
+    parts = []
+    total = 0.0
+    if ctx.window_s_measured is not None:
+        asr = windows * ctx.window_s_measured
+        total += asr
+        parts.append(f"ASR {windows} windows × {ctx.window_s_measured:.2f} s = {asr / 60:.0f} min")
+    if ctx.llm_call_s is not None:
+        calls = ctx.n_encounters * len(ctx.cfg.grid())
+        llm = calls * ctx.llm_call_s / max(1, ctx.cfg.structure.concurrency)
+        total += llm
+        parts.append(f"LLM {calls} records × {ctx.llm_call_s:.1f} s / {ctx.cfg.structure.concurrency} in flight "
+                     f"= {llm / 60:.0f} min")
+    if not parts:
+        return Finding("estimate", True, "nothing measured")
+    return Finding("estimate", True, f"~{total / 3600:.1f} h ({'; '.join(parts)}; a single-window probe, so an "
+                                     f"upper bound for batched decoding; TTS and scoring not included)")
+
+
+DEEP: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (check_decode, check_llm_call, estimate)
+
+# ----------------------------------------------------------------------------------------------- driver
+
+
+def run_checks(
+    cfg: RunConfig, *, out: Path, cache: Path, deep: bool = True, inputs_raise: bool = False,
+) -> list[Finding]:
+    """Run the checks; a check that raises becomes a failed finding with the error's one line.
+
+    ``inputs_raise``: a missing corpus or noise folder raises its own error (``run`` reports those as before).
+    """
+    ctx = _Context(cfg=cfg, out=out, cache=cache)
+    findings: list[Finding] = []
+    for fn in QUICK + (DEEP if deep else ()):
+        name = fn.__name__.removeprefix("check_").replace("_", " ")
+        if fn in DEEP and any(not f.ok for f in findings):
+            break  # loading models is pointless (and slow) until the problems above are fixed
+        try:
+            got: Any = fn(ctx)
+        except (StressTestError, OSError, ImportError) as exc:
+            if inputs_raise and fn is check_corpus:
+                raise
+            got = Finding(name, False, _one_line(exc))
+        if inputs_raise and fn is check_noise:
+            for f in got:
+                if not f.ok:
+                    raise NoiseError(f.line)
+        findings.extend(got if isinstance(got, list) else [got])
+    return findings
+
+
+def preflight(cfg: RunConfig, *, out: Path, cache: Path) -> None:
+    """The quick checks at the start of ``run``: raise one :class:`RunError` listing every problem."""
+    problems = [f for f in run_checks(cfg, out=out, cache=cache, deep=False, inputs_raise=True) if not f.ok]
+    if problems:
+        raise RunError("; ".join(f"{f.check}: {f.line}" for f in problems) + " (stresstest check CONFIG for all)")

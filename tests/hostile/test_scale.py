@@ -1,0 +1,110 @@
+"""Bounded time (docs/reliability.md promise 19): work linear in the text, SIGTERM honoured, size limits.
+
+Timing-free where possible: the span lookup is proved constant-time by construction (a token tuple that
+refuses slicing), the SIGTERM test uses a real process on a large real input.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _NoSlices(tuple):  # type: ignore[type-arg]
+    """A token tuple that fails when sliced: a per-event slice is what made spans quadratic."""
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        if isinstance(key, slice):
+            raise AssertionError("char_span sliced the tokens (linear per call, quadratic per text)")
+        return super().__getitem__(key)
+
+
+def test_char_span_does_not_walk_the_tokens() -> None:
+    from stresstest.metrics.align import TokenizedText, tokenize
+
+    tt = tokenize("the patient has chest pain and shortness of breath " * 200)
+    fast = TokenizedText(tt.original, _NoSlices(tt.tokens))
+    n = len(tt)
+    assert fast.char_span(0, n) == tt.char_span(0, n) == (0, len(tt.original.rstrip()))
+    assert fast.char_span(3, 5) == tt.char_span(3, 5)
+    assert fast.char_span(7, 7) == tt.char_span(7, 7)
+
+
+def test_omission_events_on_a_long_deleted_block_stay_linear() -> None:
+    """A hypothesis that lost most of the reference: one deleted block, an omission event per clinical term.
+    Before, each event walked the whole block (12/42/151 s for 100/200/400 KB); 4x the text must cost < 7x."""
+    from stresstest.metrics.triggers import detect_triggers
+
+    unit = "I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg. "
+    detect_triggers(unit, "okay")  # dictionaries loaded once, as in the CLI
+    times = []
+    for k in (120, 480):
+        t0 = time.process_time()
+        events = detect_triggers(unit * k, "okay")
+        times.append(time.process_time() - t0)
+        assert sum(e.type == "clinical_omission" for e in events) >= k
+    assert times[1] < 7 * max(times[0], 0.05), times  # quadratic: ~10x here; linear: ~4x
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR", "STRESSTEST_"))}
+    env.update(HOME=str(tmp), STRESSTEST_CACHE=str(tmp / "cache"),
+               PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    return env
+
+
+def test_triggers_stops_within_seconds_of_sigterm(tmp_path: Path) -> None:
+    unit = "I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg. "
+    (tmp_path / "ref.txt").write_text(unit * 100_000)  # ~9 MB: minutes of work
+    (tmp_path / "hyp.txt").write_text("okay " * 10)
+    p = subprocess.Popen([sys.executable, "-m", "stresstest.cli", "triggers", "--ref", "ref.txt",  # noqa: S603
+                          "--hyp", "hyp.txt"], cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    time.sleep(6)  # past start-up, inside the detector
+    assert p.poll() is None, "finished before the signal: the input is too small for this test"
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        pytest.fail("stresstest triggers ignored SIGTERM for 10 s")
+    assert time.monotonic() - t0 < 10
+
+
+def test_triggers_leaves_sigterm_to_the_kernel() -> None:
+    """The alignment of a long pair runs in C for minutes, where a Python-level handler never gets to run
+    (the outside test: no exit 10 s after SIGTERM); ``triggers`` has nothing to clean up, so it keeps the
+    default action."""
+    import argparse
+
+    from stresstest.cli import _terminate_like_interrupt
+
+    saved = signal.getsignal(signal.SIGTERM)
+    try:
+        _terminate_like_interrupt(argparse.Namespace(cmd="triggers"))
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        _terminate_like_interrupt(argparse.Namespace(cmd="run"))  # a run stops its LLM server first
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+
+
+def test_triggers_refuses_a_huge_text_with_one_line(tmp_path: Path) -> None:
+    with open(tmp_path / "ref.txt", "wb") as fh:
+        fh.truncate(11_000_000)  # sparse: size is what is checked, before reading
+    (tmp_path / "hyp.txt").write_text("okay")
+    p = subprocess.run([sys.executable, "-m", "stresstest.cli", "triggers", "--ref", "ref.txt", "--hyp",  # noqa: S603
+                        "hyp.txt"], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()]
+    assert "--ref ref.txt: is 11.0 MB; expected a transcript of at most 10 MB" in p.stderr
