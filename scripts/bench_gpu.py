@@ -303,14 +303,25 @@ class RandomBench:
             _free(self.device)
 
 
+_IMPORT_ERRORS: dict[str, str] = {}
+
+
 def _import(name: str) -> Any:
-    """The module, or None (the caller's row then says ``not installed (how to install it)``)."""
+    """The module, or None (the caller's row then says so with :func:`_missing`)."""
     import importlib
 
     try:
         return importlib.import_module(name)
-    except ImportError:
+    except ImportError as exc:
+        _IMPORT_ERRORS[name] = str(exc)
         return None
+
+
+def _missing(name: str, hint: str) -> str:
+    """``not installed (hint)``, plus the import error when it is about something else (a missing dependency)."""
+    err = _IMPORT_ERRORS.get(name, "")
+    other = err and err != f"No module named '{name}'"
+    return f"not installed ({hint})" + (f": {err[:100]}" if other else "")
 
 
 def _random_openai_whisper(b: RandomBench, fp16_weights: bool) -> Any:
@@ -341,7 +352,7 @@ def ow_as_written(b: RandomBench) -> Row:
     name = "openai-whisper as written (b16)"
     whisper = _import("whisper")
     if whisper is None:
-        return Row(name, skipped="not installed (pip install openai-whisper; on the device: the bundle)")
+        return Row(name, skipped=_missing("whisper", "pip install openai-whisper; on the device: the bundle"))
     import torch
 
     model = _random_openai_whisper(b, fp16_weights=False)
@@ -362,7 +373,7 @@ def ow_reference(b: RandomBench) -> Row:
     name = f"openai-whisper reference fp16 (b{b.batch})" if b.fp16 else f"openai-whisper reference (b{b.batch})"
     whisper = _import("whisper")
     if whisper is None:
-        return Row(name, skipped="not installed (pip install openai-whisper; on the device: the bundle)")
+        return Row(name, skipped=_missing("whisper", "pip install openai-whisper; on the device: the bundle"))
     import torch
 
     model = _random_openai_whisper(b, fp16_weights=b.fp16)
@@ -437,7 +448,7 @@ def hf_sdpa(b: RandomBench) -> Row:
     name = f"transformers sdpa (b{b.batch})"
     transformers = _import("transformers")
     if transformers is None:
-        return Row(name, skipped="not installed (pip install transformers)")
+        return Row(name, skipped=_missing("transformers", "pip install transformers"))
     model = _random_hf_whisper(b)
     return b.run(name, _hf_decode_fn(b, model),
                  note=f"transformers {transformers.__version__}, attention {model.config._attn_implementation}")
@@ -449,7 +460,7 @@ def hf_static_compiled(b: RandomBench) -> Row:
     name = f"transformers sdpa static cache{' + torch.compile' if b.compile else ''} (b{b.batch})"
     transformers = _import("transformers")
     if transformers is None:
-        return Row(name, skipped="not installed (pip install transformers)")
+        return Row(name, skipped=_missing("transformers", "pip install transformers"))
     import torch
 
     model = _random_hf_whisper(b)
@@ -544,7 +555,7 @@ def ct2_whisper(b: RandomBench) -> Row:
     name = f"ctranslate2 {compute} (b{b.batch})"
     ctranslate2 = _import("ctranslate2")
     if ctranslate2 is None:
-        return Row(name, skipped="not installed (pip install ctranslate2; CUDA: its wheel is a CUDA 12 build)")
+        return Row(name, skipped=_missing("ctranslate2", "pip install ctranslate2; CUDA: its wheel is a CUDA 12 build"))
     if b.device == "cuda":
         if not ctranslate2.get_cuda_device_count():
             return Row(name, skipped="not run: this CTranslate2 build sees no CUDA device")
@@ -840,7 +851,7 @@ def _hf_row(args: argparse.Namespace, device: str, dims: dict, windows: list[np.
         import torch
         import transformers
     except ImportError:
-        return Row(name, skipped="not installed (pip install transformers)")
+        return Row(name, skipped=_missing("transformers", "pip install transformers"))
     if not args.hf_model:
         return Row(name, skipped="no HF-format weights (--hf-model DIR); --random measures it")
     model = transformers.WhisperForConditionalGeneration.from_pretrained(
