@@ -591,7 +591,7 @@ def ct2_whisper(b: RandomBench) -> Row:
     return b.run(name, fn, note=f"ctranslate2 {ctranslate2.__version__}; log-Mel torch on {mel_device}")
 
 
-def run_random(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str, str]:
+def run_random(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str]:
     """The device benchmark (module docstring): synthetic windows, random weights, forced decode lengths."""
     import torch
 
@@ -631,7 +631,7 @@ def run_random(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dic
               f"{dims['n_vocab']}); {n} synthetic 30-s windows; every implementation forced to {tokens} decoder "
               f"steps per window (end-of-text and timestamps suppressed); batch {batch} (as-written: 16); "
               f"torch {torch.__version__}. THROUGHPUT ONLY (random weights, forced decode lengths)")
-    return rows, dims, header, f"{n} windows"
+    return rows, dims, header
 
 
 # ----------------------------------------------------------------------------- pipeline mode (real weights)
@@ -736,7 +736,7 @@ def _hf_decode(model: Any, ids: list[int]) -> str:
     return str(tok.decode([t for t in ids if t < tok.eot])).strip()
 
 
-def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str, str]:
+def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str]:
     """Real weights on the pipeline's mixtures (module docstring)."""
     import torch
 
@@ -803,7 +803,7 @@ def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], d
     header = (f"model: {'tiny.en' if args.tiny else 'large-v3'} (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
               f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {len(windows)} fixed 30-s windows (a file's "
               f"last one shorter; clean, babble 5 dB, ambient 5 dB)")
-    return rows, dims, header, f"{len(windows)} windows"
+    return rows, dims, header
 
 
 def _large_v3_available(ow_model: str, fw_model: str) -> bool:
@@ -969,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
     if not random_mode and not args.tiny and not _large_v3_available(args.ow_model, args.fw_model):
         print("bench_gpu: no large-v3 weights found; running --random", file=sys.stderr)
         random_mode = True
-    rows, dims, header, _ = (run_random if random_mode else run_pipeline)(args, t_start)
+    rows, dims, header = (run_random if random_mode else run_pipeline)(args, t_start)
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
     peaks = None
     if args.peak_tflops and args.peak_tbps:
