@@ -1,43 +1,73 @@
-"""GPU ASR benchmark: every Whisper implementation side by side on the same 30-s windows.
+"""GPU ASR benchmark: Whisper implementations side by side on the same 30-s windows, in one table.
 
-The windows are the pipeline's own mixtures (TTS speech of the config's corpus, clean, babble 5 dB and
-ambient 5 dB, built by the same stage functions and seed as a run), cut into the pipeline's fixed 30-s
-windows. Implementations:
+Two modes.
 
-- ``openai-whisper as written``: the reference backend as it was before issue 11 (one ``whisper.decode``
-  per window, no remainder pass, output cut at 224 tokens, fp32 weights cast to fp16 on every call,
-  log-Mel on the CPU), batch 16; the baseline.
-- ``openai-whisper reference``: :class:`OpenAIWhisperBackend` (batched ``whisper.transcribe`` seek loop,
-  fp16 weights, log-Mel on the device), batch 16.
-- ``faster-whisper bN``: :class:`FasterWhisperBackend` batched path (remainder pass kept), compute type
-  ``auto`` (float16 on CUDA, int8 on CPU), batch 16 and 32.
-- ``transformers sdpa``: Hugging Face ``WhisperForConditionalGeneration`` with SDPA attention, one
-  ``generate`` per batch of 16 windows, when ``transformers`` is importable.
+``--random`` (the device benchmark; no weights, no TTS, no network): synthetic 30-s windows (harmonic
+"voiced" bursts at a syllable rate over a noise floor, numpy, seeded) and randomly initialised models of
+large-v3's shape (d_model 1280, 32 encoder + 32 decoder layers, 20 heads, 128 mel bins, vocabulary 51866;
+``--device cpu`` uses a tiny shape of the same vocabulary). Random weights make greedy decoding emit arbitrary
+tokens, so every implementation is forced to run exactly ``--tokens`` decoder steps per window (default 100,
+about a 30-s window's transcript): end-of-text and the timestamp tokens are suppressed and the sample length is
+capped at that number. The work per window is then the same everywhere; the table is THROUGHPUT ONLY.
+It needs only torch and numpy; each implementation runs when its package imports and says why not otherwise:
 
-Per implementation: × real time, windows/s, tokens per window, share of windows at the token limit, peak
-GPU memory, agreement with the reference (1 − WER against the fixed reference's text, pooled), and
-efficiency against the floor: a window needs ≥ the encoder + decoder FLOPs at the GPU's peak rate and ≥
-the decoder's cross-attention KV reads (every generated token reads every layer's 1500-frame K and V) at
-its memory bandwidth; ``floor = max(flop_time, byte_time)`` per window (large-v3, 150 tokens: ≈ 2.9 TFLOP
-and ≈ 37 GB, ≈ 8 ms on an H200), efficiency = floor / measured time per window.
+- ``openai-whisper as written (b16)``: the reference backend as it was before issue 11 (float32 weights cast
+  to float16 inside every ``Linear`` call, log-Mel on the CPU, one ``whisper.decode`` per batch of 16);
+  the baseline of the "vs as-written" column.
+- ``openai-whisper reference fp16 (bN)``: float16 weights (layer norms float32, as
+  :class:`stresstest.asr.backends.OpenAIWhisperBackend` loads them), log-Mel on the device, ``whisper.decode``.
+- ``transformers sdpa (bN)``: Hugging Face ``WhisperForConditionalGeneration`` (SDPA attention),
+  ``generate`` on features from :mod:`stresstest.asr.mel` (the GPU log-Mel).
+- ``transformers sdpa static cache + torch.compile (bN)``: the same with a static KV cache and transformers' own
+  compilation of the decode step (``CompileConfig``: ``torch.compile``, ``mode="reduce-overhead"``, CUDA graphs);
+  ``--compile auto`` compiles on CUDA only.
+- ``ctranslate2 (bN)``: CTranslate2's Whisper on the same weight shapes, when it imports and, on CUDA, its
+  CUDA 12 cuBLAS loads (:mod:`stresstest.asr.cudalibs`; a CUDA-13-only machine says so in the row).
 
-Without large-v3 weights (``--random`` or none found) it builds randomly initialised large-v3-sized models
-(English vocabulary) and forces fixed decode lengths of 150 and 224 tokens (end-of-text and timestamps
-suppressed): throughput only, labelled so; agreement is then not reported.
+Adding an implementation (e.g. vLLM) is one function ``def impl(b: RandomBench) -> Row`` (build the model,
+then ``return b.run(name, decode_one_batch, ...)``) and one ``rows.append(b.timed(name, impl))`` in
+:func:`run_random`.
 
-``--device cpu --tiny``: smoke mode on the bundled tiny.en (real weights; converted for openai-whisper),
-a few windows; prints the same table. No network is used in any mode.
+Default (no ``--random``): the pipeline's own mixtures (TTS speech of the config's corpus, clean / babble 5 dB /
+ambient 5 dB, cut into the pipeline's 30-s windows) through the project's backends with real large-v3 weights
+(HF cache / ``~/.cache/whisper``; without them the script runs ``--random``): the as-written baseline, the
+reference backend (batched ``whisper.transcribe`` seek loop), faster-whisper batched at 16 and 32, and
+transformers with ``--hf-model``. The agreement column (1 − WER against the reference's text) is real only here.
+``--device cpu --tiny`` is that mode's smoke test on the bundled tiny.en.
+
+Columns: × real time (audio seconds / wall seconds), windows/s, tokens per window, share of windows at the
+token limit, peak GPU memory, agreement, the roofline floor per window, efficiency = floor / measured time, and
+the speed-up against the as-written baseline measured in the same run.
+
+Roofline floor of one window decoded to T tokens (:func:`floor_seconds`; dims d_a, d_t, layers L_a, L_t,
+audio context C = 1500, mel bins M, vocabulary V; 2 FLOPs per multiply-add; weights' reads amortised over an
+unbounded batch, so it is a lower bound)::
+
+    F_enc  = 2·(2C·3·M·d_a + C·3·d_a²)                       conv front end (3000 → 1500 frames)
+           + L_a·C·(24·d_a² + 4·C·d_a)                        QKVO + MLP, attention scores and values
+           + L_t·4·C·d_a·d_t                                  cross-attention K, V of every decoder layer
+    F_tok  = L_t·(28·d_t² + 4·C·d_t + 4·t·d_t) + 2·d_t·V     self QKVO + cross Q,O + MLP, attention, logits
+    B_tok  = L_t·2·(C + t)·d_t·2 bytes                        every step reads every layer's cross K, V and
+                                                              its self-attention cache (t = T/2 on average)
+    floor  = F_enc / P + T · max(F_tok / P, B_tok / BW)
+
+with P the dense bf16/fp16 tensor rate and BW the memory bandwidth. H200: P = 790 TFLOP/s (an 8192³ bf16
+product measured on the lent machine), BW = 4.8 TB/s. large-v3, T = 100: F_enc ≈ 2.59 TFLOP (3.3 ms), B_tok ≈
+254 MB (53 µs, memory-bound) → ≈ 8.6 ms per window ≈ 3,500× real time (T = 224: 15.6 ms, 1,900×).
 
 Usage::
 
-    python scripts/bench_gpu.py                        # CUDA, large-v3 (HF cache / ~/.cache/whisper) or random
-    python scripts/bench_gpu.py --device cpu --tiny    # CI smoke
+    python scripts/bench_gpu.py --random --out bench_gpu      # any CUDA machine, ≤ 8 min, nothing downloaded
+    python scripts/bench_gpu.py --random --device cpu         # CPU smoke (tiny shape, a few windows)
+    python scripts/bench_gpu.py                               # real large-v3 weights on the pipeline's audio
+    python scripts/bench_gpu.py --device cpu --tiny           # smoke of that mode (bundled tiny.en)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -53,29 +83,563 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stresstest.asr.backends import (  # noqa: E402
-    BUNDLED_TINY_EN,
-    FasterWhisperBackend,
-    OpenAIWhisperBackend,
-    WindowResult,
-    bundled_tiny_en_path,
-    release_asr_models,
-)
-from stresstest.asr.base import DecodingOptions, split_windows  # noqa: E402
-from stresstest.audio import SAMPLE_RATE_HZ  # noqa: E402
-
+SR = 16_000
+N_SAMPLES = 30 * SR
+N_FRAMES = 3000
 LARGE_V3 = dict(n_mels=128, n_audio_ctx=1500, n_audio_state=1280, n_audio_head=20, n_audio_layer=32,
-                n_vocab=51864, n_text_ctx=448, n_text_state=1280, n_text_head=20, n_text_layer=32)
-# Dense fp16 tensor peak (FLOP/s) and HBM bandwidth (B/s) by device-name substring.
-PEAKS = {"H200": (989e12, 4.8e12), "H100": (989e12, 3.35e12), "A100": (312e12, 2.0e12), "L40S": (362e12, 0.864e12),
+                n_vocab=51866, n_text_ctx=448, n_text_state=1280, n_text_head=20, n_text_layer=32)
+#: The CPU smoke's random shape: large-v3's vocabulary, mel bins and contexts, a tiny body.
+TINY_RANDOM = dict(LARGE_V3, n_audio_state=64, n_audio_head=2, n_audio_layer=2, n_text_state=64, n_text_head=2,
+                   n_text_layer=2)
+# Dense fp16/bf16 tensor rate (FLOP/s) and HBM bandwidth (B/s) by device-name substring. H200/H100: the bf16
+# product rate measured on the lent H200 (spec sheet: 989), spec bandwidth; the others: spec sheets.
+PEAKS = {"H200": (790e12, 4.8e12), "H100": (790e12, 3.35e12), "A100": (312e12, 2.0e12), "L40S": (362e12, 0.864e12),
          "A10": (125e12, 0.6e12), "L4": (121e12, 0.3e12), "4090": (165e12, 1.0e12)}
+# Multilingual Whisper special tokens (vocabulary 51866, 100 languages): the forced prompt and what is suppressed.
+EOT, SOT, EN, TRANSCRIBE, NO_TIMESTAMPS, TIMESTAMP_BEGIN = 50257, 50258, 50259, 50360, 50364, 50365
+PROMPT = [SOT, EN, TRANSCRIBE, NO_TIMESTAMPS]
 
 
-# ----------------------------------------------------------------------------------------------- windows
+@dataclass
+class WindowResult:
+    """One window's decode as the table needs it (the backends' ``WindowResult`` has the same fields)."""
+
+    text: str = ""
+    n_tokens: int = 0
+    token_limit_hits: int = 0
+
+
+@dataclass
+class Row:
+    name: str
+    note: str = ""
+    windows: int = 0
+    audio_s: float = 0.0
+    wall_s: float = 0.0
+    results: list[Any] = field(default_factory=list)
+    mem: str = "–"
+    skipped: str = ""
+
+
+# ----------------------------------------------------------------------------------------------- metrics
+
+
+class GpuMemPeak:
+    """Peak device memory in use (all allocators, CTranslate2 included) sampled every 10 ms."""
+
+    def __init__(self, device: str) -> None:
+        self.on = device.startswith("cuda")
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> GpuMemPeak:
+        if self.on:
+            import torch
+
+            torch.cuda.synchronize()
+            self._t = threading.Thread(target=self._poll, daemon=True)
+            self._t.start()
+        return self
+
+    def _poll(self) -> None:
+        import torch
+
+        while not self._stop.is_set():
+            free, total = torch.cuda.mem_get_info()
+            self.peak = max(self.peak, total - free)
+            time.sleep(0.01)
+
+    def __exit__(self, *a: object) -> None:
+        if self.on:
+            self._stop.set()
+            self._t.join()
+
+    def gib(self) -> str:
+        return f"{self.peak / 2**30:.1f}" if self.on else "–"
+
+
+def floor_parts(dims: dict, tokens: float) -> tuple[float, float, float]:
+    """(encoder FLOPs, FLOPs per decoder step, bytes per decoder step) of one window (module docstring)."""
+    da, dt, la, lt = dims["n_audio_state"], dims["n_text_state"], dims["n_audio_layer"], dims["n_text_layer"]
+    c, m, v = dims["n_audio_ctx"], dims["n_mels"], dims["n_vocab"]
+    t = tokens / 2  # the self-attention cache grows from 0 to T: T/2 entries on average
+    f_enc = 2 * (2 * c * 3 * m * da + c * 3 * da * da) + la * c * (24 * da * da + 4 * c * da) + lt * 4 * c * da * dt
+    f_tok = lt * (28 * dt * dt + 4 * c * dt + 4 * t * dt) + 2 * dt * v
+    b_tok = lt * 2 * (c + t) * dt * 2
+    return f_enc, f_tok, b_tok
+
+
+def floor_seconds(dims: dict, tokens: float, peaks: tuple[float, float] | None) -> float | None:
+    """Roofline lower bound (seconds) for one 30-s window decoded to ``tokens`` tokens (module docstring)."""
+    if peaks is None or tokens <= 0:
+        return None
+    f_enc, f_tok, b_tok = floor_parts(dims, tokens)
+    return f_enc / peaks[0] + tokens * max(f_tok / peaks[0], b_tok / peaks[1])
+
+
+def agreement(ref: list[str], hyp: list[str]) -> float:
+    from stresstest.metrics.wer import asr_errors
+
+    err = words = 0
+    for r, h in zip(ref, hyp, strict=True):
+        e = asr_errors(r, h)
+        err += e.sub + e.dele + e.ins
+        words += e.ref_words
+    return 1.0 - err / words if words else float("nan")
+
+
+def run_impl(name: str, fn: Callable[[list[np.ndarray]], list[Any]], windows: list[np.ndarray],
+             device: str, budget_s: float, chunk: int, note: str = "", warmup: int | None = None,
+             warmup_calls: int = 1) -> Row:
+    """Warm up (``warmup_calls`` calls on ``warmup`` windows, default one chunk: loading, compilation, graph
+    capture are not timed), then time chunks until all windows are done or ``budget_s`` is spent."""
+    row = Row(name, note)
+    try:
+        for _ in range(warmup_calls):
+            fn(windows[: min(len(windows), warmup or chunk)])
+        _sync(device)
+        with GpuMemPeak(device) as mem:
+            t0 = time.perf_counter()
+            for i in range(0, len(windows), chunk):
+                part = windows[i : i + chunk]
+                row.results += fn(part)
+                _sync(device)
+                row.windows += len(part)
+                row.audio_s += sum(w.size for w in part) / SR
+                if time.perf_counter() - t0 > budget_s:
+                    break
+            row.wall_s = time.perf_counter() - t0
+        row.mem = mem.gib()
+    except Exception as exc:  # one implementation failing must not hide the others
+        row.skipped = f"failed: {type(exc).__name__}: {str(exc)[:160]}"
+    return row
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _free(device: str) -> None:
+    import gc
+
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+# ------------------------------------------------------------------------------- random mode: the windows
+
+
+def synthetic_windows(n: int, seed: int = 0, distinct: int = 16) -> list[np.ndarray]:
+    """``n`` 30-s 16 kHz windows of speech-like sound (``distinct`` different ones, repeated).
+
+    Voiced bursts (a gliding 90–250 Hz fundamental with 8 harmonics) gated at a 3–5 Hz syllable rate with pauses,
+    over a noise floor ~30 dB down. Random weights make the content irrelevant to the work done; the signal only
+    has to look like audio to the log-Mel front end (no silent or clipped windows).
+    """
+    rng = np.random.default_rng(seed)
+    t = np.arange(N_SAMPLES) / SR
+    base: list[np.ndarray] = []
+    for _ in range(min(n, distinct)):
+        f0 = rng.uniform(90, 250) * (1 + 0.15 * np.sin(2 * np.pi * rng.uniform(0.1, 0.5) * t + rng.uniform(0, 6)))
+        phase = 2 * np.pi * np.cumsum(f0) / SR
+        voiced = sum(np.sin(k * phase) / k for k in range(1, 9))
+        syllables = np.clip(np.sin(2 * np.pi * rng.uniform(3, 5) * t + rng.uniform(0, 6)), 0, None) ** 2
+        pauses = np.repeat(rng.random(30 * 4) > 0.25, SR // 4)  # quarter-second chunks, a quarter of them silent
+        x = voiced * syllables * pauses + 0.03 * rng.standard_normal(N_SAMPLES)
+        base.append((0.5 * x / np.max(np.abs(x))).astype(np.float32))
+    return [base[i % len(base)] for i in range(n)]
+
+
+# ----------------------------------------------------------------------- random mode: the implementations
+
+
+@dataclass
+class RandomBench:
+    """What every implementation of the random mode shares: windows, shape, forced length, batch, limits."""
+
+    device: str
+    dims: dict
+    windows: list[np.ndarray]
+    tokens: int
+    batch: int
+    budget_s: float
+    deadline_s: float
+    compile: bool
+    tmp: Path
+    threads: int = 0
+    t_start: float = field(default_factory=time.perf_counter)
+
+    @property
+    def fp16(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def suppress(self) -> list[int]:
+        """End-of-text and every timestamp token: decoding runs to exactly ``tokens`` steps."""
+        return [EOT, *range(TIMESTAMP_BEGIN, self.dims["n_vocab"])]
+
+    def run(self, name: str, fn: Callable[[list[np.ndarray]], list[Any]], *, chunk: int | None = None,
+            note: str = "", warmup_calls: int = 1) -> Row:
+        """Time ``fn`` (one call per chunk of windows, default ``batch``) on the shared windows."""
+        return run_impl(name, fn, self.windows, self.device, self.budget_s, chunk or self.batch, note,
+                        warmup_calls=warmup_calls)
+
+    def timed(self, name: str, impl: Callable[[RandomBench], Row]) -> Row:
+        """Run one implementation unless the overall deadline has passed; free the device afterwards."""
+        if time.perf_counter() - self.t_start > self.deadline_s:
+            return Row(name, skipped=f"skipped: past the {self.deadline_s:.0f}-s deadline")
+        print(f"bench_gpu: {name} ...", file=sys.stderr, flush=True)
+        try:
+            return impl(self)
+        except Exception as exc:  # building a model failed: the row says so, the others still run
+            return Row(name, skipped=f"failed: {type(exc).__name__}: {str(exc)[:160]}")
+        finally:
+            _free(self.device)
+
+
+_IMPORT_ERRORS: dict[str, str] = {}
+
+
+def _import(name: str) -> Any:
+    """The module, or None (the caller's row then says so with :func:`_missing`)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        _IMPORT_ERRORS[name] = str(exc)
+        return None
+
+
+def _missing(name: str, hint: str) -> str:
+    """``not installed (hint)``, plus the import error when it is about something else (a missing dependency)."""
+    err = _IMPORT_ERRORS.get(name, "")
+    other = err and err != f"No module named '{name}'"
+    return f"not installed ({hint})" + (f": {err[:100]}" if other else "")
+
+
+def _random_openai_whisper(b: RandomBench, fp16_weights: bool) -> Any:
+    """openai-whisper's model class with random weights, built on the device (a large-v3 init takes seconds)."""
+    import torch
+    import whisper
+
+    torch.manual_seed(0)
+    with torch.device(b.device):
+        model = whisper.model.Whisper(whisper.model.ModelDimensions(**b.dims)).eval()
+    if fp16_weights:  # as OpenAIWhisperBackend loads a model on CUDA: float16 once, layer norms float32
+        model.half()
+        for m in model.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.float()
+    return model
+
+
+def _whisper_forced_options(b: RandomBench) -> Any:
+    import whisper
+
+    return whisper.DecodingOptions(task="transcribe", language="en", temperature=0.0, without_timestamps=True,
+                                   sample_len=b.tokens, suppress_tokens=b.suppress, fp16=b.fp16)
+
+
+def ow_as_written(b: RandomBench) -> Row:
+    """openai-whisper as the backend was written before issue 11: float32 weights, CPU log-Mel, batch 16."""
+    name = "openai-whisper as written (b16)"
+    whisper = _import("whisper")
+    if whisper is None:
+        return Row(name, skipped=_missing("whisper", "pip install openai-whisper; on the device: the bundle"))
+    import torch
+
+    model = _random_openai_whisper(b, fp16_weights=False)
+    dec = _whisper_forced_options(b)
+
+    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+        mels = torch.stack([whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w)),
+                                                        n_mels=b.dims["n_mels"]) for w in ws]).to(b.device)
+        with torch.inference_mode():
+            res = whisper.decode(model, mels, dec)
+        return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= b.tokens)) for r in res]
+
+    return b.run(name, fn, chunk=16, note="fp32 weights, CPU log-Mel")
+
+
+def ow_reference(b: RandomBench) -> Row:
+    """openai-whisper with float16 weights and log-Mel on the device (the reference backend's loading)."""
+    name = f"openai-whisper reference fp16 (b{b.batch})" if b.fp16 else f"openai-whisper reference (b{b.batch})"
+    whisper = _import("whisper")
+    if whisper is None:
+        return Row(name, skipped=_missing("whisper", "pip install openai-whisper; on the device: the bundle"))
+    import torch
+
+    model = _random_openai_whisper(b, fp16_weights=b.fp16)
+    dec = _whisper_forced_options(b)
+
+    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+        with torch.inference_mode():
+            mels = torch.stack([
+                whisper.pad_or_trim(whisper.log_mel_spectrogram(torch.from_numpy(w).to(b.device), b.dims["n_mels"]),
+                                    N_FRAMES)
+                for w in ws
+            ])
+            res = whisper.decode(model, mels.half() if b.fp16 else mels, dec)
+        return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= b.tokens)) for r in res]
+
+    return b.run(name, fn)
+
+
+def _random_hf_whisper(b: RandomBench) -> Any:
+    """``WhisperForConditionalGeneration`` (SDPA) with random weights, built on the device, plus the generation
+    config a real multilingual checkpoint ships (language/task ids), so ``generate(language="en")`` works."""
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # per-call notices about min/max length would flood the log
+    d = b.dims
+    cfg = transformers.WhisperConfig(
+        vocab_size=d["n_vocab"], num_mel_bins=d["n_mels"], d_model=d["n_text_state"],
+        encoder_layers=d["n_audio_layer"], decoder_layers=d["n_text_layer"],
+        encoder_attention_heads=d["n_audio_head"], decoder_attention_heads=d["n_text_head"],
+        encoder_ffn_dim=4 * d["n_audio_state"], decoder_ffn_dim=4 * d["n_text_state"],
+        max_source_positions=d["n_audio_ctx"], max_target_positions=d["n_text_ctx"],
+        decoder_start_token_id=SOT, eos_token_id=EOT, pad_token_id=EOT, bos_token_id=EOT,
+        suppress_tokens=[], begin_suppress_tokens=[], attn_implementation="sdpa")
+    torch.manual_seed(0)
+    with torch.device(b.device):
+        model = transformers.WhisperForConditionalGeneration(cfg)
+    model = model.to(torch.float16 if b.fp16 else torch.float32).eval()
+    gc = model.generation_config
+    gc.lang_to_id = {"<|en|>": EN}
+    gc.task_to_id = {"translate": TRANSCRIBE - 1, "transcribe": TRANSCRIBE}
+    gc.no_timestamps_token_id = NO_TIMESTAMPS
+    gc.is_multilingual = True
+    gc.decoder_start_token_id = SOT
+    return model
+
+
+def _hf_decode_fn(b: RandomBench, model: Any) -> Callable[[list[np.ndarray]], list[WindowResult]]:
+    import torch
+
+    from stresstest.asr.mel import log_mel_torch
+
+    dtype = next(model.parameters()).dtype
+
+    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+        with torch.inference_mode():
+            feats = torch.stack([f[:, :N_FRAMES] for f in log_mel_torch(ws, b.dims["n_mels"], b.device)]).to(dtype)
+            seqs = model.generate(input_features=feats, language="en", task="transcribe", do_sample=False,
+                                  num_beams=1, min_new_tokens=b.tokens, max_new_tokens=b.tokens)
+        seqs = seqs.sequences if hasattr(seqs, "sequences") else seqs
+        out = []
+        for s in seqs.tolist():
+            n = len(s) - len(PROMPT) if s[: len(PROMPT)] == PROMPT else len(s)  # some versions return the prompt
+            out.append(WindowResult(n_tokens=n, token_limit_hits=int(n >= b.tokens)))
+        return out
+
+    return fn
+
+
+def hf_sdpa(b: RandomBench) -> Row:
+    """Hugging Face transformers, SDPA attention, dynamic KV cache, eager."""
+    name = f"transformers sdpa (b{b.batch})"
+    transformers = _import("transformers")
+    if transformers is None:
+        return Row(name, skipped=_missing("transformers", "pip install transformers"))
+    model = _random_hf_whisper(b)
+    return b.run(name, _hf_decode_fn(b, model),
+                 note=f"transformers {transformers.__version__}, attention {model.config._attn_implementation}")
+
+
+def hf_static_compiled(b: RandomBench) -> Row:
+    """The same model with a static KV cache and transformers' own compilation of the decode step
+    (``generation_config.compile_config``: ``torch.compile``, ``mode="reduce-overhead"``, i.e. CUDA graphs)."""
+    name = f"transformers sdpa static cache{' + torch.compile' if b.compile else ''} (b{b.batch})"
+    transformers = _import("transformers")
+    if transformers is None:
+        return Row(name, skipped=_missing("transformers", "pip install transformers"))
+    import torch
+
+    model = _random_hf_whisper(b)
+    gc = model.generation_config
+    gc.cache_implementation = "static"
+    note = f"transformers {transformers.__version__}"
+    if not b.compile:
+        gc.disable_compile = True  # transformers would compile a static-cache decode on CUDA by itself
+        return b.run(name, _hf_decode_fn(b, model), note=note + "; not compiled (--compile on compiles on CPU)")
+
+    def compiled(fullgraph: bool) -> Any:
+        cc = transformers.CompileConfig(fullgraph=fullgraph, mode="reduce-overhead")
+        cc._compile_all_devices = b.device != "cuda" or None  # transformers compiles on CUDA only by default
+        return cc
+
+    gc.compile_config = compiled(True)
+    # Two untimed calls: the first compiles the decode step, the second has the CUDA graphs recorded.
+    row = b.run(name, _hf_decode_fn(b, model), note=note + "; decode step compiled, fullgraph", warmup_calls=2)
+    # A graph break: compile the pieces instead, and say so (only while there is time for a second compilation).
+    if row.skipped.startswith("failed") and time.perf_counter() - b.t_start < b.deadline_s:
+        torch._dynamo.reset()
+        gc.compile_config = compiled(False)
+        row = b.run(name, _hf_decode_fn(b, model), warmup_calls=2,
+                    note=note + f"; fullgraph failed ({row.skipped[8:90]}), compiled with graph breaks")
+    torch._dynamo.reset()
+    return row
+
+
+def _random_openai_state_dict(dims: dict, seed: int = 0) -> dict[str, Any]:
+    """An openai-whisper state dict of random weights (names and shapes of ``whisper.model.Whisper``), built
+    without openai-whisper so CTranslate2 can run on a machine that has only torch."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    sd: dict[str, Any] = {}
+
+    def lin(name: str, out: int, inp: int, bias: bool = True) -> None:
+        sd[f"{name}.weight"] = torch.randn(out, inp, generator=g) * inp**-0.5
+        if bias:
+            sd[f"{name}.bias"] = torch.zeros(out)
+
+    def ln(name: str, d: int) -> None:
+        sd[f"{name}.weight"], sd[f"{name}.bias"] = torch.ones(d), torch.zeros(d)
+
+    def block(p: str, d: int, cross: bool) -> None:
+        for att in ("attn", "cross_attn") if cross else ("attn",):
+            for proj in ("query", "value", "out"):
+                lin(f"{p}.{att}.{proj}", d, d)
+            lin(f"{p}.{att}.key", d, d, bias=False)
+            ln(f"{p}.{att}_ln", d)
+        lin(f"{p}.mlp.0", 4 * d, d)
+        lin(f"{p}.mlp.2", d, 4 * d)
+        ln(f"{p}.mlp_ln", d)
+
+    da, dt = dims["n_audio_state"], dims["n_text_state"]
+    sd["encoder.conv1.weight"] = torch.randn(da, dims["n_mels"], 3, generator=g) * (3 * dims["n_mels"]) ** -0.5
+    sd["encoder.conv1.bias"] = torch.zeros(da)
+    sd["encoder.conv2.weight"] = torch.randn(da, da, 3, generator=g) * (3 * da) ** -0.5
+    sd["encoder.conv2.bias"] = torch.zeros(da)
+    sd["encoder.positional_embedding"] = torch.randn(dims["n_audio_ctx"], da, generator=g) * 0.02
+    for i in range(dims["n_audio_layer"]):
+        block(f"encoder.blocks.{i}", da, cross=False)
+    ln("encoder.ln_post", da)
+    sd["decoder.token_embedding.weight"] = torch.randn(dims["n_vocab"], dt, generator=g) * 0.02
+    sd["decoder.positional_embedding"] = torch.randn(dims["n_text_ctx"], dt, generator=g) * 0.02
+    for i in range(dims["n_text_layer"]):
+        block(f"decoder.blocks.{i}", dt, cross=True)
+    ln("decoder.ln", dt)
+    return sd
+
+
+def _ct2_template(tmp: Path, n_vocab: int) -> Path:
+    """A vocabulary + config folder for :func:`stresstest.asr.convert.openai_to_ct2`: the multilingual special
+    tokens at their ids (CTranslate2 finds them by name), placeholders for the text tokens (prompts are ids)."""
+    if n_vocab != 51866:
+        raise ValueError(f"the random CTranslate2 vocabulary is the multilingual 51866, not {n_vocab}")
+    specials = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", *(f"<|lang{i}|>" for i in range(1, 100)),
+                "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+                "<|notimestamps|>", *(f"<|{i * 0.02:.2f}|>" for i in range(1501))]
+    tokens = [f"t{i}" for i in range(EOT)] + specials
+    assert len(tokens) == n_vocab and tokens[TIMESTAMP_BEGIN] == "<|0.00|>" and tokens[TRANSCRIBE] == "<|transcribe|>"
+    d = tmp / "ct2-template"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vocabulary.json").write_text(json.dumps(tokens))
+    (d / "config.json").write_text(json.dumps({"suppress_ids": [], "suppress_ids_begin": [],
+                                               "lang_ids": list(range(EN, EN + 100))}))
+    return d
+
+
+def ct2_whisper(b: RandomBench) -> Row:
+    """CTranslate2's Whisper (what faster-whisper runs) on random weights of the same shape."""
+    compute = "float16" if b.fp16 else "int8"
+    name = f"ctranslate2 {compute} (b{b.batch})"
+    ctranslate2 = _import("ctranslate2")
+    if ctranslate2 is None:
+        return Row(name, skipped=_missing("ctranslate2", "pip install ctranslate2; CUDA: its wheel is a CUDA 12 build"))
+    if b.device == "cuda":
+        if not ctranslate2.get_cuda_device_count():
+            return Row(name, skipped="not run: this CTranslate2 build sees no CUDA device")
+        from stresstest.asr.cudalibs import preload_cuda_libraries
+
+        try:
+            preload_cuda_libraries()
+        except Exception as exc:  # the CUDA-13-only device: cuBLAS 12 is not there
+            return Row(name, skipped=f"not run: {str(exc)[:150]}")
+    from stresstest.asr.convert import openai_to_ct2
+    from stresstest.asr.mel import log_mel_numpy_batch, torch_cuda_available
+
+    ck = {"dims": b.dims, "model_state_dict": _random_openai_state_dict(b.dims)}
+    path = openai_to_ct2(ck, b.tmp / "ct2-random", template_dir=_ct2_template(b.tmp, b.dims["n_vocab"]),
+                         quantization="float16")
+    del ck
+    model = ctranslate2.models.Whisper(str(path), device=b.device, compute_type=compute,
+                                       intra_threads=b.threads or 0)
+    mel_device = "cuda" if b.device == "cuda" and torch_cuda_available() else "cpu"
+    # CTranslate2's Whisper generates at most max_length / 2 tokens whatever the prompt (measured: 104 → 52,
+    # 200 → 100, 448 → 224: its default 448 is openai-whisper's sample length of 224).
+    max_length = 2 * b.tokens
+
+    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+        feats = np.stack([f[:, :N_FRAMES] for f in log_mel_numpy_batch(ws, b.dims["n_mels"], mel_device)])
+        enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)), to_cpu=False)
+        res = model.generate(enc, [list(PROMPT) for _ in ws], max_length=max_length, beam_size=1,
+                             suppress_tokens=b.suppress, suppress_blank=True, return_scores=False)
+        return [WindowResult(n_tokens=len(r.sequences_ids[0]), token_limit_hits=int(len(r.sequences_ids[0])
+                                                                                     >= b.tokens)) for r in res]
+
+    return b.run(name, fn, note=f"ctranslate2 {ctranslate2.__version__}; log-Mel torch on {mel_device}")
+
+
+def run_random(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str]:
+    """The device benchmark (module docstring): synthetic windows, random weights, forced decode lengths."""
+    import torch
+
+    device = args.device
+    dims = dict(LARGE_V3 if (args.shape or ("large-v3" if device == "cuda" else "tiny")) == "large-v3"
+                else TINY_RANDOM)
+    batch = args.batch or (32 if device == "cuda" else 2)
+    n = args.windows or (256 if device == "cuda" else 2 * batch)
+    n = math.ceil(n / batch) * batch  # whole batches only: a static cache / CUDA graph has one batch size
+    tokens = args.tokens
+    if not 1 <= tokens <= dims["n_text_ctx"] // 2:
+        raise SystemExit(f"bench_gpu: --tokens {tokens} is over Whisper's sample length {dims['n_text_ctx'] // 2}")
+    compile_ = args.compile == "on" or (args.compile == "auto" and device == "cuda")
+    cache = Path(os.environ.get("STRESSTEST_CACHE") or tempfile.gettempdir())
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-", dir=cache if cache.is_dir() else None))
+    b = RandomBench(device=device, dims=dims, windows=synthetic_windows(n, seed=0), tokens=tokens, batch=batch,
+                    budget_s=args.budget_s or 30.0, deadline_s=args.deadline_s or 330.0, compile=compile_, tmp=tmp,
+                    threads=torch.get_num_threads() if device == "cpu" else 0, t_start=t_start)
+    only = [s.strip().lower() for s in (args.only or "").split(",") if s.strip()]
+
+    def want(name: str) -> bool:
+        return not only or any(s in name.lower() for s in only)
+
+    rows: list[Row] = []
+    # One line per implementation; the compiled one last (its compilation is the least predictable cost).
+    for label, impl in (("openai-whisper as written", ow_as_written), ("openai-whisper reference", ow_reference),
+                        ("transformers sdpa", hf_sdpa), ("ctranslate2", ct2_whisper),
+                        ("transformers static", hf_static_compiled)):
+        if want(label):
+            rows.append(b.timed(label, impl))
+    import shutil
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    shape = "large-v3" if dims == LARGE_V3 else "tiny"
+    header = (f"model: random-init {shape}-shaped (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
+              f"{dims['n_text_layer']} layers, {dims['n_audio_head']} heads, {dims['n_mels']} mels, vocabulary "
+              f"{dims['n_vocab']}); {n} synthetic 30-s windows; every implementation forced to {tokens} decoder "
+              f"steps per window (end-of-text and timestamps suppressed); batch {batch} (as-written: 16); "
+              f"torch {torch.__version__}. THROUGHPUT ONLY (random weights, forced decode lengths)")
+    return rows, dims, header
+
+
+# ----------------------------------------------------------------------------- pipeline mode (real weights)
 
 
 def pipeline_windows(config: Path, n_min: int, cache: Path, max_turns: int | None, n_enc: int | None) -> list[dict]:
     """≥ ``n_min`` 30-s windows of the pipeline's own clean / babble 5 dB / ambient 5 dB mixtures."""
+    from stresstest.asr.base import split_windows
     from stresstest.audio import read_wav_exact
     from stresstest.config import load_config
     from stresstest.corpus import load_corpus
@@ -117,9 +681,6 @@ def pipeline_windows(config: Path, n_min: int, cache: Path, max_turns: int | Non
     return out
 
 
-# ------------------------------------------------------------------------------------- implementations
-
-
 def baseline_openai_whisper(model: Any, windows: list[np.ndarray], batch_size: int, fp16: bool) -> list[WindowResult]:
     """openai-whisper exactly as the backend was written before issue 11 (kept here as the baseline)."""
     import torch
@@ -145,8 +706,7 @@ def baseline_openai_whisper(model: Any, windows: list[np.ndarray], batch_size: i
     return out
 
 
-def hf_transformers(model: Any, windows: list[np.ndarray], batch_size: int, forced: int | None,
-                    n_mels: int) -> list[WindowResult]:
+def hf_transformers(model: Any, windows: list[np.ndarray], batch_size: int, n_mels: int) -> list[WindowResult]:
     """HF transformers Whisper (SDPA): one ``generate`` per batch, 30-s windows, greedy, no remainder pass."""
     import torch
     import whisper
@@ -160,18 +720,12 @@ def hf_transformers(model: Any, windows: list[np.ndarray], batch_size: int, forc
                                         n_mels=n_mels)
             for w in chunk
         ]).to(dtype)
-        kw: dict[str, Any] = {"do_sample": False, "num_beams": 1}
-        if forced:
-            kw.update(min_new_tokens=forced, max_new_tokens=forced)
-        else:
-            kw.update(max_new_tokens=220, return_timestamps=True, language="en", task="transcribe")
         with torch.inference_mode():
-            seqs = model.generate(input_features=feats, **kw)
+            seqs = model.generate(input_features=feats, do_sample=False, num_beams=1, max_new_tokens=220,
+                                  return_timestamps=True, language="en", task="transcribe")
         seqs = seqs.sequences if hasattr(seqs, "sequences") else seqs
         for s in seqs.tolist():
-            n = len(s)
-            out.append(WindowResult(text="" if forced else _hf_decode(model, s), n_tokens=n,
-                                    token_limit_hits=int(forced is not None or n >= 220)))
+            out.append(WindowResult(text=_hf_decode(model, s), n_tokens=len(s), token_limit_hits=int(len(s) >= 220)))
     return out
 
 
@@ -182,154 +736,21 @@ def _hf_decode(model: Any, ids: list[int]) -> str:
     return str(tok.decode([t for t in ids if t < tok.eot])).strip()
 
 
-# ----------------------------------------------------------------------------------------------- metrics
-
-
-class GpuMemPeak:
-    """Peak device memory in use (all allocators, CTranslate2 included) sampled every 10 ms."""
-
-    def __init__(self, device: str) -> None:
-        self.on = device.startswith("cuda")
-        self.peak = 0
-        self._stop = threading.Event()
-
-    def __enter__(self) -> GpuMemPeak:
-        if self.on:
-            import torch
-
-            torch.cuda.synchronize()
-            free, total = torch.cuda.mem_get_info()
-            self.base = total - free
-            self._t = threading.Thread(target=self._poll, daemon=True)
-            self._t.start()
-        return self
-
-    def _poll(self) -> None:
-        import torch
-
-        while not self._stop.is_set():
-            free, total = torch.cuda.mem_get_info()
-            self.peak = max(self.peak, total - free)
-            time.sleep(0.01)
-
-    def __exit__(self, *a: object) -> None:
-        if self.on:
-            self._stop.set()
-            self._t.join()
-
-    def gib(self) -> str:
-        return f"{self.peak / 2**30:.1f}" if self.on else "–"
-
-
-def floor_seconds(dims: dict, tokens: float, peaks: tuple[float, float] | None, bytes_per: int = 2) -> float | None:
-    """Roofline lower bound for one 30-s window decoded to ``tokens`` tokens (see module doc)."""
-    if peaks is None or tokens <= 0:
-        return None
-    da, dt, na, nt, ctx, v = (dims["n_audio_state"], dims["n_text_state"], dims["n_audio_layer"],
-                              dims["n_text_layer"], dims["n_audio_ctx"], dims["n_vocab"])
-    enc = 2 * na * ctx * 12 * da * da + 2 * na * 2 * ctx * ctx * da + 2 * (2 * ctx) * 3 * da * (dims["n_mels"] + da)
-    cross_kv = 2 * nt * ctx * 2 * dt * da
-    per_token = 2 * nt * 14 * dt * dt + 2 * nt * 2 * ctx * dt + 2 * dt * v
-    flops = enc + cross_kv + tokens * per_token
-    kv_bytes = tokens * nt * 2 * ctx * dt * bytes_per
-    return max(flops / peaks[0], kv_bytes / peaks[1])
-
-
-def agreement(ref: list[str], hyp: list[str]) -> float:
-    from stresstest.metrics.wer import asr_errors
-
-    err = words = 0
-    for r, h in zip(ref, hyp, strict=True):
-        e = asr_errors(r, h)
-        err += e.sub + e.dele + e.ins
-        words += e.ref_words
-    return 1.0 - err / words if words else float("nan")
-
-
-@dataclass
-class Row:
-    name: str
-    note: str = ""
-    windows: int = 0
-    audio_s: float = 0.0
-    wall_s: float = 0.0
-    results: list[WindowResult] = field(default_factory=list)
-    mem: str = "–"
-    skipped: str = ""
-
-
-def run_impl(name: str, fn: Callable[[list[np.ndarray]], list[WindowResult]], windows: list[np.ndarray],
-             device: str, budget_s: float, chunk: int, note: str = "") -> Row:
-    """Warm up on one chunk, then time chunks until all windows are done or ``budget_s`` is spent."""
-    row = Row(name, note)
-    try:
-        fn(windows[: min(len(windows), max(1, chunk // 4))])  # load + warm-up (not timed)
-        with GpuMemPeak(device) as mem:
-            t0 = time.perf_counter()
-            for i in range(0, len(windows), chunk):
-                part = windows[i : i + chunk]
-                row.results += fn(part)
-                _sync(device)
-                row.windows += len(part)
-                row.audio_s += sum(w.size for w in part) / SAMPLE_RATE_HZ
-                if time.perf_counter() - t0 > budget_s:
-                    break
-            row.wall_s = time.perf_counter() - t0
-        row.mem = mem.gib()
-    except Exception as exc:  # one implementation failing must not hide the others
-        row.skipped = f"failed: {type(exc).__name__}: {str(exc)[:120]}"
-    return row
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize()
-
-
-# -------------------------------------------------------------------------------------------------- main
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    ap.add_argument("--tiny", action="store_true", help="bundled tiny.en, few windows (smoke mode)")
-    ap.add_argument("--random", action="store_true", help="random-init models, forced decode lengths")
-    ap.add_argument("--windows", type=int, default=None, help="minimum number of windows (default 128; tiny 3)")
-    ap.add_argument("--config", type=Path, default=ROOT / "configs" / "demo.yaml", help="corpus + seed source")
-    ap.add_argument("--encounters", type=int, default=None, help="at most this many encounters")
-    ap.add_argument("--max-turns", type=int, default=None, help="truncate encounters (default: config's)")
-    ap.add_argument("--budget-s", type=float, default=None,
-                    help="timed seconds per implementation at most (default 40; 25 with forced lengths; 30 tiny)")
-    ap.add_argument("--deadline-s", type=float, default=None,
-                    help="start no implementation after this many seconds in all (default 450, so a GPU run fits "
-                    "8 min; none with --tiny)")
-    ap.add_argument("--fw-model", default="large-v3", help="faster-whisper model name/dir (real weights)")
-    ap.add_argument("--ow-model", default="large-v3", help="openai-whisper model name/checkpoint (real weights)")
-    ap.add_argument("--hf-model", default=None, help="HF transformers Whisper dir (real weights)")
-    ap.add_argument("--peak-tflops", type=float, default=None)
-    ap.add_argument("--peak-tbps", type=float, default=None)
-    ap.add_argument("--cpu-threads", type=int, default=None,
-                    help="torch / CTranslate2 CPU threads (default: 1 with --tiny, else the libraries' default)")
-    ap.add_argument("--out", type=Path, default=None, help="also write the table (.md) and rows (.json) here")
-    args = ap.parse_args(argv)
-    t_start = time.perf_counter()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
+def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str]:
+    """Real weights on the pipeline's mixtures (module docstring)."""
     import torch
-    import whisper
+
+    from stresstest.asr.backends import (
+        BUNDLED_TINY_EN,
+        FasterWhisperBackend,
+        OpenAIWhisperBackend,
+        release_asr_models,
+    )
+    from stresstest.asr.base import DecodingOptions
+    from stresstest.cache import default_cache_dir
 
     device = args.device
     threads = args.cpu_threads if args.cpu_threads is not None else (1 if args.tiny else 0)
-    if threads:
-        torch.set_num_threads(threads)
-    if device == "cuda" and not torch.cuda.is_available():
-        print("bench_gpu: --device cuda but no CUDA device; use --device cpu --tiny", file=sys.stderr)
-        return 2
-    from stresstest.cache import default_cache_dir
-
     cache = default_cache_dir()
     n_min = args.windows or (3 if args.tiny else 128)
     max_turns = args.max_turns or (4 if args.tiny else None)
@@ -338,98 +759,51 @@ def main(argv: list[str] | None = None) -> int:
     if args.tiny:
         items = items[:n_min]  # smoke: exactly the asked number (the full run keeps every window it made)
     windows = [it["audio"] for it in items]
-    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
-    peaks = None
-    if args.peak_tflops and args.peak_tbps:
-        peaks = (args.peak_tflops * 1e12, args.peak_tbps * 1e12)
-    elif device == "cuda":
-        peaks = next((p for k, p in PEAKS.items() if k in gpu), None)
     opts = DecodingOptions()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-", dir=cache))
-
-    # Models: tiny.en (smoke), large-v3 real weights, or random large-v3-sized (throughput only).
-    forced_lengths: list[int | None] = [None]
+    fw_src, ow_src = (BUNDLED_TINY_EN, BUNDLED_TINY_EN) if args.tiny else (args.fw_model, args.ow_model)
     if args.tiny:
-        fw_src, ow_src = BUNDLED_TINY_EN, BUNDLED_TINY_EN
-        dims = None
-    else:
-        fw_src, ow_src = args.fw_model, args.ow_model
-        dims = dict(LARGE_V3)
-    random_mode = args.random or (not args.tiny and not _large_v3_available(args.ow_model, args.fw_model))
-    if random_mode:
-        dims = dict(LARGE_V3) if not args.tiny else None
-        ow_src, fw_src = _random_models(tmp, dims)
-        forced_lengths = [150, 224]
-    if dims is None:
-        ck = torch.load(OpenAIWhisperBackend(ow_src, device="cpu", cache_dir=cache)._checkpoint()
-                        if ow_src == BUNDLED_TINY_EN else ow_src, map_location="cpu", weights_only=True)
+        ck = torch.load(OpenAIWhisperBackend(ow_src, device="cpu", cache_dir=cache)._checkpoint(),
+                        map_location="cpu", weights_only=True)
         dims = dict(ck["dims"])
         del ck
+    else:
+        dims = dict(LARGE_V3)
     fp16 = device == "cuda"
-    budget = args.budget_s or (30.0 if args.tiny else 25.0 if random_mode else 40.0)
+    budget = args.budget_s or (30.0 if args.tiny else 40.0)
+    deadline = args.deadline_s or (float("inf") if args.tiny else 450.0)
 
     def timed(name: str, make: Callable[[], Row]) -> Row:
         """Run one implementation unless the overall deadline has passed (then say so in its row)."""
-        deadline = args.deadline_s or (float("inf") if args.tiny else 450.0)
         if time.perf_counter() - t_start > deadline:
             return Row(name, skipped=f"skipped: past the {deadline:.0f}-s deadline")
         return make()
 
     rows: list[Row] = []
-    for forced in forced_lengths:
-        label = f" [random, {forced} tok]" if forced else ""
-        ow_over: dict[str, Any] = {}
-        fw_over: dict[str, Any] = {}
-        o = opts
-        if forced:
-            tb = whisper.tokenizer.get_tokenizer(False).timestamp_begin
-            eot = whisper.tokenizer.get_tokenizer(False).eot
-            suppress = [eot, *range(tb, dims["n_vocab"])]
-            ow_over = {"sample_len": forced, "suppress_tokens": suppress}
-            # CTranslate2's Whisper generates at most max_length / 2 tokens (448 → 224, like openai-whisper's
-            # sample_len); max_length = prompt (sot, notimestamps: 2) + max_new_tokens.
-            fw_over = {"max_new_tokens": 2 * forced - 2, "suppress_tokens": suppress}
-            o = DecodingOptions(without_timestamps=True, no_speech_threshold=None)
-
-        # 1. baseline: openai-whisper as written (fp32 weights, per-call cast, CPU mel, one decode per window)
-        def base_fn(ws: list[np.ndarray], forced: int | None = forced, ow_over: dict = ow_over) -> list[WindowResult]:
-            model = _plain_openai(ow_src, device, cache)
-            if forced:
-                return _forced_baseline(model, ws, 16, fp16, ow_over)
-            return baseline_openai_whisper(model, ws, 16, fp16)
-
-        rows.append(timed("openai-whisper as written (b16)" + label, lambda label=label, base_fn=base_fn: run_impl(
-            "openai-whisper as written (b16)" + label, base_fn, windows, device, budget, 32)))
-        _plain_openai.cache_clear()
+    # 1. baseline: openai-whisper as written (fp32 weights, per-call cast, CPU mel, one decode per window)
+    rows.append(timed("openai-whisper as written (b16)", lambda: run_impl(
+        "openai-whisper as written (b16)",
+        lambda ws: baseline_openai_whisper(_plain_openai(ow_src, device, cache), ws, 16, fp16),
+        windows, device, budget, 32, warmup=8)))
+    _PLAIN.clear()
+    release_asr_models()
+    ref_be = OpenAIWhisperBackend(ow_src, device=device, batch_size=16, cache_dir=cache)
+    rows.append(timed("openai-whisper reference (b16)", lambda: run_impl(
+        "openai-whisper reference (b16)", lambda ws: ref_be.decode_windows(ws, opts), windows, device, budget, 32,
+        warmup=8)))
+    release_asr_models()
+    for bs in (16, 32):
+        fw_be = FasterWhisperBackend(fw_src, device=device, compute_type="auto", cpu_threads=threads)
+        name = f"faster-whisper {fw_be.compute_type} (b{bs})"
+        rows.append(timed(name, lambda name=name, be=fw_be, bs=bs: run_impl(
+            name, lambda ws: be.decode_windows_batched(ws, opts, bs), windows, device, budget, 2 * bs,
+            warmup=bs // 2)))
         release_asr_models()
-
-        ref_be = OpenAIWhisperBackend(ow_src, device=device, batch_size=16, cache_dir=cache)
-        ref_be.decode_overrides = ow_over
-        rows.append(timed("openai-whisper reference (b16)" + label, lambda label=label, be=ref_be, o=o: run_impl(
-            "openai-whisper reference (b16)" + label, lambda ws: be.decode_windows(ws, o), windows, device,
-            budget, 32)))
-        release_asr_models()
-        for bs in (16, 32):
-            fw_be = FasterWhisperBackend(fw_src, device=device, compute_type="auto", cpu_threads=threads)
-            fw_be.decode_overrides = fw_over
-            name = f"faster-whisper {fw_be.compute_type} (b{bs})" + label
-            rows.append(timed(name, lambda name=name, be=fw_be, bs=bs, o=o: run_impl(
-                name, lambda ws: be.decode_windows_batched(ws, o, bs), windows, device, budget, 2 * bs)))
-            release_asr_models()
-        rows.append(timed("transformers sdpa (b16)" + label, lambda label=label, forced=forced: _hf_row(
-            args, device, dims, windows, budget, forced, label, fp16)))
-        _free(device)
-
-    table = render(rows, dims, peaks, gpu, random_mode, args, len(windows), time.perf_counter() - t_start)
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".md").write_text(table + "\n")
-        args.out.with_suffix(".json").write_text(json.dumps([_row_json(r, dims, peaks) for r in rows], indent=1))
-    import shutil
-
-    shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(not r.skipped or r.skipped.startswith(("not importable", "no HF", "skipped")) for r in rows) else 1
+    rows.append(timed("transformers sdpa (b16)", lambda: _hf_row(args, device, dims, windows, budget, fp16)))
+    _free(device)
+    header = (f"model: {'tiny.en' if args.tiny else 'large-v3'} (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
+              f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {len(windows)} fixed 30-s windows (a file's "
+              f"last one shorter; clean, babble 5 dB, ambient 5 dB)")
+    return rows, dims, header
 
 
 def _large_v3_available(ow_model: str, fw_model: str) -> bool:
@@ -448,26 +822,6 @@ def _large_v3_available(ow_model: str, fw_model: str) -> bool:
     return ow_ok and fw_ok
 
 
-def _random_models(tmp: Path, dims: dict | None) -> tuple[str, str]:
-    """Random-init openai-whisper checkpoint + the same weights as a CTranslate2 float16 model."""
-    import torch
-    import whisper
-
-    from stresstest.asr.convert import openai_to_ct2
-
-    if dims is None:  # tiny smoke of the random path: tiny.en dims
-        dims = dict(LARGE_V3, n_mels=80, n_audio_state=384, n_audio_head=6, n_audio_layer=4, n_text_state=384,
-                    n_text_head=6, n_text_layer=4)
-    torch.manual_seed(0)
-    model = whisper.model.Whisper(whisper.model.ModelDimensions(**dims))
-    ck = {"dims": dims, "model_state_dict": {k: v.half() for k, v in model.state_dict().items()}}
-    del model
-    ow = tmp / "random-openai.pt"
-    torch.save(ck, ow)
-    fw = openai_to_ct2(ck, tmp / "random-ct2", template_dir=bundled_tiny_en_path(), quantization="float16")
-    return str(ow), str(fw)
-
-
 _PLAIN: dict[tuple[str, str], Any] = {}
 
 
@@ -475,6 +829,7 @@ def _plain_openai(src: str, device: str, cache: Path) -> Any:
     """The model as the old backend loaded it: fp32 weights (cast to fp16 inside every Linear call)."""
     key = (src, device)
     if key not in _PLAIN:
+        from stresstest.asr.backends import OpenAIWhisperBackend
         from stresstest.asr.convert import load_openai_checkpoint
 
         path = OpenAIWhisperBackend(src, device="cpu", cache_dir=cache)._checkpoint()
@@ -490,90 +845,45 @@ def _plain_openai(src: str, device: str, cache: Path) -> Any:
     return _PLAIN[key]
 
 
-_plain_openai.cache_clear = _PLAIN.clear  # type: ignore[attr-defined]
-
-
-def _forced_baseline(model: Any, ws: list[np.ndarray], bs: int, fp16: bool, over: dict) -> list[WindowResult]:
-    import torch
-    import whisper
-
-    dec = whisper.DecodingOptions(task="transcribe", language="en", temperature=0.0, without_timestamps=True,
-                                  fp16=fp16, **over)
-    out = []
-    for i in range(0, len(ws), bs):
-        mels = torch.stack([whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w)),
-                                                        n_mels=model.dims.n_mels) for w in ws[i : i + bs]])
-        with torch.inference_mode():
-            for r in whisper.decode(model, mels.to(next(model.parameters()).device), dec):
-                out.append(WindowResult(text=r.text, n_tokens=len(r.tokens), token_limit_hits=1))
-    return out
-
-
 def _hf_row(args: argparse.Namespace, device: str, dims: dict, windows: list[np.ndarray], budget: float,
-            forced: int | None, label: str, fp16: bool) -> Row:
-    name = "transformers sdpa (b16)" + label
+            fp16: bool) -> Row:
+    name = "transformers sdpa (b16)"
     try:
         import torch
         import transformers
     except ImportError:
-        return Row(name, skipped="not importable (pip install transformers)")
-    if not forced and not args.hf_model:
-        return Row(name, skipped="no HF-format weights (--hf-model DIR); random mode measures it")
-    dtype = torch.float16 if fp16 else torch.float32
-    if args.hf_model:
-        model = transformers.WhisperForConditionalGeneration.from_pretrained(
-            args.hf_model, torch_dtype=dtype, attn_implementation="sdpa", local_files_only=True)
-    else:
-        cfg = transformers.WhisperConfig(
-            vocab_size=dims["n_vocab"], num_mel_bins=dims["n_mels"], d_model=dims["n_text_state"],
-            encoder_layers=dims["n_audio_layer"], decoder_layers=dims["n_text_layer"],
-            encoder_attention_heads=dims["n_audio_head"], decoder_attention_heads=dims["n_text_head"],
-            encoder_ffn_dim=4 * dims["n_audio_state"], decoder_ffn_dim=4 * dims["n_text_state"],
-            max_source_positions=dims["n_audio_ctx"], max_target_positions=dims["n_text_ctx"],
-            decoder_start_token_id=50257, eos_token_id=50256, pad_token_id=50256, bos_token_id=50256,
-            suppress_tokens=[], begin_suppress_tokens=[])
-        torch.manual_seed(0)
-        model = transformers.WhisperForConditionalGeneration._from_config(
-            cfg, attn_implementation="sdpa", torch_dtype=dtype)
+        return Row(name, skipped=_missing("transformers", "pip install transformers"))
+    if not args.hf_model:
+        return Row(name, skipped="no HF-format weights (--hf-model DIR); --random measures it")
+    model = transformers.WhisperForConditionalGeneration.from_pretrained(
+        args.hf_model, torch_dtype=torch.float16 if fp16 else torch.float32, attn_implementation="sdpa",
+        local_files_only=True)
     hf = model.to(device).eval()
-    row = run_impl(name, lambda ws: hf_transformers(hf, ws, 16, forced, dims["n_mels"]), windows, device,
-                   budget, 32, note=f"transformers {transformers.__version__}")
+    row = run_impl(name, lambda ws: hf_transformers(hf, ws, 16, dims["n_mels"]), windows, device,
+                   budget, 32, note=f"transformers {transformers.__version__}", warmup=8)
     del model
     return row
 
 
-def _free(device: str) -> None:
-    import gc
-
-    gc.collect()
-    if device == "cuda":
-        import torch
-
-        torch.cuda.empty_cache()
+# -------------------------------------------------------------------------------------------------- table
 
 
 def _row_json(r: Row, dims: dict, peaks: tuple[float, float] | None) -> dict:
     toks = np.mean([x.n_tokens for x in r.results]) if r.results else 0.0
-    return {"name": r.name, "windows": r.windows, "audio_s": r.audio_s, "wall_s": r.wall_s, "mem_gib": r.mem,
-            "tokens_per_window": float(toks), "skipped": r.skipped,
+    return {"name": r.name, "note": r.note, "windows": r.windows, "audio_s": r.audio_s, "wall_s": r.wall_s,
+            "mem_gib": r.mem, "tokens_per_window": float(toks), "skipped": r.skipped,
             "floor_s_per_window": floor_seconds(dims, float(toks), peaks)}
 
 
-def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: str, random_mode: bool,
-           args: argparse.Namespace, n_windows: int, total_s: float) -> str:
-    def label(r: Row) -> str:
-        return r.name[r.name.find(" ["):] if " [" in r.name else ""
-
-    def first(prefix: str, lab: str) -> Row | None:
-        return next((r for r in rows if r.name.startswith(prefix) and label(r) == lab and not r.skipped), None)
-
+def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: str, header: str,
+           random_mode: bool, total_s: float) -> str:
+    """The one table: a header line, then one row per implementation (measured, or why not)."""
+    base = next((r for r in rows if r.name.startswith("openai-whisper as written") and not r.skipped
+                 and r.windows), None)
+    ref = next((r for r in rows if r.name.startswith("openai-whisper reference") and not r.skipped), None)
     peak_s = f"{peaks[0] / 1e12:.0f} TFLOP/s, {peaks[1] / 1e12:.2f} TB/s" if peaks else "n/a"
-    kind = ("random-init " if random_mode else "") + ("tiny.en" if args.tiny else "large-v3")
     lines = [
-        f"Device: {gpu}; model: {kind}-sized (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
-        f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {n_windows} fixed 30-s windows (a file's last one "
-        f"shorter; clean, babble 5 dB, ambient 5 dB); floor peaks: {peak_s}; total {total_s:.0f} s."
-        + (" THROUGHPUT ONLY (random weights, forced decode lengths)." if random_mode else ""),
+        f"Device: {gpu}; {header}; floor peaks: {peak_s}; total {total_s:.0f} s.",
         "",
         "| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "
         "with reference | floor ms/window | efficiency vs floor | vs as-written |",
@@ -587,8 +897,7 @@ def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: 
         toks = float(np.mean([x.n_tokens for x in r.results]))
         known = [x.token_limit_hits for x in r.results if x.token_limit_hits >= 0]
         limit = f"{np.mean([k > 0 for k in known]):.1%}" if len(known) == len(r.results) else "n/a"
-        tok_s = f"{toks:.0f}" if not r.name.startswith("faster-whisper") or random_mode else f"≥{toks:.0f}"
-        ref, base = first("openai-whisper reference", label(r)), first("openai-whisper as written", label(r))
+        tok_s = f"{toks:.0f}" if not r.name.startswith("faster-whisper") else f"≥{toks:.0f}"
         agree = "n/a"
         if ref is not None and not random_mode:
             n = min(len(ref.results), len(r.results))
@@ -599,7 +908,82 @@ def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: 
         lines.append(
             f"| {r.name} | {rtf:,.1f} | {r.windows / r.wall_s:.2f} | {tok_s} | {limit} | {r.mem} | {agree} | "
             f"{'%.1f' % (fl * 1e3) if fl else 'n/a'} | {'%.1f%%' % (100 * fl / per) if fl else 'n/a'} | {vs} |")
-    return "\n".join(lines)
+    notes = [f"- {r.name}: {r.note}" for r in rows if r.note and not r.skipped]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+# -------------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--random", action="store_true",
+                    help="synthetic windows, random-init models, forced decode lengths (the device benchmark)")
+    ap.add_argument("--tiny", action="store_true", help="pipeline mode on the bundled tiny.en (smoke)")
+    ap.add_argument("--windows", type=int, default=None,
+                    help="number of windows (random: default 256 on CUDA, 2 batches on CPU; pipeline: minimum, "
+                    "default 128, tiny 3)")
+    ap.add_argument("--batch", type=int, default=None, help="random mode: windows per call (default 32; CPU 2)")
+    ap.add_argument("--tokens", type=int, default=100, help="random mode: forced decoder steps per window")
+    ap.add_argument("--shape", choices=["large-v3", "tiny"], default=None,
+                    help="random mode: model shape (default large-v3 on CUDA, tiny on CPU)")
+    ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
+                    help="random mode: torch.compile the static-cache transformers row (auto: on CUDA only)")
+    ap.add_argument("--only", default=None,
+                    help="random mode: comma-separated name parts of the implementations to run (default: all)")
+    ap.add_argument("--config", type=Path, default=ROOT / "configs" / "demo.yaml", help="corpus + seed source")
+    ap.add_argument("--encounters", type=int, default=None, help="at most this many encounters")
+    ap.add_argument("--max-turns", type=int, default=None, help="truncate encounters (default: config's)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="timed seconds per implementation at most (default 30; pipeline 40)")
+    ap.add_argument("--deadline-s", type=float, default=None,
+                    help="start no implementation after this many seconds in all (default 330 random, 450 "
+                    "pipeline, so a GPU run fits 8 min; none with --tiny)")
+    ap.add_argument("--fw-model", default="large-v3", help="faster-whisper model name/dir (real weights)")
+    ap.add_argument("--ow-model", default="large-v3", help="openai-whisper model name/checkpoint (real weights)")
+    ap.add_argument("--hf-model", default=None, help="HF transformers Whisper dir (real weights)")
+    ap.add_argument("--peak-tflops", type=float, default=None, help="floor: tensor rate (default: by GPU name)")
+    ap.add_argument("--peak-tbps", type=float, default=None, help="floor: memory bandwidth (default: by GPU name)")
+    ap.add_argument("--cpu-threads", type=int, default=None,
+                    help="torch / CTranslate2 CPU threads (default: 1 on CPU smoke runs, else the libraries')")
+    ap.add_argument("--out", type=Path, default=None, help="also write the table (.md) and rows (.json) here")
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import torch
+    except ImportError:
+        print("bench_gpu: needs torch (pip install torch)", file=sys.stderr)
+        return 2
+    device = args.device
+    smoke = device == "cpu" and (args.tiny or args.random)
+    threads = args.cpu_threads if args.cpu_threads is not None else (1 if smoke else 0)
+    if threads:
+        torch.set_num_threads(threads)
+    if device == "cuda" and not torch.cuda.is_available():
+        print("bench_gpu: --device cuda but torch sees no CUDA device; use --device cpu (smoke)", file=sys.stderr)
+        return 2
+    random_mode = args.random
+    if not random_mode and not args.tiny and not _large_v3_available(args.ow_model, args.fw_model):
+        print("bench_gpu: no large-v3 weights found; running --random", file=sys.stderr)
+        random_mode = True
+    rows, dims, header = (run_random if random_mode else run_pipeline)(args, t_start)
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+    peaks = None
+    if args.peak_tflops and args.peak_tbps:
+        peaks = (args.peak_tflops * 1e12, args.peak_tbps * 1e12)
+    elif device == "cuda":
+        peaks = next((p for k, p in PEAKS.items() if k in gpu), None)
+    table = render(rows, dims, peaks, gpu, header, random_mode, time.perf_counter() - t_start)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".md").write_text(table + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps([_row_json(r, dims, peaks) for r in rows], indent=1))
+    # Rows that could not run here (not installed, no CUDA libraries, past the deadline) are not failures.
+    return 0 if all(not r.skipped or r.skipped.startswith(("not ", "no HF", "skipped")) for r in rows) else 1
 
 
 if __name__ == "__main__":

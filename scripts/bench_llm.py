@@ -109,7 +109,7 @@ def bench(cfg: LLMConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[s
             per_call = False
         else:
             client = engine.client()
-            with ThreadPoolExecutor(max_workers=cfg.concurrency) as pool:
+            with ThreadPoolExecutor(max_workers=engine.concurrency) as pool:
                 results = list(pool.map(lambda m: client.complete(
                     m, contract.model, schema_name=contract.schema_name, schema=contract.schema, label="bench"),
                     convs))
@@ -126,7 +126,7 @@ def bench(cfg: LLMConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[s
         "engine": info["engine"],
         "model": info["model"],
         "n": n,
-        "concurrency": cfg.concurrency if per_call else "batch",
+        "concurrency": info["concurrency"] if per_call else "batch",
         "startup_s": round(startup_s, 2),
         "wall_s": round(wall, 2),
         "records_per_s": n / wall if wall else None,

@@ -120,7 +120,17 @@ class FasterWhisperBackend:
         }
         if batch_size > 1:  # 2: the sequential seek loop, batched (fw_batched); transcripts of 1 are not reused
             out["batched_decoder"] = 2
+            mel = self._log_mel_device()
+            if mel is not None:  # float32 rounding differs from numpy's: keep its transcripts apart
+                out["log_mel"] = f"torch-{mel}"
         return out
+
+    def _log_mel_device(self) -> str | None:
+        """Where the batched path computes log-Mel features: ``cuda`` when the model runs there and torch sees
+        the GPU (:mod:`stresstest.asr.mel`), else None (faster-whisper's numpy extractor on the CPU)."""
+        from stresstest.asr.mel import torch_cuda_available
+
+        return "cuda" if self.device == "cuda" and torch_cuda_available() else None
 
     def _model(self) -> Any:
         if self.device == "cuda":
@@ -165,7 +175,8 @@ class FasterWhisperBackend:
         Each window follows faster-whisper's sequential loop (one log-Mel per window; after a decode that does
         not end with a single timestamp, the unfinished segment is dropped and decoding resumes from the last
         timestamp); only the scheduling differs: decodes of many windows share each model call
-        (:mod:`stresstest.asr.fw_batched`). Needs faster-whisper 1.2.1 exactly.
+        (:mod:`stresstest.asr.fw_batched`). On CUDA with torch installed the log-Mel features are computed on
+        the GPU (:mod:`stresstest.asr.mel`; recorded in :meth:`runtime`). Needs faster-whisper 1.2.1 exactly.
         """
         from stresstest.asr.fw_batched import FASTER_WHISPER_VERSION, decode_batched
 
@@ -176,7 +187,8 @@ class FasterWhisperBackend:
             raise ASRError(f"asr.batch_size > 1 needs faster-whisper=={FASTER_WHISPER_VERSION} (installed: "
                            f"{version}): pip install 'faster-whisper=={FASTER_WHISPER_VERSION}', or set "
                            f"asr.batch_size: 1")
-        out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides)
+        out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides,
+                             mel_device=self._log_mel_device())
         return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h) for t, d, n, h in out]
 
 

@@ -43,6 +43,7 @@ class _Window:
 def decode_batched(
     model: Any, windows: list[np.ndarray], options: DecodingOptions, batch_size: int,
     skip: Callable[[float, float, DecodingOptions], bool], overrides: dict[str, Any] | None = None,
+    mel_device: str | None = None,
 ) -> list[tuple[str, int, int, int]]:
     """Decode ``windows`` with the sequential seek rule, ``batch_size`` decodes per model call.
 
@@ -54,6 +55,8 @@ def decode_batched(
         skip: the silence rule ``(no_speech_prob, avg_logprob, options) → drop this decode's text``.
         overrides: benchmark hooks only (``max_new_tokens``, ``suppress_tokens``: forced decode lengths of
             random-init models), as faster-whisper's ``transcribe`` arguments of the same names.
+        mel_device: compute the log-Mel features with torch on this device (:mod:`stresstest.asr.mel`, the same
+            computation as faster-whisper's numpy extractor); None = faster-whisper's own numpy path on the CPU.
 
     Returns:
         Per window: (text, decodes, sampled tokens, decodes that hit the token limit).
@@ -76,10 +79,13 @@ def decode_batched(
     max_initial = int(round(1.0 / model.time_precision))  # faster-whisper's default max_initial_timestamp
     n_frames = model.feature_extractor.nb_max_frames
     fps = model.frames_per_second
-    states = []
-    for i, w in enumerate(windows):
-        feats = model.feature_extractor(np.asarray(w, dtype=np.float32))  # as transcribe(): the whole window
-        states.append(_Window(i, feats, feats.shape[-1] - 1))
+    if mel_device is not None:
+        from stresstest.asr.mel import log_mel_numpy_batch
+
+        all_feats = log_mel_numpy_batch(windows, model.feature_extractor.mel_filters.shape[0], mel_device)
+    else:  # as transcribe(): the whole window, numpy on the CPU
+        all_feats = [model.feature_extractor(np.asarray(w, dtype=np.float32)) for w in windows]
+    states = [_Window(i, feats, feats.shape[-1] - 1) for i, feats in enumerate(all_feats)]
     queue = deque(st for st in states if st.content_frames > 0)
     while queue:
         batch = [queue.popleft() for _ in range(min(batch_size, len(queue)))]

@@ -191,14 +191,15 @@ class ChatClient:
         self.endpoint = endpoint
         self.config = config
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+        # The engine fills an unset concurrency before it builds the client; a client built directly gets the
+        # default of an engine it did not start.
+        pool = config.concurrency or config.resolved_concurrency(gpu=False)[0]
         self._http = httpx.Client(
             base_url=endpoint.base_url.rstrip("/"),
             headers=headers,
             trust_env=trust_env(endpoint.base_url),  # no proxy for a server on 127.0.0.1
             timeout=httpx.Timeout(config.timeout_s),
-            limits=httpx.Limits(
-                max_connections=config.concurrency, max_keepalive_connections=config.concurrency
-            ),
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
         )
 
     def close(self) -> None:

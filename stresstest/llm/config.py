@@ -15,6 +15,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 LOOPBACK: Literal["127.0.0.1"] = "127.0.0.1"
+#: Requests in flight when ``concurrency`` is unset and vLLM runs on a GPU (managed server or offline): its
+#: scheduler batches up to ``max_num_seqs`` sequences per step (256 by default on a GPU), so fewer requests in
+#: flight leave the GPU waiting; ``max_num_seqs``, when set, is used instead.
+VLLM_GPU_CONCURRENCY = 256
+#: Requests in flight when unset for every other engine: llama.cpp's server answers one request at a time, vLLM's
+#: CPU build gains little from more, and an external server's capacity is unknown here.
+DEFAULT_CONCURRENCY = 2
 VLLM_STARTUP_TIMEOUT_S = 1200.0
 LLAMA_STARTUP_TIMEOUT_S = 300.0
 
@@ -224,7 +231,14 @@ class LLMConfig(_Strict):
         "{type: json_object, schema} (its server rejects 'json_schema'); 'auto' = json_object for "
         "engine llama.cpp, json_schema otherwise.",
     )
-    concurrency: int = Field(default=2, ge=1, le=256, description="Requests in flight at once.")
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Requests in flight at once. None = the engine's: vLLM on a GPU (managed server or offline) "
+        f"{VLLM_GPU_CONCURRENCY}, or server.max_num_seqs when set; anything else (llama.cpp, vLLM on a CPU, an "
+        f"external server) {DEFAULT_CONCURRENCY}. The value used is in the manifest (llm_engines[].concurrency).",
+    )
     timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout (read/write/connect).")
     max_retries: int = Field(
         default=3,
@@ -245,6 +259,25 @@ class LLMConfig(_Strict):
         "required for the triage, every safety flag and every medication / allergy / vital-sign claim; bounded "
         "strings and lists), shown in the instruction.",
     )
+
+    def resolved_concurrency(self, *, gpu: bool) -> tuple[int, str]:
+        """Requests in flight and where the number came from ('config' or 'engine default: …').
+
+        Args:
+            gpu: a CUDA device is visible (only a vLLM this run starts itself, served or offline, uses it).
+        """
+        if self.concurrency is not None:
+            return self.concurrency, "config"
+        srv = self.server
+        own_vllm = self.backend == "vllm-offline" or (
+            self.backend == "openai" and srv.mode == "managed" and srv.engine == "vllm"
+        )
+        if own_vllm and gpu:
+            if srv.max_num_seqs is not None:
+                return srv.max_num_seqs, "engine default: vLLM on a GPU, server.max_num_seqs"
+            return VLLM_GPU_CONCURRENCY, "engine default: vLLM on a GPU"
+        where = "vLLM on a CPU" if own_vllm else "external server" if srv.mode == "external" else srv.engine
+        return DEFAULT_CONCURRENCY, f"engine default: {where}"
 
     def resolved_response_format(self) -> Literal["json_schema", "json_object"]:
         """The response-format mode actually used (resolves 'auto')."""

@@ -29,7 +29,8 @@ GPU memory (vLLM): the engine starts after the ASR stage released its model (the
 
 :meth:`LLMEngine.info` is the manifest's ``llm_engines`` entry: ``engine``, ``model``, ``revision``,
 ``started_at`` (UTC ISO time, None when never started), ``ready_s`` (seconds from start to ready),
-``roles`` (in first-use order), ``phi_sent`` (exactly the sampling fields of every request, or the
+``roles`` (in first-use order), ``concurrency`` (requests in flight) and ``concurrency_source`` ('config' or the
+engine default that chose it), ``phi_sent`` (exactly the sampling fields of every request, or the
 ``SamplingParams`` keywords offline), ``server_args`` / ``engine_kwargs``, ``log`` and the GPU memory figures.
 """
 
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from stresstest.errors import LLMError
 from stresstest.llm.client import ChatClient, phi_payload
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.gpu import cuda_visible, resolve_gpu_memory
+from stresstest.llm.gpu import cuda_visible, resolve_concurrency, resolve_gpu_memory
 from stresstest.llm.offline import build_llm, engine_kwargs, offline_model_id, sampling_kwargs
 from stresstest.llm.served import ServerProcess, external_endpoint, model_identity
 
@@ -96,6 +97,7 @@ class LLMEngine:
         self._client: ChatClient | None = None
         self._llm: VllmLLM | None = None
         self._effective: LLMConfig = config
+        self._concurrency: tuple[int, str] | None = None
         self._closed = False
 
     @property
@@ -138,6 +140,13 @@ class LLMEngine:
         """The managed server's log file (None before start and for external / offline engines)."""
         return self._server.log_path if self._server is not None else None
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight (``structure.concurrency``, or the engine's default: see :class:`LLMConfig`)."""
+        if self._concurrency is None:
+            self._concurrency = resolve_concurrency(self.config)
+        return self._concurrency[0]
+
     # -- roles --------------------------------------------------------------------------------------
     def note_role(self, role: str) -> None:
         """Record that ``role`` used this engine (first-use order, no duplicates)."""
@@ -147,9 +156,10 @@ class LLMEngine:
 
     # -- start / use ----------------------------------------------------------------------------------
     def _resolved_config(self) -> LLMConfig:
-        """The config with ``gpu_memory_utilization`` filled from the free memory measured now (vLLM)."""
+        """The config with ``gpu_memory_utilization`` filled from the free memory measured now (vLLM) and
+        ``concurrency`` from the engine when unset (the client's connection pool is sized by it)."""
         cfg, self.gpu_memory = resolve_gpu_memory(self.config)
-        return cfg
+        return cfg.model_copy(update={"concurrency": self.concurrency})
 
     def start(self) -> LLMEngine:
         """Start the engine if it is not running (idempotent; at most one start per engine).
@@ -215,6 +225,8 @@ class LLMEngine:
             model, revision = self.model_id, self.revision
         except Exception as exc:  # noqa: BLE001 - the manifest is written even when the model is unknown
             model_error = str(exc)
+        in_flight = self.concurrency
+        source = self._concurrency[1] if self._concurrency is not None else None
         entry: dict[str, Any] = {
             "engine": self.engine_name,
             "model": model,
@@ -223,6 +235,8 @@ class LLMEngine:
             "ready_s": self.ready_s,
             "roles": list(self.roles),
             "starts": self.starts,
+            "concurrency": in_flight,
+            "concurrency_source": source,
             "phi_sent": self.phi_sent(),
             "response_format": (
                 "vllm_structured_outputs"

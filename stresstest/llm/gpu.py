@@ -61,6 +61,14 @@ def needs_gpu_memory(config: LLMConfig) -> bool:
     return config.backend == "vllm-offline" or (srv.mode == "managed" and srv.engine == "vllm")
 
 
+def resolve_concurrency(config: LLMConfig) -> tuple[int, str]:
+    """:meth:`LLMConfig.resolved_concurrency` with the GPU looked for only where it matters (a vLLM this run
+    starts); ``nvidia-smi`` is not called for llama.cpp, external servers or a set ``concurrency``."""
+    if config.concurrency is not None or not needs_gpu_memory(config):
+        return config.resolved_concurrency(gpu=False)
+    return config.resolved_concurrency(gpu=cuda_visible())
+
+
 def resolve_gpu_memory(config: LLMConfig) -> tuple[LLMConfig, dict[str, float | str] | None]:
     """``config`` with ``server.gpu_memory_utilization`` filled (vLLM), and what the manifest records about it.
 

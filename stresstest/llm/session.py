@@ -208,7 +208,7 @@ class LLMSession:
             )
 
         with (
-            ThreadPoolExecutor(max_workers=self.config.concurrency) as pool,
+            ThreadPoolExecutor(max_workers=self.engine.concurrency) as pool,
             tqdm(total=len(calls), desc=desc, unit="call", leave=False, disable=None) as bar,  # no bar off a tty
         ):
             futures = {pool.submit(one, c): j for j, c in enumerate(calls)}

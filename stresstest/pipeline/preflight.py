@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from stresstest.config import RunConfig
 from stresstest.errors import NoiseError, RunError, StressTestError
+from stresstest.llm.gpu import resolve_concurrency
 
 #: Speech rate used to size the grid before any audio exists (TTS dialogue measures ~2.5 words/s).
 WORDS_PER_S = 2.5
@@ -303,9 +304,10 @@ def estimate(ctx: _Context) -> Finding:
         parts.append(f"ASR {windows} windows × {ctx.window_s_measured:.2f} s = {asr / 60:.0f} min")
     if ctx.llm_call_s is not None:
         calls = ctx.n_encounters * len(ctx.cfg.grid())
-        llm = calls * ctx.llm_call_s / max(1, ctx.cfg.structure.concurrency)
+        in_flight = resolve_concurrency(ctx.cfg.structure)[0]
+        llm = calls * ctx.llm_call_s / in_flight
         total += llm
-        parts.append(f"LLM {calls} records × {ctx.llm_call_s:.1f} s / {ctx.cfg.structure.concurrency} in flight "
+        parts.append(f"LLM {calls} records × {ctx.llm_call_s:.1f} s / {in_flight} in flight "
                      f"= {llm / 60:.0f} min")
     if not parts:
         return Finding("estimate", True, "nothing measured")

@@ -1,4 +1,6 @@
-"""``scripts/bench_gpu.py --device cpu --tiny``: the GPU benchmark's smoke mode runs and prints its table."""
+"""``scripts/bench_gpu.py``: the pipeline mode's smoke (``--device cpu --tiny``) and the device benchmark's
+(``--random --device cpu``: synthetic windows, random tiny-shaped models, forced decode lengths), the roofline
+formula against the models' own weight shapes, and the device bundle's size check."""
 
 from __future__ import annotations
 
@@ -8,17 +10,32 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("whisper", reason="openai-whisper not installed (make install-whisper)")
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tests" / "llm"))
+import bench_gpu  # noqa: E402
+import build_device_bundle  # noqa: E402
+from vllm_cpu import require_vllm_python  # noqa: E402
+
+# What the lent GPU machine lacks of this project's dependencies (it has torch, transformers, numpy, yaml, httpx);
+# the random mode must run without them, so its smoke test runs with them made unimportable.
+NOT_ON_DEVICE = ("pydantic", "soundfile", "jiwer", "faster_whisper", "vllm")
+_DEVICE_LIKE = ("import runpy, sys\n"
+                f"for m in {NOT_ON_DEVICE!r}: sys.modules[m] = None\n"
+                "sys.argv = sys.argv[1:]\n"
+                "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
-def _run(*extra: str) -> str:
+def _run(*extra: str, python: str | Path = sys.executable, tiny: bool = True) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_gpu.py"), "--device", "cpu", "--tiny", *extra],
-                       capture_output=True, text=True, env=env, timeout=1200, cwd=ROOT)
+    mode = ["--tiny"] if tiny else []
+    launcher = [] if tiny else ["-c", _DEVICE_LIKE]
+    p = subprocess.run([str(python), *launcher, str(ROOT / "scripts" / "bench_gpu.py"), "--device", "cpu", *mode,
+                        *extra], capture_output=True, text=True, env=env, timeout=1200, cwd=ROOT)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     return p.stdout
 
@@ -34,6 +51,7 @@ def _rows(out: str) -> dict[str, list[str]]:
 
 @pytest.mark.integration
 def test_bench_gpu_cpu_tiny_smoke_prints_rtf_for_each_implementation():
+    pytest.importorskip("whisper", reason="openai-whisper not installed (make install-whisper)")
     out = _run()
     rows = _rows(out)
     names = ["openai-whisper as written (b16)", "openai-whisper reference (b16)", "faster-whisper int8 (b16)",
@@ -47,13 +65,117 @@ def test_bench_gpu_cpu_tiny_smoke_prints_rtf_for_each_implementation():
     assert "3 fixed 30-s windows" in out
 
 
-@pytest.mark.integration
+# ------------------------------------------------------------------------------------ random (device) mode
+
+RANDOM_ROWS = {  # row name -> the package it needs
+    "openai-whisper as written (b16)": "whisper",
+    "openai-whisper reference (b2)": "whisper",
+    "transformers sdpa (b2)": "transformers",
+    "ctranslate2 int8 (b2)": "ctranslate2",
+    "transformers sdpa static cache (b2)": "transformers",
+}
+RANDOM_ARGS = ("--random", "--tokens", "12", "--peak-tflops", "1", "--peak-tbps", "0.05")
+
+
+def _table(out: str) -> list[list[str]]:
+    lines = [ln for ln in out.splitlines() if ln.startswith("| ")]
+    assert lines[0].startswith("| implementation |"), out
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[1:]]
+
+
+def _assert_measured(name: str, cells: list[str]) -> None:
+    rtf, wps, toks, at_limit, _mem, agree, floor_ms, eff, _vs = cells
+    assert float(rtf.replace(",", "")) > 0 and float(wps) > 0, (name, cells)
+    assert toks == "12" and at_limit == "100.0%", (name, cells)  # every window decoded exactly the forced length
+    assert agree == "n/a"  # random weights: no agreement
+    assert float(floor_ms) > 0 and eff.endswith("%"), (name, cells)
+
+
 @pytest.mark.slow
-def test_bench_gpu_random_init_path_forces_decode_lengths():
-    out = _run("--random", "--windows", "1")
-    rows = _rows(out)
-    assert "THROUGHPUT ONLY" in out
-    for length in (150, 224):
-        ref = rows[f"openai-whisper reference (b16) [random, {length} tok]"]
-        assert ref[2] == str(length) and ref[3] == "100.0%", ref  # every decode ran to the forced length
-        assert rows[f"faster-whisper int8 (b16) [random, {length} tok]"][0] != ""
+def test_random_cpu_smoke_runs_every_installed_implementation():
+    """The device benchmark's CPU smoke, without the project's dependencies that the device lacks: one table, one
+    row per implementation, each installed one measured at the forced length; the others say they are not
+    installed."""
+    from importlib.util import find_spec
+
+    out = _run(*RANDOM_ARGS, tiny=False)
+    table = _table(out)
+    assert [r[0] for r in table] == list(RANDOM_ROWS), out
+    assert all(len(r) == 10 for r in table)
+    assert "THROUGHPUT ONLY" in out and "4 synthetic 30-s windows" in out and "forced to 12 decoder steps" in out
+    rows = {r[0]: r[1:] for r in table}
+    for name, module in RANDOM_ROWS.items():
+        if find_spec(module) is not None:
+            _assert_measured(name, rows[name])
+        else:
+            assert rows[name][0].startswith("not installed"), (name, rows[name])
+    if find_spec("whisper") is not None:
+        assert rows["openai-whisper as written (b16)"][8] == "1.00×"
+        assert rows["openai-whisper reference (b2)"][8].endswith("×")
+
+
+@pytest.mark.slow
+def test_random_cpu_smoke_transformers_rows():
+    """The transformers rows (eager, and static cache + torch.compile when asked): in this interpreter when it has
+    transformers, else in the vLLM CPU venv (make install-vllm), which does."""
+    from importlib.util import find_spec
+
+    python = sys.executable if find_spec("transformers") is not None else require_vllm_python()
+    out = _run(*RANDOM_ARGS, "--only", "transformers", python=python, tiny=False)
+    rows = {r[0]: r[1:] for r in _table(out)}
+    assert list(rows) == ["transformers sdpa (b2)", "transformers sdpa static cache (b2)"], out
+    for name, cells in rows.items():
+        _assert_measured(name, cells)
+    assert "attention sdpa" in out and "not compiled" in out
+
+
+def test_roofline_formula_matches_the_models_weight_shapes():
+    """F_enc and F_tok of the docstring's formula equal 2 FLOPs per multiply-add counted from the random model's
+    own weight tensors (plus the attention products, which have no weights)."""
+    dims = dict(bench_gpu.TINY_RANDOM, n_audio_layer=3, n_text_layer=2, n_audio_state=48, n_text_state=48)
+    sd = bench_gpu._random_openai_state_dict(dims)
+    c, t = dims["n_audio_ctx"], 50
+    enc_lin = sum(v.numel() for k, v in sd.items() if k.startswith("encoder.blocks") and k.endswith("weight")
+                  and v.dim() == 2)
+    conv = 2 * c * sd["encoder.conv1.weight"].numel() + c * sd["encoder.conv2.weight"].numel()
+    d = dims["n_audio_state"]
+    attn_enc = dims["n_audio_layer"] * 2 * c * c * d
+    cross_kv = sum(sd[f"decoder.blocks.{i}.cross_attn.{p}.weight"].numel() for i in range(dims["n_text_layer"])
+                   for p in ("key", "value")) * c
+    f_enc, f_tok, b_tok = bench_gpu.floor_parts(dims, 2 * t)
+    assert f_enc == pytest.approx(2 * (enc_lin * c + conv + attn_enc + cross_kv))
+    dec_lin = sum(v.numel() for k, v in sd.items() if k.startswith("decoder.blocks") and k.endswith("weight")
+                  and v.dim() == 2 and ".cross_attn.key" not in k and ".cross_attn.value" not in k)
+    logits = sd["decoder.token_embedding.weight"].numel()
+    attn_dec = dims["n_text_layer"] * 2 * (c + t) * dims["n_text_state"]
+    assert f_tok == pytest.approx(2 * (dec_lin + logits + attn_dec))
+    assert b_tok == dims["n_text_layer"] * 2 * (c + t) * dims["n_text_state"] * 2
+    # large-v3 on an H200, 100 tokens: ~8.6 ms per window, memory-bound decoding (the docstring's numbers)
+    fl = bench_gpu.floor_seconds(bench_gpu.LARGE_V3, 100, bench_gpu.PEAKS["H200"])
+    assert fl == pytest.approx(8.57e-3, rel=0.01)
+
+
+def test_synthetic_windows_are_30_s_of_deterministic_unclipped_sound():
+    ws = bench_gpu.synthetic_windows(5, seed=0, distinct=3)
+    assert len(ws) == 5 and all(w.shape == (480_000,) and w.dtype == np.float32 for w in ws)
+    assert ws[3] is ws[0] and not np.array_equal(ws[0], ws[1])
+    assert all(0.4 < np.abs(w).max() <= 0.5 and np.sqrt(np.mean(w**2)) > 0.02 for w in ws)
+    np.testing.assert_array_equal(bench_gpu.synthetic_windows(1, seed=0)[0], ws[0])
+
+
+def test_device_bundle_size_check(tmp_path):
+    def wheel(name: str, size: int) -> None:
+        import zipfile
+
+        with zipfile.ZipFile(tmp_path / name, "w", compression=zipfile.ZIP_STORED) as z:
+            z.writestr("pad.bin", os.urandom(size))
+
+    wheel("openai_whisper-20250625-py3-none-any.whl", 800_000)
+    wheel("more_itertools-11.2.1-py3-none-any.whl", 70_000)
+    text, ok = build_device_bundle.summarise(tmp_path, tree=4 * 2**20)
+    assert ok and "fits" in text and "openai_whisper-20250625-py3-none-any.whl" in text
+    _, ok = build_device_bundle.summarise(tmp_path, tree=64 * 2**20)  # the tree travels too
+    assert not ok
+    wheel("ctranslate2-4.8.5-cp311-cp311-manylinux_2_28_x86_64.whl", 1000)  # wrong Python for the device
+    text, ok = build_device_bundle.summarise(tmp_path, tree=0)
+    assert not ok and "ctranslate2-4.8.5-cp311" in text

@@ -247,3 +247,49 @@ def test_info_of_an_unreachable_external_server_records_why(tmp_path: Path) -> N
     )
     info = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path).info()
     assert info["model"] is None and "GET /v1/models failed" in info["model_error"]
+
+
+def test_concurrency_default_comes_from_the_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Unset ``concurrency``: a vLLM this run starts on a GPU gets enough requests in flight to fill its batches
+    (≥ 128), every other engine a small number; a set value always wins; the manifest records which."""
+    from stresstest.llm.config import DEFAULT_CONCURRENCY, VLLM_GPU_CONCURRENCY
+
+    gpu = {"on": True}
+    monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory",
+                        lambda: (50_000.0, 100_000.0) if gpu["on"] else None)
+    managed = LLMConfig(backend="openai", server={"mode": "managed", "engine": "vllm", "model": "m"})
+    offline = LLMConfig(backend="vllm-offline", server={"model": "m"})
+    for cfg in (managed, offline):
+        eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
+        assert eng.concurrency == VLLM_GPU_CONCURRENCY >= 128
+        assert eng._resolved_config().concurrency == VLLM_GPU_CONCURRENCY  # the client's pool is sized by it
+        info = eng.info()
+        assert (info["concurrency"], info["concurrency_source"]) == (256, "engine default: vLLM on a GPU")
+    seqs = LLMConfig(backend="vllm-offline", server={"model": "m", "max_num_seqs": 512})
+    assert LLMEngine(seqs, cache_dir=tmp_path, log_dir=tmp_path).concurrency == 512
+    set_ = LLMConfig(backend="vllm-offline", server={"model": "m"}, concurrency=8)
+    eng = LLMEngine(set_, cache_dir=tmp_path, log_dir=tmp_path)
+    assert eng.concurrency == 8 and eng.info()["concurrency_source"] == "config"
+    gpu["on"] = False  # vLLM's CPU build, llama.cpp, an external server: small
+    assert LLMEngine(managed, cache_dir=tmp_path, log_dir=tmp_path).concurrency == DEFAULT_CONCURRENCY
+    llama = LLMConfig(backend="openai")
+    external = _cfg("http://127.0.0.1:9")
+    gpu["on"] = True
+    for cfg, where in ((llama, "llama.cpp"), (external, "external server")):
+        eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
+        assert eng.concurrency == DEFAULT_CONCURRENCY <= 4 and eng.info()["concurrency_source"].endswith(where)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 5000, "many"])
+def test_concurrency_is_validated(bad: object, tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from stresstest.config import load_config
+    from stresstest.errors import ConfigError
+
+    with pytest.raises(ValidationError, match="concurrency"):
+        LLMConfig(backend="openai", concurrency=bad)
+    path = tmp_path / "run.yaml"
+    path.write_text(f"structure:\n  backend: openai\n  concurrency: {bad}\n")
+    with pytest.raises(ConfigError, match="structure.concurrency"):
+        load_config(path)

@@ -1,0 +1,76 @@
+"""GPU log-Mel (``stresstest.asr.mel``): the torch path computes faster-whisper's numpy features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stresstest.asr.mel import log_mel_numpy_batch, log_mel_torch, mel_filters
+
+torch = pytest.importorskip("torch", reason="torch not installed (make install-whisper)")
+fe = pytest.importorskip("faster_whisper.feature_extractor")
+
+
+def _audio(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / 16000
+    tone = 0.3 * np.sin(2 * np.pi * 220 * t) * (np.sin(2 * np.pi * 3 * t) > 0)
+    return (tone + 0.01 * rng.standard_normal(n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("n_mels", [80, 128])
+def test_filterbank_is_faster_whispers(n_mels):
+    ref = fe.FeatureExtractor.get_mel_filters(16000, 400, n_mels=n_mels).astype(np.float32)
+    np.testing.assert_array_equal(mel_filters(n_mels), ref)
+
+
+@pytest.mark.parametrize("n_mels", [80, 128])
+def test_torch_features_on_cpu_equal_the_numpy_path(n_mels):
+    # Two full 30-s windows (one batched STFT), a short last window and a near-silent one (the max − 8 floor
+    # is per window, not per batch).
+    windows = [_audio(480_000, 0), _audio(480_000, 1), _audio(123_457, 2), 1e-4 * _audio(480_000, 3)]
+    extractor = fe.FeatureExtractor(feature_size=n_mels)
+    got = log_mel_torch(windows, n_mels, device="cpu")
+    for w, g in zip(windows, got, strict=True):
+        ref = extractor(w)
+        assert tuple(g.shape) == ref.shape
+        # Both are float32 FFTs with their own rounding; log10 magnifies relative error where the power is small
+        # (measured: 99.9% of values within 3e-6, a few low-power cells of the lowest band up to 5e-5).
+        diff = np.abs(g.numpy() - ref)
+        assert np.quantile(diff, 0.999) <= 1e-5, np.quantile(diff, 0.999)
+        assert diff.mean() <= 1e-6 and diff.max() <= 2e-4, (diff.mean(), diff.max())
+    # the host-array helper returns the same values, in input order
+    host = log_mel_numpy_batch(windows[::-1], n_mels, device="cpu")
+    np.testing.assert_allclose(host[0], got[3].numpy(), rtol=0, atol=0)
+
+
+@pytest.mark.integration
+def test_batched_faster_whisper_on_torch_features_says_the_same(monkeypatch):
+    """The batched path with its features from :func:`log_mel_torch` (the GPU route, here on the CPU): same
+    transcript as faster-whisper's numpy features, and the runtime (so the cache key) names the route."""
+    from stresstest.asr.backends import FasterWhisperBackend
+    from stresstest.asr.base import DecodingOptions
+    from stresstest.speech import SpeakerVoice, synthesize
+
+    speech = synthesize("The patient takes warfarin five milligrams daily and has chest pain.", SpeakerVoice())
+    windows = [speech, np.concatenate([np.zeros(8000, np.float32), speech])]
+    be, opts = FasterWhisperBackend(), DecodingOptions()
+    assert be._log_mel_device() is None  # CPU model: numpy features, runtime as before
+    assert "log_mel" not in be.runtime(4)
+    numpy_texts = be.transcribe_windows_batched(windows, opts, batch_size=4)
+    monkeypatch.setattr(FasterWhisperBackend, "_log_mel_device", lambda self: "cpu")
+    assert be.runtime(4)["log_mel"] == "torch-cpu" and "log_mel" not in be.runtime(1)
+    torch_texts = be.transcribe_windows_batched(windows, opts, batch_size=4)
+    assert torch_texts == numpy_texts and "warfarin" in numpy_texts[0].lower(), (numpy_texts, torch_texts)
+
+
+def test_gpu_features_are_chosen_only_for_a_cuda_model(monkeypatch):
+    import stresstest.asr.mel as mel
+    from stresstest.asr.backends import FasterWhisperBackend
+
+    monkeypatch.setattr(mel, "torch_cuda_available", lambda: True)
+    assert FasterWhisperBackend(device="cpu")._log_mel_device() is None
+    gpu = FasterWhisperBackend(device="cuda")
+    assert gpu._log_mel_device() == "cuda" and gpu.runtime(32)["log_mel"] == "torch-cuda"
+    monkeypatch.setattr(mel, "torch_cuda_available", lambda: False)  # CUDA CTranslate2 but no CUDA torch
+    assert gpu._log_mel_device() is None and "log_mel" not in gpu.runtime(32)
