@@ -419,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(timed("transformers sdpa (b16)" + label, lambda label=label, forced=forced: _hf_row(
             args, device, dims, windows, budget, forced, label, fp16)))
         _free(device)
+        rows.append(timed("vLLM offline no-ts (seqs 64)" + label, lambda label=label, forced=forced: _vllm_row(
+            args, device, windows, budget, forced, label, tmp, cache)))
 
     table = render(rows, dims, peaks, gpu, random_mode, args, len(windows), time.perf_counter() - t_start)
     print(table)
@@ -540,6 +542,61 @@ def _hf_row(args: argparse.Namespace, device: str, dims: dict, windows: list[np.
                    budget, 32, note=f"transformers {transformers.__version__}")
     del model
     return row
+
+
+def _vllm_row(args: argparse.Namespace, device: str, windows: list[np.ndarray], budget: float, forced: int | None,
+              label: str, tmp: Path, cache: Path) -> Row:
+    """``asr.backend: vllm`` (one offline ``vllm.LLM``, no timestamps, 64 windows per ``generate``) when vLLM
+    imports: the bundled tiny.en (``--tiny``), ``--hf-model`` or large-v3 from the HF cache, or, with forced
+    lengths, the random openai checkpoint of this run written as a Hugging Face folder (float16)."""
+    name = "vLLM offline no-ts (seqs 64)" + label
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        return Row(name, skipped="not importable (pip install vllm)")
+    from stresstest.asr.vllm_backend import VLLMASROptions, VLLMWhisperBackend, release_vllm_asr, vllm_version
+    from stresstest.errors import ASRError
+
+    model = BUNDLED_TINY_EN if args.tiny else (args.hf_model or "large-v3")
+    if forced:  # the random weights the other rows of this run use, as a Hugging Face folder
+        import torch
+
+        from stresstest.asr.hf_convert import write_hf_checkpoint
+
+        folder = tmp / "random-hf"
+        if not (folder / "config.json").is_file():
+            ck = torch.load(tmp / "random-openai.pt", map_location="cpu", weights_only=True)
+            ck["model_state_dict"] = {k: v.numpy() for k, v in ck["model_state_dict"].items()}
+            write_hf_checkpoint(ck, bundled_tiny_en_path(), folder)
+            del ck
+        model = str(folder)
+    be = VLLMWhisperBackend(model, device=device, cache_dir=cache,
+                            options=VLLMASROptions(max_num_seqs=64, gpu_memory_utilization=0.5))
+    try:
+        be.runtime(1)  # resolves the model: a missing large-v3 is a skip, not a failure
+    except ASRError as exc:
+        return Row(name, skipped=f"no HF-format weights for vLLM: {str(exc)[:160]}")
+    opts = DecodingOptions(without_timestamps=True)
+
+    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+        if not forced:
+            return be.decode_windows(ws, opts)
+        from vllm import SamplingParams
+
+        llm = be._llm()
+        sp = SamplingParams(temperature=0.0, max_tokens=forced, min_tokens=forced, ignore_eos=True)
+        prompt = be.prompt(str(model))
+        reqs = [{"encoder_prompt": {"prompt": "", "multi_modal_data": {"audio": (w.astype(np.float32),
+                                                                                  SAMPLE_RATE_HZ)}},
+                 "decoder_prompt": prompt} for w in ws]
+        return [WindowResult(text="", n_tokens=len(o.outputs[0].token_ids), token_limit_hits=1)
+                for o in llm.generate(reqs, sp, use_tqdm=False)]
+
+    try:
+        return run_impl(name, fn, windows, device, budget, 64, note=f"vLLM {vllm_version()}, {be.dtype()}")
+    finally:
+        release_vllm_asr()
+        _free(device)
 
 
 def _free(device: str) -> None:

@@ -232,10 +232,16 @@ def convert(model_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     Returns:
         ``{"dims": ..., "n_tensors": ...}`` for the manifest.
     """
+    return write_hf_checkpoint(ct2_whisper_openai_arrays(model_dir), model_dir, out_dir)
+
+
+def write_hf_checkpoint(ckpt: dict[str, Any], model_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Write an openai-whisper checkpoint with numpy arrays (``dims``, ``model_state_dict``, ``alignment_heads``)
+    as a Hugging Face folder; ``model_dir`` is a CTranslate2 Whisper folder with the same vocabulary (its
+    tokenizer, vocabulary and suppress lists are used). Arrays keep their dtype (the bundled model: float32)."""
     from safetensors.numpy import save_file
 
     model_dir, out = Path(model_dir), Path(out_dir)
-    ckpt = ct2_whisper_openai_arrays(model_dir)
     dims: dict[str, int] = ckpt["dims"]
     tokens = _vocabulary(model_dir)
     if len(tokens) < dims["n_vocab"]:
@@ -243,8 +249,7 @@ def convert(model_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     special = _special_ids(tokens, dims["n_vocab"], model_dir)
     cfg_file = model_dir / "config.json"
     ct2_config = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
-    weights = {openai_to_hf_name(k): np.ascontiguousarray(v, dtype=np.float32)
-               for k, v in ckpt["model_state_dict"].items()}
+    weights = {openai_to_hf_name(k): np.ascontiguousarray(v) for k, v in ckpt["model_state_dict"].items()}
     out.mkdir(parents=True, exist_ok=True)
     save_file(weights, str(out / WEIGHTS), metadata={"format": "pt"})
     files = {

@@ -51,6 +51,7 @@ import gc
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,18 @@ def _is_multilingual(folder: str) -> bool:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ASRError(f"{folder}/config.json: cannot read vocab_size ({exc})") from exc
     return vocab >= 51865
+
+
+@dataclass(frozen=True)
+class VLLMWindow:
+    """One window's decode with what the silence rule read (:meth:`VLLMWhisperBackend.decode_windows_detailed`)."""
+
+    text: str
+    no_speech_prob: float
+    avg_logprob: float
+    skipped: bool
+    n_tokens: int
+    finish_reason: str
 
 
 _ENGINES: dict[tuple[Any, ...], Any] = {}
@@ -310,6 +323,13 @@ class VLLMWhisperBackend:
 
     def decode_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[WindowResult]:
         """All windows in one ``LLM.generate`` call; one :class:`WindowResult` per window, in order."""
+        return [WindowResult(text="" if d.skipped else d.text, n_decodes=1, n_tokens=d.n_tokens,
+                             token_limit_hits=int(d.finish_reason == "length"))
+                for d in self.decode_windows_detailed(windows, options)]
+
+    def decode_windows_detailed(self, windows: list[np.ndarray], options: DecodingOptions) -> list[VLLMWindow]:
+        """What :meth:`decode_windows` decides from, per window: the decoded text, the no-speech probability,
+        the average log-prob and whether the silence rule dropped the window."""
         try:
             check_config(self.name, self.compute_type, options)
         except ValueError as exc:
@@ -335,11 +355,10 @@ class VLLMWhisperBackend:
             lps = [d[t].logprob for t, d in zip(tokens, c.logprobs or [], strict=False) if t in d]
             avg_logprob = float(sum(lps)) / (len(text_tokens) + 1)
             p_no_speech = _no_speech_prob(out.prompt_logprobs, no_speech)
-            text = str(c.text).strip()
-            if _skip_window(p_no_speech, avg_logprob, options):
-                text = ""
-            results.append(WindowResult(text=text, n_decodes=1, n_tokens=len(text_tokens),
-                                        token_limit_hits=int(c.finish_reason == "length")))
+            results.append(VLLMWindow(
+                text=str(c.text).strip(), no_speech_prob=p_no_speech, avg_logprob=avg_logprob,
+                skipped=_skip_window(p_no_speech, avg_logprob, options), n_tokens=len(text_tokens),
+                finish_reason=str(c.finish_reason)))
         return results
 
     def transcribe_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:
