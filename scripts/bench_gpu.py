@@ -13,6 +13,9 @@ windows. Implementations:
   ``auto`` (float16 on CUDA, int8 on CPU), batch 16 and 32.
 - ``transformers sdpa``: Hugging Face ``WhisperForConditionalGeneration`` with SDPA attention, one
   ``generate`` per batch of 16 windows, when ``transformers`` is importable.
+- ``vLLM offline no-ts``: ``asr.backend: vllm`` (:mod:`stresstest.asr.vllm_backend`), 64 windows per
+  ``generate``, without timestamps (its agreement with the timestamped reference includes that difference),
+  when ``vllm`` is importable; large-v3 from the HF cache (or ``--hf-model``), random weights as an HF folder.
 
 Per implementation: × real time, windows/s, tokens per window, share of windows at the token limit, peak
 GPU memory, agreement with the reference (1 − WER against the fixed reference's text, pooled), and

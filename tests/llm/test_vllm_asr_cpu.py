@@ -7,7 +7,8 @@ by the project's piper TTS (cached there too), cut into the pipeline's 30-s wind
 :class:`~stresstest.asr.vllm_backend.VLLMWhisperBackend` (one ``generate`` call for all windows) and by
 faster-whisper with the same weights in float32 and the same prompt (``without_timestamps``). A 30-s window of
 near-silence is decoded too: the no-speech probability and average log-prob that Whisper's silence rule reads
-must agree with faster-whisper's, and so must the rule's decision.
+must agree with faster-whisper's, and so must the rule's decision. Last, ``scripts/bench_gpu.py``'s vLLM row
+(its own engine) runs on the speech windows and gets the same texts.
 
 The texts are not byte-equal (different kernels, log-Mel front ends and no lone-blank suppression in vLLM), so
 the test bounds the word error rate between them; measured on these windows: see ``BOUND_WER``.
@@ -73,9 +74,22 @@ def main() -> None:
         ref.append({"text": " ".join(s.text.strip() for s in segs), "no_speech_prob": segs[0].no_speech_prob,
                     "avg_logprob": segs[0].avg_logprob, "n_segments": len(segs),
                     "skipped": _skip_window(segs[0].no_speech_prob, segs[0].avg_logprob, opts)})
+    # scripts/bench_gpu.py's vLLM row (its own engine: 64 sequences) on the speech windows.
+    import argparse, importlib.util
+    from stresstest.asr.vllm_backend import release_vllm_asr
+
+    release_vllm_asr()
+    spec = importlib.util.spec_from_file_location("bench_gpu", Path(sys.argv[4]) / "scripts" / "bench_gpu.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_gpu"] = bench  # its dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    row = bench._vllm_row(argparse.Namespace(tiny=True, hf_model=None), "cpu", windows[:-1], 600.0, None, "",
+                          Path(sys.argv[5]), cache)
     print("STRESSTEST-VLLM-ASR " + json.dumps({
         "runtime": runtime, "model_id": vb.model_id, "vllm": [vars(g) for g in got],
-        "kept": [k.text for k in kept], "faster_whisper": ref}))
+        "kept": [k.text for k in kept], "faster_whisper": ref,
+        "bench_gpu": {"skipped": row.skipped, "windows": row.windows, "texts": [r.text for r in row.results],
+                      "note": row.note}}))
 
 
 if __name__ == "__main__":
@@ -87,7 +101,7 @@ def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     done = subprocess.run(  # noqa: S603 - fixed argument list
-        [str(VLLM_PY), str(script), str(ROOT / "data" / "osce" / "transcripts"), "30", "2"],
+        [str(VLLM_PY), str(script), str(ROOT / "data" / "osce" / "transcripts"), "30", "2", str(ROOT), str(tmp_path)],
         capture_output=True, text=True, timeout=1500, cwd=ROOT, check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("STRESSTEST-VLLM-ASR ")), None)
@@ -114,3 +128,7 @@ def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
     wer = e.errors / max(1, e.ref_words)
     print(f"vLLM vs faster-whisper WER on {len(speech_v)} windows: {wer:.4f}")
     assert wer <= BOUND_WER, (wer, speech_f, speech_v)
+    # bench_gpu.py measures the same backend: a row with every window, the same texts (64 sequences at once).
+    bg = out["bench_gpu"]
+    assert bg["skipped"] == "" and bg["note"].startswith("vLLM ") and "float32" in bg["note"]
+    assert bg["texts"][-len(speech_v):] == [g["text"] for g in speech_v]
