@@ -32,7 +32,8 @@ Default (no ``--random``): the pipeline's own mixtures (TTS speech of the config
 ambient 5 dB, cut into the pipeline's 30-s windows) through the project's backends with real large-v3 weights
 (HF cache / ``~/.cache/whisper``; without them the script runs ``--random``): the as-written baseline, the
 reference backend (batched ``whisper.transcribe`` seek loop), faster-whisper batched at 16 and 32, and
-transformers with ``--hf-model``. The agreement column (1 − WER against the reference's text) is real only here.
+transformers with ``--hf-model``, and vLLM's offline Whisper (``asr.backend: vllm``, no timestamps) when ``vllm``
+imports. The agreement column (1 − WER against the reference's text) is real only here.
 ``--device cpu --tiny`` is that mode's smoke test on the bundled tiny.en.
 
 Columns: × real time (audio seconds / wall seconds), windows/s, tokens per window, share of windows at the
@@ -800,6 +801,7 @@ def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], d
         release_asr_models()
     rows.append(timed("transformers sdpa (b16)", lambda: _hf_row(args, device, dims, windows, budget, fp16)))
     _free(device)
+    rows.append(timed("vLLM offline no-ts (seqs 64)", lambda: _vllm_row(args, device, windows, budget, cache)))
     header = (f"model: {'tiny.en' if args.tiny else 'large-v3'} (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
               f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {len(windows)} fixed 30-s windows (a file's "
               f"last one shorter; clean, babble 5 dB, ambient 5 dB)")
@@ -866,6 +868,36 @@ def _hf_row(args: argparse.Namespace, device: str, dims: dict, windows: list[np.
 
 
 # -------------------------------------------------------------------------------------------------- table
+
+
+def _vllm_row(args: argparse.Namespace, device: str, windows: list[np.ndarray], budget: float, cache: Path) -> Row:
+    """``asr.backend: vllm`` (:mod:`stresstest.asr.vllm_backend`: one offline ``vllm.LLM``, no timestamps, 64
+    windows per ``generate``) when vLLM imports, on real weights: the bundled tiny.en converted to a Hugging Face
+    folder (``--tiny``), ``--hf-model``, or large-v3 from the HF cache. Its agreement with the timestamped
+    reference includes the no-timestamps difference (BENCHMARKS.md). Not in ``--random``: the device image has
+    no vLLM."""
+    name = "vLLM offline no-ts (seqs 64)"
+    if _import("vllm") is None:
+        return Row(name, skipped=_missing("vllm", "pip install vllm"))
+    from stresstest.asr.backends import BUNDLED_TINY_EN
+    from stresstest.asr.base import DecodingOptions
+    from stresstest.asr.vllm_backend import VLLMASROptions, VLLMWhisperBackend, release_vllm_asr, vllm_version
+    from stresstest.errors import ASRError
+
+    model = BUNDLED_TINY_EN if args.tiny else (args.hf_model or "large-v3")
+    be = VLLMWhisperBackend(model, device=device, cache_dir=cache,
+                            options=VLLMASROptions(max_num_seqs=64, gpu_memory_utilization=0.5))
+    try:
+        be.runtime(1)  # resolves the model: missing large-v3 weights are a skipped row, not a failure
+    except ASRError as exc:
+        return Row(name, skipped=f"no HF-format weights for vLLM: {str(exc)[:160]}")
+    opts = DecodingOptions(without_timestamps=True)
+    try:
+        return run_impl(name, lambda ws: be.decode_windows(ws, opts), windows, device, budget, 64,
+                        note=f"vLLM {vllm_version()}, {be.dtype()}")
+    finally:
+        release_vllm_asr()
+        _free(device)
 
 
 def _row_json(r: Row, dims: dict, peaks: tuple[float, float] | None) -> dict:

@@ -490,6 +490,9 @@ def release_asr_models() -> None:
             pass
     _load_faster_whisper.cache_clear()
     _load_openai_whisper.cache_clear()
+    vllm_asr = sys.modules.get("stresstest.asr.vllm_backend")  # loaded only when asr.backend 'vllm' ran
+    if vllm_asr is not None:
+        vllm_asr.release_vllm_asr()
     gc.collect()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():

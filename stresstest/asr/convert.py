@@ -136,6 +136,20 @@ def ct2_whisper_to_openai(model_dir: str | Path) -> dict[str, Any]:
     """Build an openai-whisper checkpoint dict (``dims``, ``model_state_dict``, ``alignment_heads``)."""
     import torch
 
+    ckpt = ct2_whisper_openai_arrays(model_dir)
+    _check_vocabulary(Path(model_dir), ckpt["dims"]["n_vocab"])
+    ckpt["model_state_dict"] = {k: torch.from_numpy(np.ascontiguousarray(a))
+                                for k, a in ckpt["model_state_dict"].items()}
+    return ckpt
+
+
+def ct2_whisper_openai_arrays(model_dir: str | Path) -> dict[str, Any]:
+    """The openai-whisper checkpoint of a CTranslate2 Whisper dir with numpy float32 arrays as the state dict.
+
+    Needs neither torch nor openai-whisper (the Hugging Face conversion in
+    :mod:`stresstest.asr.hf_convert` builds on it where openai-whisper is absent);
+    the vocabulary is not checked against openai-whisper's tokenizer here.
+    """
     model_dir = Path(model_dir)
     v = read_ct2_variables(model_dir / "model.bin")
     n_enc, n_dec = _n_layers(v, "encoder"), _n_layers(v, "decoder")
@@ -197,14 +211,13 @@ def ct2_whisper_to_openai(model_dir: str | Path) -> dict[str, Any]:
     for i in range(n_dec):
         block(f"decoder.blocks.{i}", f"decoder/layer_{i}", cross=True)
     norm("decoder.ln", "decoder/layer_norm")
-    _check_vocabulary(model_dir, dims["n_vocab"])
     heads: list[list[int]] = []
     cfg = model_dir / "config.json"
     if cfg.is_file():
         heads = [[int(a), int(b)] for a, b in json.loads(cfg.read_text()).get("alignment_heads") or []]
     return {
         "dims": dims,
-        "model_state_dict": {k: torch.from_numpy(np.ascontiguousarray(a)) for k, a in sd.items()},
+        "model_state_dict": sd,
         "alignment_heads": heads,
     }
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import soundfile as sf
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from stresstest.asr.backends import (
     FasterWhisperBackend,
@@ -20,6 +20,7 @@ from stresstest.asr.backends import (
     release_asr_models,
 )
 from stresstest.asr.base import ASRBackend, DecodingOptions, join_windows, split_windows
+from stresstest.asr.vllm_backend import VLLMASROptions, VLLMWhisperBackend, check_config
 from stresstest.audio import SAMPLE_RATE_HZ, read_wav_exact
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
 from stresstest.errors import ASRError
@@ -33,13 +34,14 @@ class ASRConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["faster-whisper", "openai-whisper", "openai-api"] = Field(
+    backend: Literal["faster-whisper", "openai-whisper", "openai-api", "vllm"] = Field(
         default="faster-whisper", description="Which implementation decodes."
     )
     model: str | None = Field(
         default=None,
         description="faster-whisper: CT2 model dir or name (None = bundled tiny.en); openai-whisper: "
-        "'large-v3' or a checkpoint path; openai-api: the served model name.",
+        "'large-v3' or a checkpoint path; openai-api: the served model name; vllm: as faster-whisper (converted "
+        "to a Hugging Face checkpoint), a Hugging Face folder, or a hub id / 'large-v3' already in the HF cache.",
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     compute_type: str = Field(
@@ -55,6 +57,12 @@ class ASRConfig(BaseModel):
     concurrency: int = Field(default=16, ge=1, description="openai-api: requests in flight (a vLLM Whisper "
                              "server batches them; raise it for a GPU server).")
     decoding: DecodingOptions = Field(default_factory=DecodingOptions)
+    vllm: VLLMASROptions = Field(default_factory=VLLMASROptions, description="asr.backend 'vllm': engine options.")
+
+    @model_validator(mode="after")
+    def _backend_can_honour(self) -> ASRConfig:
+        check_config(self.backend, self.compute_type, self.decoding)
+        return self
 
 
 def make_backend(cfg: ASRConfig, cache_dir: Path | None = None) -> ASRBackend:
@@ -62,6 +70,9 @@ def make_backend(cfg: ASRConfig, cache_dir: Path | None = None) -> ASRBackend:
     if cfg.backend == "faster-whisper":
         return FasterWhisperBackend(cfg.model, device=cfg.device, compute_type=cfg.compute_type,
                                     cpu_threads=cfg.cpu_threads)
+    if cfg.backend == "vllm":
+        return VLLMWhisperBackend(cfg.model, device=cfg.device, compute_type=cfg.compute_type, options=cfg.vllm,
+                                  cache_dir=cache_dir)
     if cfg.backend == "openai-whisper":
         return OpenAIWhisperBackend(cfg.model or "large-v3", device=cfg.device, batch_size=cfg.batch_size,
                                     cache_dir=cache_dir)

@@ -61,6 +61,7 @@ def test_bench_gpu_cpu_tiny_smoke_prints_rtf_for_each_implementation():
         assert re.fullmatch(r"[\d,]+\.\d", rows[n][0]), (n, rows[n])  # × real time
         assert float(rows[n][0].replace(",", "")) > 0
     assert "transformers sdpa (b16)" in rows  # measured, or says why not
+    assert "vLLM offline no-ts (seqs 64)" in rows  # measured where vllm imports, else "not importable"
     assert rows["openai-whisper reference (b16)"][5] == "1.000"  # agreement with itself
     assert "3 fixed 30-s windows" in out
 
