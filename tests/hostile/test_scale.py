@@ -6,6 +6,7 @@ refuses slicing), the SIGTERM test uses a real process on a large real input.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -47,10 +48,18 @@ def test_omission_events_on_a_long_deleted_block_stay_linear() -> None:
     detect_triggers(unit, "okay")  # dictionaries loaded once, as in the CLI
     times = []
     for k in (120, 480):
-        t0 = time.process_time()
-        events = detect_triggers(unit * k, "okay")
-        times.append(time.process_time() - t0)
-        assert sum(e.type == "clinical_omission" for e in events) >= k
+        best = float("inf")
+        for _ in range(2):  # best of two, garbage collection off: inside a long pytest process the heap is big
+            gc.collect()    # and a collection that lands in one measurement skewed the ratio (seen once in CI)
+            gc.disable()
+            try:
+                t0 = time.process_time()
+                events = detect_triggers(unit * k, "okay")
+                best = min(best, time.process_time() - t0)
+            finally:
+                gc.enable()
+            assert sum(e.type == "clinical_omission" for e in events) >= k
+        times.append(best)
     assert times[1] < 7 * max(times[0], 0.05), times  # quadratic: ~10x here; linear: ~4x
 
 
