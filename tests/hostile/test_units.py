@@ -388,9 +388,9 @@ def test_loading_the_piper_voice_writes_nothing_to_tmpdir(tmp_path: Path) -> Non
     repo = Path(__file__).resolve().parents[2]
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR"))}
-    env.update(TMPDIR=str(tmpdir), HOME=str(tmp_path / "home"),
-               PYTHONPATH=os.pathsep.join([str(repo), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    # A clean environment: earlier tests of this process leave confine_tool_dirs' variables behind.
+    env = {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(tmpdir), "HOME": str(tmp_path / "home"),
+           "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     code = ("from stresstest.cache import confine_tool_dirs; confine_tool_dirs({!r}); "
             "from stresstest.speech.tts import load_voice; load_voice()").format(str(tmp_path / "cache"))
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)  # noqa: S603
