@@ -172,7 +172,8 @@ def test_backend_without_vllm_names_the_install(monkeypatch: pytest.MonkeyPatch,
 def test_a_model_name_missing_from_the_hf_cache_names_the_download(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    constants = pytest.importorskip("huggingface_hub.constants")
+    constants = pytest.importorskip("huggingface_hub.constants",
+                                    reason="huggingface_hub (a faster-whisper dependency) is missing: make install")
     # An empty cache instead of the user's (read at call time; nothing is written there).
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hf-cache"))
     from stresstest.asr.vllm_backend import resolve_model

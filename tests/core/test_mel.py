@@ -8,7 +8,7 @@ import pytest
 from stresstest.asr.mel import log_mel_numpy_batch, log_mel_torch, mel_filters
 
 torch = pytest.importorskip("torch", reason="torch not installed (make install-whisper)")
-fe = pytest.importorskip("faster_whisper.feature_extractor")
+fe = pytest.importorskip("faster_whisper.feature_extractor", reason="faster-whisper is not installed: make install")
 
 
 def _audio(n: int, seed: int) -> np.ndarray:

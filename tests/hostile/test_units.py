@@ -384,7 +384,7 @@ def test_loading_the_piper_voice_writes_nothing_to_tmpdir(tmp_path: Path) -> Non
     import subprocess
     import sys
 
-    pytest.importorskip("piper")
+    pytest.importorskip("piper", reason="piper-tts is not installed: make install")
     repo = Path(__file__).resolve().parents[2]
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()

@@ -18,9 +18,9 @@ import pytest
 
 from stresstest.llm import checkpoint as ck
 
-gguf = pytest.importorskip("gguf", reason="gguf is not installed: run under .venv-vllm-cpu (make install-vllm)")
+gguf = pytest.importorskip("gguf", reason="gguf is not installed (it is in the dev extra: make install)")
 safetensors_numpy = pytest.importorskip(
-    "safetensors.numpy", reason="safetensors is not installed: run under .venv-vllm-cpu (make install-vllm)"
+    "safetensors.numpy", reason="safetensors is not installed (it is in the dev extra: make install)"
 )
 
 N_EMBD, N_HEAD, N_HEAD_KV, N_FF, N_LAYER, VOCAB = 64, 4, 2, 96, 2, 64
