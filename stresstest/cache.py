@@ -177,6 +177,34 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
 
 
 
+def folder_files(folder: Path) -> dict[str, dict[str, Any]]:
+    """Size and sha256 of every file in ``folder``: the ``files`` entry of a converted model's manifest."""
+    return {p.name: {"size": p.stat().st_size, "sha256": sha256_file(p)} for p in sorted(folder.iterdir())
+            if p.is_file()}
+
+
+def folder_is_sound(target: Path, manifest_name: str, expect: Mapping[str, object], big_file: str) -> bool:
+    """True when ``target`` holds a finished conversion: its manifest has every ``expect`` value and lists
+    ``big_file``, and every listed file is there with its size (and, except ``big_file``, whose hash would cost
+    seconds on every load, its sha256)."""
+    try:
+        manifest = json.loads((target / manifest_name).read_text())
+    except (OSError, ValueError):
+        return False
+    if any(manifest.get(k) != v for k, v in expect.items()):
+        return False
+    files = manifest.get("files")
+    if not isinstance(files, dict) or big_file not in files:
+        return False
+    for name, rec in files.items():
+        path = target / name
+        if not path.is_file() or path.stat().st_size != rec.get("size"):
+            return False
+        if name != big_file and sha256_file(path) != rec.get("sha256"):
+            return False
+    return True
+
+
 def publish_folder(tmp: Path, target: Path, is_sound: Callable[[Path], bool]) -> None:
     """Move a finished temporary folder into place as ``target`` (a converted model in the cache).
 

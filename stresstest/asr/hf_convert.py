@@ -43,7 +43,13 @@ import numpy as np
 
 from stresstest.asr.convert import CONVERTER_VERSION as OPENAI_CONVERTER_VERSION
 from stresstest.asr.convert import ct2_whisper_openai_arrays
-from stresstest.cache import default_cache_dir, publish_folder, sha256_file
+from stresstest.cache import (
+    default_cache_dir,
+    folder_files,
+    folder_is_sound,
+    publish_folder,
+    sha256_file,
+)
 from stresstest.errors import ASRError
 
 HF_CONVERTER_VERSION = f"ct2-hf-1+{OPENAI_CONVERTER_VERSION}"
@@ -268,29 +274,10 @@ def checkpoint_dir(cache_dir: str | Path, model_bin_sha256: str) -> Path:
     return Path(cache_dir) / "asr-models" / f"hf-whisper-from-ct2-{model_bin_sha256[:16]}-{HF_CONVERTER_VERSION}"
 
 
-def _file_record(path: Path) -> dict[str, Any]:
-    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
-
-
 def _verified(target: Path, digest: str) -> bool:
     """True when ``target`` is a finished conversion of this source by this converter, its files intact."""
-    try:
-        manifest = json.loads((target / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return False
-    if manifest.get("source_sha256") != digest or manifest.get("converter_version") != HF_CONVERTER_VERSION:
-        return False
-    files = manifest.get("files")
-    if not isinstance(files, dict) or WEIGHTS not in files:
-        return False
-    for name, rec in files.items():
-        path = target / name
-        # Sizes always; content hashes of the small files only (hashing the weights on every load costs time).
-        if not path.is_file() or path.stat().st_size != rec.get("size"):
-            return False
-        if name != WEIGHTS and sha256_file(path) != rec.get("sha256"):
-            return False
-    return True
+    expect = {"source_sha256": digest, "converter_version": HF_CONVERTER_VERSION}
+    return folder_is_sound(target, MANIFEST, expect, WEIGHTS)
 
 
 def hf_checkpoint_for_ct2(model_dir: str | Path, cache_dir: str | Path | None = None) -> Path:
@@ -313,7 +300,7 @@ def hf_checkpoint_for_ct2(model_dir: str | Path, cache_dir: str | Path | None = 
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         meta = convert(src, tmp)
-        files = {p.name: _file_record(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        files = folder_files(tmp)
         manifest = {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
                     "dtype": "float32", "dims": meta["dims"], "files": files}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

