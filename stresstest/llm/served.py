@@ -2,8 +2,9 @@
 
 ``managed`` mode starts one of
 
-* ``python -m llama_cpp.server --model GGUF --model_alias NAME --host 127.0.0.1 --port N --n_ctx C --seed S``
-  (CPU; llama-cpp-python[server]; default model = the bundled SmolLM2-135M-Instruct Q4_1 GGUF), or
+* ``python -c LLAMA_COLD_PROMPT_SERVER --model GGUF --model_alias NAME --host 127.0.0.1 --port N --n_ctx C --seed S``
+  (llama-cpp-python's server, every prompt evaluated from an empty KV cache; CPU; llama-cpp-python[server];
+  default model = the bundled SmolLM2-135M-Instruct Q4_1 GGUF), or
 * ``python -m vllm.entrypoints.openai.api_server --model MODEL --host 127.0.0.1 --port N --seed S
   --max-model-len C --generation-config vllm
   --structured-outputs-config {"backend": "xgrammar", "disable_any_whitespace": true} ...`` (GPU, or the
@@ -180,6 +181,30 @@ def server_python(config: LLMConfig) -> str:
     return str(path)
 
 
+# The managed llama.cpp server: llama-cpp-python's own server (its argument parser, its app), with one
+# change. Upstream reuses the KV cache of the previous request's longest common token prefix and evaluates
+# only the rest (at least the last prompt token, alone). A token evaluated alone takes another kernel path
+# than the same token inside a prompt batch, so its logits differ in the last bits, and a greedy decode can
+# take another token: a record would depend on which request the server answered before it (a resumed run,
+# another worker order). Every prompt is therefore evaluated from an empty cache, as the first request of a
+# fresh server is (vLLM's deterministic preset turns its prefix caching off for the same reason). Passed with
+# ``-c`` so it needs nothing but llama-cpp-python in ``server.python``'s environment.
+LLAMA_COLD_PROMPT_SERVER = """\
+import llama_cpp
+from llama_cpp.server.__main__ import main
+
+
+class ColdPromptLlama(llama_cpp.Llama):
+    def generate(self, tokens, *args, **kwargs):
+        self.reset()  # n_tokens = 0: no prefix is reused; eval() clears the whole KV cache
+        return super().generate(tokens, *args, **kwargs)
+
+
+llama_cpp.Llama = ColdPromptLlama  # llama_cpp.server.model builds the model through this name
+main()
+"""
+
+
 def server_command(config: LLMConfig, port: int, cli: VllmCli | None = None) -> list[str]:
     """Argument list that starts the configured managed server (never run through a shell).
 
@@ -196,8 +221,8 @@ def server_command(config: LLMConfig, port: int, cli: VllmCli | None = None) -> 
             raise LLMError(f"engine 'llama.cpp' needs llama-cpp-python[server]; {LLAMA_INSTALL_HINT}")
         cmd = [
             python,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            LLAMA_COLD_PROMPT_SERVER,
             "--model",
             model,
             "--model_alias",
