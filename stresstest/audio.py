@@ -8,6 +8,7 @@ deterministic.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,20 @@ def load_audio(path: str | Path, normalise: bool = True) -> np.ndarray:
     return peak_normalise(x) if normalise else x
 
 
+#: Samples per block when audio is streamed through a stage (2^18 samples, ~16 s at 16 kHz; 1 MB as float32).
+BLOCK_SAMPLES = 1 << 18
+
+
+def float_wav_header(n_samples: int, sr: int = SAMPLE_RATE_HZ) -> bytes:
+    """The 58-byte header of a mono 32-bit IEEE-float WAV holding ``n_samples`` samples."""
+    n_bytes = 4 * n_samples
+    fmt = struct.pack("<HHIIHHH", 3, 1, sr, sr * 4, 4, 32, 0)  # IEEE float, mono, cbSize 0
+    fact = struct.pack("<I", n_samples)
+    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"fact" + struct.pack("<I", 4) + fact
+            + b"data" + struct.pack("<I", n_bytes))
+    return b"RIFF" + struct.pack("<I", len(body) + n_bytes) + body
+
+
 def float_wav_bytes(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> bytes:
     """A mono 32-bit IEEE-float WAV, byte-for-byte a function of the samples.
 
@@ -136,22 +151,67 @@ def float_wav_bytes(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> bytes:
     different files, and "same seed ⇒ bit-identical mixtures" would be false.
     """
     data = np.ascontiguousarray(x, dtype="<f4").tobytes()
-    n = len(data) // 4
-    fmt = struct.pack("<HHIIHHH", 3, 1, sr, sr * 4, 4, 32, 0)  # IEEE float, mono, cbSize 0
-    fact = struct.pack("<I", n)
-    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"fact" + struct.pack("<I", 4) + fact
-            + b"data" + struct.pack("<I", len(data)) + data)
-    return b"RIFF" + struct.pack("<I", len(body)) + body
+    return float_wav_header(len(data) // 4, sr) + data
+
+
+def write_wav_blocks(path: str | Path, n_samples: int, blocks: Iterable[np.ndarray],
+                     sr: int = SAMPLE_RATE_HZ) -> None:
+    """Write ``n_samples`` given as consecutive 1-D blocks as the file :func:`float_wav_bytes` would make.
+
+    The file is written to a temporary name and renamed into place (atomic), one block at a
+    time, so memory stays at one block whatever the length.
+
+    Raises:
+        AudioError: when the blocks do not add up to ``n_samples`` or one is not 1-D.
+    """
+    from stresstest.cache import atomic_write_stream
+
+    def chunks() -> Iterator[bytes]:
+        yield float_wav_header(n_samples, sr)
+        written = 0
+        for b in blocks:
+            b = np.asarray(b)
+            if b.ndim != 1:
+                raise AudioError(f"{path}: expected mono audio, got a block of shape {b.shape}")
+            written += b.size
+            yield np.ascontiguousarray(b, dtype="<f4").tobytes()
+        if written != n_samples:
+            raise AudioError(f"{path}: {written} samples written, {n_samples} announced")
+
+    atomic_write_stream(path, chunks())
 
 
 def write_wav(path: str | Path, x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> None:
-    """Write a deterministic float32 mono WAV atomically (temp file + rename)."""
-    from stresstest.cache import atomic_write_bytes
-
+    """Write a deterministic float32 mono WAV atomically (temp file + rename), one block at a time."""
     x = np.asarray(x)
     if x.ndim != 1:
         raise AudioError(f"{path}: expected mono audio, got shape {x.shape}")
-    atomic_write_bytes(path, float_wav_bytes(x, sr))
+    write_wav_blocks(path, x.size, (x[i : i + BLOCK_SAMPLES] for i in range(0, x.size, BLOCK_SAMPLES)), sr)
+
+
+def wav_frames(path: str | Path) -> int:
+    """Number of samples of a file written by :func:`write_wav` (checked like :func:`read_wav_exact`)."""
+    problem = wav_truncation(path)
+    if problem is not None:
+        raise AudioError(f"{path}: {problem}")
+    info = sf.info(str(path))
+    if info.samplerate != SAMPLE_RATE_HZ or info.channels != 1:
+        raise AudioError(f"{path}: expected {SAMPLE_RATE_HZ} Hz mono, found {info.samplerate} Hz, "
+                         f"{info.channels} channels")
+    return int(info.frames)
+
+
+def iter_wav_blocks(path: str | Path, block: int | None = None) -> Iterator[np.ndarray]:
+    """The samples of a file written by :func:`write_wav`, as float32 blocks of ``block`` samples
+    (default :data:`BLOCK_SAMPLES`; the last block shorter)."""
+    wav_frames(path)
+    size = block or BLOCK_SAMPLES
+    with sf.SoundFile(str(path)) as fh:
+        while True:
+            b = fh.read(size, dtype="float32", always_2d=False)
+            if b.size == 0:
+                return
+            yield np.asarray(b)
 
 
 def read_wav_exact(path: str | Path) -> np.ndarray:

@@ -48,7 +48,7 @@ def _cmd_mix(a: argparse.Namespace) -> int:
     from stresstest.audio import load_audio, write_wav
     from stresstest.config import SNR_MAX_DB, SNR_MIN_DB
     from stresstest.errors import MixError
-    from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
+    from stresstest.noise.mix import SpanMask, item_rng, tiled_noise, write_mixture
     from stresstest.speech import energy_vad
 
     if not math.isfinite(a.snr) or not SNR_MIN_DB <= a.snr <= SNR_MAX_DB:
@@ -66,22 +66,23 @@ def _cmd_mix(a: argparse.Namespace) -> int:
             raise MixError(f"--out {out}: is the {opt} input; writing the mixture there would destroy it "
                            "(give another output file)")
     speech = load_audio(a.speech)
-    noise_full = load_audio(a.noise)
-    rng = item_rng(a.seed, Path(a.speech).name, "file")
     n = speech.size
-    offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
-    noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
     segments = energy_vad(speech)
     if not segments:
         raise MixError(f"{a.speech}: no speech found (the file is silent or too quiet to measure an SNR)")
-    mask = active_mask(n, segments)
+    mask = SpanMask.from_segments(n, segments)
     existed = out.exists()
     fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".speech.wav", dir=out.parent)
     os.close(fd)
     clean_path = Path(tmp)
     try:
         write_wav(clean_path, speech)
-        info = write_mixture(out, clean_path, speech, noise, mask, a.snr, family="file", noise_source=str(a.noise),
+        del speech  # the mixer reads the clean file a block at a time
+        noise_full = load_audio(a.noise)
+        rng = item_rng(a.seed, Path(a.speech).name, "file")
+        offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
+        noise = tiled_noise(noise_full[offset:] if noise_full.size > n else noise_full)
+        info = write_mixture(out, clean_path, noise, mask, a.snr, family="file", noise_source=str(a.noise),
                              noise_offset_s=offset / 16000, noise_recipe={"seed": a.seed, "vad": "energy"})
     except BaseException:
         if not existed:

@@ -6,6 +6,14 @@ family, so SNR is the only thing that changes between those conditions.
 Mixtures are cached by (clean speech hash, noise spec, seed, SNR, code
 version): re-running a finished sweep recomputes nothing, and adding an SNR
 computes only that condition (the segment is rebuilt deterministically).
+
+Memory does not grow with the recording's length: the clean speech is read from
+its file a block at a time (:func:`~stresstest.noise.mix.write_mixture`), and a
+noise segment is generated for at most :data:`NOISE_PERIOD_MAX_S` seconds; a
+longer recording hears that segment repeated end to end (the ``tile`` rule of
+:func:`~stresstest.noise.mix.fit_length`; recorded as ``loop_period_s`` in the
+mixture's noise recipe). Recordings up to that length get exactly the segment
+they always got.
 """
 
 from __future__ import annotations
@@ -15,14 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stresstest.audio import read_wav_exact
+from stresstest.audio import wav_frames
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
 from stresstest.grid import Condition
 from stresstest.noise import NoiseSource
-from stresstest.noise.mix import active_mask, fit_length, item_rng, write_mixture
+from stresstest.noise.mix import SpanMask, item_rng, tiled_noise, write_mixture
 from stresstest.records import MixInfo, SpeechAudio
 
 MIX_CODE_VERSION = "mix-3"  # bump whenever the mixer arithmetic changes: cached mixtures depend on it
+#: Longest noise segment generated for one (encounter, family): 10 minutes (a few hundred MB while it is built).
+NOISE_PERIOD_MAX_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -36,10 +46,22 @@ class MixJob:
 
 
 def mixture_key(
-    speech_sha: str, family: str, noise_spec: dict[str, Any], source_token: str | None, seed: int, snr_db: float
+    speech_sha: str, family: str, noise_spec: dict[str, Any], source_token: str | None, seed: int, snr_db: float,
+    loop_period_s: float | None = None,
 ) -> str:
-    """Cache key of one mixture: the source token covers what the spec does not (babble bank audio, corpus files)."""
-    return hash_obj("mixture", MIX_CODE_VERSION, speech_sha, family, noise_spec, source_token, seed, float(snr_db))
+    """Cache key of one mixture: the source token covers what the spec does not (babble bank audio, corpus files).
+
+    ``loop_period_s`` (recordings longer than :data:`NOISE_PERIOD_MAX_S`) joins the key only when set, so
+    the keys of every shorter recording are what they were.
+    """
+    loop = () if loop_period_s is None else (("loop_period_s", float(loop_period_s)),)
+    return hash_obj("mixture", MIX_CODE_VERSION, speech_sha, family, noise_spec, source_token, seed, float(snr_db),
+                    *loop)
+
+
+def noise_period_s(duration_s: float) -> float | None:
+    """The noise period a recording of ``duration_s`` hears, when it is shorter than the recording."""
+    return NOISE_PERIOD_MAX_S if duration_s > NOISE_PERIOD_MAX_S else None
 
 
 def build_mixtures(
@@ -55,9 +77,11 @@ def build_mixtures(
     """Write (or reuse) the mixtures of ``job``; report each via ``on_done(condition, path, info, error)``."""
     cache = KeyValueCache(cache_dir, "mixtures")
     speech_sha = sha256_file(speech.path)
+    period = noise_period_s(speech.duration_s)
     todo: list[tuple[str, float, str, Path]] = []
     for cond, snr in zip(job.conditions, job.snrs_db, strict=True):
-        key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr)
+        key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr,
+                          period)
         wav = cache.file_path(key, ".wav")
         # Verified read: the WAV's size and sha256 must match what was recorded at write, else recompute.
         hit = cache.get(key, validate=MixInfo.model_validate, files={"wav": wav})
@@ -68,11 +92,11 @@ def build_mixtures(
     if not todo:
         return
     try:
-        clean = read_wav_exact(speech.path)
-        mask = active_mask(clean.size, speech.segments_s)
+        mask = SpanMask.from_segments(wav_frames(speech.path), speech.segments_s)
         rng = item_rng(seed, job.encounter_id, job.family)
-        seg = source.segment(speech.duration_s, rng, exclude_encounter_id=job.encounter_id)
-        noise = fit_length(seg.audio, clean.size)
+        seg = source.segment(period or speech.duration_s, rng, exclude_encounter_id=job.encounter_id)
+        noise = tiled_noise(seg.audio)
+        recipe = dict(seg.recipe) if period is None else {**seg.recipe, "loop_period_s": period}
     except Exception as exc:
         for cond, *_ in todo:
             on_done(cond, None, None, f"noise segment for {job.family}: {type(exc).__name__}: {exc}")
@@ -80,8 +104,8 @@ def build_mixtures(
     for cond, snr, key, wav in todo:
         try:
             info = write_mixture(
-                wav, speech.path, clean, noise, mask, snr, family=job.family, noise_source=seg.source,
-                noise_offset_s=seg.offset_s, noise_recipe=seg.recipe,
+                wav, speech.path, noise, mask, snr, family=job.family, noise_source=seg.source,
+                noise_offset_s=seg.offset_s, noise_recipe=recipe,
             )
         except Exception as exc:
             on_done(cond, None, None, f"mixing: {type(exc).__name__}: {exc}")

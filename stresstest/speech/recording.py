@@ -52,8 +52,7 @@ def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, fl
     n = len(x) // hop
     if n == 0:
         return ()
-    frames = np.asarray(x[: n * hop], dtype=np.float64).reshape(n, hop)
-    level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-12)
+    level = _frame_levels(x, hop, n)
     thr = max(
         float(np.percentile(level, VAD_FLOOR_PERCENTILE)) + VAD_ABOVE_FLOOR_DB,
         float(level.max()) - VAD_BELOW_PEAK_DB,
@@ -77,6 +76,20 @@ def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, fl
     dur = len(x) / sr
     out = [(max(0.0, s - VAD_PAD_S), min(dur, e + VAD_PAD_S)) for s, e in runs if e - s >= VAD_MIN_RUN_S]
     return tuple(_merge(out))
+
+
+def _frame_levels(x: np.ndarray, hop: int, n: int, frames_per_block: int = 4096) -> np.ndarray:
+    """dB level of each of the ``n`` frames of ``hop`` samples, computed a block of frames at a time.
+
+    Each frame's mean is its own reduction, so the blocks give exactly the values of one
+    whole-array computation while holding only one block in float64.
+    """
+    levels = []
+    for f0 in range(0, n, frames_per_block):
+        f1 = min(n, f0 + frames_per_block)
+        frames = np.asarray(x[f0 * hop : f1 * hop], dtype=np.float64).reshape(f1 - f0, hop)
+        levels.append(10 * np.log10(np.mean(frames**2, axis=1) + 1e-12))
+    return np.concatenate(levels)
 
 
 def _merge(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

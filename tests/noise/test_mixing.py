@@ -42,7 +42,7 @@ def test_measured_snr_matches_target_synthetic(tmp_path, target):
     noise = np.random.default_rng(1).standard_normal(speech.size).astype(np.float32)
     mask = active_mask(speech.size, segs)
     write_wav(tmp_path / "s.wav", speech)
-    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", speech, noise, mask, target,
+    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", noise, mask, target,
                          family="ambient", noise_source="white", noise_offset_s=0.0)
     assert abs(info.measured_snr_db - target) <= 0.1
     assert abs(measure_written_snr(tmp_path / "s.wav", tmp_path / "m.wav", mask, info.clip_scale) - target) <= 0.1
@@ -62,7 +62,7 @@ def test_measured_snr_real_length_audio(tmp_path):
     mask = active_mask(speech.size, segs)
     write_wav(tmp_path / "s.wav", speech)
     for target in (15.0, 10.0, 5.0):
-        info = write_mixture(tmp_path / f"m{target}.wav", tmp_path / "s.wav", speech, noise, mask, target,
+        info = write_mixture(tmp_path / f"m{target}.wav", tmp_path / "s.wav", noise, mask, target,
                              family="ambient", noise_source="brown", noise_offset_s=0.0)
         assert abs(info.measured_snr_db - target) <= 0.1
 
@@ -99,9 +99,9 @@ def test_same_seed_bit_identical_and_segment_reused(tmp_path):
     mask = active_mask(speech.size, segs)
     noise = item_rng(9, "e", "ambient").standard_normal(speech.size).astype(np.float32)
     write_wav(tmp_path / "s.wav", speech)
-    a = write_mixture(tmp_path / "a.wav", tmp_path / "s.wav", speech, noise, mask, 5.0, family="x",
+    a = write_mixture(tmp_path / "a.wav", tmp_path / "s.wav", noise, mask, 5.0, family="x",
                       noise_source="n", noise_offset_s=0.0)
-    b = write_mixture(tmp_path / "b.wav", tmp_path / "s.wav", speech, noise, mask, 5.0, family="x",
+    b = write_mixture(tmp_path / "b.wav", tmp_path / "s.wav", noise, mask, 5.0, family="x",
                       noise_source="n", noise_offset_s=0.0)
     assert (tmp_path / "a.wav").read_bytes() == (tmp_path / "b.wav").read_bytes()
     assert a == b
@@ -123,7 +123,7 @@ def test_clipping_scales_whole_mixture_and_is_recorded(tmp_path):
     assert clip < 1.0
     assert np.max(np.abs(mixture)) <= CLIP_LIMIT + 1e-6
     write_wav(tmp_path / "s.wav", speech)
-    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", speech, noise, mask, 0.0, family="x",
+    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", noise, mask, 0.0, family="x",
                          noise_source="n", noise_offset_s=0.0)
     assert info.clip_scale == pytest.approx(clip)
     assert abs(info.measured_snr_db) <= 0.1

@@ -1,0 +1,159 @@
+"""The streamed mixer is the whole-array mixer, bit for bit, and its memory does not grow with length."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stresstest.audio as audio_mod
+import stresstest.noise.mix as mix_mod
+from stresstest.audio import SAMPLE_RATE_HZ as SR
+from stresstest.audio import float_wav_bytes, write_wav
+from stresstest.noise.mix import (
+    PairwiseSum,
+    SpanMask,
+    active_mask,
+    fit_length,
+    measure_written_snr,
+    mix,
+    tiled_noise,
+    write_mixture,
+)
+from stresstest.noise.stage import MIX_CODE_VERSION, NOISE_PERIOD_MAX_S, mixture_key, noise_period_s
+from stresstest.speech.recording import _frame_levels, energy_vad
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 3000 samples (not a multiple of 8 or of a frame): many blocks and many pairwise leaves."""
+    monkeypatch.setattr(audio_mod, "BLOCK_SAMPLES", 3000)
+    monkeypatch.setattr(mix_mod, "BLOCK_SAMPLES", 3000)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 128, 129, 1000, 4099, 65_537, 250_001])
+@pytest.mark.parametrize("leaf", [128, 300, 4096])
+def test_pairwise_sum_equals_np_sum_bit_for_bit(n, leaf):
+    x = np.random.default_rng(n).standard_normal(n) ** 2 * 1e-3
+    for piece in (97, 977, max(n, 1)):
+        acc = PairwiseSum(n, leaf)
+        for i in range(0, n, piece):
+            acc.add(x[i : i + piece])
+        assert acc.result() == float(np.sum(x))  # exact: a naive running sum differs in the last bits
+
+
+def test_span_mask_is_active_mask():
+    n = 50_000
+    segs = [(0.5, 1.2), (1.0, 1.5), (2.9, 2.95), (-1.0, 0.1), (3.0, 9.0), (2.0, 1.0)]
+    ref = active_mask(n, segs)
+    m = SpanMask.from_segments(n, segs)
+    assert m.count == int(ref.sum())
+    got = np.concatenate([m.block(lo, min(n, lo + 777)) for lo in range(0, n, 777)])
+    np.testing.assert_array_equal(got, ref)
+    assert SpanMask.from_array(ref) == m
+
+
+def _speech(n: int, segs: list[tuple[float, float]], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = 0.01 * rng.standard_normal(n)
+    t = np.arange(n) / SR
+    x += active_mask(n, segs) * 0.5 * np.sin(2 * np.pi * 180 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t))
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize(("target", "noise_len", "loud"), [(5.0, None, 1.0), (-5.0, 7001, 1.0), (0.0, None, 40.0)])
+def test_streamed_mixture_is_the_whole_array_mixture(tmp_path, small_blocks, target, noise_len, loud):
+    n = 40_123
+    segs = [(0.1, 0.9), (0.8, 1.6), (2.0, 2.4)]
+    speech = _speech(n, segs, 3)
+    src = (loud * np.random.default_rng(4).standard_normal(noise_len or n)).astype(np.float32)
+    noise = fit_length(src, n)
+    mask = active_mask(n, segs)
+    write_wav(tmp_path / "s.wav", speech)
+    # The reference: the whole-array functions the mixer used before it streamed.
+    ref_mix, gain, clip, s_rms = mix(speech, noise, mask, target)
+    (tmp_path / "ref.wav").write_bytes(float_wav_bytes(ref_mix))
+    ref_snr = measure_written_snr(tmp_path / "s.wav", tmp_path / "ref.wav", mask, clip)
+
+    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", tiled_noise(src), SpanMask.from_segments(n, segs),
+                         target, family="x", noise_source="n", noise_offset_s=0.0)
+    assert (tmp_path / "m.wav").read_bytes() == (tmp_path / "ref.wav").read_bytes()
+    assert (info.noise_gain, info.clip_scale, info.speech_rms) == (gain, clip, s_rms)
+    assert info.measured_snr_db == round(ref_snr, 4)
+    if loud > 1.0:
+        assert info.clip_scale < 1.0  # the clipping guard ran on the streamed path too
+
+
+def test_streamed_wav_writer_is_the_whole_file_writer(tmp_path, small_blocks):
+    x = np.random.default_rng(0).standard_normal(10_001).astype(np.float32)
+    write_wav(tmp_path / "a.wav", x)
+    assert (tmp_path / "a.wav").read_bytes() == float_wav_bytes(x)
+    assert list(tmp_path.iterdir()) == [tmp_path / "a.wav"]  # no temporary file left behind
+
+
+def test_blockwise_vad_levels_are_the_whole_array_levels():
+    x = 0.01 * np.random.default_rng(1).standard_normal(320 * 9000 + 17)
+    x[(np.arange(x.size) // SR) % 3 == 0] *= 50  # one loud second in three
+    x = x.astype(np.float32)
+    n = x.size // 320
+    ref = 10 * np.log10(np.mean(np.asarray(x[: n * 320], dtype=np.float64).reshape(n, 320) ** 2, axis=1) + 1e-12)
+    np.testing.assert_array_equal(_frame_levels(x, 320, n, frames_per_block=1000), ref)
+    assert len(energy_vad(x)) == 60  # and the VAD finds the 60 loud seconds in it
+
+
+def test_noise_period_keeps_short_recordings_keys():
+    args = ("a" * 64, "ambient", {"kind": "builtin"}, "tok", 1, 5.0)
+    assert noise_period_s(NOISE_PERIOD_MAX_S) is None and noise_period_s(NOISE_PERIOD_MAX_S + 1) == NOISE_PERIOD_MAX_S
+    from stresstest.cache import hash_obj
+
+    assert mixture_key(*args) == hash_obj("mixture", MIX_CODE_VERSION, *args[:5], 5.0)
+    assert mixture_key(*args, NOISE_PERIOD_MAX_S) != mixture_key(*args)
+
+
+_PEAK_SCRIPT = textwrap.dedent("""
+    import json, resource, sys
+    from pathlib import Path
+    import numpy as np
+    from stresstest.audio import SAMPLE_RATE_HZ as SR, write_wav_blocks
+    from stresstest.noise.mix import SpanMask, tiled_noise, write_mixture
+
+    minutes, work = float(sys.argv[1]), Path(sys.argv[2])
+    n = int(minutes * 60 * SR)
+    t = np.arange(60 * SR) / SR
+    minute = (0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 2.0) < 1.5)).astype(np.float32)
+    write_wav_blocks(work / "s.wav", n, (minute[: min(minute.size, n - i)] for i in range(0, n, minute.size)))
+    segs = [(s, s + 1.5) for s in np.arange(0.0, n / SR, 2.0)]
+    period = np.random.default_rng(0).standard_normal(10 * SR).astype(np.float32)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    info = write_mixture(work / "m.wav", work / "s.wav", tiled_noise(period), SpanMask.from_segments(n, segs), 5.0,
+                         family="x", noise_source="n", noise_offset_s=0.0)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"base_kb": base, "peak_kb": peak, "snr": info.measured_snr_db}))
+""")
+
+
+def _mix_peak_mb(minutes: float, work: Path) -> float:
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(minutes), str(work)], env=env, cwd=work,  # noqa: S603
+                         capture_output=True, text=True, timeout=120, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert abs(r["snr"] - 5.0) <= 0.1
+    return (r["peak_kb"] - r["base_kb"]) / 1024.0
+
+
+def test_mixing_memory_does_not_grow_with_recording_length(tmp_path):
+    """24 minutes of speech (92 MB as float32; the whole-array mixer held about ten such copies, float64
+    ones among them) mix in the memory of 4 minutes: what the mixer adds to the process is a few blocks."""
+    (tmp_path / "short").mkdir()
+    (tmp_path / "long").mkdir()
+    short = _mix_peak_mb(4, tmp_path / "short")
+    long = _mix_peak_mb(24, tmp_path / "long")
+    assert long < 30.0, f"mixing 24 minutes added {long:.0f} MB to the process (4 minutes: {short:.0f} MB)"
+    assert long - short < 10.0, f"4 → 24 minutes: {short:.0f} → {long:.0f} MB added by the mixer"
