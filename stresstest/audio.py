@@ -109,17 +109,25 @@ def _read_any(path: Path) -> tuple[np.ndarray, int]:
         return arr.T, sr
 
 
+def _checked_file(path: str | Path) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        raise AudioError(f"{p}: is a directory; expected an audio file (wav, flac, mp3, ogg)")
+    if not p.is_file():
+        raise AudioError(f"{p}: audio file not found")
+    problem = wav_truncation(p)
+    if problem is not None:
+        raise AudioError(f"{p}: {problem} (re-copy or re-export the recording)")
+    return p
+
+
 def load_audio(path: str | Path, normalise: bool = True) -> np.ndarray:
     """Read wav/flac/mp3/ogg at any rate and channel count into canonical form.
 
     Raises:
         AudioError: naming the file when it is missing, unreadable or empty.
     """
-    p = Path(path)
-    if p.is_dir():
-        raise AudioError(f"{p}: is a directory; expected an audio file (wav, flac, mp3, ogg)")
-    if not p.is_file():
-        raise AudioError(f"{p}: audio file not found")
+    p = _checked_file(path)
     data, sr = _read_any(p)
     if data.size == 0:
         raise AudioError(f"{p}: audio file has no samples")
@@ -131,6 +139,93 @@ def load_audio(path: str | Path, normalise: bool = True) -> np.ndarray:
 
 #: Samples per block when audio is streamed through a stage (2^18 samples, ~16 s at 16 kHz; 1 MB as float32).
 BLOCK_SAMPLES = 1 << 18
+
+
+def _file_blocks(path: Path) -> Iterator[np.ndarray]:
+    """Mono float32 blocks of a file at its own rate (libsndfile a block at a time; PyAV whole, as a fallback)."""
+    try:
+        fh = sf.SoundFile(str(path))
+    except Exception:
+        data, _sr = _read_any(path)  # raises the clear error when neither reader can open it
+        yield to_mono(data).astype(np.float32, copy=False)
+        return
+    with fh:
+        while True:
+            try:
+                b = fh.read(BLOCK_SAMPLES, dtype="float32", always_2d=False)
+            except Exception as exc:
+                raise AudioError(f"{path}: cannot read audio ({exc})") from exc
+            if len(b) == 0:
+                return
+            yield to_mono(np.asarray(b))
+
+
+def _file_rate(path: Path) -> int:
+    try:
+        return int(sf.info(str(path)).samplerate)
+    except Exception:
+        return _read_any(path)[1]
+
+
+def canonical_blocks(path: str | Path) -> Iterator[np.ndarray]:
+    """The samples :func:`load_audio` (``normalise=False``) returns, as consecutive float32 blocks.
+
+    Read a block at a time and resampled with soxr's streaming resampler, whose output is
+    bit-identical to its one-shot :func:`resample`; memory is a block, whatever the length.
+
+    Raises:
+        AudioError: like :func:`load_audio` (missing, unreadable, truncated).
+    """
+    p = _checked_file(path)
+    sr = _file_rate(p)
+    if sr == SAMPLE_RATE_HZ:
+        yield from _file_blocks(p)
+        return
+    import soxr
+
+    stream = soxr.ResampleStream(sr, SAMPLE_RATE_HZ, 1, dtype="float32", quality="VHQ")
+    for b in _file_blocks(p):
+        yield np.asarray(stream.resample_chunk(b.astype(np.float32, copy=False), last=False), dtype=np.float32)
+    yield np.asarray(stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True), dtype=np.float32)
+
+
+def scan_audio(path: str | Path) -> tuple[int, float]:
+    """(samples at 16 kHz, absolute peak) of a file, streamed; the checks of :func:`load_audio`.
+
+    Raises:
+        AudioError: naming the file when it is missing, unreadable, empty or not finite.
+    """
+    n, peak = 0, 0.0
+    for b in canonical_blocks(path):
+        if b.size:
+            if not np.all(np.isfinite(b)):
+                raise AudioError(f"{path}: audio contains NaN or infinite samples")
+            peak = max(peak, float(np.max(np.abs(b))))
+            n += b.size
+    if n == 0:
+        raise AudioError(f"{path}: audio file has no samples")
+    return n, peak
+
+
+def write_canonical(src: str | Path, dst: str | Path, n_samples: int, peak: float | None) -> None:
+    """Write the first ``n_samples`` of ``src`` in canonical form to ``dst`` (:func:`write_wav`'s format).
+
+    ``peak`` is the whole file's peak (:func:`scan_audio`): the samples are scaled exactly as
+    :func:`peak_normalise` scales them; ``None`` writes them unnormalised. Streamed: the bytes are
+    those of ``write_wav(dst, load_audio(src)[:n_samples])``.
+    """
+    gain = 10 ** (PEAK_DBFS / 20) / peak if peak else None
+
+    def blocks() -> Iterator[np.ndarray]:
+        left = n_samples
+        for b in canonical_blocks(src):
+            if left <= 0:
+                return
+            b = b[:left]
+            left -= b.size
+            yield (b * gain).astype(np.float32) if gain is not None else b
+
+    write_wav_blocks(dst, n_samples, blocks())
 
 
 def float_wav_header(n_samples: int, sr: int = SAMPLE_RATE_HZ) -> bytes:

@@ -39,17 +39,18 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_mix(a: argparse.Namespace) -> int:
-    """One mixture. Only ``--out`` is left behind: the canonical speech used to measure the SNR back
-    is a hidden temporary file next to it, and a failed mixture is removed."""
+    """One mixture. Only ``--out`` is left behind: the canonical speech (used to measure the SNR back)
+    and noise are hidden temporary files next to it, and a failed mixture is removed. Every step reads
+    and writes a block at a time, so memory does not grow with the recordings' length."""
     import math
     import os
     import tempfile
 
-    from stresstest.audio import load_audio, write_wav
+    from stresstest.audio import scan_audio, write_canonical
     from stresstest.config import SNR_MAX_DB, SNR_MIN_DB
     from stresstest.errors import MixError
-    from stresstest.noise.mix import SpanMask, item_rng, tiled_noise, write_mixture
-    from stresstest.speech import energy_vad
+    from stresstest.noise.mix import SpanMask, item_rng, wav_noise, write_mixture
+    from stresstest.speech.recording import energy_vad_file
 
     if not math.isfinite(a.snr) or not SNR_MIN_DB <= a.snr <= SNR_MAX_DB:
         raise MixError(f"--snr: expected a finite SNR between {SNR_MIN_DB:g} and {SNR_MAX_DB:g} dB, got {a.snr:g}")
@@ -65,31 +66,34 @@ def _cmd_mix(a: argparse.Namespace) -> int:
         if _same_file(out, Path(given)):
             raise MixError(f"--out {out}: is the {opt} input; writing the mixture there would destroy it "
                            "(give another output file)")
-    speech = load_audio(a.speech)
-    n = speech.size
-    segments = energy_vad(speech)
-    if not segments:
-        raise MixError(f"{a.speech}: no speech found (the file is silent or too quiet to measure an SNR)")
-    mask = SpanMask.from_segments(n, segments)
+    n, speech_peak = scan_audio(a.speech)
+    n_noise, noise_peak = scan_audio(a.noise)
     existed = out.exists()
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=".speech.wav", dir=out.parent)
-    os.close(fd)
-    clean_path = Path(tmp)
+    temps = []
+    for what in ("speech", "noise"):
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}.", suffix=f".{what}.wav", dir=out.parent)
+        os.close(fd)
+        temps.append(Path(tmp))
+    clean_path, noise_path = temps
     try:
-        write_wav(clean_path, speech)
-        del speech  # the mixer reads the clean file a block at a time
-        noise_full = load_audio(a.noise)
+        # Canonical copies next to --out, written and read a block at a time (memory flat in length).
+        write_canonical(a.speech, clean_path, n, speech_peak)
+        segments = energy_vad_file(clean_path)
+        if not segments:
+            raise MixError(f"{a.speech}: no speech found (the file is silent or too quiet to measure an SNR)")
+        write_canonical(a.noise, noise_path, n_noise, noise_peak)
         rng = item_rng(a.seed, Path(a.speech).name, "file")
-        offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
-        noise = tiled_noise(noise_full[offset:] if noise_full.size > n else noise_full)
-        info = write_mixture(out, clean_path, noise, mask, a.snr, family="file", noise_source=str(a.noise),
+        offset = int(rng.integers(0, n_noise - n + 1)) if n_noise > n else 0
+        info = write_mixture(out, clean_path, wav_noise(noise_path, offset), SpanMask.from_segments(n, segments),
+                             a.snr, family="file", noise_source=str(a.noise),
                              noise_offset_s=offset / 16000, noise_recipe={"seed": a.seed, "vad": "energy"})
     except BaseException:
         if not existed:
             out.unlink(missing_ok=True)  # a failed mixture is not left behind
         raise
     finally:
-        clean_path.unlink(missing_ok=True)
+        for tmp_path in temps:
+            tmp_path.unlink(missing_ok=True)
     print(json.dumps(info.model_dump(mode="json"), indent=2))
     return 0
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from stresstest.audio import (
     BLOCK_SAMPLES,
@@ -291,6 +292,30 @@ def tiled_noise(period: np.ndarray) -> NoiseBlocks:
         if hi <= p:
             return period[lo:hi]
         return np.take(period, np.arange(lo, hi, dtype=np.int64) % p)
+
+    return block
+
+
+def wav_noise(path: str | Path, offset: int = 0) -> NoiseBlocks:
+    """Blocks of a file written by :func:`~stresstest.audio.write_wav`, from sample ``offset`` on and
+    repeated end to end when it runs out (:func:`tiled_noise` of ``file[offset:]``), read from disk."""
+    period = wav_frames(path) - offset
+    if period <= 0:
+        raise MixError(f"{path}: noise segment is empty")
+
+    def read(start: int, count: int) -> np.ndarray:
+        with sf.SoundFile(str(path)) as fh:
+            fh.seek(offset + start)
+            return np.asarray(fh.read(count, dtype="float32", always_2d=False))
+
+    def block(lo: int, hi: int) -> np.ndarray:
+        parts, pos = [], lo
+        while pos < hi:
+            start = pos % period
+            take = min(hi - pos, period - start)
+            parts.append(read(start, take))
+            pos += take
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     return block
 

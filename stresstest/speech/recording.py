@@ -23,11 +23,21 @@ Mask source, in order of preference:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from stresstest.audio import SAMPLE_RATE_HZ, load_audio, peak_normalise, write_wav
+from stresstest.audio import (
+    SAMPLE_RATE_HZ,
+    iter_wav_blocks,
+    load_audio,
+    peak_normalise,
+    scan_audio,
+    wav_frames,
+    write_canonical,
+    write_wav,
+)
 from stresstest.cache import ENVELOPE_SUFFIX, hash_obj, read_verified_json, sha256_file, write_verified_json
 from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio
@@ -50,9 +60,14 @@ def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, fl
     """Deterministic energy VAD; returns (start, end) seconds of speech runs (see module doc)."""
     hop = max(1, round(VAD_FRAME_S * sr))
     n = len(x) // hop
+    return _vad_runs(_frame_levels(x, hop, n) if n else np.zeros(0), hop, len(x), sr)
+
+
+def _vad_runs(level: np.ndarray, hop: int, n_samples: int, sr: int) -> tuple[tuple[float, float], ...]:
+    """The speech runs of :func:`energy_vad` from the frame levels of ``n_samples`` samples."""
+    n = level.size
     if n == 0:
         return ()
-    level = _frame_levels(x, hop, n)
     thr = max(
         float(np.percentile(level, VAD_FLOOR_PERCENTILE)) + VAD_ABOVE_FLOOR_DB,
         float(level.max()) - VAD_BELOW_PEAK_DB,
@@ -73,9 +88,21 @@ def energy_vad(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, fl
         else:
             runs.append([start, end])
         i = j
-    dur = len(x) / sr
+    dur = n_samples / sr
     out = [(max(0.0, s - VAD_PAD_S), min(dur, e + VAD_PAD_S)) for s, e in runs if e - s >= VAD_MIN_RUN_S]
     return tuple(_merge(out))
+
+
+def energy_vad_file(path: str | Path, sr: int = SAMPLE_RATE_HZ) -> tuple[tuple[float, float], ...]:
+    """:func:`energy_vad` of a file written by :func:`~stresstest.audio.write_wav`, read a block at a time."""
+    hop = max(1, round(VAD_FRAME_S * sr))
+    levels, n_samples = [], 0
+    for b in iter_wav_blocks(path, block=hop * 4096):  # whole frames per block: the frames of the whole file
+        n_samples += b.size
+        k = b.size // hop
+        if k:
+            levels.append(_frame_levels(b, hop, k))
+    return _vad_runs(np.concatenate(levels) if levels else np.zeros(0), hop, n_samples, sr)
 
 
 def _frame_levels(x: np.ndarray, hop: int, n: int, frames_per_block: int = 4096) -> np.ndarray:
@@ -158,6 +185,19 @@ def mix_channels(paths: list[Path]) -> np.ndarray:
     return peak_normalise(out.astype(np.float32))
 
 
+def _canonical_writer(sources: list[Path]) -> tuple[int, Callable[[Path, int | None], None]]:
+    """(uncut length in samples, ``write(wav, end_sample)``) of the canonical recording of ``sources``.
+
+    One file is streamed (:func:`~stresstest.audio.scan_audio` now, :func:`~stresstest.audio.write_canonical`
+    when written: memory is a block); several channels are summed in memory.
+    """
+    if len(sources) == 1:
+        n, peak = scan_audio(sources[0])
+        return n, lambda wav, end: write_canonical(sources[0], wav, n if end is None else min(n, end), peak)
+    x = mix_channels(sources)
+    return int(x.size), lambda wav, end: write_wav(wav, x if end is None else x[:end])
+
+
 def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     """Canonicalise an encounter's real recording into the cache and compute its speech mask.
 
@@ -188,16 +228,15 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
                                 files={"wav": wav})
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    x = load_audio(src) if len(sources) == 1 else mix_channels(sources)
-    warnings = check_timings(encounter, len(x) / SAMPLE_RATE_HZ)
-    if encounter.audio_end_s is not None:  # a turn limit cut the reference: cut the audio with it
-        x = x[: int(round(encounter.audio_end_s * SAMPLE_RATE_HZ))]
-    duration = len(x) / SAMPLE_RATE_HZ
+    n_full, write = _canonical_writer(sources)
+    warnings = check_timings(encounter, n_full / SAMPLE_RATE_HZ)
+    # a turn limit cut the reference: cut the audio with it
+    write(wav, None if encounter.audio_end_s is None else int(round(encounter.audio_end_s * SAMPLE_RATE_HZ)))
+    duration = wav_frames(wav) / SAMPLE_RATE_HZ
     segs = _timing_segments(encounter, duration)
     source = "corpus_timings"
     if segs is None:
-        segs, source = energy_vad(x), "vad"
-    write_wav(wav, x)
+        segs, source = energy_vad_file(wav), "vad"
     speech = SpeechAudio(
         encounter_id=encounter.encounter_id,
         path=str(wav),

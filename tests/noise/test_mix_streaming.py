@@ -157,3 +157,63 @@ def test_mixing_memory_does_not_grow_with_recording_length(tmp_path):
     long = _mix_peak_mb(24, tmp_path / "long")
     assert long < 30.0, f"mixing 24 minutes added {long:.0f} MB to the process (4 minutes: {short:.0f} MB)"
     assert long - short < 10.0, f"4 → 24 minutes: {short:.0f} → {long:.0f} MB added by the mixer"
+
+
+def _write_inputs(tmp_path: Path) -> dict[str, Path]:
+    """The same dialogue-like signal as 16 kHz mono PCM-16, 44.1 kHz stereo float, 48 kHz FLAC; and a noise."""
+    import soundfile as sf
+
+    files = {}
+    for name, sr, ch, subtype in (("mono16k.wav", 16000, 1, "PCM_16"), ("stereo44k.wav", 44100, 2, "FLOAT"),
+                                  ("flac48k.flac", 48000, 1, "PCM_24")):
+        n = int(3.3 * sr)
+        t = np.arange(n) / sr
+        x = 0.4 * np.sin(2 * np.pi * 200 * t) * ((t % 1.0) < 0.6) + 0.003 * np.random.default_rng(sr).standard_normal(n)
+        data = np.stack([x, 0.5 * x], axis=1) if ch == 2 else x
+        sf.write(tmp_path / name, data, sr, subtype=subtype)
+        files[name] = tmp_path / name
+    sf.write(tmp_path / "noise.wav", np.random.default_rng(5).standard_normal(5 * 22050) * 0.1, 22050)
+    files["noise"] = tmp_path / "noise.wav"
+    sf.write(tmp_path / "short.wav", np.random.default_rng(6).standard_normal(7001) * 0.1, 16000)
+    files["short noise"] = tmp_path / "short.wav"
+    return files
+
+
+def test_streamed_canonical_form_is_load_audio(tmp_path, small_blocks):
+    from stresstest.audio import load_audio, scan_audio, write_canonical
+    from stresstest.speech.recording import energy_vad_file
+
+    for name, path in _write_inputs(tmp_path).items():
+        ref = load_audio(path)
+        n, peak = scan_audio(path)
+        assert n == ref.size, name
+        for keep in (n, n // 3):
+            write_canonical(path, tmp_path / "c.wav", keep, peak)
+            assert (tmp_path / "c.wav").read_bytes() == float_wav_bytes(ref[:keep]), name
+        assert energy_vad_file(tmp_path / "c.wav") == energy_vad(ref[: n // 3]), name
+
+
+def test_mix_command_output_is_the_whole_array_mixture(tmp_path, small_blocks, capsys):
+    """`stresstest mix`, streamed, writes the bytes the whole-array code wrote (reference built here from
+    load_audio, energy_vad, fit_length and mix), for a noise longer than, as long as and shorter than the speech."""
+    from stresstest.audio import load_audio
+    from stresstest.cli import main
+    from stresstest.noise.mix import item_rng
+
+    files = _write_inputs(tmp_path)
+    for speech_name, noise_path in (("stereo44k.wav", files["noise"]), ("mono16k.wav", files["flac48k.flac"]),
+                                    ("flac48k.flac", files["short noise"])):
+        speech_path = files[speech_name]
+        speech, noise_full = load_audio(speech_path), load_audio(noise_path)
+        n = speech.size
+        rng = item_rng(3, speech_path.name, "file")
+        offset = int(rng.integers(0, noise_full.size - n + 1)) if noise_full.size > n else 0
+        noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
+        ref, gain, clip, _ = mix(speech, noise, active_mask(n, energy_vad(speech)), 4.0)
+        out = tmp_path / f"mix-{speech_name}.wav"
+        assert main(["mix", "--speech", str(speech_path), "--noise", str(noise_path), "--snr", "4", "--seed", "3",
+                     "--out", str(out)]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert out.read_bytes() == float_wav_bytes(ref), speech_name
+        assert (info["noise_gain"], info["clip_scale"], info["noise_offset_s"]) == (gain, clip, offset / SR)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # temporaries removed
