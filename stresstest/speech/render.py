@@ -18,6 +18,7 @@ so ``segments_s`` are exactly the rendered speech spans.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from stresstest.errors import SpeechError
 from stresstest.records import Encounter, SpeechAudio, Turn
 from stresstest.speech.tts import (
     CODE_VERSION,
+    SentenceProgress,
     SpeakerVoice,
     TTSConfig,
     semitones,
@@ -35,6 +37,33 @@ from stresstest.speech.tts import (
     trim_silence,
     voice_sha256,
 )
+
+#: Turns at least this long (characters) report their progress on stderr, sentence by sentence: one turn of
+#: 100 KB kept piper busy for more than 300 s on 2 CPU cores with nothing shown (issue 25).
+LONG_TURN_CHARS = 2000
+#: Seconds between two progress lines of one long turn.
+PROGRESS_EVERY_S = 10.0
+
+
+def _turn_progress(encounter_id: str, turn_index: int, n_chars: int) -> SentenceProgress | None:
+    """A reporter for a long turn (one line on stderr at most every :data:`PROGRESS_EVERY_S`); ``None`` if short."""
+    if n_chars < LONG_TURN_CHARS:
+        return None
+    from stresstest.console import notice
+
+    t0 = time.monotonic()
+    last = [t0]
+
+    def report(sentences: int, rendered_s: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
+            notice(f"TTS: encounter {encounter_id}, turn {turn_index} ({n_chars} characters): {sentences} "
+                   f"sentences, {rendered_s:.0f} s of speech rendered in {now - t0:.0f} s")
+
+    notice(f"TTS: encounter {encounter_id}, turn {turn_index} has {n_chars} characters; rendering it sentence "
+           f"by sentence takes a while (progress every {PROGRESS_EVERY_S:g} s)")
+    return report
 
 
 def turn_gap_s(encounter_id: str, turn_index: int, config: TTSConfig) -> float:
@@ -97,7 +126,8 @@ def render_encounter(encounter: Encounter, cache_dir: Path, config: TTSConfig | 
     for i, turn in enumerate(encounter.turns):
         if not turn.text.strip():
             continue
-        raw = synthesize(turn.text, _speaker_voice(turn, config), config.voice)
+        raw = synthesize(turn.text, _speaker_voice(turn, config), config.voice,
+                         _turn_progress(encounter.encounter_id, i, len(turn.text)))
         audio = trim_silence(raw, config.trim_db)
         if audio.size == 0:
             placements.append({"turn": i, "skipped": "no speech produced"})

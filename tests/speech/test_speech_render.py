@@ -149,3 +149,19 @@ def test_bank_encounters_pin_the_babble_talkers(tmp_path: Path) -> None:
         NoiseSpec(family="ambient", bank_encounters=("B0", "B1"))
     with pytest.raises(ValueError, match="at least two distinct"):
         NoiseSpec(family="babble", bank_encounters=("B0", "B0"))
+
+
+def test_long_turn_reports_progress_sentence_by_sentence(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A long turn announces itself and reports sentences and seconds rendered while piper works (real TTS)."""
+    import stresstest.speech.render as render_mod
+
+    monkeypatch.setattr(render_mod, "LONG_TURN_CHARS", 60)
+    monkeypatch.setattr(render_mod, "PROGRESS_EVERY_S", 0.0)  # every sentence
+    text = "The pain started on Monday. It is worse at night. I took paracetamol twice. It did not help."
+    enc = _enc("LONG1", Turn(speaker="patient", text=text), Turn(speaker="doctor", text="Okay."))
+    render_encounter(enc, tmp_path)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "TTS: encounter LONG1" in ln]
+    assert f"turn 0 has {len(text)} characters" in lines[0]
+    counts = [int(ln.split("characters): ")[1].split(" sentences")[0]) for ln in lines[1:]]
+    assert counts == [1, 2, 3, 4]  # one line per sentence, in order
+    assert all("turn 1" not in ln for ln in lines)  # a short turn stays quiet
