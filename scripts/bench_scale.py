@@ -6,6 +6,13 @@ Two measurements, each in a fresh process of the real CLI (peak RSS from ``wait4
   bursts with pauses, and a noise file as long, both 16 kHz PCM-16 written in blocks (the bench itself
   stays small). This is the mixing stage's arithmetic on one item (load, VAD mask, RMS, scale, write,
   measure back).
+* the speech and conditions stages of a run with the demo grid (``--stage-minutes``): one fresh process
+  canonicalises a synthetic recording (``load_recording``: VAD mask, cached 16 kHz copy) and writes its
+  four noisy mixtures with the demo's own noise sources (built-in ambient and babble, 10 and 5 dB;
+  ``build_mixtures``), as ``stresstest run configs/demo.yaml`` would for a corpus holding that recording.
+  The babble bank comes from ``$STRESSTEST_CACHE`` (rendered by piper the first time); recordings and
+  mixtures go to the scratch folder. ``--code DIR`` measures the ``stresstest`` package found in DIR instead
+  of this checkout's (an older checkout, for a before/after table from one run).
 * ``stresstest triggers`` on references of ``--ref-kb`` (default 100, 1000, 10000 KB, the CLI's limit being
   10 MB): clinical sentences repeated, and a hypothesis with every 17th word dropped (omission events).
 
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +51,20 @@ def _measure(argv: list[str], cwd: Path) -> tuple[float, float, int]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "stresstest.cli", *argv], cwd=cwd, env=env,  # noqa: S603
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if proc.stderr is not None:
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        if err:
+            print(f"    stderr: {err[-300:]}", file=sys.stderr)
+    return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+
+
+def _measure_py(argv: list[str], cwd: Path, env_extra: dict[str, str]) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS in MB, exit status) of ``python argv`` with ``env_extra`` set."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, *argv], cwd=cwd, env={**os.environ, **env_extra},  # noqa: S603
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -91,6 +113,56 @@ def bench_mix(minutes: list[float], work: Path) -> None:
         print(_growth(points, "length"))
 
 
+def _stages_child(minutes: float, work: Path) -> None:
+    """In the measured process: speech + conditions stages of the demo grid on ``work/rec.wav``."""
+    from stresstest.cache import default_cache_dir
+    from stresstest.config import load_config
+    from stresstest.corpus import load_corpus
+    from stresstest.grid import ConditionGrid
+    from stresstest.noise import make_noise_source
+    from stresstest.noise.stage import build_mixtures, mix_jobs
+    from stresstest.records import Encounter, Turn
+    from stresstest.speech.recording import load_recording
+
+    cfg = load_config(REPO / "configs" / "demo.yaml")
+    t0 = time.perf_counter()
+    sources = {f: make_noise_source(s, encounters=load_corpus(cfg.corpus.kind, cfg.corpus.path),
+                                    cache_dir=default_cache_dir()) for f, s in cfg.noise.items()}
+    t1 = time.perf_counter()
+    rec = work / "rec.wav"
+    enc = Encounter(encounter_id="LONG", corpus="manifest", source_path=str(rec), audio_path=str(rec),
+                    turns=(Turn(speaker="doctor", text="a long recording"),))
+    speech = load_recording(enc, work / "cache")
+    t2 = time.perf_counter()
+    grid = ConditionGrid.build(list(cfg.noise), cfg.snr_db)
+    errors = []
+    for job in mix_jobs(["LONG"], grid):
+        build_mixtures(job, speech, sources[job.family], cfg.noise[job.family].model_dump(mode="json"),
+                       seed=cfg.run.seed, cache_dir=work / "cache",
+                       on_done=lambda c, p, i, e: errors.append(f"{c}: {e}") if e else None)
+    t3 = time.perf_counter()
+    if errors:
+        raise SystemExit("; ".join(errors))
+    print(f"noise sources {t1 - t0:.1f} s, speech {t2 - t1:.1f} s, 4 mixtures {t3 - t2:.1f} s", file=sys.stderr)
+
+
+def bench_stages(minutes: list[float], work: Path, code: Path) -> None:
+    print(f"speech + conditions stages, demo grid ({code}): minutes, wall s, peak RSS MB")
+    points = []
+    for m in minutes:
+        rec = work / "rec.wav"
+        _write_long_wav(rec, m, "speech", 0)
+        env_code = {"PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
+        wall, rss, rc = _measure_py([str(Path(__file__).resolve()), "--stage-child", str(m), str(work)], work,
+                                    env_code)
+        print(f"  {m:6g} min  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"), flush=True)
+        points.append((m, wall, rss))
+        rec.unlink(missing_ok=True)
+        shutil.rmtree(work / "cache", ignore_errors=True)
+    if len(points) > 1:
+        print(_growth(points, "length"))
+
+
 def bench_triggers(sizes_kb: list[float], work: Path) -> None:
     print("stresstest triggers (one pair): reference KB, wall s, peak RSS MB")
     points = []
@@ -113,12 +185,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, nargs="*", default=[10, 30, 60, 120])
     ap.add_argument("--ref-kb", type=float, nargs="*", default=[100, 1000, 10000])
+    ap.add_argument("--stage-minutes", type=float, nargs="*", default=[],
+                    help="speech + conditions stages of the demo grid on recordings this long (not in the default run)")
+    ap.add_argument("--code", type=Path, default=REPO,
+                    help="checkout whose stresstest package --stage-minutes measures")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
+    ap.add_argument("--stage-child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.stage_child:
+        _stages_child(float(a.stage_child[0]), Path(a.stage_child[1]))
+        return 0
     with tempfile.TemporaryDirectory(dir=a.work) as tmp:
         work = Path(tmp)
         if a.minutes:
             bench_mix(a.minutes, work)
+        if a.stage_minutes:
+            bench_stages(a.stage_minutes, work, a.code.resolve())
         if a.ref_kb:
             bench_triggers(a.ref_kb, work)
     return 0
