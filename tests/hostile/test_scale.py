@@ -1,4 +1,5 @@
-"""Bounded time (docs/reliability.md promise 19): work linear in the text, SIGTERM honoured, size limits.
+"""Bounded time and memory (docs/reliability.md promises 20, 21): work linear in the text, SIGTERM honoured,
+size limits, mixing memory flat in the recording's length.
 
 Timing-free where possible: the span lookup is proved constant-time by construction (a token tuple that
 refuses slicing), the SIGTERM test uses a real process on a large real input.
@@ -7,10 +8,12 @@ refuses slicing), the SIGTERM test uses a real process on a large real input.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -117,3 +120,45 @@ def test_triggers_refuses_a_huge_text_with_one_line(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [p.stderr.strip()]
     assert "--ref ref.txt: is 11.0 MB; expected a transcript of at most 10 MB" in p.stderr
+
+
+_PEAK_SCRIPT = textwrap.dedent("""
+    import json, resource, sys
+    from pathlib import Path
+    import numpy as np
+    from stresstest.audio import SAMPLE_RATE_HZ as SR, write_wav_blocks
+    from stresstest.noise.mix import SpanMask, tiled_noise, write_mixture
+
+    minutes, work = float(sys.argv[1]), Path(sys.argv[2])
+    n = int(minutes * 60 * SR)
+    t = np.arange(60 * SR) / SR
+    minute = (0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 2.0) < 1.5)).astype(np.float32)
+    write_wav_blocks(work / "s.wav", n, (minute[: min(minute.size, n - i)] for i in range(0, n, minute.size)))
+    segs = [(s, s + 1.5) for s in np.arange(0.0, n / SR, 2.0)]
+    period = np.random.default_rng(0).standard_normal(10 * SR).astype(np.float32)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    info = write_mixture(work / "m.wav", work / "s.wav", tiled_noise(period), SpanMask.from_segments(n, segs), 5.0,
+                         family="x", noise_source="n", noise_offset_s=0.0)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"base_kb": base, "peak_kb": peak, "snr": info.measured_snr_db}))
+""")
+
+
+def _mix_peak_mb(minutes: float, work: Path) -> float:
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(minutes), str(work)], env=env, cwd=work,  # noqa: S603
+                         capture_output=True, text=True, timeout=120, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert abs(r["snr"] - 5.0) <= 0.1
+    return (r["peak_kb"] - r["base_kb"]) / 1024.0
+
+
+def test_mixing_memory_does_not_grow_with_recording_length(tmp_path):
+    """24 minutes of speech (92 MB as float32; the whole-array mixer held about ten such copies, float64
+    ones among them) mix in the memory of 4 minutes: what the mixer adds to the process is a few blocks."""
+    (tmp_path / "short").mkdir()
+    (tmp_path / "long").mkdir()
+    short = _mix_peak_mb(4, tmp_path / "short")
+    long = _mix_peak_mb(24, tmp_path / "long")
+    assert long < 30.0, f"mixing 24 minutes added {long:.0f} MB to the process (4 minutes: {short:.0f} MB)"
+    assert long - short < 10.0, f"4 → 24 minutes: {short:.0f} → {long:.0f} MB added by the mixer"

@@ -1,11 +1,8 @@
-"""The streamed mixer is the whole-array mixer, bit for bit, and its memory does not grow with length."""
+"""The streamed mixer is the whole-array mixer, bit for bit (its memory: tests/hostile/test_scale.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +24,6 @@ from stresstest.noise.mix import (
 )
 from stresstest.noise.stage import MIX_CODE_VERSION, NOISE_PERIOD_MAX_S, mixture_key, noise_period_s
 from stresstest.speech.recording import _frame_levels, energy_vad
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -115,48 +110,6 @@ def test_noise_period_keeps_short_recordings_keys():
 
     assert mixture_key(*args) == hash_obj("mixture", MIX_CODE_VERSION, *args[:5], 5.0)
     assert mixture_key(*args, NOISE_PERIOD_MAX_S) != mixture_key(*args)
-
-
-_PEAK_SCRIPT = textwrap.dedent("""
-    import json, resource, sys
-    from pathlib import Path
-    import numpy as np
-    from stresstest.audio import SAMPLE_RATE_HZ as SR, write_wav_blocks
-    from stresstest.noise.mix import SpanMask, tiled_noise, write_mixture
-
-    minutes, work = float(sys.argv[1]), Path(sys.argv[2])
-    n = int(minutes * 60 * SR)
-    t = np.arange(60 * SR) / SR
-    minute = (0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 2.0) < 1.5)).astype(np.float32)
-    write_wav_blocks(work / "s.wav", n, (minute[: min(minute.size, n - i)] for i in range(0, n, minute.size)))
-    segs = [(s, s + 1.5) for s in np.arange(0.0, n / SR, 2.0)]
-    period = np.random.default_rng(0).standard_normal(10 * SR).astype(np.float32)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    info = write_mixture(work / "m.wav", work / "s.wav", tiled_noise(period), SpanMask.from_segments(n, segs), 5.0,
-                         family="x", noise_source="n", noise_offset_s=0.0)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"base_kb": base, "peak_kb": peak, "snr": info.measured_snr_db}))
-""")
-
-
-def _mix_peak_mb(minutes: float, work: Path) -> float:
-    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(minutes), str(work)], env=env, cwd=work,  # noqa: S603
-                         capture_output=True, text=True, timeout=120, check=True)
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    assert abs(r["snr"] - 5.0) <= 0.1
-    return (r["peak_kb"] - r["base_kb"]) / 1024.0
-
-
-def test_mixing_memory_does_not_grow_with_recording_length(tmp_path):
-    """24 minutes of speech (92 MB as float32; the whole-array mixer held about ten such copies, float64
-    ones among them) mix in the memory of 4 minutes: what the mixer adds to the process is a few blocks."""
-    (tmp_path / "short").mkdir()
-    (tmp_path / "long").mkdir()
-    short = _mix_peak_mb(4, tmp_path / "short")
-    long = _mix_peak_mb(24, tmp_path / "long")
-    assert long < 30.0, f"mixing 24 minutes added {long:.0f} MB to the process (4 minutes: {short:.0f} MB)"
-    assert long - short < 10.0, f"4 → 24 minutes: {short:.0f} → {long:.0f} MB added by the mixer"
 
 
 def _write_inputs(tmp_path: Path) -> dict[str, Path]:
