@@ -17,6 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,3 +163,38 @@ def test_mixing_memory_does_not_grow_with_recording_length(tmp_path):
     long = _mix_peak_mb(24, tmp_path / "long")
     assert long < 30.0, f"mixing 24 minutes added {long:.0f} MB to the process (4 minutes: {short:.0f} MB)"
     assert long - short < 10.0, f"4 → 24 minutes: {short:.0f} → {long:.0f} MB added by the mixer"
+
+
+def test_mix_of_a_long_recording_stops_within_seconds_of_sigterm(tmp_path: Path) -> None:
+    """`stresstest mix` on 40 minutes works in blocks, so a SIGTERM in the middle is handled within a block:
+    exit 130 with one line, no `--out`, no temporary file left next to it."""
+    import soundfile as sf
+
+    t = np.arange(60 * 16000) / 16000
+    minute = 0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 2.0) < 1.5)
+    noise = 0.1 * np.random.default_rng(0).standard_normal(t.size)
+    for name, block in (("s.wav", minute), ("n.wav", noise)):
+        with sf.SoundFile(str(tmp_path / name), "w", samplerate=16000, channels=1, subtype="PCM_16") as fh:
+            for _ in range(40):
+                fh.write(block)
+    p = subprocess.Popen([sys.executable, "-m", "stresstest.cli", "mix", "--speech", "s.wav", "--noise",  # noqa: S603
+                          "n.wav", "--snr", "5", "--out", "m.wav"], cwd=tmp_path, env=_env(tmp_path),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(q.name.endswith(".noise.wav") for q in tmp_path.iterdir()):  # inside the block work
+        assert p.poll() is None and time.monotonic() < deadline, "mix finished or never started its work"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert p.poll() is None, "finished before the signal: the input is too small for this test"
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    try:
+        _out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        pytest.fail("stresstest mix ignored SIGTERM for 10 s")
+    assert time.monotonic() - t0 < 5
+    assert p.returncode == 130
+    assert err.strip() == "stresstest: interrupted; re-run the same command to resume"
+    assert sorted(q.name for q in tmp_path.iterdir() if q.name != "cache") == ["n.wav", "s.wav"]
