@@ -170,3 +170,28 @@ def test_mix_command_output_is_the_whole_array_mixture(tmp_path, small_blocks, c
         assert out.read_bytes() == float_wav_bytes(ref), speech_name
         assert (info["noise_gain"], info["clip_scale"], info["noise_offset_s"]) == (gain, clip, offset / SR)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # temporaries removed
+
+
+def test_a_recording_longer_than_the_noise_period_hears_the_period_repeated(tmp_path, monkeypatch):
+    """build_mixtures with a 2-s period on 5 s of speech: the segment is generated for 2 s, tiled, recorded in
+    the recipe and the key; at the period itself nothing changes (same segment as before the cap existed)."""
+    import stresstest.noise.stage as stage
+    from stresstest.noise.ambient import AmbientNoise
+    from stresstest.noise.mix import item_rng
+    from stresstest.records import SpeechAudio
+
+    monkeypatch.setattr(stage, "NOISE_PERIOD_MAX_S", 2.0)
+    segs = [(0.2, 1.5), (2.0, 4.6)]
+    speech = _speech(5 * SR, segs, 1)
+    write_wav(tmp_path / "s.wav", speech)
+    sp = SpeechAudio(encounter_id="E1", path=str(tmp_path / "s.wav"), duration_s=5.0, segments_s=tuple(segs),
+                     segments_source="vad", recipe={})
+    got = {}
+    stage.build_mixtures(stage.MixJob("E1", "ambient", (5.0,), ("ambient_5db",)), sp, AmbientNoise(), {"k": 1},
+                         seed=7, cache_dir=tmp_path / "cache", on_done=lambda c, p, i, e: got.update(c=(p, i, e)))
+    path, info, err = got["c"]
+    assert err is None and info.noise_recipe["loop_period_s"] == 2.0
+    period = AmbientNoise().segment(2.0, item_rng(7, "E1", "ambient"), exclude_encounter_id="E1").audio
+    ref, gain, clip, _ = mix(speech, fit_length(period, speech.size), active_mask(speech.size, segs), 5.0)
+    assert path.read_bytes() == float_wav_bytes(ref)
+    assert (info.noise_gain, info.clip_scale) == (gain, clip)
