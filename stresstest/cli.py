@@ -330,6 +330,54 @@ def _terminate_like_interrupt(args: argparse.Namespace | None = None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _on_term)
+    _arm_sigterm_watchdog()
+
+
+#: Seconds the orderly stop gets after SIGTERM before the watchdog ends the process.
+SIGTERM_GRACE_S = 5.0
+_WATCHDOG: list[threading.Thread] = []
+
+
+def _arm_sigterm_watchdog() -> None:
+    """End the process ``SIGTERM_GRACE_S`` after a SIGTERM that the orderly stop has not finished.
+
+    The Python-level handler above runs only between bytecodes, so while the main thread is inside one long
+    native call (an SVD, an FFT, a model's forward pass) SIGTERM waited for it to return. The C-level signal
+    handler writes the signal number to a wakeup pipe; a thread blocked on that pipe (native calls that take
+    long release the GIL) waits for the grace period, then stops the managed servers (:mod:`stresstest.children`)
+    and exits 130 without unwinding. What was written is safe: every write is atomic and a run resumes.
+    Armed once per process.
+    """
+    if _WATCHDOG:
+        return
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread of the main interpreter
+        os.close(r)
+        os.close(w)
+        return
+
+    def watch() -> None:
+        import time
+
+        while True:
+            data = os.read(r, 64)
+            if not data:
+                return
+            if signal.SIGTERM in data:
+                time.sleep(SIGTERM_GRACE_S)
+                from stresstest import children
+
+                children.kill_all()
+                os.write(2, (f"stresstest: interrupted (SIGTERM; still busy {SIGTERM_GRACE_S:g} s later, so stopped "
+                             "without unwinding); re-run the same command to resume\n").encode())
+                os._exit(130)
+
+    t = threading.Thread(target=watch, name="sigterm-watchdog", daemon=True)
+    t.start()
+    _WATCHDOG.append(t)
 
 
 def main(argv: list[str] | None = None) -> int:

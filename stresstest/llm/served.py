@@ -42,6 +42,7 @@ from typing import TextIO
 
 import httpx
 
+from stresstest import children
 from stresstest.cache import default_cache_dir
 from stresstest.errors import LLMError
 from stresstest.llm.checkpoint import CheckpointError, bundled_gguf_path, find_smollm2_safetensors
@@ -391,6 +392,7 @@ class ServerProcess:
                 start_new_session=True,
                 env=server_env(self.config),
             )
+        children.register(self.proc.pid)
         t0 = time.monotonic()
         deadline = t0 + timeout
         next_note = t0 + PROGRESS_EVERY_S
@@ -429,7 +431,10 @@ class ServerProcess:
 
     def stop(self) -> None:
         """SIGTERM the server's process group, SIGKILL it after a grace period; idempotent."""
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is not None:
+            children.unregister(self.proc.pid)
             return
         try:
             os.killpg(self.proc.pid, 15)
@@ -443,6 +448,7 @@ class ServerProcess:
             except ProcessLookupError:
                 pass
             self.proc.wait(timeout=_STOP_GRACE_S)
+        children.unregister(self.proc.pid)
         log.info("server on %s stopped (exit %s)", self.base_url, self.proc.returncode)
 
     def endpoint(self) -> Endpoint:

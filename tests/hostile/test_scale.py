@@ -198,3 +198,56 @@ def test_mix_of_a_long_recording_stops_within_seconds_of_sigterm(tmp_path: Path)
     assert p.returncode == 130
     assert err.strip() == "stresstest: interrupted; re-run the same command to resume"
     assert sorted(q.name for q in tmp_path.iterdir() if q.name != "cache") == ["n.wav", "s.wav"]
+
+
+_BUSY_IN_C = textwrap.dedent("""
+    import argparse, subprocess, sys
+    import numpy as np
+    import stresstest.cli as cli
+    from stresstest import children
+
+    cli.SIGTERM_GRACE_S = 1.0
+    cli._terminate_like_interrupt(argparse.Namespace(cmd="run"))
+    server = subprocess.Popen(["sleep", "600"], start_new_session=True)  # stands in for a managed LLM server
+    children.register(server.pid)
+    a = np.random.default_rng(0).standard_normal((2500, 2500))
+    print(server.pid, flush=True)
+    try:
+        np.linalg.svd(a)  # one LAPACK call: 10-70 s on one thread, the GIL released, no bytecode in between
+    except KeyboardInterrupt:
+        print("unwound only after the native call returned", flush=True)
+        sys.exit(1)
+    print("the native call finished before the watchdog", flush=True)
+""")
+
+
+def test_run_stops_within_seconds_of_sigterm_inside_a_long_native_call(tmp_path: Path) -> None:
+    """The SIGTERM handler of `run` is Python code that waits for the current native call; the watchdog ends
+    the process 1 s (SIGTERM_GRACE_S, patched) after the signal, stopping the registered server group first."""
+    env = {**_env(tmp_path), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    p = subprocess.Popen([sys.executable, "-c", _BUSY_IN_C], cwd=tmp_path, env=env,  # noqa: S603
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    server_pid = int(p.stdout.readline())
+    time.sleep(0.5)  # inside the SVD
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        os.killpg(server_pid, signal.SIGKILL)
+        pytest.fail("SIGTERM inside a native call was not honoured within 10 s")
+    assert time.monotonic() - t0 < 5
+    assert p.returncode == 130, (out, err)
+    assert "interrupted (SIGTERM; still busy 1 s later" in err and "re-run the same command" in err
+    for _ in range(50):  # the server group was killed; wait for init to reap it
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(server_pid, signal.SIGKILL)
+        pytest.fail("the registered server group outlived the watchdog's exit")
