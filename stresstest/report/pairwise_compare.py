@@ -64,19 +64,19 @@ def _pair_tasks(
             continue
         # The unit here is one (encounter, condition) pair, complete in itself: an item counts when both runs
         # have its record, even if the run's pairing rule dropped the encounter's other conditions.
-        b_rows = {str(it["encounter_id"]): it for it in b.items if it.get("condition") == cond and not it.get("failed")}
-        a_items = [it for it in a.items if it.get("condition") == cond and not it.get("failed")]
-        for it_a in sorted(a_items, key=lambda it: str(it["encounter_id"])):
-            eid = str(it_a["encounter_id"])
-            it_b = b_rows.get(eid)
-            if it_b is None:
+        b_rows = {it.encounter_id: it for it in b.items if it.condition == cond and not it.failed}
+        a_items = [it for it in a.items if it.condition == cond and not it.failed]
+        for it_a in sorted(a_items, key=lambda it: it.encounter_id):
+            eid = it_a.encounter_id
+            if eid not in b_rows:
                 continue
+            it_b = b_rows[eid]
             rec_a, rec_b = a.record(it_a), b.record(it_b)
             if rec_a is None or rec_b is None:
                 skipped.append(f"{eid}/{cond}: record missing in {'A' if rec_a is None else 'B'}")
                 continue
-            ref = str(it_a.get("reference_text") or "")
-            if ref != str(it_b.get("reference_text") or ""):
+            ref = it_a.reference_text or ""
+            if ref != (it_b.reference_text or ""):
                 skipped.append(f"{eid}/{cond}: the runs' reference transcripts differ")
                 continue
             tasks.append(PairTask(f"{eid}/{cond}", eid, tuple(transcript_sentences(ref)), note_text(rec_a),

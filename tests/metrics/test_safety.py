@@ -40,7 +40,8 @@ def delta_e(cond: tuple[int, int, int], clean: tuple[int, int, int]) -> int:
 def row(fields: dict, asr: tuple[int, int, int], asr_clean: tuple[int, int, int], ref_words: int = 100
         ) -> dict:
     s, d, i = asr
-    return {**fields, "asr_sub": s, "asr_del": d, "asr_ins": i, "ref_words": ref_words,
+    return {"encounter_id": "e", "condition": "c", **fields, "asr_sub": s, "asr_del": d, "asr_ins": i,
+            "ref_words": ref_words,
             "asr_delta_e": delta_e(asr, asr_clean)}
 
 
