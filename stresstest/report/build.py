@@ -270,7 +270,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
             row[f"ref_{t}"] = tc.get(t) if tc else None
             row[f"vs_clean_{t}"] = None if ev is None else sum(1 for e in ev if e.type == t)
         row["vs_clean_total"] = None if ev is None else len(ev)
-        row["vs_clean_risk"] = None if ev is None else trigger_risk(ev)
+        row["vs_clean_risk"] = None if ev is None else float(trigger_risk(ev))  # 0.0, not 0, without events
         ncf = it.new_critical_flags
         row["new_critical_flags"] = "; ".join(map(str, ncf)) if ncf is not None else None
         row["record_path"] = it.record_path
