@@ -253,12 +253,28 @@ class PairingInfo(_Section):
     dropped: dict[str, list[str]] = Field(default_factory=dict, description="encounter -> failures that dropped it.")
 
 
+class CalibrationCheck(_Section):
+    """One judge calibration check: a control case with known acceptable answers."""
+
+    check: str | None = None
+    expected: list[Any] = Field(default_factory=list)
+    got: Any = None
+    passed: bool | None = None
+
+
+class Calibration(_Section):
+    """The judge's calibration on the built-in control (:func:`stresstest.metrics.quality_stage.calibrate`)."""
+
+    passed: bool | None = None
+    checks: list[CalibrationCheck] = Field(default_factory=list)
+
+
 class NoteQualityInfo(_Section):
     """``note_quality``: the SPEC §8 judges of the run (see :mod:`stresstest.metrics.quality_stage`)."""
 
     judge_model: str | None = None
     prompts: dict[str, Any] = Field(default_factory=dict)
-    calibration: dict[str, Any] | None = None
+    calibration: Calibration | None = None
     adequate: bool | None = None
     adequacy: str | None = None
     n_failures: int | None = None

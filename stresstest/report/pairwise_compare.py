@@ -29,6 +29,7 @@ from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summar
 from stresstest.metrics.statements import note_text, transcript_sentences
 from stresstest.report.rundir import RunData, load_run
 from stresstest.report.tables import write_table
+from stresstest.results import Calibration
 
 
 @dataclass
@@ -219,8 +220,9 @@ def _markdown(head: str, verdict: str, summary: list[dict[str, Any]], skipped: l
     lines += [f"| `{r['condition']}` | {r['dimension']} | {r['n']} | {_fmt(r.get('win'))} | {_fmt(r.get('tie'))} | "
               f"{_fmt(r.get('loss'))} | {_ps(r)} |" for r in summary]
     lines += ["", "## Judge calibration checks", ""]
-    lines += [f"- {'passed' if c.get('passed') else 'FAILED'}: {c.get('check')} (expected "
-              f"{', '.join(map(str, c.get('expected') or []))}, got {c.get('got')})" for c in cal.get("checks", [])]
+    checks = Calibration.model_validate(cal).checks
+    lines += [f"- {'passed' if c.passed else 'FAILED'}: {c.check} (expected {', '.join(map(str, c.expected))}, "
+              f"got {c.got})" for c in checks]
     if skipped:
         lines += ["", f"## Skipped ({len(skipped)})", ""] + [f"- {s}" for s in skipped]
     return "\n".join(lines) + "\n"

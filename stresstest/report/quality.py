@@ -21,7 +21,7 @@ from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summar
 from stresstest.metrics.summary import QUALITY_COLUMNS, aggregate_quality, in_pairing
 from stresstest.report.rundir import CLEAN, RunData
 from stresstest.report.tables import write_table
-from stresstest.results import ItemScore, NoteQualityInfo
+from stresstest.results import CalibrationCheck, ItemScore, NoteQualityInfo
 
 QUALITY_HEADERS: dict[str, str] = {
     "completeness": "Completeness ↑",
@@ -64,7 +64,7 @@ class QualitySection:
     adequacy: str = ""
     judge_model: str = ""
     prompts: dict[str, str] = field(default_factory=dict)
-    calibration: list[dict[str, Any]] = field(default_factory=list)
+    calibration: list[CalibrationCheck] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     pairwise: list[dict[str, Any]] = field(default_factory=list)
     consistency: list[dict[str, Any]] = field(default_factory=list)
@@ -137,8 +137,7 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
             ci = cis[name].get(col)
             row.update({col: vals[col], f"{col}_lo": ci[0] if ci else None, f"{col}_hi": ci[1] if ci else None,
                         f"n_{col}": sum(1 for it in its if getattr(it, col) is not None)})
-            summary_row = (run.summary or {}).get(name) or {}
-            cell = summary_row.get(col)
+            cell = run.summary_cell(name, col)
             if cell is not None and col in run.summary_columns:
                 want = float(cell) if cell != "" else None
                 got = vals[col]
@@ -150,14 +149,13 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
     pw, cons = pairwise_rows(run.items, n_resamples, seed)
     unpaired = sum(1 for it in run.items if not it.failed and not in_pairing(it)
                    and any(getattr(it, c) is not None for c in QUALITY_COLUMNS))
-    cal = man.calibration or {}
     return QualitySection(
         computed=True,
         adequate=bool(man.adequate),
         adequacy=str(man.adequacy or "the run did not record a judge calibration"),
         judge_model=str(man.judge_model or "–"),
         prompts={str(k): str(v) for k, v in man.prompts.items()},
-        calibration=list(cal.get("checks") or []),
+        calibration=list(man.calibration.checks) if man.calibration is not None else [],
         rows=rows,
         pairwise=pw,
         consistency=cons,
@@ -226,8 +224,8 @@ def _pairwise_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
 
 def _calibration_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
     return ["Check", "Expected", "Got", "Passed"], [
-        [str(c.get("check")), ", ".join(map(str, c.get("expected") or [])), str(c.get("got")),
-         "yes" if c.get("passed") else "NO"] for c in sec.calibration
+        [str(c.check), ", ".join(map(str, c.expected)), str(c.got), "yes" if c.passed else "NO"]
+        for c in sec.calibration
     ]
 
 

@@ -59,6 +59,12 @@ class RunData:
                 return it
         return None
 
+    def summary_cell(self, condition: str, column: str) -> str | None:
+        """The ``summary.csv`` cell of a condition as written (None: no summary, no such row or column)."""
+        if self.summary is None or condition not in self.summary:
+            return None
+        return self.summary[condition].get(column)
+
     def record(self, item: ItemScore | None) -> ClinicalRecord | None:
         """The structured record of an item (None when missing or failed); cached."""
         if item is None:

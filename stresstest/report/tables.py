@@ -174,14 +174,14 @@ def check_against_summary(run: RunData, rows: Sequence[Row]) -> list[str]:
     for r in rows:
         if r.condition is None:
             continue
-        srow = run.summary.get(r.condition)
-        if srow is None:
+        if r.condition not in run.summary:
             problems.append(f"summary.csv has no row for condition {r.condition!r}")
             continue
-        if str(srow.get("n", "")).strip() and int(float(srow["n"])) != r.n:
-            problems.append(f"{r.condition}: n is {r.n} in items.jsonl but {srow['n']} in summary.csv")
+        n_cell = run.summary_cell(r.condition, "n") or ""
+        if n_cell.strip() and int(float(n_cell)) != r.n:
+            problems.append(f"{r.condition}: n is {r.n} in items.jsonl but {n_cell} in summary.csv")
         for m in METRIC_COLUMNS:
-            cell = str(srow.get(m, "")).strip()
+            cell = (run.summary_cell(r.condition, m) or "").strip()
             mine = r.value(m)
             theirs = float(cell) if cell else None
             if (mine is None) != (theirs is None) or (
@@ -239,9 +239,8 @@ def check_trigger_rates(run: RunData, rates: Mapping[str, Mapping[str, tuple[flo
     if run.summary is None:
         return problems
     for cond, per in rates.items():
-        srow = run.summary.get(cond, {})
         for t, (v, _) in per.items():
-            cell = str(srow.get(f"trig_{t}", "")).strip()
+            cell = (run.summary_cell(cond, f"trig_{t}") or "").strip()
             if f"trig_{t}" not in run.summary_columns:
                 continue
             theirs = float(cell) if cell else None
