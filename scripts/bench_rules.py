@@ -141,7 +141,7 @@ class SplitScore:
 
 def score_against_gold(rec: ClinicalRecord, gold: object, score: SplitScore, eid: str) -> None:
     """Add one encounter's agreement to ``score`` (see :class:`SplitScore`)."""
-    from stresstest.metrics.claims import canonical_claim, flag_keys
+    from stresstest.clinical.claims import canonical_claim, flag_keys
     from stresstest.schema import CRITICAL_FLAG_KINDS, triage_ord
 
     g = gold

@@ -23,12 +23,13 @@ EXIT_INTERNAL = 3
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from stresstest.pipeline.runner import format_quality_table, format_table, run
+    from stresstest.results import RunManifest
 
     out, rows = run(a.config, a.out, replace=a.replace_run)
     print(format_table(rows))
     manifest_path = out / "manifest.json"
-    quality = format_quality_table(rows, json.loads(manifest_path.read_text("utf-8")) if manifest_path.is_file()
-                                   else None)
+    manifest = RunManifest.model_validate_json(manifest_path.read_text("utf-8")) if manifest_path.is_file() else None
+    quality = format_quality_table(rows, manifest.note_quality if manifest is not None else None)
     if quality:
         print("\nNote quality (SPEC §8; LLM judges)\n" + quality)
     print(f"\nrun directory: {out}")

@@ -39,3 +39,19 @@ def warn(msg: object) -> None:
 def notice(msg: object) -> None:
     """``stresstest: <msg>`` on stderr, one line."""
     _write(f"stresstest: {one_line(msg)}")
+
+
+def text_table(head: list[str], body: list[list[str]]) -> str:
+    """The one plain-text table layout of the tool (run and report output).
+
+    The first column is left-aligned, the others right-aligned, under a rule as wide as the header; a body
+    row of one cell is a heading, printed as it is and left out of the column widths.
+    """
+    rows = [b for b in body if len(b) > 1]
+    widths = [max(len(h), *(len(b[i]) for b in rows)) for i, h in enumerate(head)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(cells))
+
+    first = line(head)
+    return "\n".join([first, "-" * len(first), *(b[0] if len(b) == 1 else line(b) for b in body)])

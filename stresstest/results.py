@@ -8,29 +8,75 @@
   here never changes the bytes of rows that do not set it.
 * :class:`FailureRecord` — one failed (stage, encounter, condition) with its reason.
 * :class:`RunManifest` — ``manifest.json``: versions, seeds, grid, noise choices,
-  failures, stage times. It carries ``schema_version`` (of the manifest) and
+  failures, stage times; the sections the report reads are models of their own
+  (:class:`CorpusInfo`, :class:`AsrInfo`, :class:`StructureInfo`, :class:`SpeechInfo`,
+  :class:`PairingInfo`, :class:`NoteQualityInfo`). It carries ``schema_version`` (of the manifest) and
   ``items_schema_version`` (of the ``items.jsonl`` rows; rows do not repeat it so
   that they stay byte-stable across releases that do not change them).
 
 The report validates both files with these models when it reads a run back
-(:func:`stresstest.report.rundir.load_run`); unknown keys are errors there,
-so a writer and its reader cannot drift apart silently.
+(:func:`stresstest.report.rundir.load_run`) and reads only the models; unknown
+keys are errors there, so a writer and its reader cannot drift apart silently.
+A manifest of an older schema is migrated by :func:`migrate_manifest`, which says
+what it did; a newer one is refused.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from stresstest.grid import Condition
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
 ITEM_SCHEMA_VERSION = 1
 #: Version of the manifest schema. 2: conditions carry ``base``; ``items_schema_version``; ``executor``.
-MANIFEST_SCHEMA_VERSION = 2
+#: 3: the sections the report reads (corpus, asr, structure, speech, pairing, note_quality) are typed models
+#: (same JSON as 2; see :func:`migrate_manifest`).
+MANIFEST_SCHEMA_VERSION = 3
 
 Num = int | float  # kept apart so a value is written back exactly as it was computed (3 stays 3, 3.0 stays 3.0)
+
+TriggerType = Literal[
+    "negation_flip",
+    "number_unit_conflict",
+    "temporal_distortion",
+    "nonspeech_pollution",
+    "entity_substitution",
+    "clinical_omission",
+]
+#: The six trigger types, in the order reports list them (read off the Literal: one place for the list).
+TRIGGER_TYPES: tuple[TriggerType, ...] = get_args(TriggerType)
+
+
+class TriggerEvent(BaseModel):
+    """One typed cause-side distortion with quotes of both texts.
+
+    Attributes:
+        type: one of :data:`TRIGGER_TYPES`.
+        ref_span: quote of the reference (original text).
+        hyp_span: quote of the hypothesis (original text).
+        explanation: one sentence saying what changed.
+        ref_start, ref_end: character offsets of ``ref_span`` in the reference.
+        hyp_start, hyp_end: character offsets of ``hyp_span`` in the hypothesis.
+        concept: the clinical concept involved (lexicon concept, generic drug,
+            ``laterality``, a canonical unit...), or None when there is none.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    type: TriggerType
+    ref_span: str
+    hyp_span: str
+    explanation: str
+    ref_start: int
+    ref_end: int
+    hyp_start: int
+    hyp_end: int
+    concept: str | None = None
+    weight: float = 1.0
+
 
 
 class ItemScore(BaseModel):
@@ -73,7 +119,7 @@ class ItemScore(BaseModel):
     # cause side
     neg_err: int | None = Field(default=None, description="0/1 negation mismatch vs r_i.")
     trigger_counts: dict[str, int] | None = Field(default=None, description="Trigger events vs r_i, by type.")
-    triggers_vs_clean: list[dict[str, Any]] | None = Field(default=None, description="Events vs the clean ASR.")
+    triggers_vs_clean: list[TriggerEvent] | None = Field(default=None, description="Events vs the clean ASR.")
     # structuring / mitigation
     extra: dict[str, Any] | None = Field(default=None, description="Backend facts of the record (guard counts...).")
     abstention_rate: Num | None = None
@@ -107,6 +153,25 @@ class ItemScore(BaseModel):
         """The ``items.jsonl`` form: the fields that were set, JSON-ready."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def without(self, *names: str) -> ItemScore:
+        """A copy with ``names`` unset (absent from :meth:`to_row`), the copy-based form of ``del row[name]``."""
+        keep = self.model_fields_set - set(names)
+        out = self.model_copy(update={n: None for n in names if n in type(self).model_fields})
+        object.__setattr__(out, "__pydantic_fields_set__", keep)
+        return out
+
+    @property
+    def failed_stage(self) -> str | None:
+        """The stage named in ``error`` ('stage: reason') of a failed item; None otherwise."""
+        if not self.failed or not self.error or ":" not in self.error:
+            return None
+        return self.error.split(":", 1)[0].strip() or None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(encounter_id, condition)."""
+        return self.encounter_id, self.condition
+
 
 class FailureRecord(BaseModel):
     """One failed item at one stage (counted against ``run.max_failures``, never dropped)."""
@@ -117,6 +182,102 @@ class FailureRecord(BaseModel):
     condition: str
     stage: str = Field(description="speech, mix, asr, structure, score...")
     error: str = Field(description="One-line reason.")
+
+
+class _Section(BaseModel):
+    """A manifest section: the keys the report reads are typed; any other key is kept as written.
+
+    Serialises to the keys that were set (declared or not), so a section reads back and is written
+    again byte for byte, whatever a backend put into it.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        declared = type(self).model_fields
+        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
+
+
+class CorpusInfo(_Section):
+    """``corpus``: which corpus and which encounters."""
+
+    kind: str | None = None
+    path: str | None = None
+    n_encounters: int | None = None
+    encounter_ids: list[str] = Field(default_factory=list)
+
+
+class AsrInfo(_Section):
+    """``asr``: the configured backend and model, its decoding options, and the models that ran."""
+
+    backend: str | None = None
+    model: str | None = None
+    decoding: dict[str, Any] | None = None
+    models_used: list[str] = Field(default_factory=list)
+
+
+class StructureInfo(_Section):
+    """``structure``: the structuring backend's fingerprint (backend-specific keys kept as written)."""
+
+    backend: str | None = None
+    model: str | None = None
+    decoding: dict[str, Any] | None = None
+    prompt_hash: str | None = None
+    schema_hash: str | None = None
+    error: str | None = Field(default=None, description="Why the stage could not describe itself.")
+
+
+class SpeechRecipe(_Section):
+    """How an encounter's speech was made; ``warnings`` are what the speech stage noted about its inputs."""
+
+    warnings: list[str] = Field(default_factory=list)
+
+
+class SpeechInfo(_Section):
+    """``speech[encounter_id]``: the clean recording of one encounter."""
+
+    duration_s: Num | None = None
+    segments_source: str | None = None
+    recipe: SpeechRecipe | None = None
+
+
+class PairingInfo(_Section):
+    """``pairing``: SPEC §11 coverage (see :class:`stresstest.pipeline.pairing.Pairing`)."""
+
+    rule: str | None = None
+    n_encounters: int | None = None
+    n_paired: int | None = None
+    n_dropped: int | None = None
+    dropped: dict[str, list[str]] = Field(default_factory=dict, description="encounter -> failures that dropped it.")
+
+
+class CalibrationCheck(_Section):
+    """One judge calibration check: a control case with known acceptable answers."""
+
+    check: str | None = None
+    expected: list[Any] = Field(default_factory=list)
+    got: Any = None
+    passed: bool | None = None
+
+
+class Calibration(_Section):
+    """The judge's calibration on the built-in control (:func:`stresstest.metrics.quality_stage.calibrate`)."""
+
+    passed: bool | None = None
+    checks: list[CalibrationCheck] = Field(default_factory=list)
+
+
+class NoteQualityInfo(_Section):
+    """``note_quality``: the SPEC §8 judges of the run (see :mod:`stresstest.metrics.quality_stage`)."""
+
+    judge_model: str | None = None
+    prompts: dict[str, Any] = Field(default_factory=dict)
+    calibration: Calibration | None = None
+    adequate: bool | None = None
+    adequacy: str | None = None
+    n_failures: int | None = None
 
 
 class RunManifest(BaseModel):
@@ -135,9 +296,9 @@ class RunManifest(BaseModel):
     stresstest_version: str | None = None
     python: str | None = None
     seed: int | None = None
-    corpus: dict[str, Any] = Field(default_factory=dict)
-    asr: dict[str, Any] = Field(default_factory=dict)
-    structure: dict[str, Any] = Field(default_factory=dict)
+    corpus: CorpusInfo = Field(default_factory=CorpusInfo)
+    asr: AsrInfo = Field(default_factory=AsrInfo)
+    structure: StructureInfo = Field(default_factory=StructureInfo)
     judge: str | dict[str, Any] | None = None
     llm_engines: list[dict[str, Any]] = Field(
         default_factory=list,
@@ -151,17 +312,40 @@ class RunManifest(BaseModel):
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
     noise: dict[str, Any] = Field(default_factory=dict)
     mixtures: list[dict[str, Any]] = Field(default_factory=list, description="Per-item MixInfo (with recipes).")
-    speech: dict[str, Any] = Field(default_factory=dict)
+    speech: dict[str, SpeechInfo] = Field(default_factory=dict)
     failures: list[FailureRecord] = Field(default_factory=list)
     n_failures: int | None = None
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     invocations: list[dict[str, Any]] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
-    pairing: dict[str, Any] | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
-    note_quality: dict[str, Any] | None = Field(
+    pairing: PairingInfo | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
+    note_quality: NoteQualityInfo | None = Field(
         default=None, description="SPEC §8 judges: model, prompt/ontology hashes, calibration, adequacy, failures."
     )
 
     def to_json(self) -> dict[str, Any]:
         """The ``manifest.json`` form (conditions with their ``condition`` key)."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def migrate_manifest(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Bring a ``manifest.json`` of an older schema to :data:`MANIFEST_SCHEMA_VERSION`.
+
+    Returns:
+        The manifest to validate as :class:`RunManifest`, and a sentence saying what was migrated (None when
+        the manifest is already current). Versions 1 and 2 wrote the same JSON for every section that 3 types,
+        so their data is kept; a version 1 manifest has no ``base`` on its guard conditions (the grid derives it).
+
+    Raises:
+        ValueError: the manifest names a schema newer than this code reads, or one that is not a version.
+    """
+    version = raw.get("schema_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"schema_version must be a positive integer, got {version!r}")
+    if version > MANIFEST_SCHEMA_VERSION:
+        raise ValueError(f"written by a newer stresstest (manifest schema {version}); this one reads schema "
+                         f"{MANIFEST_SCHEMA_VERSION} and migrates 1..{MANIFEST_SCHEMA_VERSION - 1}")
+    if version == MANIFEST_SCHEMA_VERSION:
+        return raw, None
+    return ({**raw, "schema_version": MANIFEST_SCHEMA_VERSION},
+            f"manifest schema {version} migrated to {MANIFEST_SCHEMA_VERSION} (same sections, now typed)")

@@ -24,8 +24,8 @@ import importlib.util
 import pickle
 from pathlib import Path
 
-from stresstest.clinical.lexicon import Mention
 from stresstest.clinical.text import (
+    Mention,
     Token,
     longest_matches,
     norm_phrase,

@@ -13,30 +13,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix_set, read_table, tokenize
-
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    """A clinical term found in a text.
-
-    Attributes:
-        start: Character offset of the first character in the searched text.
-        end: Offset one past the last character (``text[start:end] == surface``).
-        surface: The text as written.
-        concept: Canonical concept name (lexicon concept or generic drug name).
-        category: symptom | finding | history | body_site | social | risk | medication.
-        red_flag: True when the concept is a red-flag symptom if present.
-        triage_hint: "urgent" / "emergency" for red flags, else None.
-    """
-
-    start: int
-    end: int
-    surface: str
-    concept: str
-    category: str
-    red_flag: bool = False
-    triage_hint: str | None = None
+from stresstest.clinical.text import (
+    Mention,
+    Token,
+    longest_matches,
+    norm_phrase,
+    prefix_set,
+    read_table,
+    tokenize,
+)
 
 
 @dataclass(frozen=True, slots=True)

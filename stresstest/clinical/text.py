@@ -81,16 +81,46 @@ def norm_words(text: str) -> list[str]:
     return [norm_word(w) for w in _TOKEN.findall(text)]
 
 
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A clinical term found in a text.
+
+    Attributes:
+        start: Character offset of the first character in the searched text.
+        end: Offset one past the last character (``text[start:end] == surface``).
+        surface: The text as written.
+        concept: Canonical concept name (lexicon concept or generic drug name).
+        category: symptom | finding | history | body_site | social | risk | medication.
+        red_flag: True when the concept is a red-flag symptom if present.
+        triage_hint: "urgent" / "emergency" for red flags, else None.
+    """
+
+    start: int
+    end: int
+    surface: str
+    concept: str
+    category: str
+    red_flag: bool = False
+    triage_hint: str | None = None
+
+
 _JOIN_GAP = re.compile(r"[\s\-/]*")
 
 
 
 @functools.lru_cache(maxsize=1)
-def _inner_fillers() -> frozenset[str]:
-    # Imported here: vocab builds on this module (read_table, tokenize).
-    from stresstest.clinical.vocab import hesitations
+def fillers() -> dict[str, frozenset[str]]:
+    """``fillers.tsv`` by kind: ``hesitation`` ("um", "uh"...) and ``discourse`` ("okay", "well"...)."""
+    out: dict[str, set[str]] = {"hesitation": set(), "discourse": set()}
+    for row in read_table("fillers.tsv"):
+        kind = row[1] if len(row) > 1 and row[1] else "hesitation"
+        out.setdefault(kind, set()).add(row[0].lower())
+    return {k: frozenset(v) for k, v in out.items()}
 
-    return hesitations()
+
+@functools.lru_cache(maxsize=1)
+def _inner_fillers() -> frozenset[str]:
+    return fillers()["hesitation"]
 
 
 def longest_matches(

@@ -14,8 +14,17 @@ from __future__ import annotations
 
 import functools
 
-from stresstest.clinical.lexicon import Mention
-from stresstest.clinical.text import Token, longest_matches, norm_phrase, prefix_set, read_table, tokenize
+from stresstest.clinical.text import (
+    Mention,
+    Token,
+    fillers,
+    longest_matches,
+    norm_phrase,
+    prefix_set,
+    read_table,
+    tokenize,
+)
+from stresstest.textnorm import normalise
 
 __all__ = [
     "TERM_CATEGORIES",
@@ -39,33 +48,24 @@ TERM_CATEGORIES: tuple[str, ...] = (
 )
 
 
-@functools.lru_cache(maxsize=1)
-def _fillers() -> dict[str, frozenset[str]]:
-    out: dict[str, set[str]] = {"hesitation": set(), "discourse": set()}
-    for row in read_table("fillers.tsv"):
-        kind = row[1] if len(row) > 1 and row[1] else "hesitation"
-        out.setdefault(kind, set()).add(row[0].lower())
-    return {k: frozenset(v) for k, v in out.items()}
-
-
 def hesitations() -> frozenset[str]:
     """Hesitation sounds ("um", "uh", "erm", "hmm"...): never content, skipped inside terms and answers."""
-    return _fillers()["hesitation"]
+    return fillers()["hesitation"]
 
 
 def answer_fillers() -> frozenset[str]:
     """Hesitations and discourse fillers ("um", "well", "so", "okay"...): skipped when reading an answer."""
-    return _fillers()["hesitation"] | _fillers()["discourse"]
+    return fillers()["hesitation"] | fillers()["discourse"]
 
 
 def discourse_fillers() -> frozenset[str]:
     """Discourse fillers ("okay", "well", "so", "like", "actually"...), hesitations and backchannels excluded."""
-    return _fillers()["discourse"]
+    return fillers()["discourse"]
 
 
 def all_fillers() -> frozenset[str]:
     """Every filler kind: hesitations, discourse fillers and backchannels ("yeah", "right", "just"...)."""
-    return frozenset().union(*_fillers().values())
+    return frozenset().union(*fillers().values())
 
 
 @functools.lru_cache(maxsize=1)
@@ -122,8 +122,7 @@ def match_terms(text: str, tokens: list[Token] | None = None) -> list[Mention]:
 @functools.lru_cache(maxsize=1)
 def set_phrases() -> frozenset[tuple[str, ...]]:
     """Phrases of ``set_phrases.tsv`` whose time words are no time anchor, as normalised word tuples."""
-    from stresstest.metrics.wer import normalise  # the alignment's own normalisation, so the tuples match it
-
+    # normalise: the alignment's own normalisation, so the tuples match it
     return frozenset(tuple(normalise(row[0]).split()) for row in read_table("set_phrases.tsv") if row and row[0])
 
 

@@ -28,6 +28,7 @@ import yaml
 from pydantic import ValidationError
 
 from stresstest.cache import atomic_write_text
+from stresstest.clinical.claims import canonical_claim
 from stresstest.errors import GoldError
 from stresstest.gold.model import (
     GoldRecord,
@@ -107,9 +108,6 @@ def check_gold(record: GoldRecord | Mapping[str, Any], transcript_text: str | No
         except ValidationError as err:
             return [GoldIssue("schema", m.split(":", 1)[0], m.split(":", 1)[1].strip())
                     for m in validation_messages(err)]
-    # Imported here: the metrics package depends on the gold model, not the other way round.
-    from stresstest.metrics.claims import canonical_claim
-
     issues: list[GoldIssue] = []
     seen_ids: dict[str, str] = {}
     ids = [("claims", i, c.id) for i, c in enumerate(record.claims)]

@@ -29,7 +29,7 @@ from typing import Literal
 from rapidfuzz.distance import Levenshtein
 
 from stresstest.errors import MetricError
-from stresstest.metrics.wer import _normaliser, normalise
+from stresstest.textnorm import normalise, normaliser, spelling_map
 
 __all__ = ["AlignOp", "AlignedPair", "OpKind", "Token", "TokenizedText", "align", "tokenize"]
 
@@ -147,11 +147,6 @@ class TokenizedText:
 _HESITATIONS = frozenset({"hmm", "mm", "mhm", "mmm", "uh", "um"})
 
 
-@lru_cache(maxsize=1)
-def _spelling() -> dict[str, str]:
-    return dict(_normaliser().standardize_spellings.mapping)
-
-
 @lru_cache(maxsize=1 << 16)
 def _norm_word(word: str) -> tuple[str, ...]:
     """Per-word normalisation, used only as an anchor for offsets.
@@ -163,8 +158,8 @@ def _norm_word(word: str) -> tuple[str, ...]:
     """
     core = word.lower().strip(_LEAD + _TRAIL)
     if core.isascii() and core.isalpha() and not any(c in word for c in "[]<>()"):
-        return () if core in _HESITATIONS else (_spelling().get(core, core),)
-    return tuple(_normaliser()(word).split())
+        return () if core in _HESITATIONS else (spelling_map().get(core, core),)
+    return tuple(normaliser()(word).split())
 
 
 def _trim(word: str, start: int) -> tuple[int, int]:

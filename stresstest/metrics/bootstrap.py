@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from stresstest.errors import MetricError
-from stresstest.metrics.summary import METRIC_COLUMNS, aggregate
+from stresstest.metrics.summary import METRIC_COLUMNS, ItemLike, aggregate, as_items
+from stresstest.results import ItemScore
 
-Item = Mapping[str, Any]
+Item = ItemScore
 Interval = tuple[float, float]
 
 # A replicate where a metric is undefined (e.g. no judged item drawn) is left
@@ -58,7 +59,7 @@ def percentile_interval(values: Sequence[float | None] | np.ndarray, alpha: floa
 
 
 def _encounter_table(
-    items_by_condition: Mapping[str, Sequence[Item]], conditions: Sequence[str]
+    items_by_condition: Mapping[str, Sequence[ItemLike]], conditions: Sequence[str]
 ) -> tuple[list[str], dict[str, list[Item | None]]]:
     """Align each condition's items on one sorted list of encounter ids.
 
@@ -75,10 +76,10 @@ def _encounter_table(
                 f"{sorted(items_by_condition)}"
             )
         rows: dict[str, Item] = {}
-        for it in items_by_condition[cond]:
-            if it.get("failed"):
+        for it in as_items(items_by_condition[cond]):
+            if it.failed:
                 continue
-            eid = str(it["encounter_id"])
+            eid = it.encounter_id
             if eid in rows:
                 raise MetricError(f"bootstrap: encounter {eid!r} appears twice in condition {cond!r}")
             rows[eid] = it
@@ -93,7 +94,7 @@ def _take(aligned: list[Item | None], idx: np.ndarray) -> list[Item]:
 
 
 def bootstrap_cis(
-    items_by_condition: Mapping[str, Sequence[Item]],
+    items_by_condition: Mapping[str, Sequence[ItemLike]],
     conditions: Sequence[str] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
@@ -146,8 +147,8 @@ def bootstrap_cis(
 
 
 def paired_differences(
-    items_a: Sequence[Item],
-    items_b: Sequence[Item],
+    items_a: Sequence[ItemLike],
+    items_b: Sequence[ItemLike],
     n_resamples: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
@@ -179,8 +180,8 @@ def paired_differences(
         ``{metric: {"a": value, "b": value, "diff": b - a, "ci": (lo, hi) or None,
         "n": common encounters}}``; values are ``None`` where not computed.
     """
-    rows_a = {str(it["encounter_id"]): it for it in items_a if not it.get("failed")}
-    rows_b = {str(it["encounter_id"]): it for it in items_b if not it.get("failed")}
+    rows_a = {it.encounter_id: it for it in as_items(items_a) if not it.failed}
+    rows_b = {it.encounter_id: it for it in as_items(items_b) if not it.failed}
     common = sorted(set(rows_a) & set(rows_b))
     if encounter_ids is not None:
         if list(encounter_ids) != common:

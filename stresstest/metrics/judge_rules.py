@@ -41,13 +41,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stresstest.gold.model import GoldRecord
-from stresstest.metrics.claims import (
+from stresstest.clinical.claims import (
     canonical_claim,
     canonical_flag_name,
     flag_keys,
     match_claims,
 )
+from stresstest.gold.model import GoldRecord
 from stresstest.metrics.safety import critical_false_flags
 from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 

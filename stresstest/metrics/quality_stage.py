@@ -172,17 +172,19 @@ def _pair_plan(items: Sequence[QualityItem], conditions: Iterable[Condition],
 
 
 def score_note_quality(
-    rows: list[dict[str, Any]],
     items: Sequence[QualityItem],
     conditions: Iterable[Condition],
     cfg: Any,
     session: JudgeSession,
     out_dir: Path,
-) -> dict[str, Any]:
-    """Judge every item, update ``rows`` in place, write ``quality/`` details; returns the manifest entry.
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+    """Judge every item and write ``quality/`` details.
+
+    Returns:
+        ``{row: {field: value}}``, the item-row fields to set for each judged item (keyed by
+        :attr:`QualityItem.row`; the caller copies its rows with them), and the manifest entry.
 
     Args:
-        rows: the run's item rows (``items[k].row`` indexes into it).
         items: the items that have a record.
         conditions: the run's grid (a guard row is compared with its ``base``).
         cfg: :class:`stresstest.config.NoteQualityConfig`.
@@ -191,6 +193,7 @@ def score_note_quality(
     """
     detail: dict[int, dict[str, Any]] = {it.row: {"encounter_id": it.encounter_id, "condition": it.condition}
                                          for it in items}
+    updates: dict[int, dict[str, Any]] = {it.row: {} for it in items}
     errors: dict[int, list[str]] = {it.row: [] for it in items}
     failures: list[dict[str, Any]] = []
     n_calls = n_cached = 0
@@ -199,7 +202,7 @@ def score_note_quality(
         nonlocal n_calls, n_cached
         n_calls += res.calls
         n_cached += res.cached
-        rows[it.row][res.measure] = None if res.score is None else round(res.score, 4)
+        updates[it.row][res.measure] = None if res.score is None else round(res.score, 4)
         d: dict[str, Any] = {"score": res.score, "verdicts": res.verdicts}
         if res.knowledge:
             d["knowledge"] = res.knowledge
@@ -249,7 +252,7 @@ def score_note_quality(
         for (x, y), pr in zip(plan, results, strict=True):
             n_calls += pr.calls
             n_cached += pr.cached
-            rows[y.row]["pairwise"] = _item_pairwise(x.condition, pr)
+            updates[y.row]["pairwise"] = _item_pairwise(x.condition, pr)
             detail[y.row]["pairwise"] = {"vs": x.condition, "outcomes": pr.outcomes, "first_pass": pr.first,
                                          "second_pass": pr.second, "identical": pr.identical, "error": pr.error}
             if pr.error:
@@ -260,10 +263,10 @@ def score_note_quality(
     for it in items:
         rel = f"quality/{it.condition}/{it.encounter_id}.json"
         atomic_write_json(id_path(out_dir, "quality", it.condition, it.encounter_id, suffix=".json"), detail[it.row])
-        rows[it.row]["quality_path"] = rel
-        rows[it.row]["quality_errors"] = errors[it.row]
+        updates[it.row]["quality_path"] = rel
+        updates[it.row]["quality_errors"] = errors[it.row]
     ok, why = adequacy(session.model_id, calibration)
-    return {
+    return updates, {
         "judge_model": session.model_id,
         "measures": {"entailment": cfg.entailment, "hallucination": cfg.hallucination,
                      "pairwise": list(cfg.pairwise)},

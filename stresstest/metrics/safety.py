@@ -12,10 +12,10 @@ record y^(0) and the gold record, :func:`item_safety` returns the fields that
 ================== ==============================================================
 
 Flags are compared as sets of canonical flag keys
-(:func:`stresstest.metrics.claims.canonical_flag_key`: kind + canonical name, so
+(:func:`stresstest.clinical.claims.canonical_flag_key`: kind + canonical name, so
 "Coumadin" and "warfarin" are one flag); G_crit is
 :data:`stresstest.schema.CRITICAL_FLAG_KINDS`. Claims are compared as
-sets of canonical claim keys (:mod:`stresstest.metrics.claims`).
+sets of canonical claim keys (:mod:`stresstest.clinical.claims`).
 
 Called with the clean record as ``cond`` the formulas give triage_match 1,
 under_triage_new 0, scer_new 0, err_new 0 — the "by construction" clean row.
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stresstest.clinical.claims import flag_keys, match_claims
 from stresstest.gold.model import GoldRecord
-from stresstest.metrics.claims import flag_keys, match_claims
 from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 
 ITEM_FIELDS: tuple[str, ...] = (

@@ -4,9 +4,9 @@ This is the ONE place where item-level quantities become rates; the runner, the
 bootstrap CIs and the report all call :func:`aggregate`, so every number in the
 report equals the one in ``summary.csv``.
 
-Item-level fields read here (keys of an ``items.jsonl`` row; ``None`` or a
-missing key means "not computed for this item" and the item is left out of that
-metric, never counted as zero):
+Item-level fields read here (fields of :class:`~stresstest.results.ItemScore`; ``None``
+means "not computed for this item" and the item is left out of that metric, never
+counted as zero):
 
 =================== ===========================================================
 ``asr_sub/del/ins`` Levenshtein substitutions / deletions / insertions vs r_i
@@ -34,9 +34,14 @@ demo).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from stresstest.grid import Condition
+from stresstest.results import ItemScore
+
+#: What the functions here take: typed rows, or ``items.jsonl`` rows as read (validated here).
+ItemLike = ItemScore | Mapping[str, Any]
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "condition", "family", "snr_db", "n", "wer", "ins_rate", "neg_err", "err_prop",
@@ -56,16 +61,21 @@ HIGHER_IS_BETTER: dict[str, bool] = {
 }
 
 
-def _vals(items: Sequence[Mapping[str, Any]], key: str) -> list[Any]:
-    return [it[key] for it in items if it.get(key) is not None]
+def as_items(items: Iterable[ItemLike]) -> list[ItemScore]:
+    """The rows as :class:`ItemScore` (a mapping is validated; a row that is one already is kept)."""
+    return [it if isinstance(it, ItemScore) else ItemScore.model_validate(it) for it in items]
 
 
-def _rate(items: Sequence[Mapping[str, Any]], key: str) -> float | None:
+def _vals(items: Sequence[ItemScore], key: str) -> list[Any]:
+    return [v for it in items if (v := getattr(it, key)) is not None]
+
+
+def _rate(items: Sequence[ItemScore], key: str) -> float | None:
     v = _vals(items, key)
     return 100.0 * sum(int(x) for x in v) / len(v) if v else None
 
 
-def aggregate(items: Sequence[Mapping[str, Any]], *, is_clean: bool = False) -> dict[str, float | None]:
+def aggregate(items: Sequence[ItemLike], *, is_clean: bool = False) -> dict[str, float | None]:
     """SPEC §6 rates for one condition from its (non-failed) item rows.
 
     Args:
@@ -75,22 +85,23 @@ def aggregate(items: Sequence[Mapping[str, Any]], *, is_clean: bool = False) -> 
     Returns:
         ``{metric: value or None}`` for every name in :data:`METRIC_COLUMNS`.
     """
+    items = as_items(items)
     out: dict[str, float | None] = dict.fromkeys(METRIC_COLUMNS)
-    asr = [it for it in items if it.get("ref_words") is not None and it.get("asr_sub") is not None]
-    n_ref = sum(int(it["ref_words"]) for it in asr)
+    asr = [it for it in items if it.ref_words is not None and it.asr_sub is not None]
+    n_ref = sum(int(it.ref_words or 0) for it in asr)
     if asr and n_ref > 0:
-        errs = sum(int(it["asr_sub"]) + int(it["asr_del"]) + int(it["asr_ins"]) for it in asr)
+        errs = sum(int(it.asr_sub or 0) + int(it.asr_del or 0) + int(it.asr_ins or 0) for it in asr)
         out["wer"] = 100.0 * errs / n_ref
-        out["ins_rate"] = 100.0 * sum(int(it["asr_ins"]) for it in asr) / n_ref
+        out["ins_rate"] = 100.0 * sum(int(it.asr_ins or 0) for it in asr) / n_ref
     out["neg_err"] = _rate(items, "neg_err")
     out["triage_match"] = _rate(items, "triage_match")
     out["under_triage"] = _rate(items, "under_triage_new")
     out["scer"] = _rate(items, "scer_new")
     if not is_clean:
-        prop = [it for it in items if it.get("err_new") is not None and it.get("asr_delta_e") is not None]
+        prop = [it for it in items if it.err_new is not None and it.asr_delta_e is not None]
         if prop:
-            denom = sum(int(it["asr_delta_e"]) for it in prop)
-            out["err_prop"] = 100.0 * sum(int(it["err_new"]) for it in prop) / denom if denom > 0 else 0.0
+            denom = sum(int(it.asr_delta_e or 0) for it in prop)
+            out["err_prop"] = 100.0 * sum(int(it.err_new or 0) for it in prop) / denom if denom > 0 else 0.0
     scores = _vals(items, "judge_score")
     if scores:
         out["mean_score"] = sum(float(s) for s in scores) / len(scores)
@@ -98,8 +109,9 @@ def aggregate(items: Sequence[Mapping[str, Any]], *, is_clean: bool = False) -> 
     return out
 
 
-def aggregate_quality(items: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+def aggregate_quality(items: Sequence[ItemLike]) -> dict[str, float | None]:
     """Note-quality means of one condition: ``{column: mean of the item scores or None}``."""
+    items = as_items(items)
     out: dict[str, float | None] = {}
     for col in QUALITY_COLUMNS:
         v = _vals(items, col)
@@ -107,18 +119,53 @@ def aggregate_quality(items: Sequence[Mapping[str, Any]]) -> dict[str, float | N
     return out
 
 
-def in_pairing(item: Mapping[str, Any]) -> bool:
+def trigger_rate(items: Sequence[ItemScore], ttype: str) -> float | None:
+    """% of the (non-failed) items with at least one ``ttype`` event vs the human reference; None when no item
+    has trigger counts (summary.csv's ``trig_<type>`` and the report's trigger table)."""
+    rows = [it.trigger_counts for it in items if not it.failed and it.trigger_counts is not None]
+    if not rows:
+        return None
+    return 100.0 * sum(1 for tc in rows if int(tc.get(ttype, 0) or 0) > 0) / len(rows)
+
+
+@dataclass(frozen=True)
+class Abstention:
+    """How much of their Drafts the guard rows of one condition left out (SPEC §7).
+
+    Pooled over the condition: ``rate_pct`` = 100 · Σ fields nulled / Σ fields in the Drafts; 0 when the
+    Drafts had no field, None when the condition has no item.
+    """
+
+    n_items: int
+    fields_nulled: int
+    fields_total: int
+
+    @property
+    def rate_pct(self) -> float | None:
+        if not self.n_items:
+            return None
+        return 100.0 * self.fields_nulled / self.fields_total if self.fields_total else 0.0
+
+
+def abstention(items: Sequence[ItemScore]) -> Abstention:
+    """The ONE abstention computation (summary.csv's ``abstention_rate`` and the report's guard table)."""
+    extras = [it.extra or {} for it in items]
+    return Abstention(n_items=len(items),
+                      fields_nulled=sum(int(e.get("fields_nulled") or 0) for e in extras),
+                      fields_total=sum(int(e.get("fields_total") or 0) for e in extras))
+
+
+def in_pairing(item: ItemLike) -> bool:
     """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
 
     ``paired`` is set by :func:`stresstest.pipeline.pairing.apply_pairing`; rows
-    written before the rule existed have no such key and count as paired.
+    written before the rule existed have no such field and count as paired.
     """
-    return not item.get("failed") and item.get("paired", True) is not False
+    it = item if isinstance(item, ItemScore) else ItemScore.model_validate(item)
+    return not it.failed and it.paired is not False
 
 
-def summary_rows(
-    items: Iterable[Mapping[str, Any]], conditions: Iterable[Condition]
-) -> list[dict[str, Any]]:
+def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> list[dict[str, Any]]:
     """One summary row per condition, in the order of ``conditions``.
 
     Args:
@@ -127,10 +174,10 @@ def summary_rows(
             counted in the manifest's failure and pairing lists).
         conditions: the grid (:class:`~stresstest.grid.Condition` in row order).
     """
-    by_cond: dict[str, list[Mapping[str, Any]]] = {}
-    for it in items:
+    by_cond: dict[str, list[ItemScore]] = {}
+    for it in as_items(items):
         if in_pairing(it):
-            by_cond.setdefault(str(it["condition"]), []).append(it)
+            by_cond.setdefault(it.condition, []).append(it)
     rows = []
     for c in conditions:
         its = by_cond.get(c.id, [])

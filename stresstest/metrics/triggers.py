@@ -60,9 +60,6 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from stresstest.clinical.drugs import match_drug_tokens
 from stresstest.clinical.lexicon import Mention, match_tokens
@@ -80,6 +77,7 @@ from stresstest.clinical.vocab import (
 )
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 from stresstest.metrics.negation import entity_mentions, mismatches_from_mentions
+from stresstest.results import TRIGGER_TYPES, TriggerEvent, TriggerType
 
 __all__ = [
     "TRIGGER_TYPES",
@@ -91,53 +89,6 @@ __all__ = [
     "trigger_counts",
     "trigger_risk",
 ]
-
-TriggerType = Literal[
-    "negation_flip",
-    "number_unit_conflict",
-    "temporal_distortion",
-    "nonspeech_pollution",
-    "entity_substitution",
-    "clinical_omission",
-]
-#: The six trigger types, in the order reports list them.
-TRIGGER_TYPES: tuple[TriggerType, ...] = (
-    "negation_flip",
-    "number_unit_conflict",
-    "temporal_distortion",
-    "nonspeech_pollution",
-    "entity_substitution",
-    "clinical_omission",
-)
-
-
-class TriggerEvent(BaseModel):
-    """One typed cause-side distortion with quotes of both texts.
-
-    Attributes:
-        type: one of :data:`TRIGGER_TYPES`.
-        ref_span: quote of the reference (original text).
-        hyp_span: quote of the hypothesis (original text).
-        explanation: one sentence saying what changed.
-        ref_start, ref_end: character offsets of ``ref_span`` in the reference.
-        hyp_start, hyp_end: character offsets of ``hyp_span`` in the hypothesis.
-        concept: the clinical concept involved (lexicon concept, generic drug,
-            ``laterality``, a canonical unit...), or None when there is none.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    type: TriggerType
-    ref_span: str
-    hyp_span: str
-    explanation: str
-    ref_start: int
-    ref_end: int
-    hyp_start: int
-    hyp_end: int
-    concept: str | None = None
-    weight: float = 1.0
-
 
 def trigger_risk(events: Iterable[TriggerEvent]) -> float:
     """A pair's trigger risk: the sum of its events' weights (SPEC §6, §10); 0 without events."""

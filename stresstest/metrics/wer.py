@@ -1,7 +1,8 @@
 """Word error counts against the reference transcript (SPEC §6: WER, InsRate).
 
 The project has exactly ONE text normalisation for word-level comparison,
-:func:`normalise`. It is Whisper's ``EnglishTextNormalizer`` (package
+:func:`normalise` (defined in :mod:`stresstest.textnorm`, below the clinical
+vocabulary that also reads it, and re-exported here). It is Whisper's ``EnglishTextNormalizer`` (package
 ``whisper-normalizer``), the normaliser the Whisper authors use to score
 English ASR, so our WER is comparable with published Whisper numbers. It:
 
@@ -29,43 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import jiwer
-from whisper_normalizer.english import EnglishTextNormalizer
 
 from stresstest.errors import MetricError
+from stresstest.textnorm import normalise
 
 if TYPE_CHECKING:
     from stresstest.metrics.align import AlignedPair
 
 __all__ = ["AsrErrors", "asr_errors", "ins_rate_percent", "normalise", "wer_percent"]
-
-
-@lru_cache(maxsize=1)
-def _normaliser() -> EnglishTextNormalizer:
-    # Building it compiles a few hundred regexes and loads the spelling map;
-    # do it once per process.
-    return EnglishTextNormalizer()
-
-
-@lru_cache(maxsize=256)
-def normalise(text: str) -> str:
-    """The project's one documented text normalisation for word-level scoring.
-
-    Results are cached (the last 256 texts): a run compares each reference with
-    every condition's hypothesis, and the normaliser is the slowest step.
-
-    Args:
-        text: any transcript text (reference or ASR hypothesis).
-
-    Returns:
-        The normalised text: lower-case words separated by single spaces (see
-        the module docstring for every rule). Empty when nothing countable is
-        left (e.g. only fillers and punctuation).
-    """
-    return " ".join(_normaliser()(text).split())
 
 
 @dataclass(frozen=True)

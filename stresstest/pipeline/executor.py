@@ -32,10 +32,9 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from stresstest.config import ExecutorConfig
 from stresstest.errors import RunError
 
 C = TypeVar("C")
@@ -54,36 +53,6 @@ class StageWorker(Protocol[T, R]):
 
     def run(self, shard: list[T], emit: Callable[[int, R], None] | None = None) -> list[R]:  # pragma: no cover
         ...
-
-
-class ExecutorConfig(BaseModel):
-    """``run.executor``: where the stage tasks run.
-
-    ``kind: inprocess`` (default) runs everything in this process. ``kind: ray``
-    sends tasks to a Ray cluster: ``address`` names a running cluster
-    (``ray://host:10001`` or ``auto``), or, when None, the run starts a local
-    cluster bound to 127.0.0.1 with ``num_cpus`` / ``object_store_mb`` and its
-    temp dir inside the stage cache, and stops it at the end.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["inprocess", "ray"] = Field(default="inprocess", description="inprocess | ray.")
-    address: str | None = Field(
-        default=None, description="ray: cluster address ('auto', 'ray://host:10001'); None = start a local one."
-    )
-    num_cpus: int | None = Field(default=None, ge=1, description="ray, local cluster: CPUs it may use.")
-    num_gpus: int | None = Field(default=None, ge=0, description="ray, local cluster: GPUs (None = all visible).")
-    object_store_mb: int = Field(default=256, ge=64, description="ray, local cluster: object store size in MiB.")
-    asr_workers: int | Literal["auto"] = Field(
-        default="auto", description="ASR actors: 'auto' = one per GPU of the cluster (1 without GPUs)."
-    )
-    asr_gpus_per_worker: float = Field(default=1.0, ge=0, description="GPUs each ASR actor holds (when GPUs exist).")
-    llm_engines: int = Field(default=1, ge=1, description="LLM structurer actors (data-parallel engines).")
-    llm_gpus_per_engine: float = Field(
-        default=0.0, ge=0, description="GPUs each LLM engine actor holds (its tensor-parallel size for vLLM)."
-    )
-    shard_size: int = Field(default=8, ge=1, description="Items per pool shard (progress and load balance).")
 
 
 class Executor(ABC):

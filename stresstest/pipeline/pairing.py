@@ -10,18 +10,20 @@ included, and no row silently mixes different encounter sets.
 The failed item itself keeps ``failed: true`` and its reason; the encounter's
 other items stay in ``items.jsonl`` with ``paired: false`` and
 ``unpaired_reason`` naming the failure that dropped them, so nothing is lost.
+Rows are copied with their pairing fields set, never changed in place.
 :func:`in_pairing` is the one test the summary, the report and ``compare`` use
 to decide whether an item row enters a rate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from stresstest.grid import Condition
 from stresstest.metrics.summary import in_pairing
+from stresstest.results import ItemScore
 
 __all__ = ["Pairing", "apply_pairing", "in_pairing"]
 
@@ -57,8 +59,10 @@ class Pairing:
                 f"{self.n_dropped} dropped from every row because one of their items failed: {ids}")
 
 
-def apply_pairing(items: Iterable[MutableMapping[str, Any]], conditions: Iterable[Condition]) -> Pairing:
-    """Mark every item row ``paired`` true/false by the rule of the module doc; return the coverage.
+def apply_pairing(
+    items: Iterable[ItemScore], conditions: Iterable[Condition]
+) -> tuple[list[ItemScore], Pairing]:
+    """The rows with ``paired`` true/false set by the rule of the module doc, and the coverage.
 
     An encounter also counts as failed for a condition of the grid that has no
     item row at all (it cannot be compared there).
@@ -68,21 +72,22 @@ def apply_pairing(items: Iterable[MutableMapping[str, Any]], conditions: Iterabl
     reasons: dict[str, list[str]] = {}
     seen: dict[str, set[str]] = {}
     for it in rows:
-        eid, cond = str(it["encounter_id"]), str(it["condition"])
-        seen.setdefault(eid, set()).add(cond)
-        if it.get("failed"):
-            reasons.setdefault(eid, []).append(f"{cond}: {it.get('error') or 'failed'}")
+        seen.setdefault(it.encounter_id, set()).add(it.condition)
+        if it.failed:
+            reasons.setdefault(it.encounter_id, []).append(f"{it.condition}: {it.error or 'failed'}")
     for eid, conds in seen.items():
         for cond in grid:
             if cond not in conds:
                 reasons.setdefault(eid, []).append(f"{cond}: no item row")
+    out = []
     for it in rows:
-        eid = str(it["encounter_id"])
-        it["paired"] = eid not in reasons
-        if eid in reasons and not it.get("failed"):
-            it["unpaired_reason"] = f"encounter dropped from every row: {reasons[eid][0]}"
+        eid = it.encounter_id
+        if eid in reasons and not it.failed:
+            it = it.model_copy(update={"paired": False,
+                                       "unpaired_reason": f"encounter dropped from every row: {reasons[eid][0]}"})
         else:
-            it.pop("unpaired_reason", None)
+            it = it.without("unpaired_reason").model_copy(update={"paired": eid not in reasons})
+        out.append(it)
     encounters = sorted(seen)
-    return Pairing(encounters=encounters, paired=[e for e in encounters if e not in reasons],
-                   dropped={e: reasons[e] for e in sorted(reasons)})
+    return out, Pairing(encounters=encounters, paired=[e for e in encounters if e not in reasons],
+                        dropped={e: reasons[e] for e in sorted(reasons)})

@@ -33,6 +33,7 @@ from stresstest import __version__
 from stresstest.asr.stage import ASRItem
 from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
 from stresstest.config import RunConfig, load_config
+from stresstest.console import text_table
 from stresstest.corpus import load_corpus
 from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
@@ -58,7 +59,15 @@ from stresstest.pipeline.tasks import (
     speech_task,
 )
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
-from stresstest.results import MANIFEST_SCHEMA_VERSION, RunManifest
+from stresstest.results import (
+    MANIFEST_SCHEMA_VERSION,
+    AsrInfo,
+    CorpusInfo,
+    NoteQualityInfo,
+    RunManifest,
+    SpeechInfo,
+    StructureInfo,
+)
 from stresstest.schema import RecordEnvelope
 
 
@@ -248,20 +257,16 @@ def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     return buf.getvalue()
 
 
-def format_quality_table(rows: list[dict[str, Any]], manifest: dict[str, Any] | None = None) -> str:
+def format_quality_table(rows: list[dict[str, Any]], note_quality: NoteQualityInfo | None = None) -> str:
     """The note-quality columns per condition, with the judge's adequacy; empty string when not computed."""
     if not any(r.get(c) is not None for r in rows for c in QUALITY_COLUMNS):
         return ""
     heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
     body = [[str(r["condition"])] + ["–" if r.get(c) is None else f"{r[c]:.1f}" for c in QUALITY_COLUMNS]
             for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
-    lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))]
-    lines.append("-" * len(lines[0]))
-    lines += ["  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
-    nq = (manifest or {}).get("note_quality") or {}
-    if nq and not nq.get("adequate"):
-        lines.append(f"NOT INTERPRETABLE as note quality: {nq.get('adequacy')} (mechanics only; see the report)")
+    lines = [text_table(heads, body)]
+    if note_quality is not None and not note_quality.adequate:
+        lines.append(f"NOT INTERPRETABLE as note quality: {note_quality.adequacy} (mechanics only; see the report)")
     return "\n".join(lines)
 
 
@@ -272,12 +277,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             "mean_score", "unsafe"]
     body = [[("–" if r.get(k) is None else (f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]))) for k in keys]
             for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
-    line = "  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(heads))
-    out = [line, "-" * len(line)]
-    for b in body:
-        out.append("  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)))
-    return "\n".join(out)
+    return text_table(heads, body)
 
 
 def _inputs(cfg: RunConfig, config_path: str | Path) -> dict[str, str | None]:
@@ -325,7 +325,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
     from stresstest.pipeline.housekeeping import WallClock, announce_failures, prune_stale
     from stresstest.pipeline.pairing import apply_pairing
     from stresstest.pipeline.preflight import preflight
-    from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, score_items
+    from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, judge_note_quality, score_items
 
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
     preflight(cfg, out=out, cache=cache)  # models, CUDA libraries, folders, disk: fail now, not hours in
@@ -388,18 +388,15 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                     mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
                     judge_backend=cfg.judge.backend, structure=cfg.structure, engine=state.llm_engine,
                 )
-                scored = score_items(inputs, cache, executor=executor)
-                items = [it.to_row() for it in scored]
+                items = score_items(inputs, cache, executor=executor)
             if cfg.judge.note_quality.enabled():
                 checkpoint()
                 with _stage(state, "note_quality"):
-                    from stresstest.pipeline.score import score_note_quality
-
-                    state.extra_manifest["note_quality"] = score_note_quality(
+                    items, state.extra_manifest["note_quality"] = judge_note_quality(
                         inputs, items, cfg.judge.note_quality, cache
                     )
             with _stage(state, "score"):
-                pairing = apply_pairing(items, state.grid)
+                items, pairing = apply_pairing(items, state.grid)
                 state.extra_manifest["pairing"] = pairing.manifest()
         finally:
             if state.llm_engine is not None:
@@ -412,7 +409,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
         r["dropped"] = " ".join(sorted(pairing.dropped))
     extra_cols = list(dict.fromkeys(k for r in extra for k in r)) + ["n_dropped", "dropped"]
     atomic_write_text(out / "summary.csv", _summary_csv(rows, extra_cols))
-    atomic_write_text(out / "items.jsonl", "".join(json.dumps(it, sort_keys=True, ensure_ascii=False) + "\n"
+    atomic_write_text(out / "items.jsonl", "".join(json.dumps(it.to_row(), sort_keys=True, ensure_ascii=False) + "\n"
                                                   for it in items))
     checkpoint()
     if cfg.report.enabled:
@@ -449,11 +446,11 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
         stresstest_version=__version__,
         python=sys.version.split()[0],
         seed=cfg.run.seed,
-        corpus={"kind": cfg.corpus.kind, "path": cfg.corpus.path, "n_encounters": len(state.encounters),
-                "encounter_ids": sorted(state.encounters)},
-        asr={"backend": cfg.asr.backend, "model": cfg.asr.model, "decoding": cfg.asr.decoding.model_dump(),
-             "models_used": sorted({t.model for t in state.transcripts.values()})},
-        structure=structure,
+        corpus=CorpusInfo(kind=cfg.corpus.kind, path=cfg.corpus.path, n_encounters=len(state.encounters),
+                          encounter_ids=sorted(state.encounters)),
+        asr=AsrInfo(backend=cfg.asr.backend, model=cfg.asr.model, decoding=cfg.asr.decoding.model_dump(),
+                    models_used=sorted({t.model for t in state.transcripts.values()})),
+        structure=StructureInfo.model_validate(structure),
         judge=cfg.judge.backend,
         llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
         asr_released_at=state.asr_released_at,
@@ -464,7 +461,8 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
             {"encounter_id": eid, "condition": cond, **info.model_dump(mode="json")}
             for (eid, cond), info in sorted(state.mix.items())
         ],
-        speech={eid: {"duration_s": sp.duration_s, "segments_source": sp.segments_source, "recipe": sp.recipe}
+        speech={eid: SpeechInfo.model_validate({"duration_s": sp.duration_s, "segments_source": sp.segments_source,
+                                                "recipe": sp.recipe})
                 for eid, sp in sorted(state.speech.items())},
         failures=state.ledger.records(),
         n_failures=len(state.ledger),

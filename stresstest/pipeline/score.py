@@ -23,6 +23,10 @@ from stresstest.llm.config import LLMConfig
 from stresstest.llm.engine import LLMEngine
 from stresstest.llm.session import open_session
 from stresstest.metrics.align import AlignedPair, align
+from stresstest.metrics.judge_llm import llm_judge_many
+from stresstest.metrics.quality_stage import QualityItem, score_note_quality
+from stresstest.metrics.summary import abstention, trigger_rate
+from stresstest.metrics.triggers import TRIGGER_TYPES
 from stresstest.metrics.wer import AsrErrors
 from stresstest.records import Encounter, MixInfo, Transcript
 from stresstest.results import ItemScore
@@ -58,7 +62,7 @@ class EncounterOutputs:
 class ScoredItem:
     """What scoring one (encounter, condition) gives: the ``items.jsonl`` row and the audit detail."""
 
-    row: dict[str, Any]
+    row: ItemScore
     detail: dict[str, Any]
 
 
@@ -190,7 +194,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
                 jr = rule_judge(env.record, gold)
                 row["judge_score"], row["judge"] = jr.score, jr.judge
                 detail["judge_reasons"] = list(jr.reasons)
-        out.append(ScoredItem(row=row, detail=detail))
+        out.append(ScoredItem(row=ItemScore.model_validate(row), detail=detail))
     return out
 
 
@@ -257,11 +261,11 @@ def score_items(
         results = [score_encounter(x, inputs.grid, inputs.judge_backend) for x in per_enc]
     else:
         results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc)
-    rows: list[dict[str, Any]] = []
+    rows: list[ItemScore] = []
     llm_pairs: list[tuple[int, Any, Any]] = []
     for x, scored in zip(per_enc, results, strict=True):
         for it in scored:
-            cond = str(it.row["condition"])
+            cond = it.row.condition
             env = x.records.get(cond)
             if inputs.judge_backend == "llm" and x.gold is not None and env is not None and not env.failed:
                 llm_pairs.append((len(rows), env, x.gold))
@@ -269,26 +273,28 @@ def score_items(
                               it.detail)
             rows.append(it.row)
     if llm_pairs:
-        _llm_judge(inputs, cache, rows, llm_pairs)
-    return [ItemScore.model_validate(r) for r in rows]
+        rows = _llm_judge(inputs, cache, rows, llm_pairs)
+    return rows
 
 
-def score_note_quality(state: ScoreInputs, rows: list[dict[str, Any]], config: NoteQualityConfig,
-                       cache: Path) -> dict[str, Any]:
-    """SPEC §8 note-quality judges over every item row with a record; updates ``rows`` in place and returns
-    the manifest entry (see :mod:`stresstest.metrics.quality_stage`)."""
-    from stresstest.metrics.quality_stage import QualityItem
-    from stresstest.metrics.quality_stage import score_note_quality as judge_items
+def judge_note_quality(state: ScoreInputs, rows: Sequence[ItemScore], config: NoteQualityConfig,
+                       cache: Path) -> tuple[list[ItemScore], dict[str, Any]]:
+    """SPEC §8 note-quality judges over every item row with a record.
 
+    Returns:
+        The rows with their note-quality fields set (copies; ``rows`` is not changed) and the manifest entry
+        (see :func:`stresstest.metrics.quality_stage.score_note_quality`).
+    """
     items = []
     for k, row in enumerate(rows):
-        env = state.records.get((row["encounter_id"], row["condition"]))
-        if row.get("failed") or env is None or env.failed or env.record is None or row.get("hypothesis_text") is None:
+        env = state.records.get(row.key)
+        if row.failed or env is None or env.failed or env.record is None or row.hypothesis_text is None:
             continue
-        items.append(QualityItem(k, row["encounter_id"], row["condition"], env.record, row["hypothesis_text"],
-                                 row["reference_text"], state.gold.get(row["encounter_id"])))
+        items.append(QualityItem(k, row.encounter_id, row.condition, env.record, row.hypothesis_text,
+                                 row.reference_text or "", state.gold.get(row.encounter_id)))
     with open_session(state.structure, cache_dir=cache, log_dir=state.out / "logs", engine=state.engine) as session:
-        return judge_items(rows, items, state.grid, config, session, state.out)
+        updates, manifest = score_note_quality(items, state.grid, config, session, state.out)
+    return [row.model_copy(update=updates[k]) if k in updates else row for k, row in enumerate(rows)], manifest
 
 
 def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[ScoredItem]:
@@ -297,44 +303,34 @@ def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[Sco
 
 
 def _llm_judge(
-    inputs: ScoreInputs, cache: Path, rows: list[dict[str, Any]], pairs: list[tuple[int, Any, Any]]
-) -> None:
-    from stresstest.metrics.judge_llm import llm_judge_many
-
+    inputs: ScoreInputs, cache: Path, rows: list[ItemScore], pairs: list[tuple[int, Any, Any]]
+) -> list[ItemScore]:
     results = llm_judge_many(
-        [(f"{rows[i]['encounter_id']}/{rows[i]['condition']}", env.record.model_dump_json(), gold.model_dump_json())
+        [(f"{rows[i].encounter_id}/{rows[i].condition}", env.record.model_dump_json(), gold.model_dump_json())
          for i, env, gold in pairs],
         inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs", engine=inputs.engine,
     )
+    out = list(rows)
     for (i, _, _), jr in zip(pairs, results, strict=True):
-        if jr is None:
-            continue
-        rows[i]["judge_score"], rows[i]["judge"] = jr.score, jr.judge
+        if jr is not None:
+            out[i] = out[i].model_copy(update={"judge_score": jr.score, "judge": jr.judge})
+    return out
 
 
-def extra_summary_columns(items: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def extra_summary_columns(items: Sequence[ItemScore], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Extra summary columns after the SPEC §10 ones.
 
     ``trig_<type>``: % of items with ≥ 1 trigger event of that type (vs the human
-    reference). ``abstention_rate`` (mitigated rows): 100 · Σ fields nulled /
-    Σ fields in the Draft, over the condition's items; ``quotes_discarded``:
-    total quotes the evidence filter dropped.
+    reference). ``abstention_rate`` (mitigated rows): :func:`~stresstest.metrics.summary.abstention`
+    over the condition's items; ``quotes_discarded``: total quotes the evidence filter dropped.
     """
-    from stresstest.metrics.triggers import TRIGGER_TYPES
-
     extra = []
     for r in rows:
-        its = [it for it in items if it["condition"] == r["condition"] and not it.get("failed")
-               and it.get("trigger_counts") is not None]
-        cols: dict[str, Any] = {}
-        for t in TRIGGER_TYPES:
-            cols[f"trig_{t}"] = (100.0 * sum(1 for it in its if it["trigger_counts"].get(t, 0) > 0) / len(its)
-                                 if its else None)
-        mit = [it for it in items if it["condition"] == r["condition"] and it.get("mitigated") and not it.get("failed")]
-        total = sum(int((it.get("extra") or {}).get("fields_total") or 0) for it in mit)
-        nulled = sum(int((it.get("extra") or {}).get("fields_nulled") or 0) for it in mit)
-        cols["abstention_rate"] = (100.0 * nulled / total if total else 0.0) if mit else None
-        cols["quotes_discarded"] = sum(int(it.get("quotes_discarded") or 0) for it in mit) if mit else None
+        its = [it for it in items if it.condition == r["condition"]]
+        cols: dict[str, Any] = {f"trig_{t}": trigger_rate(its, t) for t in TRIGGER_TYPES}
+        mit = [it for it in items if it.condition == r["condition"] and it.mitigated and not it.failed]
+        cols["abstention_rate"] = abstention(mit).rate_pct
+        cols["quotes_discarded"] = sum(int(it.quotes_discarded or 0) for it in mit) if mit else None
         r.update(cols)
         extra.append(cols)
     return extra

@@ -63,10 +63,11 @@ class CompareResult:
 
 
 def _get(d: Any, dotted: str) -> Any:
+    """The value at a dotted key path of the manifest's JSON form (None where a part is missing)."""
     for part in dotted.split("."):
-        if not isinstance(d, dict):
+        if not isinstance(d, dict) or part not in d:
             return None
-        d = d.get(part)
+        d = d[part]
     return d
 
 
@@ -148,7 +149,8 @@ def compare_runs(
         rows.append(row)
     if all(r["n_common"] == 0 for r in rows):
         raise ReportError(f"compare: runs {run_a} and {run_b} have no encounter in common (by encounter_id)")
-    facts = [(key, _s(_get(a.manifest, key)), _s(_get(b.manifest, key))) for key in FACT_KEYS]
+    man_a, man_b = a.manifest.to_json(), b.manifest.to_json()
+    facts = [(key, _s(_get(man_a, key)), _s(_get(man_b, key))) for key in FACT_KEYS]
     # Pairing is by encounter id: it only means "same dialogue" when both runs read the same corpus.
     warnings = [
         f"{key} differs (A: {va}, B: {vb}); encounters are paired by id, check they are the same dialogues"

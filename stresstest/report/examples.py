@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stresstest.report.rundir import CLEAN, RunData
-from stresstest.report.tables import TRIGGER_TYPES
+from stresstest.results import TRIGGER_TYPES, ItemScore, TriggerEvent
 from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, flag_key, triage_ord
 
 _WS = re.compile(r"[^a-z0-9]+")
@@ -206,11 +206,13 @@ def _quote_ranges(text: str, quotes: Iterable[str]) -> list[tuple[int, int]]:
     return out
 
 
-def _event_range(ev: dict[str, Any], side: str, text: str) -> tuple[int, int] | None:
-    return _offsets(text, str(ev.get(f"{side}_span") or ""), ev.get(f"{side}_start"), ev.get(f"{side}_end"))
+def _event_range(ev: TriggerEvent, side: str, text: str) -> tuple[int, int] | None:
+    if side == "ref":
+        return _offsets(text, ev.ref_span, ev.ref_start, ev.ref_end)
+    return _offsets(text, ev.hyp_span, ev.hyp_start, ev.hyp_end)
 
 
-def explains(ev: dict[str, Any], change: Change, clean_text: str, noisy_text: str) -> bool:
+def explains(ev: TriggerEvent, change: Change, clean_text: str, noisy_text: str) -> bool:
     """Does trigger event ``ev`` (of ``triggers_vs_clean``) explain ``change`` (see the module's rule)?"""
     for side, text, quotes in (("ref", clean_text, change.clean_quotes), ("hyp", noisy_text, change.noisy_quotes)):
         span = _event_range(ev, side, text)
@@ -219,8 +221,8 @@ def explains(ev: dict[str, Any], change: Change, clean_text: str, noisy_text: st
                 return True
     if not change.concepts:
         return False
-    ev_concept = _norm(str(ev.get("concept") or ""))
-    span_words = set(_norm(f"{ev.get('ref_span') or ''} {ev.get('hyp_span') or ''}").split())
+    ev_concept = _norm(ev.concept or "")
+    span_words = set(_norm(f"{ev.ref_span} {ev.hyp_span}").split())
     for c in change.concepts:
         cw = _norm(c).split()
         if ev_concept and ev_concept == _norm(c):
@@ -323,17 +325,17 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
     """
     cands: dict[str, list[tuple[tuple[Any, ...], Example]]] = {t: [] for t in TRIGGER_TYPES}
     for it in run.items:
-        if it.get("failed") or it.get("mitigated") or it.get("condition") == CLEAN:
+        if it.failed or it.mitigated or it.condition == CLEAN:
             continue
-        events = it.get("triggers_vs_clean") or []
-        if not isinstance(events, list) or not events:
+        events = it.triggers_vs_clean or []
+        if not events:
             continue
-        eid, cond = str(it["encounter_id"]), str(it["condition"])
+        eid, cond = it.key
         clean_item = run.item(eid, CLEAN)
         diff = diff_records(run.record(clean_item), run.record(it))
-        clean_text = str((clean_item or {}).get("hypothesis_text") or "")
-        noisy_text = str(it.get("hypothesis_text") or "")
-        evs = [ev for ev in events if isinstance(ev, dict)]
+        clean_text = (clean_item.hypothesis_text if clean_item is not None else None) or ""
+        noisy_text = it.hypothesis_text or ""
+        evs = list(events)
         explained = {
             id(ev): [c for c in diff.changes if explains(ev, c, clean_text, noisy_text)] if diff.available else []
             for ev in evs
@@ -341,7 +343,7 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
         covered = {c.line for lst in explained.values() for c in lst}
         unexplained = [c.line for c in diff.changes if c.line not in covered]
         for ev in evs:
-            ttype = str(ev.get("type"))
+            ttype: str = ev.type
             if ttype not in cands:
                 cands[ttype] = []
             mine = explained[id(ev)]
@@ -358,31 +360,21 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
                 trigger_type=ttype,
                 encounter_id=eid,
                 condition=cond,
-                ref_span=clip_words(str(ev.get("ref_span") or "")),
-                hyp_span=clip_words(str(ev.get("hyp_span") or "")),
-                concept=str(ev.get("concept") or ""),
-                explanation=clip_chars(str(ev.get("explanation") or "")),
-                clean_context=context(
-                    clean_text,
-                    str(ev.get("ref_span") or ""),
-                    start=ev.get("ref_start"),
-                    end=ev.get("ref_end"),
-                ),
-                noisy_context=context(
-                    noisy_text,
-                    str(ev.get("hyp_span") or ""),
-                    start=ev.get("hyp_start"),
-                    end=ev.get("hyp_end"),
-                ),
+                ref_span=clip_words(ev.ref_span),
+                hyp_span=clip_words(ev.hyp_span),
+                concept=ev.concept or "",
+                explanation=clip_chars(ev.explanation),
+                clean_context=context(clean_text, ev.ref_span, start=ev.ref_start, end=ev.ref_end),
+                noisy_context=context(noisy_text, ev.hyp_span, start=ev.hyp_start, end=ev.hyp_end),
                 effects=effects,
                 linked=linked,
                 other_events=len(events) - 1,
-                record_path=it.get("record_path"),
-                clean_record_path=(clean_item or {}).get("record_path"),
+                record_path=it.record_path,
+                clean_record_path=clean_item.record_path if clean_item is not None else None,
                 unexplained=unexplained,
-                weight=float(ev.get("weight", 1.0) or 0.0),
+                weight=float(ev.weight or 0.0),
             )
-            n_words = len(str(ev.get("ref_span") or "").split()) + len(str(ev.get("hyp_span") or "").split())
+            n_words = len(ev.ref_span.split()) + len(ev.hyp_span.split())
             key = (
                 not linked,
                 n_words > LONG_SPAN_WORDS,
@@ -409,29 +401,26 @@ def mine_examples(run: RunData, per_type: int = 2) -> dict[str, list[Example]]:
     return out
 
 
-def trigger_event_rows(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def trigger_event_rows(items: Iterable[ItemScore]) -> list[dict[str, Any]]:
     """One row per ``triggers_vs_clean`` event (for tables/triggers.*)."""
-    rows = []
-    for it in items:
-        for k, ev in enumerate(it.get("triggers_vs_clean") or []):
-            if isinstance(ev, dict):
-                rows.append(
-                    {
-                        "encounter_id": it["encounter_id"],
-                        "condition": it["condition"],
-                        "family": it.get("family"),
-                        "snr_db": it.get("snr_db"),
-                        "mitigated": bool(it.get("mitigated")),
-                        "event": k,
-                        "type": ev.get("type"),
-                        "ref_span": ev.get("ref_span"),
-                        "hyp_span": ev.get("hyp_span"),
-                        "concept": ev.get("concept"),
-                        "weight": ev.get("weight", 1.0),
-                        "explanation": ev.get("explanation"),
-                    }
-                )
-    return rows
+    return [
+        {
+            "encounter_id": it.encounter_id,
+            "condition": it.condition,
+            "family": it.family,
+            "snr_db": it.snr_db,
+            "mitigated": bool(it.mitigated),
+            "event": k,
+            "type": ev.type,
+            "ref_span": ev.ref_span,
+            "hyp_span": ev.hyp_span,
+            "concept": ev.concept,
+            "weight": ev.weight,
+            "explanation": ev.explanation,
+        }
+        for it in items
+        for k, ev in enumerate(it.triggers_vs_clean or [])
+    ]
 
 
 def count_by_type(examples: dict[str, Sequence[Example]]) -> dict[str, int]:

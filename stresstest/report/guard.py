@@ -72,13 +72,13 @@ def removals(run: RunData) -> list[dict[str, Any]]:
     """One row per claim, flag or value removed from a Draft in a guard condition (``REMOVAL_COLUMNS``)."""
     rows: list[dict[str, Any]] = []
     for c in run.conditions.mitigated():
-        for it in sorted(run.ok_items(c.id), key=lambda r: str(r["encounter_id"])):
-            got = _reports(it.get("extra") or {})
+        for it in sorted(run.ok_items(c.id), key=lambda r: r.encounter_id):
+            got = _reports(it.extra or {})
             if got is None:
                 continue
             draft = got[0]
             rows += [
-                {"condition": c.id, "encounter_id": str(it["encounter_id"]), "item": item,
+                {"condition": c.id, "encounter_id": it.encounter_id, "item": item,
                  "what": _describe(draft, item), "removed_by": by, "why": why}
                 for item, by, why in _item_removals(*got)
             ]
@@ -90,7 +90,7 @@ def guard_sentences(run: RunData) -> list[str]:
     out = []
     for c in run.conditions.mitigated():
         its = run.ok_items(c.id)
-        got = [g for g in (_reports(it.get("extra") or {}) for it in its) if g is not None]
+        got = [g for g in (_reports(it.extra or {}) for it in its) if g is not None]
         if not got:
             out.append(f"{c.id}: what the guard removed is not recorded in this run ({len(its)} records).")
             continue

@@ -29,6 +29,7 @@ from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summar
 from stresstest.metrics.statements import note_text, transcript_sentences
 from stresstest.report.rundir import RunData, load_run
 from stresstest.report.tables import write_table
+from stresstest.results import Calibration
 
 
 @dataclass
@@ -64,19 +65,19 @@ def _pair_tasks(
             continue
         # The unit here is one (encounter, condition) pair, complete in itself: an item counts when both runs
         # have its record, even if the run's pairing rule dropped the encounter's other conditions.
-        b_rows = {str(it["encounter_id"]): it for it in b.items if it.get("condition") == cond and not it.get("failed")}
-        a_items = [it for it in a.items if it.get("condition") == cond and not it.get("failed")]
-        for it_a in sorted(a_items, key=lambda it: str(it["encounter_id"])):
-            eid = str(it_a["encounter_id"])
-            it_b = b_rows.get(eid)
-            if it_b is None:
+        b_rows = {it.encounter_id: it for it in b.items if it.condition == cond and not it.failed}
+        a_items = [it for it in a.items if it.condition == cond and not it.failed]
+        for it_a in sorted(a_items, key=lambda it: it.encounter_id):
+            eid = it_a.encounter_id
+            if eid not in b_rows:
                 continue
+            it_b = b_rows[eid]
             rec_a, rec_b = a.record(it_a), b.record(it_b)
             if rec_a is None or rec_b is None:
                 skipped.append(f"{eid}/{cond}: record missing in {'A' if rec_a is None else 'B'}")
                 continue
-            ref = str(it_a.get("reference_text") or "")
-            if ref != str(it_b.get("reference_text") or ""):
+            ref = it_a.reference_text or ""
+            if ref != (it_b.reference_text or ""):
                 skipped.append(f"{eid}/{cond}: the runs' reference transcripts differ")
                 continue
             tasks.append(PairTask(f"{eid}/{cond}", eid, tuple(transcript_sentences(ref)), note_text(rec_a),
@@ -219,8 +220,9 @@ def _markdown(head: str, verdict: str, summary: list[dict[str, Any]], skipped: l
     lines += [f"| `{r['condition']}` | {r['dimension']} | {r['n']} | {_fmt(r.get('win'))} | {_fmt(r.get('tie'))} | "
               f"{_fmt(r.get('loss'))} | {_ps(r)} |" for r in summary]
     lines += ["", "## Judge calibration checks", ""]
-    lines += [f"- {'passed' if c.get('passed') else 'FAILED'}: {c.get('check')} (expected "
-              f"{', '.join(map(str, c.get('expected') or []))}, got {c.get('got')})" for c in cal.get("checks", [])]
+    checks = Calibration.model_validate(cal).checks
+    lines += [f"- {'passed' if c.passed else 'FAILED'}: {c.check} (expected {', '.join(map(str, c.expected))}, "
+              f"got {c.got})" for c in checks]
     if skipped:
         lines += ["", f"## Skipped ({len(skipped)})", ""] + [f"- {s}" for s in skipped]
     return "\n".join(lines) + "\n"

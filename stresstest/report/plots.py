@@ -39,10 +39,10 @@ def metric_plot(rows: Sequence[Row], metric: str, path: Path) -> Path:
     snrs = sorted({float(r.snr_db) for r in noisy if r.snr_db is not None})
     xmin, xmax = (min(snrs) - 1.5, max(snrs) + 1.5) if snrs else (0.0, 1.0)
     drawn = False
-    if ref is not None and ref.values.get(metric) is not None:
+    if ref is not None and ref.value(metric) is not None:
         v = float(ref.values[metric])  # type: ignore[arg-type]
         ax.axhline(v, color="0.25", ls="--", lw=1.2, label="clean-ASR reference")
-        ci = ref.cis.get(metric)
+        ci = ref.ci(metric)
         if ci:
             ax.axhspan(ci[0], ci[1], color="0.6", alpha=0.18, lw=0)
         drawn = True
@@ -50,20 +50,20 @@ def metric_plot(rows: Sequence[Row], metric: str, path: Path) -> Path:
     for k, fam in enumerate(fams):
         colour, marker = _style(fam, k)
         plain = sorted(
-            (r for r in noisy if r.family == fam and not r.mitigated and r.values.get(metric) is not None),
+            (r for r in noisy if r.family == fam and not r.mitigated and r.value(metric) is not None),
             key=lambda r: float(r.snr_db or 0.0),
         )
         if plain:
             x = np.array([float(r.snr_db or 0.0) for r in plain])
             y = np.array([float(r.values[metric] or 0.0) for r in plain])
             ax.plot(x, y, color=colour, marker=marker, lw=1.6, ms=5, label=fam)
-            lo = np.array([(r.cis.get(metric) or (np.nan, np.nan))[0] for r in plain], dtype=float)
-            hi = np.array([(r.cis.get(metric) or (np.nan, np.nan))[1] for r in plain], dtype=float)
+            lo = np.array([(r.ci(metric) or (np.nan, np.nan))[0] for r in plain], dtype=float)
+            hi = np.array([(r.ci(metric) or (np.nan, np.nan))[1] for r in plain], dtype=float)
             if np.isfinite(lo).all() and np.isfinite(hi).all():
                 ax.fill_between(x, lo, hi, color=colour, alpha=0.16, lw=0)
             drawn = True
-        for r in (r for r in noisy if r.family == fam and r.mitigated and r.values.get(metric) is not None):
-            ci = r.cis.get(metric)
+        for r in (r for r in noisy if r.family == fam and r.mitigated and r.value(metric) is not None):
+            ci = r.ci(metric)
             y0 = float(r.values[metric] or 0.0)
             err = None if not ci else np.array([[y0 - ci[0]], [ci[1] - y0]])
             ax.errorbar(

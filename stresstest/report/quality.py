@@ -20,6 +20,8 @@ from stresstest.metrics.bootstrap import bootstrap_cis
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summary
 from stresstest.metrics.summary import QUALITY_COLUMNS, aggregate_quality, in_pairing
 from stresstest.report.rundir import CLEAN, RunData
+from stresstest.report.tables import write_table
+from stresstest.results import CalibrationCheck, ItemScore, NoteQualityInfo
 
 QUALITY_HEADERS: dict[str, str] = {
     "completeness": "Completeness ↑",
@@ -62,7 +64,7 @@ class QualitySection:
     adequacy: str = ""
     judge_model: str = ""
     prompts: dict[str, str] = field(default_factory=dict)
-    calibration: list[dict[str, Any]] = field(default_factory=list)
+    calibration: list[CalibrationCheck] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     pairwise: list[dict[str, Any]] = field(default_factory=list)
     consistency: list[dict[str, Any]] = field(default_factory=list)
@@ -71,21 +73,21 @@ class QualitySection:
     n_scored_unpaired: int = 0  # items with note-quality scores left out by the pairing rule (SPEC §11)
 
 
-def _pairs(items: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _pairs(items: Sequence[ItemScore]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in items:
-        pw = it.get("pairwise")
-        if not in_pairing(it) or not isinstance(pw, dict) or not isinstance(pw.get("outcomes"), dict):
+        pw = it.pairwise
+        if not in_pairing(it) or pw is None or not isinstance(pw.get("outcomes"), dict):
             continue
         outcomes = {d: SIDE_FROM_ITEM.get(str(s), "") for d, s in pw["outcomes"].items()}
-        out.setdefault((str(it["condition"]), str(pw.get("vs"))), []).append(
-            {"encounter_id": it["encounter_id"], "outcomes": outcomes, "consistent": pw.get("consistent"),
+        out.setdefault((it.condition, str(pw.get("vs"))), []).append(
+            {"encounter_id": it.encounter_id, "outcomes": outcomes, "consistent": pw.get("consistent"),
              "identical": bool(pw.get("identical"))}
         )
     return out
 
 
-def pairwise_rows(items: Sequence[Mapping[str, Any]], n_resamples: int, seed: int) -> tuple[list[dict[str, Any]],
+def pairwise_rows(items: Sequence[ItemScore], n_resamples: int, seed: int) -> tuple[list[dict[str, Any]],
                                                                                           list[dict[str, Any]]]:
     """Win/tie/loss/PS rows per (condition, baseline, dimension), pooled rows per baseline kind, and
     position-consistency rows."""
@@ -115,13 +117,13 @@ def pairwise_rows(items: Sequence[Mapping[str, Any]], n_resamples: int, seed: in
 
 def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection:
     """Compute the section from a run directory's items, manifest and summary."""
-    man = run.manifest.get("note_quality")
-    has_values = any(it.get(c) is not None for it in run.items for c in QUALITY_COLUMNS) or any(
-        isinstance(it.get("pairwise"), dict) for it in run.items
+    man = run.manifest.note_quality
+    has_values = any(getattr(it, c) is not None for it in run.items for c in QUALITY_COLUMNS) or any(
+        it.pairwise is not None for it in run.items
     )
-    if not isinstance(man, dict) and not has_values:
+    if man is None and not has_values:
         return QualitySection(computed=False)
-    man = man if isinstance(man, dict) else {}
+    man = man if man is not None else NoteQualityInfo()
     by_cond = run.items_by_condition()
     names = [c.id for c in run.conditions]
     cis = bootstrap_cis(by_cond, names, n_resamples=n_resamples, seed=seed, clean_condition=CLEAN,
@@ -134,9 +136,8 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
         for col in QUALITY_COLUMNS:
             ci = cis[name].get(col)
             row.update({col: vals[col], f"{col}_lo": ci[0] if ci else None, f"{col}_hi": ci[1] if ci else None,
-                        f"n_{col}": sum(1 for it in its if it.get(col) is not None)})
-            summary_row = (run.summary or {}).get(name) or {}
-            cell = summary_row.get(col)
+                        f"n_{col}": sum(1 for it in its if getattr(it, col) is not None)})
+            cell = run.summary_cell(name, col)
             if cell is not None and col in run.summary_columns:
                 want = float(cell) if cell != "" else None
                 got = vals[col]
@@ -146,21 +147,19 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
                     problems.append(f"{name}/{col}: summary.csv has {cell!r}, items give {got}")
         rows.append(row)
     pw, cons = pairwise_rows(run.items, n_resamples, seed)
-    unpaired = sum(1 for it in run.items if not it.get("failed") and not in_pairing(it)
-                   and any(it.get(c) is not None for c in QUALITY_COLUMNS))
-    cal_raw = man.get("calibration")
-    cal: dict[str, Any] = cal_raw if isinstance(cal_raw, dict) else {}
+    unpaired = sum(1 for it in run.items if not it.failed and not in_pairing(it)
+                   and any(getattr(it, c) is not None for c in QUALITY_COLUMNS))
     return QualitySection(
         computed=True,
-        adequate=bool(man.get("adequate")),
-        adequacy=str(man.get("adequacy") or "the run did not record a judge calibration"),
-        judge_model=str(man.get("judge_model") or "–"),
-        prompts={str(k): str(v) for k, v in (man.get("prompts") or {}).items()},
-        calibration=list(cal.get("checks") or []),
+        adequate=bool(man.adequate),
+        adequacy=str(man.adequacy or "the run did not record a judge calibration"),
+        judge_model=str(man.judge_model or "–"),
+        prompts={str(k): str(v) for k, v in man.prompts.items()},
+        calibration=list(man.calibration.checks) if man.calibration is not None else [],
         rows=rows,
         pairwise=pw,
         consistency=cons,
-        n_failures=int(man.get("n_failures") or 0),
+        n_failures=int(man.n_failures or 0),
         problems=problems,
         n_scored_unpaired=unpaired,
     )
@@ -225,8 +224,8 @@ def _pairwise_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
 
 def _calibration_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
     return ["Check", "Expected", "Got", "Passed"], [
-        [str(c.get("check")), ", ".join(map(str, c.get("expected") or [])), str(c.get("got")),
-         "yes" if c.get("passed") else "NO"] for c in sec.calibration
+        [str(c.check), ", ".join(map(str, c.expected)), str(c.got), "yes" if c.passed else "NO"]
+        for c in sec.calibration
     ]
 
 
@@ -304,8 +303,6 @@ def quality_markdown(sec: QualitySection) -> list[str]:
 
 def write_quality_tables(sec: QualitySection, table_dir: Path) -> list[Path]:
     """``note_quality`` and ``pairwise`` CSV/Parquet tables (only when computed)."""
-    from stresstest.report.tables import write_table
-
     if not sec.computed:
         return []
     paths = write_table(table_dir / "note_quality", sec.rows)

@@ -107,8 +107,8 @@ def _table2_html(rows: Sequence[Row], caption: str) -> str:
             f"<td data-condition='{_e(r.condition)}' data-metric='n'>{r.n}</td>",
         ]
         for m in METRIC_COLUMNS:
-            v = r.values.get(m)
-            ci = fmt_ci(r.cis.get(m))
+            v = r.value(m)
+            ci = fmt_ci(r.ci(m))
             cells.append(
                 f"<td data-condition='{_e(r.condition)}' data-metric='{m}'><span class='v'>{fmt(v)}</span>"
                 + (f"<span class='ci'>{ci}</span>" if ci and v is not None else "")
@@ -202,7 +202,7 @@ def _pred_cells(r: EndpointResult, key: str) -> tuple[str, str]:
     v = r.stats.get(key)
     if v is None or v != v:  # NaN: not estimable
         return DASH, ""
-    return f"{v:.2f}", fmt_ci(r.cis.get(key))
+    return f"{v:.2f}", fmt_ci(r.ci(key))
 
 
 PRED_COLUMNS: tuple[tuple[str, str], ...] = tuple(
@@ -408,8 +408,8 @@ def _table2_md(rows: Sequence[Row]) -> str:
             continue
         cells = [_md(r.label) if r.family != "clean" else f"**{_md(r.label)}**", str(r.n)]
         for m in METRIC_COLUMNS:
-            v = r.values.get(m)
-            ci = fmt_ci(r.cis.get(m))
+            v = r.value(m)
+            ci = fmt_ci(r.ci(m))
             cells.append(fmt(v) + (f" {ci}" if ci and v is not None else ""))
         cells.append(f"`{r.condition}`")
         body.append(cells)

@@ -2,9 +2,11 @@
 
 The report only reads what the runner wrote; anything missing or malformed is
 a :class:`~stresstest.errors.ReportError` naming the file (and line or key).
-``manifest.json`` is validated as a :class:`~stresstest.results.RunManifest` and
-every ``items.jsonl`` row as an :class:`~stresstest.results.ItemScore`; a run
-written by a newer schema than this code reads is refused.
+``manifest.json`` is read as a :class:`~stresstest.results.RunManifest` and
+every ``items.jsonl`` row as an :class:`~stresstest.results.ItemScore`, and the
+report reads only those models. A manifest of an older schema is migrated
+(:func:`~stresstest.results.migrate_manifest`; :attr:`RunData.notes` says so); a
+run written by a newer schema than this code reads is refused, naming the version.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from stresstest.cache import read_jsonl
 from stresstest.errors import ReportError
 from stresstest.grid import CLEAN, ConditionGrid
 from stresstest.metrics.summary import in_pairing
-from stresstest.results import ITEM_SCHEMA_VERSION, MANIFEST_SCHEMA_VERSION, ItemScore, RunManifest
+from stresstest.results import ITEM_SCHEMA_VERSION, ItemScore, RunManifest, migrate_manifest
 from stresstest.schema import ClinicalRecord, RecordEnvelope
 
 __all__ = ["CLEAN", "RunData", "load_run"]
@@ -32,36 +34,42 @@ class RunData:
     """Everything the report needs from one run directory."""
 
     run_dir: Path
-    manifest: dict[str, Any]  # the raw JSON (validated as ``meta``)
-    meta: RunManifest
-    items: list[dict[str, Any]]  # rows of items.jsonl, each validated as an ItemScore
+    manifest: RunManifest
+    items: list[ItemScore]  # the rows of items.jsonl
     conditions: ConditionGrid
-    summary: dict[str, dict[str, str]] | None
+    summary: dict[str, dict[str, str]] | None  # summary.csv: {condition: {column: cell}}
     summary_columns: list[str]
+    notes: list[str] = field(default_factory=list)  # what reading the run had to do (a migrated manifest)
     _records: dict[str, RecordEnvelope | None] = field(default_factory=dict, repr=False)
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest.get("run_id") or self.run_dir.name)
+        return self.manifest.run_id or self.run_dir.name
 
-    def ok_items(self, condition: str) -> list[dict[str, Any]]:
+    def ok_items(self, condition: str) -> list[ItemScore]:
         """Paired rows of one condition (the rows ``summary_rows`` aggregates: see ``in_pairing``)."""
-        return [it for it in self.items if it.get("condition") == condition and in_pairing(it)]
+        return [it for it in self.items if it.condition == condition and in_pairing(it)]
 
-    def items_by_condition(self) -> dict[str, list[dict[str, Any]]]:
+    def items_by_condition(self) -> dict[str, list[ItemScore]]:
         return {c.id: self.ok_items(c.id) for c in self.conditions}
 
-    def item(self, encounter_id: str, condition: str) -> dict[str, Any] | None:
+    def item(self, encounter_id: str, condition: str) -> ItemScore | None:
         for it in self.items:
-            if it.get("encounter_id") == encounter_id and it.get("condition") == condition:
+            if it.key == (encounter_id, condition):
                 return it
         return None
 
-    def record(self, item: dict[str, Any] | None) -> ClinicalRecord | None:
+    def summary_cell(self, condition: str, column: str) -> str | None:
+        """The ``summary.csv`` cell of a condition as written (None: no summary, no such row or column)."""
+        if self.summary is None or condition not in self.summary:
+            return None
+        return self.summary[condition].get(column)
+
+    def record(self, item: ItemScore | None) -> ClinicalRecord | None:
         """The structured record of an item (None when missing or failed); cached."""
         if item is None:
             return None
-        rel = item.get("record_path") or f"records/{item['condition']}/{item['encounter_id']}.json"
+        rel = item.record_path or f"records/{item.condition}/{item.encounter_id}.json"
         if rel not in self._records:
             self._records[rel] = _load_envelope(self.run_dir / rel)
         env = self._records[rel]
@@ -93,22 +101,21 @@ def _read_summary(path: Path) -> tuple[dict[str, dict[str, str]] | None, list[st
 
 def _validation_message(exc: ValidationError) -> str:
     err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err.get("loc", ()))
+    loc = ".".join(str(x) for x in err["loc"])
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{loc}: {err.get('msg')}{more}" if loc else f"{err.get('msg')}{more}"
+    return f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
 
 
-def _conditions(manifest: RunManifest, items: list[dict[str, Any]], path: Path) -> ConditionGrid:
+def _conditions(manifest: RunManifest, items: list[ItemScore], path: Path) -> ConditionGrid:
     try:
         if manifest.conditions:
             return ConditionGrid(manifest.conditions)
         # Older or partial manifests: take the conditions in the order items name them.
         seen: dict[str, dict[str, Any]] = {}
         for it in items:
-            name = str(it.get("condition"))
-            if name not in seen:
-                seen[name] = {"condition": name, "family": it.get("family") or "clean", "snr_db": it.get("snr_db"),
-                              "mitigated": bool(it.get("mitigated", False))}
+            if it.condition not in seen:
+                seen[it.condition] = {"condition": it.condition, "family": it.family or "clean",
+                                      "snr_db": it.snr_db, "mitigated": bool(it.mitigated)}
         return ConditionGrid.from_json(seen.values())
     except ValidationError as exc:
         raise ReportError(f"{path}: conditions: {_validation_message(exc)}") from exc
@@ -133,42 +140,55 @@ def load_run(run_dir: str | Path) -> RunData:
     for p in (man_path, items_path):
         if not p.is_file():
             raise ReportError(f"{p} is missing: expected a finished run directory with manifest.json and items.jsonl")
-    try:
-        manifest = json.loads(man_path.read_text("utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{man_path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(manifest, dict):
-        raise ReportError(f"{man_path}: expected a JSON object, got {type(manifest).__name__}")
-    try:
-        meta = RunManifest.model_validate(manifest)
-    except ValidationError as exc:
-        raise ReportError(f"{man_path}: not a stresstest manifest: {_validation_message(exc)}") from exc
-    if meta.schema_version > MANIFEST_SCHEMA_VERSION or meta.items_schema_version > ITEM_SCHEMA_VERSION:
-        raise ReportError(
-            f"{man_path}: written by a newer stresstest (manifest schema {meta.schema_version}, items schema "
-            f"{meta.items_schema_version}); this one reads up to {MANIFEST_SCHEMA_VERSION}/{ITEM_SCHEMA_VERSION}"
-        )
-    try:
-        items = list(read_jsonl(items_path))
-    except ValueError as exc:
-        raise ReportError(str(exc)) from exc
-    for n, it in enumerate(items, start=1):
-        for key in ("encounter_id", "condition"):
-            if key not in it:
-                raise ReportError(f"{items_path}:{n}: item row has no '{key}' field")
-        try:
-            ItemScore.model_validate(it)
-        except ValidationError as exc:
-            raise ReportError(f"{items_path}:{n}: not an item row: {_validation_message(exc)}") from exc
-    if not items:
-        raise ReportError(f"{items_path}: no item rows; expected one per (encounter, condition)")
+    meta, notes = _read_manifest(man_path)
+    items = _read_items(items_path)
     summary, cols = _read_summary(run_dir / "summary.csv")
     return RunData(
         run_dir=run_dir,
-        manifest=manifest,
-        meta=meta,
+        manifest=meta,
         items=items,
         conditions=_conditions(meta, items, man_path),
         summary=summary,
         summary_columns=cols,
+        notes=notes,
     )
+
+
+def _read_manifest(path: Path) -> tuple[RunManifest, list[str]]:
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(raw, dict):
+        raise ReportError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    try:
+        raw, note = migrate_manifest(raw)
+    except ValueError as exc:
+        raise ReportError(f"{path}: {exc}") from exc
+    try:
+        meta = RunManifest.model_validate(raw)
+    except ValidationError as exc:
+        raise ReportError(f"{path}: not a stresstest manifest: {_validation_message(exc)}") from exc
+    if meta.items_schema_version > ITEM_SCHEMA_VERSION:
+        raise ReportError(f"{path}: written by a newer stresstest (items schema {meta.items_schema_version}); "
+                          f"this one reads items schema up to {ITEM_SCHEMA_VERSION}")
+    return meta, [f"manifest.json: {note}"] if note else []
+
+
+def _read_items(path: Path) -> list[ItemScore]:
+    try:
+        rows = list(read_jsonl(path))
+    except ValueError as exc:
+        raise ReportError(str(exc)) from exc
+    items = []
+    for n, row in enumerate(rows, start=1):
+        for key in ("encounter_id", "condition"):
+            if key not in row:
+                raise ReportError(f"{path}:{n}: item row has no '{key}' field")
+        try:
+            items.append(ItemScore.model_validate(row))
+        except ValidationError as exc:
+            raise ReportError(f"{path}:{n}: not an item row: {_validation_message(exc)}") from exc
+    if not items:
+        raise ReportError(f"{path}: no item rows; expected one per (encounter, condition)")
+    return items

@@ -21,17 +21,10 @@ import pyarrow.parquet as pq
 from stresstest.cache import atomic_write_bytes, atomic_write_text
 from stresstest.grid import Condition
 from stresstest.metrics.bootstrap import Interval, percentile_interval, resample_indices
-from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS, aggregate
+from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS, aggregate, trigger_rate
 from stresstest.report.rundir import CLEAN, RunData
+from stresstest.results import TRIGGER_TYPES, ItemScore, RunManifest
 
-TRIGGER_TYPES: tuple[str, ...] = (
-    "negation_flip",
-    "number_unit_conflict",
-    "temporal_distortion",
-    "nonspeech_pollution",
-    "entity_substitution",
-    "clinical_omission",
-)
 TRIGGER_LABELS: dict[str, str] = {
     "negation_flip": "Negation loss / flip",
     "number_unit_conflict": "Critical number / unit conflict",
@@ -81,15 +74,14 @@ def _snr_label(snr: Any) -> str:
     return f"{float(snr):g} dB" if snr is not None else ""
 
 
-def noise_source(manifest: Mapping[str, Any], family: str) -> str:
+def noise_source(manifest: RunManifest, family: str) -> str:
     """A short description of a family's noise source from the manifest, if it says one."""
-    spec = (manifest.get("noise") or {}).get(family) if isinstance(manifest.get("noise"), dict) else None
+    spec: Any = manifest.noise.get(family)
     if isinstance(spec, str):
         return spec
     if not isinstance(spec, dict):
         return ""
-    kind = spec.get("kind")
-    if kind == "builtin":
+    if spec.get("kind") == "builtin":
         # Corpus subsets may sit in a builtin spec as defaults; they do not apply, so they are not shown.
         recipes = spec.get("ambient_recipes")
         lo, hi = spec.get("n_talkers_min"), spec.get("n_talkers_max")
@@ -117,6 +109,14 @@ class Row:
     n: int = 0
     values: dict[str, float | None] = field(default_factory=dict)
     cis: dict[str, Interval | None] = field(default_factory=dict)
+
+    def value(self, metric: str) -> float | None:
+        """The row's value of ``metric`` (None: not computed)."""
+        return self.values.get(metric)
+
+    def ci(self, metric: str) -> Interval | None:
+        """The CI of ``metric`` (None: not computed or not estimable)."""
+        return self.cis.get(metric)
 
 
 def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) -> list[Row]:
@@ -174,15 +174,15 @@ def check_against_summary(run: RunData, rows: Sequence[Row]) -> list[str]:
     for r in rows:
         if r.condition is None:
             continue
-        srow = run.summary.get(r.condition)
-        if srow is None:
+        if r.condition not in run.summary:
             problems.append(f"summary.csv has no row for condition {r.condition!r}")
             continue
-        if str(srow.get("n", "")).strip() and int(float(srow["n"])) != r.n:
-            problems.append(f"{r.condition}: n is {r.n} in items.jsonl but {srow['n']} in summary.csv")
+        n_cell = run.summary_cell(r.condition, "n") or ""
+        if n_cell.strip() and int(float(n_cell)) != r.n:
+            problems.append(f"{r.condition}: n is {r.n} in items.jsonl but {n_cell} in summary.csv")
         for m in METRIC_COLUMNS:
-            cell = str(srow.get(m, "")).strip()
-            mine = r.values.get(m)
+            cell = (run.summary_cell(r.condition, m) or "").strip()
+            mine = r.value(m)
             theirs = float(cell) if cell else None
             if (mine is None) != (theirs is None) or (
                 mine is not None and theirs is not None and abs(mine - theirs) > SUMMARY_TOLERANCE
@@ -191,16 +191,8 @@ def check_against_summary(run: RunData, rows: Sequence[Row]) -> list[str]:
     return problems
 
 
-def _has_trigger_counts(its: Sequence[Mapping[str, Any]]) -> bool:
-    return any(isinstance(it.get("trigger_counts"), dict) for it in its)
-
-
-def trigger_rate(its: Sequence[Mapping[str, Any]], ttype: str) -> float | None:
-    """% of items with at least one event of ``ttype`` vs the human reference (None: not computed)."""
-    rows = [it for it in its if isinstance(it.get("trigger_counts"), dict)]
-    if not rows:
-        return None
-    return 100.0 * sum(1 for it in rows if int(it["trigger_counts"].get(ttype, 0) or 0) > 0) / len(rows)
+def _has_trigger_counts(its: Sequence[ItemScore]) -> bool:
+    return any(it.trigger_counts is not None for it in its)
 
 
 def trigger_rates(
@@ -212,7 +204,7 @@ def trigger_rates(
     them; they are checked against the ``trig_*`` columns of summary.csv instead.
     """
     by_cond = run.items_by_condition()
-    eids = sorted({str(it["encounter_id"]) for its in by_cond.values() for it in its})
+    eids = sorted({it.encounter_id for its in by_cond.values() for it in its})
     out: dict[str, dict[str, tuple[float | None, Interval | None]]] = {}
     if not eids:
         return out
@@ -226,14 +218,13 @@ def trigger_rates(
             continue
         hit = np.full(len(eids), np.nan)
         for it in its:
-            if isinstance(it.get("trigger_counts"), dict):
-                hit[pos[str(it["encounter_id"])]] = 0.0
+            if it.trigger_counts is not None:
+                hit[pos[it.encounter_id]] = 0.0
         for t in TRIGGER_TYPES:
             h = hit.copy()
             for it in its:
-                tc = it.get("trigger_counts")
-                if isinstance(tc, dict) and int(tc.get(t, 0) or 0) > 0:
-                    h[pos[str(it["encounter_id"])]] = 1.0
+                if it.trigger_counts is not None and int(it.trigger_counts.get(t, 0) or 0) > 0:
+                    h[pos[it.encounter_id]] = 1.0
             sample = h[idx]
             valid = np.isfinite(sample)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -248,9 +239,8 @@ def check_trigger_rates(run: RunData, rates: Mapping[str, Mapping[str, tuple[flo
     if run.summary is None:
         return problems
     for cond, per in rates.items():
-        srow = run.summary.get(cond, {})
         for t, (v, _) in per.items():
-            cell = str(srow.get(f"trig_{t}", "")).strip()
+            cell = (run.summary_cell(cond, f"trig_{t}") or "").strip()
             if f"trig_{t}" not in run.summary_columns:
                 continue
             theirs = float(cell) if cell else None
@@ -276,8 +266,8 @@ def table2_records(rows: Sequence[Row]) -> list[dict[str, Any]]:
             "n": r.n,
         }
         for m in METRIC_COLUMNS:
-            ci = r.cis.get(m)
-            rec[m] = r.values.get(m)
+            ci = r.ci(m)
+            rec[m] = r.value(m)
             rec[f"{m}_lo"] = None if ci is None else ci[0]
             rec[f"{m}_hi"] = None if ci is None else ci[1]
         out.append(rec)

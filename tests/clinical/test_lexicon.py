@@ -127,7 +127,7 @@ def test_non_clinical_phrases_shadow_clinical_words() -> None:
     ],
 )
 def test_one_spelling_for_a_factor_of_a_symptom(a: str, b: str) -> None:
-    from stresstest.metrics.claims import canonical_concept_name
+    from stresstest.clinical.claims import canonical_concept_name
 
     assert canonical_concept_name(a) == canonical_concept_name(b)
 

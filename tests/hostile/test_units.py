@@ -17,6 +17,7 @@ from stresstest.cache import (
 )
 from stresstest.errors import ConfigError
 from stresstest.ids import IdError, check_id, id_path, id_problem
+from stresstest.results import ItemScore
 
 
 @pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "../x", "/abs", "a\\b", "a\x00b", "a\nb", "a\x1bb",
@@ -138,14 +139,14 @@ def test_strict_yaml_rules(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- pairing
 
 
-def _rows(failed: set[tuple[str, str]]) -> list[dict[str, object]]:
+def _rows(failed: set[tuple[str, str]]) -> list[ItemScore]:
     rows = []
     for e in ("E1", "E2", "E3"):
         for c in ("clean", "ambient_5db", "ambient_5db_guard"):
             rows.append({"encounter_id": e, "condition": c, "failed": (e, c) in failed,
                          "error": "asr: boom" if (e, c) in failed else None, "ref_words": 10,
                          "asr_sub": 1 if e == "E2" else 0, "asr_del": 0, "asr_ins": 0, "neg_err": 0})
-    return rows
+    return [ItemScore.model_validate(r) for r in rows]
 
 
 def _grid():  # type: ignore[no-untyped-def]
@@ -163,12 +164,11 @@ def test_pairing_drops_the_encounter_from_every_row_clean_included() -> None:
     from stresstest.pipeline.pairing import apply_pairing
 
     conds = _grid()
-    items = _rows({("E2", "ambient_5db")})
-    pairing = apply_pairing(items, conds)
+    items, pairing = apply_pairing(_rows({("E2", "ambient_5db")}), conds)
     assert pairing.paired == ["E1", "E3"] and list(pairing.dropped) == ["E2"]
     assert pairing.dropped["E2"] == ["ambient_5db: asr: boom"]
-    clean_e2 = next(it for it in items if it["encounter_id"] == "E2" and it["condition"] == "clean")
-    assert clean_e2["paired"] is False and "ambient_5db" in str(clean_e2["unpaired_reason"])
+    clean_e2 = next(it for it in items if it.key == ("E2", "clean"))
+    assert clean_e2.paired is False and "ambient_5db" in str(clean_e2.unpaired_reason)
     rows = summary_rows(items, conds)
     assert [r["n"] for r in rows] == [2, 2, 2]  # every row covers the same encounters
     assert rows[0]["wer"] == 0.0  # E2's clean errors are not in the clean row either
@@ -180,13 +180,12 @@ def test_report_and_compare_use_the_same_pairing(tmp_path: Path) -> None:
 
     d = tmp_path / "run"
     d.mkdir()
-    items = _rows({("E2", "ambient_5db")})
     from stresstest.pipeline.pairing import apply_pairing
 
-    apply_pairing(items, _grid())
+    items, _ = apply_pairing(_rows({("E2", "ambient_5db")}), _grid())
     (d / "manifest.json").write_text(json.dumps({"conditions": [c.to_json() for c in _grid()]}))
-    (d / "items.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
-    assert {it["encounter_id"] for it in load_run(d).ok_items("clean")} == {"E1", "E3"}
+    (d / "items.jsonl").write_text("".join(json.dumps(it.to_row()) + "\n" for it in items))
+    assert {it.encounter_id for it in load_run(d).ok_items("clean")} == {"E1", "E3"}
 
 
 def test_compare_of_different_grids_says_so(tmp_path: Path) -> None:

@@ -75,6 +75,6 @@ def test_agrees_with_negation_flip_trigger() -> None:
 
 
 def test_flags_feed_the_summary_rate() -> None:
-    items = [{"neg_err": neg_err_flag(r, h)} for r, h, *_ in COUNTED[:3]]
-    items += [{"neg_err": neg_err_flag(r, h)} for r, h, _ in NOT_COUNTED[:1]]
+    items = [{"encounter_id": r, "condition": "c", "neg_err": neg_err_flag(r, h)} for r, h, *_ in COUNTED[:3]]
+    items += [{"encounter_id": r, "condition": "c", "neg_err": neg_err_flag(r, h)} for r, h, _ in NOT_COUNTED[:1]]
     assert aggregate(items)["neg_err"] == pytest.approx(75.0)

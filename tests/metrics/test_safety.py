@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from stresstest.gold.model import GoldRecord, Provenance
 from stresstest.metrics.safety import item_safety
 from stresstest.metrics.summary import aggregate
+from stresstest.results import ItemScore
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
@@ -40,7 +41,10 @@ def delta_e(cond: tuple[int, int, int], clean: tuple[int, int, int]) -> int:
 def row(fields: dict, asr: tuple[int, int, int], asr_clean: tuple[int, int, int], ref_words: int = 100
         ) -> dict:
     s, d, i = asr
-    return {**fields, "asr_sub": s, "asr_del": d, "asr_ins": i, "ref_words": ref_words,
+    # the item-row fields of item_safety's result (the rest is audit detail, as in score_encounter)
+    kept = {k: v for k, v in fields.items() if k in ItemScore.model_fields}
+    return {"encounter_id": "e", "condition": "c", **kept, "asr_sub": s, "asr_del": d, "asr_ins": i,
+            "ref_words": ref_words,
             "asr_delta_e": delta_e(asr, asr_clean)}
 
 

@@ -108,7 +108,7 @@ def test_item_fields_feed_the_summary() -> None:
     items = [asr_errors("no chest pain today", "chest pain today now").item_fields(),
              asr_errors("take 5 mg", "take 5 mg").item_fields()]
     assert items[0] == {"asr_sub": 0, "asr_del": 1, "asr_ins": 1, "ref_words": 4}
-    rates = aggregate(items)
+    rates = aggregate([{"encounter_id": f"e{k}", "condition": "c", **it} for k, it in enumerate(items)])
     assert rates["wer"] == pytest.approx(100 * 2 / 7)
     assert rates["ins_rate"] == pytest.approx(100 * 1 / 7)
 

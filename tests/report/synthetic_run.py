@@ -510,6 +510,8 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                         "hyp_span": f.hyp_span,
                         "concept": f.concept,
                         "explanation": f"{f.kind.replace('_', ' ')}: '{f.ref_span}' -> '{f.hyp_span}'",
+                        # offsets that point nowhere: the report finds the spans in the texts
+                        "ref_start": 0, "ref_end": 0, "hyp_start": 0, "hyp_end": 0,
                     }
                     for f in facts + list(poll)
                     if (f in corr and f not in clean_corr) or f in poll

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from stresstest.metrics.triggers import detect_triggers
+from stresstest.metrics.triggers import detect_triggers, trigger_risk
 from stresstest.report.examples import Change, diff_records, explains
-from stresstest.report.predictive import event_risk
+from stresstest.results import TriggerEvent
 from stresstest.schema import Claim, ClinicalRecord, Triage
 
 CLEAN = "I get chest pain when I walk. What brought you in today? I also take aspirin."
@@ -15,8 +15,9 @@ def _rec(claims: list[Claim], triage: str, evidence: dict[str, list[str]]) -> Cl
     return ClinicalRecord(triage=Triage(level=triage), claims=claims, field_evidence=evidence)  # type: ignore[arg-type]
 
 
-def _events() -> list[dict[str, object]]:
-    return [e.model_dump(mode="json") for e in detect_triggers(CLEAN, NOISY)]
+def _events() -> list[TriggerEvent]:
+    # as the report reads them back from items.jsonl
+    return [TriggerEvent.model_validate(e.model_dump(mode="json")) for e in detect_triggers(CLEAN, NOISY)]
 
 
 def test_under_triage_is_pinned_on_the_lost_symptom_not_on_a_set_phrase() -> None:
@@ -26,7 +27,7 @@ def test_under_triage_is_pinned_on_the_lost_symptom_not_on_a_set_phrase() -> Non
     diff = diff_records(clean, noisy)
     events = _events()
     # "you in today" -> "me into date" is a set phrase: no event at all there.
-    assert [e["type"] for e in events] == ["clinical_omission"]
+    assert [e.type for e in events] == ["clinical_omission"]
     (ev,) = events
     triage = next(c for c in diff.changes if c.line.startswith("triage"))
     removed = next(c for c in diff.changes if c.line.startswith("claim removed"))
@@ -35,9 +36,9 @@ def test_under_triage_is_pinned_on_the_lost_symptom_not_on_a_set_phrase() -> Non
 
 
 def test_change_without_overlap_is_not_attributed() -> None:
-    ev = {"type": "temporal_distortion", "ref_span": "today", "hyp_span": "date", "concept": "today",
-          "ref_start": CLEAN.index("today"), "ref_end": CLEAN.index("today") + 5,
-          "hyp_start": NOISY.index("date"), "hyp_end": NOISY.index("date") + 4}
+    ev = TriggerEvent(type="temporal_distortion", ref_span="today", hyp_span="date", concept="today",
+                      explanation="", ref_start=CLEAN.index("today"), ref_end=CLEAN.index("today") + 5,
+                      hyp_start=NOISY.index("date"), hyp_end=NOISY.index("date") + 4)
     triage = Change("triage urgent → routine", (), ("I get chest pain",), ())
     removed = Change("claim removed: symptom 'chest pain' (present)", ("chest pain",), ("chest pain",), ())
     # Same item, no overlap of span, evidence or concept: never linked by co-occurrence.
@@ -46,7 +47,9 @@ def test_change_without_overlap_is_not_attributed() -> None:
 
 
 def test_concept_equality_links_without_evidence() -> None:
-    ev = {"type": "entity_substitution", "ref_span": "aspirin", "hyp_span": "asprin", "concept": "aspirin"}
+    # offsets that point at no text: only the concept can link it
+    ev = TriggerEvent(type="entity_substitution", ref_span="aspirin", hyp_span="asprin", concept="aspirin",
+                      explanation="", ref_start=0, ref_end=0, hyp_start=0, hyp_end=0)
     assert explains(ev, Change("claim removed: medication 'aspirin' (present)", ("aspirin",)), CLEAN, NOISY)
     assert not explains(ev, Change("claim removed: medication 'warfarin' (present)", ("warfarin",)), CLEAN, NOISY)
 
@@ -62,6 +65,9 @@ def test_added_claim_is_tied_through_the_noisy_span() -> None:
 
 
 def test_event_risk_sums_weights_and_counts_old_events_as_one() -> None:
-    assert event_risk([{"weight": 2.5}, {"weight": 0.5}]) == 3.0
-    assert event_risk([{"type": "negation_flip"}, {"weight": None}]) == 2.0
-    assert event_risk([]) == 0.0
+    base = {"type": "negation_flip", "ref_span": "", "hyp_span": "", "explanation": "", "ref_start": 0,
+            "ref_end": 0, "hyp_start": 0, "hyp_end": 0}
+    events = [TriggerEvent.model_validate({**base, "weight": w}) for w in (2.5, 0.5)]
+    assert trigger_risk(events) == 3.0
+    assert trigger_risk([TriggerEvent.model_validate(base)] * 2) == 2.0  # an old event without a weight counts 1
+    assert trigger_risk([]) == 0.0

@@ -341,10 +341,10 @@ def test_guard_effect_is_paired_difference(run_dir: Path, report: ReportPaths) -
     run = load_run(run_dir)
     for r in rows:
         base, guard = run.ok_items(r["baseline"]), run.ok_items(r["condition"])
-        both = {it["encounter_id"] for it in base} & {it["encounter_id"] for it in guard}
+        both = {it.encounter_id for it in base} & {it.encounter_id for it in guard}
         want = (
-            aggregate([it for it in guard if it["encounter_id"] in both])["scer"]
-            - aggregate([it for it in base if it["encounter_id"] in both])["scer"]
+            aggregate([it for it in guard if it.encounter_id in both])["scer"]
+            - aggregate([it for it in base if it.encounter_id in both])["scer"]
         )
         assert r["scer"] == pytest.approx(want)
         assert r["scer_lo"] <= r["scer"] <= r["scer_hi"]

@@ -50,8 +50,8 @@ def test_two_runs_paired_on_common_encounters(tmp_path: Path) -> None:
     ra, rb = load_run(a), load_run(b)
     for r in res.rows:
         cond = r["condition"]
-        eb = {it["encounter_id"] for it in rb.ok_items(cond)}
-        common = [it for it in ra.ok_items(cond) if it["encounter_id"] in eb]
+        eb = {it.encounter_id for it in rb.ok_items(cond)}
+        common = [it for it in ra.ok_items(cond) if it.encounter_id in eb]
         assert r["n_common"] == (9 if cond == "ambient_5db" else 10)
         want_a = aggregate(common, is_clean=cond == "clean")["wer"]
         assert r["wer_a"] == pytest.approx(want_a)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from stresstest.report.examples import context, diff_records
 from stresstest.report.predictive import EndpointResult, auroc, sentence, spearman, summary_sentence
 from stresstest.report.tables import noise_source, write_table
+from stresstest.results import RunManifest
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
@@ -157,11 +159,14 @@ def test_a_predictor_at_or_below_chance_is_never_called_better() -> None:
 
 
 def test_noise_source_description() -> None:
+    def man(noise: dict[str, Any]) -> RunManifest:
+        return RunManifest(noise=noise)
+
     assert (
-        noise_source({"noise": {"ambient": {"corpus": "DEMAND", "subsets": ["OOFFICE", "PCAFETER"]}}}, "ambient")
+        noise_source(man({"ambient": {"corpus": "DEMAND", "subsets": ["OOFFICE", "PCAFETER"]}}), "ambient")
         == "DEMAND · OOFFICE, PCAFETER"
     )
-    assert noise_source({}, "babble") == ""
+    assert noise_source(RunManifest(), "babble") == ""
     builtin = {
         "kind": "builtin",
         "subsets": ["OOFFICE"],
@@ -169,9 +174,9 @@ def test_noise_source_description() -> None:
         "n_talkers_min": 3,
         "n_talkers_max": 7,
     }
-    man = {"noise": {"ambient": builtin, "babble": builtin}}
-    assert noise_source(man, "ambient") == "built-in generators: hvac, drone"
-    assert noise_source(man, "babble") == "built-in synthetic talkers (3–7 voices)"
+    both = man({"ambient": builtin, "babble": builtin})
+    assert noise_source(both, "ambient") == "built-in generators: hvac, drone"
+    assert noise_source(both, "babble") == "built-in synthetic talkers (3–7 voices)"
 
 
 def test_write_table_types(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rules_claims import grounded_claims as _claims
 
-from stresstest.metrics.claims import canonical_claim, canonical_flag_key
+from stresstest.clinical.claims import canonical_claim, canonical_flag_key
 from stresstest.schema import Claim, SafetyFlag
 from stresstest.structure.rules import extract_record
 

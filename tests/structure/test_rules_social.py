@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rules_claims import grounded_claims as _claims
 
-from stresstest.metrics.claims import canonical_claim
+from stresstest.clinical.claims import canonical_claim
 from stresstest.schema import Claim
 
 

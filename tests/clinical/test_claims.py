@@ -1,10 +1,10 @@
-"""Claim identity and deterministic matching (stresstest.metrics.claims)."""
+"""Claim identity and deterministic matching (stresstest.clinical.claims)."""
 
 from __future__ import annotations
 
 import pytest
 
-from stresstest.metrics.claims import (
+from stresstest.clinical.claims import (
     canonical_claim,
     canonical_flag_key,
     claim_errors,
@@ -177,7 +177,7 @@ def test_family_history_is_not_the_patients_own_history() -> None:
 
 
 def test_a_temperature_is_the_same_value_whatever_its_scale_word() -> None:
-    from stresstest.metrics.claims import normalise_value
+    from stresstest.clinical.claims import normalise_value
 
     assert normalise_value("38.5", "degrees C") == normalise_value("38.5", "°C") == normalise_value("38.5", "degrees")
     assert normalise_value("103", "F") == "103 degree"
