@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[2] / "stresstest"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("stresstest", "stresstest.errors", "stresstest.ids", "stresstest.console", "stresstest.yamlcfg",
               "stresstest.net", "stresstest.cache", "stresstest.audio", "stresstest.records", "stresstest.schema",
-              "stresstest.grid", "stresstest.results", "stresstest.textnorm")),
+              "stresstest.grid", "stresstest.results", "stresstest.textnorm", "stresstest.children")),
     ("clinical", ("stresstest.clinical",)),
     ("stages", ("stresstest.corpus", "stresstest.speech", "stresstest.noise", "stresstest.asr", "stresstest.llm",
                 "stresstest.gold", "stresstest.structure", "stresstest.mitigation")),
@@ -69,7 +69,8 @@ def _layer(module: str) -> int:
     best, rank = -1, -1
     for k, (_, prefixes) in enumerate(LAYERS):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best:
+            # the root package's name matches only itself: a new module must be given a layer
+            if (module == p or (p != "stresstest" and module.startswith(p + "."))) and len(p) > best:
                 best, rank = len(p), k
     return rank
 
