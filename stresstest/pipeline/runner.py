@@ -38,7 +38,7 @@ from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
-from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import ERROR_RATE_COLUMNS, QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.noise.factory import bank_encounters
 from stresstest.noise.stage import mix_jobs
@@ -240,7 +240,7 @@ def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
-    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + list(ERROR_RATE_COLUMNS) + extra_cols
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)

@@ -429,6 +429,13 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     quality = quality_section(run, n_resamples, seed)
     problems += quality.problems
     tables += write_quality_tables(quality, table_dir)
+    from stresstest.report.error_rates import error_rate_plot, error_rate_section
+
+    error_rates = error_rate_section(run, n_resamples, seed)
+    problems += error_rates.problems
+    if error_rates.computed:
+        plots["error_rates"] = error_rate_plot(error_rates, plot_dir / "error_rates.png")
+        tables += write_table(table_dir / "error_rates", error_rates.rows)
     effects = mitigation_effects(run, n_resamples, seed)
     if effects:
         tables += write_table(table_dir / "mitigation_effect", effects)
@@ -471,6 +478,7 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
         quality=quality,
         guard_sentences=guard_mod.guard_sentences(run),
         guard_removed=removed,
+        error_rates=error_rates,
     )
     html_path, md_path = rdir / "report.html", rdir / "report.md"
     atomic_write_text(html_path, render_html(content, rdir))

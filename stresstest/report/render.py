@@ -278,6 +278,11 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         if name.endswith("_vs_snr"):
             parts.append(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>")
     parts.append("</div>")
+    if c.error_rates is not None:
+        from stresstest.report.error_rates import error_rates_html
+
+        img = c.plots.get("error_rates")
+        parts.append(error_rates_html(c.error_rates, _data_uri(report_dir / img) if img is not None else None))
     parts.append(
         f"<h2>Does WER predict safety?</h2><p class='sub'>{c.predictive_n_items} noisy, non-mitigated "
         "items. Predictors: ΔWER against the same encounter's clean-ASR transcript and the trigger risk "
@@ -488,8 +493,12 @@ def render_markdown(c: ReportContent) -> str:
     out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows, text=True), ""]
     out += ["## Metrics against SNR", ""]
     out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
+    out += [""]
+    if c.error_rates is not None:
+        from stresstest.report.error_rates import error_rates_markdown
+
+        out += error_rates_markdown(c.error_rates, c.plots.get("error_rates"))
     out += [
-        "",
         "## Does WER predict safety?",
         "",
         f"{c.predictive_n_items} noisy, non-mitigated items; 95% CIs by cluster bootstrap over encounters.",
