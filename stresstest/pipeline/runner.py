@@ -54,6 +54,7 @@ from stresstest.pipeline.tasks import (
     StructureInit,
     StructureTask,
     StructureWorker,
+    chain_task,
     mix_task,
     speech_task,
 )
@@ -160,6 +161,26 @@ def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encount
             else:
                 state.audio[key] = Path(o.path)
                 state.mix[key] = o.info
+    _chain_stage(state, ctx)
+
+
+def _chain_stage(state: RunState, ctx: MixContext) -> None:
+    """Audio of the chain conditions (stresstest.noise.chain): one task per (encounter, chain condition)."""
+    chained = state.grid.chained()
+    if not chained:
+        return
+    jobs = [(eid, c.id, list(c.chain or []), sp) for eid, sp in state.speech.items() for c in chained]
+    bar = _bar(state, len(jobs), "chain")
+    outcomes: list[MixOutcome] = state.executor.map_tasks(
+        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update())
+    bar.close()
+    for (eid, *_), o in zip(jobs, outcomes, strict=True):
+        key = (eid, o.condition)
+        if o.error is not None or o.path is None or o.info is None:
+            state.ledger.record("mix", key, o.error or "no audio")
+        else:
+            state.audio[key] = Path(o.path)
+            state.mix[key] = o.info
 
 
 def _asr_workers(state: RunState) -> tuple[int, float]:
