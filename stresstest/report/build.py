@@ -369,6 +369,9 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
 
     plots = {f"{m}_vs_snr": p for m, p in plot_mod.all_metric_plots(rows, plot_dir).items()}
     plots["wer_vs_triggers"] = plot_mod.predictive_plot(pred_items, plot_dir / "wer_vs_triggers.png")
+    from stresstest.report.chains import chain_plots
+
+    plots.update(chain_plots(rows, list(run.conditions), plot_dir))
 
     tables: list[Path] = []
     tables += write_table(table_dir / "table2", table2_records(rows))

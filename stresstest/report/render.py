@@ -278,6 +278,14 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         if name.endswith("_vs_snr"):
             parts.append(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>")
     parts.append("</div>")
+    rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
+    if rt60:
+        parts.append(
+            "<h2>Metrics against room and channel</h2><p class='sub'>Chain conditions: x = the room step's RT60 "
+            "(0 = no room), one line per channel, 95% CI bars; dashed: clean-ASR reference. Each condition's "
+            "steps, parameters and seeds are in items.jsonl (<code>mix.chain</code>).</p><div class='plots'>"
+            + "".join(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in rt60) + "</div>"
+        )
     if c.error_rates is not None:
         from stresstest.report.error_rates import error_rates_html
 
@@ -494,6 +502,12 @@ def render_markdown(c: ReportContent) -> str:
     out += ["## Metrics against SNR", ""]
     out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
     out += [""]
+    rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
+    if rt60:
+        out += ["## Metrics against room and channel", "",
+                "Chain conditions: x = the room step's RT60 (0 = no room), one line per channel, 95% CI bars; "
+                "dashed: clean-ASR reference.", ""]
+        out += [f"![{name}]({p.as_posix()})" for name, p in rt60] + [""]
     if c.error_rates is not None:
         from stresstest.report.error_rates import error_rates_markdown
 
