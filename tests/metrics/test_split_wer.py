@@ -116,3 +116,28 @@ def test_summary_rows_carry_the_columns() -> None:
     assert rows["ambient_5db"]["wer_clinician"] == pytest.approx(40.0)
     assert rows["ambient_5db"]["wer_patient"] == pytest.approx(100.0)
     assert rows["ambient_5db"]["clinical_wer_patient"] == pytest.approx(100.0)
+
+
+def test_score_encounter_writes_the_counts_on_each_row() -> None:
+    from stresstest.grid import ConditionGrid
+    from stresstest.pipeline.score import EncounterOutputs, score_encounter
+    from stresstest.records import Transcript
+
+    enc = _enc(DOCTOR, PATIENT)
+
+    def tr(cond: str, text: str) -> Transcript:
+        return Transcript(encounter_id="X", condition=cond, text=text, backend="test", model="m", decoding={},
+                          audio_sha256="0")
+
+    grid = ConditionGrid.build(["ambient"], [5.0])
+    x = EncounterOutputs(encounter=enc, transcripts={
+        "clean": tr("clean", "Do you have chest pain? No, I take aspirin daily."),
+        "ambient_5db": tr("ambient_5db", "do you have chess pain no i take daily"),
+    })
+    rows = {it.row["condition"]: it.row for it in score_encounter(x, grid, "none")}
+    assert (rows["clean"]["clin_words"], rows["clean"]["clin_errors"]) == (3, 0)
+    noisy = rows["ambient_5db"]
+    assert (noisy["clin_words"], noisy["clin_errors"]) == (3, 2)
+    assert (noisy["ref_words_clinician"], noisy["errors_clinician"]) == (5, 1)
+    assert (noisy["clin_words_patient"], noisy["clin_errors_patient"]) == (1, 1)
+    assert noisy["errors_clinician"] + noisy["errors_patient"] == noisy["asr_sub"] + noisy["asr_del"] + noisy["asr_ins"]

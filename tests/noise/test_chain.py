@@ -186,3 +186,15 @@ def test_axes_expand_to_named_conditions_and_the_plain_grid_is_unchanged(tmp_pat
 def test_bad_chains_are_config_errors_with_file_and_line(tmp_path: Path, chains: str, where: str) -> None:
     with pytest.raises(ConfigError, match=where):
         load_config(_cfg(tmp_path, chains))
+
+
+def test_a_plain_mixture_record_is_serialised_as_before_chains() -> None:
+    from stresstest.records import MixInfo
+
+    info = MixInfo(family="ambient", noise_source="builtin:ambient/x", noise_offset_s=0.0, target_snr_db=5.0,
+                   measured_snr_db=5.01, speech_rms=0.1, noise_gain=0.2, clip_scale=1.0)
+    assert list(info.model_dump(mode="json")) == ["family", "noise_source", "noise_offset_s", "noise_recipe",
+                                                  "target_snr_db", "measured_snr_db", "speech_rms", "noise_gain",
+                                                  "clip_scale"]
+    chained = info.model_copy(update={"family": "chain", "chain": [{"kind": "mulaw", "params": {}}]})
+    assert MixInfo.model_validate(chained.model_dump(mode="json")) == chained
