@@ -375,12 +375,15 @@ def render_chain(
     seed: int,
     encounter_id: str,
     sources: Mapping[str, NoiseSource],
+    duration_s: float | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Pass clean 16-kHz speech through ``steps``; return the 16-kHz result and its facts.
 
     The facts hold ``chain`` (one ``{kind, params, ...measured}`` entry per step, in order),
     ``clip_scale``, and — when a noise step ran — that step's ``noise_*``, ``speech_rms``,
-    ``target_snr_db`` / ``measured_snr_db`` and the segment's ``noise_recipe``.
+    ``target_snr_db`` / ``measured_snr_db`` and the segment's ``noise_recipe``. ``duration_s`` is the
+    recording's duration as the speech record states it (what the family mixer asks its noise source
+    for, so a noise step cuts the very same segment); default: the sample count / 16 kHz.
     """
     from scipy.signal import resample_poly
 
@@ -390,7 +393,7 @@ def render_chain(
         raise MixError("active-speech mask is empty: cannot measure speech RMS")
     x = np.asarray(clean, dtype=np.float32)
     sr = SAMPLE_RATE_HZ
-    duration_s = clean.size / SAMPLE_RATE_HZ
+    duration_s = clean.size / SAMPLE_RATE_HZ if duration_s is None else duration_s
     record: list[dict[str, Any]] = []
     out: dict[str, Any] = {}
     for s in steps:
@@ -482,7 +485,8 @@ def build_chain(
             return wav, hit, None
         clean = read_wav_exact(speech.path)
         mask = active_mask(clean.size, speech.segments_s)
-        audio, facts = render_chain(clean, mask, steps, seed=seed, encounter_id=encounter_id, sources=sources)
+        audio, facts = render_chain(clean, mask, steps, seed=seed, encounter_id=encounter_id, sources=sources,
+                                    duration_s=float(speech.duration_s))
         write_wav(wav, audio)
         info = MixInfo(
             family="chain",
