@@ -18,7 +18,7 @@ define step
 	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
 endef
 
-.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-llm demo-ray demo-vllm test test-fast lint typecheck bench check-vllm clean
+.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-rooms demo-llm demo-ray demo-vllm test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -50,6 +50,10 @@ $(RAY): $(CORE)
 
 demo: $(CORE)
 	$(BIN)/stresstest run configs/demo.yaml --out runs/demo
+
+# The demo's encounters through a room × channel grid (RT60 × telephone/G.711 and Opus with packet loss).
+demo-rooms: $(CORE)
+	$(BIN)/stresstest run configs/demo-rooms.yaml --out runs/demo-rooms
 
 demo-llm: $(LLM)
 	$(BIN)/stresstest run configs/demo-llm.yaml --out runs/demo-llm

@@ -17,10 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from stresstest.asr.stage import ASRConfig
 from stresstest.errors import ConfigError
-from stresstest.grid import ConditionGrid
+from stresstest.grid import Condition, ConditionGrid
 from stresstest.ids import id_problem
 from stresstest.llm.config import LLMConfig
 from stresstest.noise import NoiseSpec
+from stresstest.noise.chain import Step, check_chain
 from stresstest.speech import TTSConfig
 from stresstest.yamlcfg import read_yaml_mapping, validate_strict
 
@@ -164,6 +165,63 @@ class MitigationConfig(_Strict):
         return v
 
 
+_CHAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ChainsConfig(_Strict):
+    """Conditions as chains of transforms (:mod:`stresstest.noise.chain`), next to the family × SNR grid.
+
+    ``axes`` expands to the product of its axes, in the order written: each axis maps labels to a list of
+    steps; a condition concatenates one label's steps per axis (in axis order, so write the axes in chain
+    order: room, then channel) and is named by its labels joined with ``_`` (``rt0.3_g711``). An empty
+    step list is allowed on an axis (``wideband: []``). ``conditions`` names further chains one by one.
+    """
+
+    axes: dict[str, dict[str, list[Step]]] = Field(
+        default_factory=dict, description="Axis name -> {label: steps}; the grid is their product."
+    )
+    conditions: dict[str, list[Step]] = Field(default_factory=dict, description="Condition name -> steps.")
+
+    @model_validator(mode="after")
+    def _names(self) -> ChainsConfig:
+        for axis, labels in self.axes.items():
+            if not labels:
+                raise ValueError(f"axes.{axis}: expected at least one label")
+            for label in labels:
+                if not _CHAIN_NAME.match(label) or "_" in label:
+                    raise ValueError(f"axes.{axis}: label {label!r} must be letters, digits, '.' or '-' "
+                                     "(labels are joined with '_' into condition names)")
+        for name, _, _ in self.expand():
+            if not _CHAIN_NAME.match(name) or id_problem(name) is not None:
+                raise ValueError(f"chain condition name {name!r}: expected letters, digits, '.', '_' or '-'")
+            if name == "clean" or name.endswith("_guard") or _COND.match(name):
+                raise ValueError(f"chain condition name {name!r} is reserved (clean, <family>_<snr>db, *_guard)")
+        seen: set[str] = set()
+        for name, steps, _ in self.expand():
+            if name in seen:
+                raise ValueError(f"condition {name!r} is defined twice")
+            seen.add(name)
+            try:
+                check_chain(steps)
+            except ValueError as exc:
+                raise ValueError(f"condition {name!r}: {exc}") from None
+        return self
+
+    def expand(self) -> list[tuple[str, list[Step], dict[str, str] | None]]:
+        """(name, steps, axis labels) of every chain condition: the axes' product first, then ``conditions``."""
+        import itertools
+
+        out: list[tuple[str, list[Step], dict[str, str] | None]] = []
+        if self.axes:
+            names = list(self.axes)
+            for combo in itertools.product(*(list(self.axes[a].items()) for a in names)):
+                steps = [s for _, st in combo for s in st]
+                out.append(("_".join(label for label, _ in combo), steps,
+                            {a: label for a, (label, _) in zip(names, combo, strict=True)}))
+        out += [(name, list(steps), None) for name, steps in self.conditions.items()]
+        return out
+
+
 class ReportConfig(_Strict):
     """The report written at the end of a run."""
 
@@ -190,6 +248,9 @@ class RunConfig(_Strict):
     gold: GoldConfig = Field(default_factory=GoldConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     mitigation: MitigationConfig = Field(default_factory=MitigationConfig)
+    chains: ChainsConfig = Field(
+        default_factory=ChainsConfig, description="Conditions as chains of transforms (room, noise, channel, level)."
+    )
     report: ReportConfig = Field(default_factory=ReportConfig)
 
     @field_validator("snr_db")
@@ -232,13 +293,25 @@ class RunConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _chains_valid(self) -> RunConfig:
+        for name, steps, _ in self.chains.expand():
+            try:
+                check_chain(steps, list(self.noise))
+            except ValueError as exc:
+                raise ValueError(f"chains: condition {name!r}: {exc}") from None
+        return self
+
+    @model_validator(mode="after")
     def _mitigation_in_grid(self) -> RunConfig:
         self.grid()  # raises ValueError naming a mitigation condition that is not in the grid
         return self
 
     def grid(self) -> ConditionGrid:
-        """Clean first, then each family × SNR (grid order), then mitigated rows."""
-        return ConditionGrid.build([f for f in FAMILIES if f in self.noise], self.snr_db, self.mitigation.conditions)
+        """Clean first, then each family × SNR (grid order), then the chain conditions, then mitigated rows."""
+        chains = [Condition.chained(name, [s.to_json() for s in steps], axes)
+                  for name, steps, axes in self.chains.expand()]
+        return ConditionGrid.build([f for f in FAMILIES if f in self.noise], self.snr_db, self.mitigation.conditions,
+                                   chains)
 
 
 class _ExtendsProbe(BaseModel):
@@ -324,4 +397,14 @@ def load_config(path: str | Path) -> RunConfig:
     py_abs = py if py is None or Path(py).is_absolute() else os.path.normpath(base / py)
     server = cfg.structure.server.model_copy(update={"python": py_abs})
     structure = cfg.structure.model_copy(update={"server": server})
-    return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run, "structure": structure})
+
+    def res_steps(steps: list[Step]) -> list[Step]:  # a measured impulse response is a path too
+        return [s.model_copy(update={"room": s.room.model_copy(update={"ir": res(s.room.ir)})})
+                if s.room is not None and s.room.ir is not None else s for s in steps]
+
+    chains = cfg.chains.model_copy(update={
+        "axes": {a: {lab: res_steps(st) for lab, st in labels.items()} for a, labels in cfg.chains.axes.items()},
+        "conditions": {n: res_steps(st) for n, st in cfg.chains.conditions.items()},
+    })
+    return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run, "structure": structure,
+                                  "chains": chains})

@@ -6,12 +6,14 @@ what the condition is, written to the manifest and read back by the report. Rule
 * ``clean`` is the clean-ASR reference; it has family ``clean`` and no SNR.
 * A noisy condition is one family at one SNR: id ``<family>_<snr:g>db``
   (``ambient_15db``, ``babble_7.5db``).
+* A chain condition (:mod:`stresstest.noise.chain`) is clean speech through a named list of
+  transforms (room, noise, channel, level): family ``chain``, no SNR of its own, id = its config name.
 * A mitigated condition re-structures the transcripts of a noisy condition (its
   ``base``) with the evidence-grounded guard: id ``<base>_guard``. It has no
   audio or transcript of its own; everything acoustic comes from ``base``.
 
 The grid is ordered: clean first, then each family × SNR in config order, then
-the mitigated rows. Code asks the grid (:meth:`ConditionGrid.noisy`,
+the chain conditions in config order, then the mitigated rows. Code asks the grid (:meth:`ConditionGrid.noisy`,
 :meth:`ConditionGrid.mitigated`, :meth:`ConditionGrid.base_of`) instead of
 parsing condition ids.
 """
@@ -24,6 +26,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 CLEAN = "clean"
+CHAIN = "chain"
 GUARD_SUFFIX = "_guard"
 
 
@@ -52,6 +55,12 @@ class Condition(BaseModel):
     snr_db: float | None = Field(default=None, description="Target SNR in dB (None for clean).")
     mitigated: bool = Field(default=False, description="A guard row (re-structures its base's transcripts).")
     base: str = Field(default="", description="Condition whose audio/transcripts it uses (itself unless mitigated).")
+    chain: list[dict[str, Any]] | None = Field(
+        default=None, description="A chain condition's steps, each {kind: {params}} (None for the others)."
+    )
+    axes: dict[str, str] | None = Field(
+        default=None, description="A chain condition expanded from `chains.axes`: the label it took on each axis."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -70,7 +79,12 @@ class Condition(BaseModel):
             raise ValueError(f"condition {self.id!r}: the clean condition has no SNR and no mitigation")
         if not self.mitigated and self.base != self.id:
             raise ValueError(f"condition {self.id!r}: only a mitigated condition has another base ({self.base!r})")
+        if (self.family == CHAIN) != (self.chain is not None) or (self.chain is not None and self.snr_db is not None):
+            raise ValueError(f"condition {self.id!r}: family 'chain' goes with a chain of steps and no SNR of its own")
         return self
+
+    def __hash__(self) -> int:  # the chain's dicts are not hashable; the id identifies a condition in a grid
+        return hash((self.id, self.family, self.snr_db, self.mitigated, self.base))
 
     @classmethod
     def clean(cls) -> Condition:
@@ -82,6 +96,16 @@ class Condition(BaseModel):
         """One family at one SNR."""
         cid = condition_id(family, snr_db)
         return cls(id=cid, family=family, snr_db=float(snr_db), mitigated=False, base=cid)
+
+    @classmethod
+    def chained(cls, name: str, steps: list[dict[str, Any]], axes: dict[str, str] | None = None) -> Condition:
+        """A chain condition: clean speech through ``steps`` (each ``{kind: {params}}``)."""
+        return cls(id=name, family=CHAIN, snr_db=None, mitigated=False, base=name, chain=steps, axes=axes)
+
+    @property
+    def is_chain(self) -> bool:
+        """True for a chain condition (its audio is built by :mod:`stresstest.noise.chain`)."""
+        return self.chain is not None
 
     def guarded(self) -> Condition:
         """The mitigated (guard) condition built on this noisy one."""
@@ -101,8 +125,9 @@ class Condition(BaseModel):
         return not self.mitigated
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest form: ``{condition, family, snr_db, mitigated, base}``."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The manifest form: ``{condition, family, snr_db, mitigated, base}`` (+ ``chain``, ``axes`` when set)."""
+        return self.model_dump(mode="json", by_alias=True, exclude={k for k in ("chain", "axes")
+                                                                     if getattr(self, k) is None})
 
 
 class ConditionGrid(Sequence[Condition]):
@@ -119,10 +144,13 @@ class ConditionGrid(Sequence[Condition]):
                 raise ValueError(f"condition {c.id!r}: its base {c.base!r} is not in the grid")
 
     @classmethod
-    def build(cls, families: Iterable[str], snrs_db: Iterable[float], guarded: Iterable[str] = ()) -> ConditionGrid:
-        """Clean, then each family × SNR, then the guard rows of the named noisy conditions (in that order)."""
+    def build(
+        cls, families: Iterable[str], snrs_db: Iterable[float], guarded: Iterable[str] = (),
+        chains: Iterable[Condition] = (),
+    ) -> ConditionGrid:
+        """Clean, each family × SNR, the chain conditions, then the guard rows of the named noisy conditions."""
         snrs = list(snrs_db)
-        conds = [Condition.clean()] + [Condition.noisy(f, s) for f in families for s in snrs]
+        conds = [Condition.clean()] + [Condition.noisy(f, s) for f in families for s in snrs] + list(chains)
         by_id = {c.id: c for c in conds}
         for g in guarded:
             if g not in by_id or by_id[g].is_clean:
@@ -181,6 +209,10 @@ class ConditionGrid(Sequence[Condition]):
     def noisy(self) -> list[Condition]:
         """Noisy, unmitigated conditions (the ones that need a mixture)."""
         return [c for c in self._items if not c.is_clean and not c.mitigated]
+
+    def chained(self) -> list[Condition]:
+        """Chain conditions (their audio comes from :mod:`stresstest.noise.chain`, not the family mixer)."""
+        return [c for c in self._items if c.is_chain]
 
     def mitigated(self) -> list[Condition]:
         """Guard rows."""

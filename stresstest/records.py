@@ -8,9 +8,9 @@ with ``model_copy(update=...)``.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 SCHEMA_VERSION = 1
 
@@ -103,17 +103,32 @@ class SpeechAudio(Record):
 
 
 class MixInfo(Record):
-    """Everything sampled or measured to build one mixture."""
+    """Everything sampled or measured to build one mixture (or one chain condition's audio).
 
-    family: str = Field(description="Noise family: 'ambient' or 'babble' (or a user name).")
-    noise_source: str = Field(description="Corpus file or generator recipe the segment came from.")
+    A chain condition (:mod:`stresstest.noise.chain`) has ``family`` ``chain``, its steps in ``chain``,
+    and SNR fields only when one of its steps adds noise. ``chain`` is left out of the serialised form
+    when None, so a plain mixture's record is byte-identical to what it was before chains existed.
+    """
+
+    family: str = Field(description="Noise family: 'ambient' or 'babble' (or a user name); 'chain' for a chain.")
+    noise_source: str = Field(description="Corpus file or generator recipe the segment came from ('' if none).")
     noise_offset_s: float = Field(description="Offset of the segment within the source.")
     noise_recipe: dict[str, object] = Field(default_factory=dict, description="Generator recipe/kwargs.")
-    target_snr_db: float
-    measured_snr_db: float = Field(description="SNR measured back from the written files on active speech.")
+    target_snr_db: float | None = Field(description="Target SNR (None for a chain without a noise step).")
+    measured_snr_db: float | None = Field(description="SNR measured back on active speech (None without noise).")
     speech_rms: float = Field(description="RMS of the speech over active segments.")
-    noise_gain: float = Field(description="Gain applied to the unit-RMS noise segment.")
+    noise_gain: float = Field(description="Gain applied to the unit-RMS noise segment (0 without noise).")
     clip_scale: float = Field(description="Scale applied to the whole mixture to avoid clipping (1 = none).")
+    chain: list[dict[str, object]] | None = Field(
+        default=None, description="Chain condition: each step's kind, parameters, seeds and measurements, in order."
+    )
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_chain(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("chain", 0) is None:
+            data.pop("chain")
+        return data
 
 
 class Transcript(Record):

@@ -116,6 +116,17 @@ class ItemScore(BaseModel):
     ref_words: int | None = Field(default=None, description="N_i, words in the normalised reference.")
     item_wer: Num | None = Field(default=None, description="100·(S+D+I)/N_i of this item.")
     asr_delta_e: int | None = Field(default=None, description="ΔE_i = max(0, E^(c) − E^(0)); None on clean.")
+    # error rates a clinician reads (stresstest.metrics.split_wer): counts on the same alignment as WER
+    clin_words: int | None = Field(default=None, description="Reference tokens inside a clinical term.")
+    clin_errors: int | None = Field(default=None, description="Of those, substituted or deleted.")
+    ref_words_clinician: int | None = Field(default=None, description="Reference tokens of doctor turns.")
+    errors_clinician: int | None = Field(default=None, description="S+D+I attributed to doctor turns.")
+    clin_words_clinician: int | None = Field(default=None, description="Clinical tokens of doctor turns.")
+    clin_errors_clinician: int | None = Field(default=None, description="Of those, substituted or deleted.")
+    ref_words_patient: int | None = Field(default=None, description="Reference tokens of patient turns.")
+    errors_patient: int | None = Field(default=None, description="S+D+I attributed to patient turns.")
+    clin_words_patient: int | None = Field(default=None, description="Clinical tokens of patient turns.")
+    clin_errors_patient: int | None = Field(default=None, description="Of those, substituted or deleted.")
     # cause side
     neg_err: int | None = Field(default=None, description="0/1 negation mismatch vs r_i.")
     trigger_counts: dict[str, int] | None = Field(default=None, description="Trigger events vs r_i, by type.")

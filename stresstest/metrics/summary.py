@@ -52,12 +52,26 @@ QUALITY_COLUMNS: tuple[str, ...] = (
     "completeness", "conciseness", "groundedness", "halluc_lexical", "halluc_inference",
 )
 
+#: Error rates a clinician reads (:mod:`stresstest.metrics.split_wer`), after the note-quality columns.
+ERROR_RATE_COLUMNS: tuple[str, ...] = (
+    "clinical_wer", "wer_clinician", "wer_patient", "clinical_wer_clinician", "clinical_wer_patient",
+)
+#: Column -> (errors field, reference-words field) of an ``items.jsonl`` row.
+ERROR_RATE_FIELDS: dict[str, tuple[str, str]] = {
+    "clinical_wer": ("clin_errors", "clin_words"),
+    "wer_clinician": ("errors_clinician", "ref_words_clinician"),
+    "wer_patient": ("errors_patient", "ref_words_patient"),
+    "clinical_wer_clinician": ("clin_errors_clinician", "clin_words_clinician"),
+    "clinical_wer_patient": ("clin_errors_patient", "clin_words_patient"),
+}
+
 # Direction of "better" for each metric (used for the report's arrows).
 HIGHER_IS_BETTER: dict[str, bool] = {
     "wer": False, "ins_rate": False, "neg_err": False, "err_prop": False, "triage_match": True,
     "scer": False, "under_triage": False, "mean_score": True, "unsafe": False,
     "completeness": True, "conciseness": True, "groundedness": True, "halluc_lexical": False,
     "halluc_inference": False,
+    **dict.fromkeys(ERROR_RATE_COLUMNS, False),
 }
 
 
@@ -155,6 +169,22 @@ def abstention(items: Sequence[ItemScore]) -> Abstention:
                       fields_total=sum(int(e.get("fields_total") or 0) for e in extras))
 
 
+def aggregate_error_rates(items: Sequence[ItemLike]) -> dict[str, float | None]:
+    """Clinical-term and per-speaker WER of one condition, micro-averaged like WER: ``{column: percent or None}``.
+
+    ``100 · Σ errors / Σ reference words`` over the items that have both fields; None (an empty cell)
+    when those reference words sum to 0 (no clinical term, no patient turn) or no item has them.
+    """
+    items = as_items(items)
+    out: dict[str, float | None] = {}
+    for col, (err_key, n_key) in ERROR_RATE_FIELDS.items():
+        use = [(int(e), int(n)) for it in items
+               if (n := getattr(it, n_key)) is not None and (e := getattr(it, err_key)) is not None]
+        total = sum(n for _, n in use)
+        out[col] = 100.0 * sum(e for e, _ in use) / total if total > 0 else None
+    return out
+
+
 def in_pairing(item: ItemLike) -> bool:
     """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
 
@@ -184,5 +214,6 @@ def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> 
         row: dict[str, Any] = {"condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its)}
         row.update(aggregate(its, is_clean=c.is_clean))
         row.update(aggregate_quality(its))
+        row.update(aggregate_error_rates(its))
         rows.append(row)
     return rows

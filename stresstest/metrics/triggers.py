@@ -83,6 +83,7 @@ __all__ = [
     "TRIGGER_TYPES",
     "TriggerEvent",
     "TriggerType",
+    "clinical_mentions",
     "content_word_errors",
     "detect_in_pair",
     "detect_triggers",
@@ -323,6 +324,12 @@ def _found(text: str) -> tuple[list[Mention], list[ClinicalToken]]:
     toks = clinical_tokenize(text)
     found = [m for m in (*match_tokens(text, toks), *match_drug_tokens(text, toks)) if _plausible(m)]
     return found, toks
+
+
+def clinical_mentions(text: str) -> list[Mention]:
+    """The clinical terms of ``text`` as the detector sees them: lexicon and drug mentions, minus dictionary
+    hits on ordinary words (what ``clinical_omission`` and the clinical-term WER count as clinical)."""
+    return _found(text)[0]
 
 
 def _plausible(m: Mention) -> bool:

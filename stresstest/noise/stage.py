@@ -118,7 +118,7 @@ def mix_jobs(encounter_ids: Sequence[str], grid: Iterable[Condition]) -> list[Mi
     """Group the grid's noisy, non-mitigated conditions by (encounter, family), encounters outermost."""
     fams: dict[str, list[Condition]] = {}
     for c in grid:
-        if not c.is_clean and not c.mitigated:
+        if not c.is_clean and not c.mitigated and not c.is_chain:  # chains: stresstest.noise.chain
             fams.setdefault(c.family, []).append(c)
     return [
         MixJob(eid, fam, tuple(float(c.snr_db) for c in cs if c.snr_db is not None), tuple(c.id for c in cs))

@@ -39,7 +39,7 @@ from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
-from stresstest.metrics.summary import QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import ERROR_RATE_COLUMNS, QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.noise.factory import bank_encounters
 from stresstest.noise.stage import mix_jobs
@@ -55,6 +55,7 @@ from stresstest.pipeline.tasks import (
     StructureInit,
     StructureTask,
     StructureWorker,
+    chain_task,
     mix_task,
     speech_task,
 )
@@ -169,6 +170,26 @@ def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encount
             else:
                 state.audio[key] = Path(o.path)
                 state.mix[key] = o.info
+    _chain_stage(state, ctx)
+
+
+def _chain_stage(state: RunState, ctx: MixContext) -> None:
+    """Audio of the chain conditions (stresstest.noise.chain): one task per (encounter, chain condition)."""
+    chained = state.grid.chained()
+    if not chained:
+        return
+    jobs = [(eid, c.id, list(c.chain or []), sp) for eid, sp in state.speech.items() for c in chained]
+    bar = _bar(state, len(jobs), "chain")
+    outcomes: list[MixOutcome] = state.executor.map_tasks(
+        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update())
+    bar.close()
+    for (eid, *_), o in zip(jobs, outcomes, strict=True):
+        key = (eid, o.condition)
+        if o.error is not None or o.path is None or o.info is None:
+            state.ledger.record("mix", key, o.error or "no audio")
+        else:
+            state.audio[key] = Path(o.path)
+            state.mix[key] = o.info
 
 
 def _asr_workers(state: RunState) -> tuple[int, float]:
@@ -249,7 +270,7 @@ def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
-    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + list(ERROR_RATE_COLUMNS) + extra_cols
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)

@@ -25,10 +25,11 @@ from stresstest.llm.session import open_session
 from stresstest.metrics.align import AlignedPair, align
 from stresstest.metrics.judge_llm import llm_judge_many
 from stresstest.metrics.quality_stage import QualityItem, score_note_quality
+from stresstest.metrics.split_wer import SplitErrors, split_errors
 from stresstest.metrics.summary import abstention, trigger_rate
 from stresstest.metrics.triggers import TRIGGER_TYPES
 from stresstest.metrics.wer import AsrErrors
-from stresstest.records import Encounter, MixInfo, Transcript
+from stresstest.records import Encounter, MixInfo, Transcript, Turn
 from stresstest.results import ItemScore
 from stresstest.schema import RecordEnvelope
 
@@ -80,10 +81,11 @@ class PairScores:
     negation: list[Any]
     triggers: list[Any]
     trigger_counts: dict[str, int]
+    split: SplitErrors | None = None
 
 
-def score_pair(pair: AlignedPair, concepts: Sequence[str]) -> PairScores:
-    """Read WER counts, NegErr mismatches and trigger events off one aligned pair."""
+def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn] | None = None) -> PairScores:
+    """Read WER counts, NegErr mismatches, trigger events and the clinical/speaker split off one aligned pair."""
     from stresstest.metrics.negation import negation_mismatches
     from stresstest.metrics.triggers import detect_in_pair, trigger_counts
 
@@ -95,6 +97,7 @@ def score_pair(pair: AlignedPair, concepts: Sequence[str]) -> PairScores:
         negation=[m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in mism],
         triggers=[ev.model_dump(mode="json") for ev in events],
         trigger_counts=trigger_counts(events),
+        split=split_errors(pair, turns),
     )
 
 
@@ -123,7 +126,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
 
     def against_ref(base: str, text: str) -> PairScores:
         if base not in vs_ref:
-            vs_ref[base] = score_pair(align(ref, text), concepts)
+            vs_ref[base] = score_pair(align(ref, text), concepts, x.encounter.turns)
         return vs_ref[base]
 
     clean_err = against_ref("clean", clean_t.text).errors if clean_t else None
@@ -158,6 +161,8 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
             e = ps.errors
             row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
                        item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
+            if ps.split is not None:
+                row.update(ps.split.item_fields())
             if clean_err is not None:
                 row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
             row["neg_err"] = int(bool(ps.negation))

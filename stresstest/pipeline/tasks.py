@@ -86,6 +86,16 @@ def mix_task(ctx: MixContext, job_speech: tuple[Any, SpeechAudio]) -> list[MixOu
     return sorted(out, key=lambda o: order[o.condition])
 
 
+def chain_task(ctx: MixContext, job: tuple[str, str, list[dict[str, Any]], SpeechAudio]) -> MixOutcome:
+    """Write (or reuse) one chain condition's audio for one encounter (:mod:`stresstest.noise.chain`)."""
+    from stresstest.noise.chain import build_chain
+
+    eid, cond, steps, speech = job
+    path, info, err = build_chain(eid, steps, speech, ctx.sources, ctx.noise_specs, seed=ctx.seed,
+                                  cache_dir=ctx.cache_dir)
+    return MixOutcome(cond, str(path) if path is not None else None, info, err)
+
+
 # ------------------------------------------------------------------ ASR (model-holding worker: one per GPU)
 
 

@@ -17,7 +17,9 @@ from stresstest.report import examples as ex_mod
 from stresstest.report import guard as guard_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
+from stresstest.report.chains import chain_plots
 from stresstest.report.content import ReportContent
+from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, error_rate_section
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
 from stresstest.report.rundir import CLEAN, RunData, load_run
@@ -328,6 +330,7 @@ class _Analysis:
     quality: QualitySection
     effects: list[dict[str, Any]]
     removed: list[dict[str, Any]]
+    error_rates: ErrorRateSection
 
 
 def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> ReportPaths:
@@ -352,6 +355,9 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     an = _analyse(run, n_resamples, seed)
     plots = {f"{m}_vs_snr": p for m, p in plot_mod.all_metric_plots(an.rows, rdir / "plots").items()}
     plots["wer_vs_triggers"] = plot_mod.predictive_plot(an.pred_items, rdir / "plots" / "wer_vs_triggers.png")
+    plots.update(chain_plots(an.rows, list(run.conditions), rdir / "plots"))
+    if an.error_rates.computed:
+        plots["error_rates"] = error_rate_plot(an.error_rates, rdir / "plots" / "error_rates.png")
     tables = _write_tables(run, an, rdir / "tables")
     content = _content(run, an, n_resamples, seed, plots={k: p.relative_to(rdir) for k, p in plots.items()},
                        tables=[p.relative_to(rdir) for p in tables])
@@ -391,9 +397,11 @@ def _analyse(run: RunData, n_resamples: int, seed: int) -> _Analysis:
     pred = pred_mod.analyse(pred_items, n_resamples, seed, ALPHA)
     quality = quality_section(run, n_resamples, seed)
     problems += quality.problems
+    error_rates = error_rate_section(run, n_resamples, seed)
+    problems += error_rates.problems
     return _Analysis(rows=rows, problems=problems, trig=trig, examples=examples, pred_items=pred_items, pred=pred,
                      quality=quality, effects=mitigation_effects(run, n_resamples, seed),
-                     removed=guard_mod.removals(run))
+                     removed=guard_mod.removals(run), error_rates=error_rates)
 
 
 def _trigger_rate_rows(trig: Mapping[str, Mapping[str, tuple[float | None, Any]]]) -> list[dict[str, Any]]:
@@ -423,6 +431,8 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
                           EXAMPLE_COLUMNS)
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in an.pred])
     tables += write_quality_tables(an.quality, table_dir)
+    if an.error_rates.computed:
+        tables += write_table(table_dir / "error_rates", an.error_rates.rows)
     if an.effects:
         tables += write_table(table_dir / "mitigation_effect", an.effects)
     if run.conditions.mitigated():
@@ -465,6 +475,7 @@ def _content(run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots:
         quality=an.quality,
         guard_sentences=guard_mod.guard_sentences(run),
         guard_removed=an.removed,
+        error_rates=an.error_rates,
     )
 
 

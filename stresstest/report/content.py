@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from stresstest.metrics.bootstrap import Interval
+from stresstest.report.error_rates import ErrorRateSection
 from stresstest.report.examples import Example
 from stresstest.report.predictive import EndpointResult
 from stresstest.report.quality import QualitySection
@@ -42,3 +43,4 @@ class ReportContent:
     quality: QualitySection | None = None  # note-quality judges (SPEC §8); None = section not built
     guard_sentences: list[str] = field(default_factory=list)  # per guard condition: what was removed, counted
     guard_removed: list[dict[str, Any]] = field(default_factory=list)  # report.guard.REMOVAL_COLUMNS rows
+    error_rates: ErrorRateSection | None = None  # clinical-term WER and WER by speaker; None = not built

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from stresstest.metrics.summary import METRIC_COLUMNS
 from stresstest.report.content import ReportContent
+from stresstest.report.error_rates import error_rates_html, error_rates_markdown
 from stresstest.report.examples import Example
 from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
 from stresstest.report.predictive import PREDICTORS, EndpointResult
@@ -278,6 +279,17 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         if name.endswith("_vs_snr"):
             parts.append(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>")
     parts.append("</div>")
+    rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
+    if rt60:
+        parts.append(
+            "<h2>Metrics against room and channel</h2><p class='sub'>Chain conditions: x = the room step's RT60 "
+            "(0 = no room), one line per channel, 95% CI bars; dashed: clean-ASR reference. Each condition's "
+            "steps, parameters and seeds are in items.jsonl (<code>mix.chain</code>).</p><div class='plots'>"
+            + "".join(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in rt60) + "</div>"
+        )
+    if c.error_rates is not None:
+        img = c.plots.get("error_rates")
+        parts.append(error_rates_html(c.error_rates, _data_uri(report_dir / img) if img is not None else None))
     parts.append(
         f"<h2>Does WER predict safety?</h2><p class='sub'>{c.predictive_n_items} noisy, non-mitigated "
         "items. Predictors: ΔWER against the same encounter's clean-ASR transcript and the trigger risk "
@@ -488,8 +500,16 @@ def render_markdown(c: ReportContent) -> str:
     out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows, text=True), ""]
     out += ["## Metrics against SNR", ""]
     out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
+    out += [""]
+    rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
+    if rt60:
+        out += ["## Metrics against room and channel", "",
+                "Chain conditions: x = the room step's RT60 (0 = no room), one line per channel, 95% CI bars; "
+                "dashed: clean-ASR reference.", ""]
+        out += [f"![{name}]({p.as_posix()})" for name, p in rt60] + [""]
+    if c.error_rates is not None:
+        out += error_rates_markdown(c.error_rates, c.plots.get("error_rates"))
     out += [
-        "",
         "## Does WER predict safety?",
         "",
         f"{c.predictive_n_items} noisy, non-mitigated items; 95% CIs by cluster bootstrap over encounters.",

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from stresstest.cache import atomic_write_bytes, atomic_write_text
-from stresstest.grid import Condition
+from stresstest.grid import CHAIN, Condition
 from stresstest.metrics.bootstrap import Interval, percentile_interval, resample_indices
 from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS, aggregate, trigger_rate
 from stresstest.report.rundir import CLEAN, RunData
@@ -49,6 +49,7 @@ METRIC_HEADERS: dict[str, tuple[str, str]] = {
 FAMILY_HEADINGS: dict[str, str] = {
     "babble": "Non-Stationary Semantic Interference",
     "ambient": "Stationary Ambient Interference",
+    "chain": "Room, channel and level (chains of transforms)",
 }
 MITIGATION_HEADING = "Mitigation Study (evidence-grounded guard)"
 DASH = "–"
@@ -152,7 +153,7 @@ def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) 
     rows = [make(c, "Reference (clean-ASR)" if c.is_clean else c.id) for c in clean]
     fam_order = [f for f in ("babble", "ambient") if f in by_fam] + sorted(
         f for f in by_fam if f not in FAMILY_HEADINGS
-    )
+    ) + [f for f in (CHAIN,) if f in by_fam]
     for fam in fam_order:
         src = noise_source(run.manifest, fam)
         head = FAMILY_HEADINGS.get(fam, f"{fam.capitalize()} interference")

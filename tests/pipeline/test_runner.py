@@ -140,3 +140,54 @@ def test_a_finished_run_is_replaced_only_when_asked(tmp_path):
     assert not (out / "transcripts" / "ambient_0db").exists()
     assert (out / "records" / "ambient_10db" / "ENC1.json").is_file()
     assert (out / "records" / "ambient_0db" / "my_notes.txt").read_text() == "mine"
+
+
+@pytest.mark.integration
+def test_chain_conditions_run_record_their_steps_and_resume_from_the_cache(tmp_path, monkeypatch):
+    from stresstest.pipeline.runner import run
+
+    _write_corpus(tmp_path, n_bad=0)
+    cfg = tmp_path / "chains.yaml"
+    cfg.write_text("""
+run: {seed: 5, max_failures: 0, cache_dir: cache, progress: false}
+corpus: {kind: manifest, path: manifest.jsonl}
+noise:
+  ambient: {family: ambient, kind: builtin}
+snr_db: [10]
+structure: {backend: rules}
+judge: {backend: rules}
+chains:
+  axes:
+    room: {rt0.4: [{room: {rt60_s: 0.4}}]}
+    channel: {g711: [{telephone: {}}, {mulaw: {}}]}
+  conditions:
+    room_noise_opus: [{room: {rt60_s: 0.4}}, {noise: {family: ambient, snr_db: 10}}, {opus: {bitrate_kbps: 16}},
+                      {packet_loss: {rate: 0.05}}]
+report: {enabled: false}
+""")
+    out, rows = run(cfg, tmp_path / "out")
+    assert [r["condition"] for r in rows] == ["clean", "ambient_10db", "rt0.4_g711", "room_noise_opus"]
+    assert all(r["n"] == 1 and r["wer"] is not None and r["clinical_wer"] is not None for r in rows)
+    items = {it["condition"]: it for it in map(json.loads, (out / "items.jsonl").read_text().splitlines())}
+    assert [s["kind"] for s in items["rt0.4_g711"]["mix"]["chain"]] == ["room", "telephone", "mulaw"]
+    rn = items["room_noise_opus"]
+    assert [s["kind"] for s in rn["mix"]["chain"]] == ["room", "noise", "opus", "packet_loss"]
+    assert rn["target_snr_db"] == 10.0 and abs(rn["measured_snr_db"] - 10.0) <= 0.1
+    assert "chain" not in items["ambient_10db"]["mix"]  # the plain mixture's record is as before
+    # the noise step draws the family's own segment: the same source and offset as ambient_10db
+    assert (rn["mix"]["noise_source"], rn["mix"]["noise_offset_s"]) == (
+        items["ambient_10db"]["mix"]["noise_source"], items["ambient_10db"]["mix"]["noise_offset_s"])
+
+    # Resume: the chain audio and every transcript come from the cache.
+    import stresstest.noise.chain as chain_mod
+    from stresstest.asr.backends import FasterWhisperBackend
+
+    def no(*a, **k):
+        raise AssertionError("recomputed on a finished run")
+
+    monkeypatch.setattr(chain_mod, "render_chain", no)
+    monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows", no)
+    monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows_batched", no)
+    (out / "items.jsonl").unlink()
+    _, rows2 = run(cfg, tmp_path / "out")
+    assert rows2 == rows
