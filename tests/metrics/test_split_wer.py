@@ -10,9 +10,15 @@ from stresstest.metrics.split_wer import clinical_token_mask, split_errors, turn
 from stresstest.metrics.summary import ERROR_RATE_COLUMNS, aggregate_error_rates, summary_rows
 from stresstest.metrics.wer import asr_errors
 from stresstest.records import Encounter, Turn
+from stresstest.results import ItemScore
 
 DOCTOR = Turn(speaker="doctor", text="Do you have chest pain?")
 PATIENT = Turn(speaker="patient", text="No, I take  aspirin daily.")
+
+
+def _row(**fields: object) -> ItemScore:
+    """An item row with only the given counts (the rest left at their defaults)."""
+    return ItemScore.model_validate({"encounter_id": "A", "condition": "ambient_5db", **fields})
 
 
 def _enc(*turns: Turn) -> Encounter:
@@ -43,7 +49,7 @@ def test_substitution_and_deletion_by_speaker_and_term() -> None:
     assert (s.clin_words, s.clin_errors) == (3, 2)
     # clinician: 5 words, 1 error (chess), clinical 2 words / 1 error; patient: 5 words, 1 error, clinical 1/1
     assert dict(s.by_speaker) == {"clinician": (5, 1, 2, 1), "patient": (5, 1, 1, 1)}
-    rates = aggregate_error_rates([s.item_fields()])
+    rates = aggregate_error_rates([_row(**s.item_fields())])
     assert rates == pytest.approx({"clinical_wer": 200 / 3, "wer_clinician": 20.0, "wer_patient": 20.0,
                                    "clinical_wer_clinician": 50.0, "clinical_wer_patient": 100.0})
 
@@ -82,16 +88,16 @@ def test_no_turns_means_no_speaker_split() -> None:
     s = split_errors(align(enc.reference_text(), "do you have chest pain"), None)
     assert s.by_speaker == {}
     assert set(s.item_fields()) == {"clin_words", "clin_errors"}
-    rates = aggregate_error_rates([s.item_fields()])
+    rates = aggregate_error_rates([_row(**s.item_fields())])
     assert rates["clinical_wer"] == pytest.approx(100 / 3)  # aspirin deleted, chest pain kept
     assert rates["wer_clinician"] is None and rates["wer_patient"] is None
 
 
 def test_rates_are_micro_averaged_and_empty_without_words() -> None:
     items = [
-        {"clin_words": 1, "clin_errors": 1, "ref_words_patient": 0, "errors_patient": 0},
-        {"clin_words": 3, "clin_errors": 0, "ref_words_patient": 0, "errors_patient": 2},
-        {"clin_words": None},  # not computed: left out, not counted as zero
+        _row(clin_words=1, clin_errors=1, ref_words_patient=0, errors_patient=0),
+        _row(clin_words=3, clin_errors=0, ref_words_patient=0, errors_patient=2),
+        _row(clin_words=None),  # not computed: left out, not counted as zero
     ]
     rates = aggregate_error_rates(items)
     assert rates["clinical_wer"] == pytest.approx(25.0)  # (1 + 0) / (1 + 3), not the mean of 100 and 0
@@ -134,7 +140,7 @@ def test_score_encounter_writes_the_counts_on_each_row() -> None:
         "clean": tr("clean", "Do you have chest pain? No, I take aspirin daily."),
         "ambient_5db": tr("ambient_5db", "do you have chess pain no i take daily"),
     })
-    rows = {it.row["condition"]: it.row for it in score_encounter(x, grid, "none")}
+    rows = {it.row.condition: it.row.model_dump() for it in score_encounter(x, grid, "none")}
     assert (rows["clean"]["clin_words"], rows["clean"]["clin_errors"]) == (3, 0)
     noisy = rows["ambient_5db"]
     assert (noisy["clin_words"], noisy["clin_errors"]) == (3, 2)

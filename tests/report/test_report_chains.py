@@ -11,17 +11,18 @@ from stresstest.report.chains import chain_plots, channel_of, rt60_of
 from stresstest.report.error_rates import error_rate_plot, error_rate_section, error_rates_markdown
 from stresstest.report.rundir import RunData
 from stresstest.report.tables import table2_rows
-from stresstest.results import RunManifest
+from stresstest.results import ItemScore, RunManifest
 
 ROOM = {"room": {"rt60_s": 0.8, "distance_m": 2.0, "room_dim_m": [6.0, 5.0, 3.0], "ir": None}}
 TEL = [{"telephone": {"low_hz": 300.0, "high_hz": 3400.0}}, {"mulaw": {}}]
 
 
-def _item(eid: str, cond: str, errs: int, clin_err: int, **extra: object) -> dict:
-    return {"encounter_id": eid, "condition": cond, "asr_sub": errs, "asr_del": 0, "asr_ins": 0, "ref_words": 20,
+def _item(eid: str, cond: str, errs: int, clin_err: int, **extra: object) -> ItemScore:
+    return ItemScore.model_validate({
+            "encounter_id": eid, "condition": cond, "asr_sub": errs, "asr_del": 0, "asr_ins": 0, "ref_words": 20,
             "clin_words": 4, "clin_errors": clin_err, "ref_words_clinician": 12, "errors_clinician": errs,
             "ref_words_patient": 8, "errors_patient": 0, "clin_words_clinician": 2, "clin_errors_clinician": clin_err,
-            "clin_words_patient": 2, "clin_errors_patient": 0, "judge_score": 4, **extra}
+            "clin_words_patient": 2, "clin_errors_patient": 0, "judge_score": 4, **extra})
 
 
 def _run(tmp_path: Path, summary_clinical_wer: str = "25") -> RunData:
@@ -32,7 +33,7 @@ def _run(tmp_path: Path, summary_clinical_wer: str = "25") -> RunData:
              (("clean", 0, 0), ("rt0.8_g711", 2, 1), ("loud", 1, 0))]
     summary = {"clean": {"clinical_wer": "0"}, "rt0.8_g711": {"clinical_wer": summary_clinical_wer},
                "loud": {"clinical_wer": "0"}}
-    return RunData(run_dir=tmp_path, manifest={}, meta=RunManifest(), items=items, conditions=grid, summary=summary,
+    return RunData(run_dir=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary=summary,
                    summary_columns=["condition", "clinical_wer"])
 
 
