@@ -52,7 +52,7 @@ QUALITY_COLUMNS: tuple[str, ...] = (
     "completeness", "conciseness", "groundedness", "halluc_lexical", "halluc_inference",
 )
 
-#: Error rates a clinician reads (:mod:`stresstest.metrics.split_wer`), after the note-quality columns.
+#: Error rates a clinician reads (:mod:`stresstest.metrics.split_wer`): the last columns of summary.csv.
 ERROR_RATE_COLUMNS: tuple[str, ...] = (
     "clinical_wer", "wer_clinician", "wer_patient", "clinical_wer_clinician", "clinical_wer_patient",
 )

@@ -270,7 +270,8 @@ def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
-    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + list(ERROR_RATE_COLUMNS) + extra_cols
+    # Columns added later go last, so every earlier column keeps its position (a reader by index still works).
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols + list(ERROR_RATE_COLUMNS)
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
