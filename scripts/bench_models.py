@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         for e in envs:
             if e.record is not None:
                 score_against_gold(e.record, adj[e.encounter_id], score, e.encounter_id)
+        for e in envs:
+            if e.failed:
+                print(f"{label} {e.encounter_id}: failed: {(e.error or '')[:240]}", file=sys.stderr)
         truncated = sum(1 for e in envs if (e.error or "").startswith("truncated output"))
         times = [e.elapsed_s for e in envs if e.elapsed_s]
         cached = sum(1 for e in envs if e.extra.get("cached"))
