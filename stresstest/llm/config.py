@@ -62,7 +62,9 @@ class ServerConfig(_Strict):
     model: str | None = Field(
         default=None,
         description="GGUF path (llama.cpp) or HF model id / local dir (vLLM); None = the bundled "
-        "SmolLM2-135M-Instruct GGUF. In external mode: the model name sent in requests (None = first "
+        "SmolLM2-135M-Instruct GGUF. llama.cpp also takes the name of an optional model assembled into the cache "
+        "(qwen2.5-coder-0.5b: make install-llm-0.5b; qwen2.5-coder-1.5b: make install-llm-1.5b). In external "
+        "mode: the model name sent in requests (None = first "
         "model the server lists).",
     )
     base_url: str | None = Field(

@@ -48,6 +48,7 @@ from stresstest.errors import LLMError
 from stresstest.llm.checkpoint import CheckpointError, bundled_gguf_path, find_smollm2_safetensors
 from stresstest.llm.client import Endpoint, list_models
 from stresstest.llm.config import EngineOptions, LLMConfig
+from stresstest.llm.extra_models import EXTRA_MODELS, ExtraModelError, find_extra_model
 from stresstest.llm.gpu import cuda_visible, resolve_gpu_memory
 from stresstest.llm.vllm_cli import VllmCli, installed_vllm_cli
 
@@ -69,9 +70,17 @@ def resolve_model(config: LLMConfig) -> str:
     if srv.engine == "llama.cpp":
         if srv.model is None:
             return str(bundled_gguf_path())
+        if srv.model in EXTRA_MODELS:  # an optional model assembled into the cache (make install-llm-*)
+            try:
+                return str(find_extra_model(srv.model))
+            except ExtraModelError as exc:
+                raise LLMError(f"structure.server.model: {exc}") from exc
         path = Path(srv.model).expanduser()
         if not path.is_file():
-            raise LLMError(f"structure.server.model: expected an existing GGUF file, got {srv.model!r}")
+            raise LLMError(
+                f"structure.server.model: expected an existing GGUF file or one of the optional models "
+                f"({', '.join(sorted(EXTRA_MODELS))}), got {srv.model!r}"
+            )
         return str(path.resolve())
     if srv.model is None:
         if srv.mode == "managed":  # the bundled GGUF, converted once to safetensors (make install-vllm)
@@ -311,10 +320,17 @@ def engine_env(options: EngineOptions, base: dict[str, str] | None = None) -> di
 
 
 def server_env(config: LLMConfig) -> dict[str, str]:
-    """Environment of a managed server: ours, plus what vLLM reads for the engine options (:func:`engine_env`)."""
+    """Environment of a managed server: ours, plus what vLLM reads for the engine options (:func:`engine_env`).
+
+    llama.cpp gets ``OMP_WAIT_POLICY=PASSIVE`` unless the user set the variable: with OpenMP's default
+    busy-wait, two llama.cpp threads on a machine whose cores other processes also use crawl (Qwen2.5-Coder-1.5B
+    on 2 shared cores: 0.27-3.2 tokens/s busy-waiting, 5.9-6.1 passive; BENCHMARKS.md).
+    """
     env = dict(os.environ)
     if config.server.engine == "vllm":
         env = engine_env(config.server.engine_options(gpu=cuda_visible()), env)
+    elif "OMP_WAIT_POLICY" not in env:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
 
