@@ -163,6 +163,56 @@ def bench_stages(minutes: list[float], work: Path, code: Path) -> None:
         print(_growth(points, "length"))
 
 
+def _long_encounter(speech_run: Path, minutes: float, work: Path) -> Path:
+    """A manifest corpus of one recording ``minutes`` long: the clean speech of a finished run's encounters
+    (real TTS speech with its reference text), one after another, cycled until long enough."""
+    import json
+
+    clean = [json.loads(line) for line in (speech_run / "items.jsonl").read_text("utf-8").splitlines()]
+    clean = [it for it in clean if it["condition"] == "clean" and it.get("audio_path")]
+    if not clean:
+        raise SystemExit(f"{speech_run}/items.jsonl: no clean item with audio (give a finished run's folder)")
+    rec, texts, n, k = work / "long.wav", [], 0, 0
+    with sf.SoundFile(str(rec), "w", samplerate=SR, channels=1, subtype="PCM_16") as out:
+        while n < minutes * 60 * SR:
+            it = clean[k % len(clean)]
+            audio, sr = sf.read(it["audio_path"], dtype="float32")
+            if sr != SR:
+                raise SystemExit(f"{it['audio_path']}: expected {SR} Hz, got {sr}")
+            out.write(audio)
+            n += audio.shape[0]
+            texts.append(it["reference_text"])
+            k += 1
+    manifest = work / "manifest.jsonl"
+    manifest.write_text(json.dumps({"encounter_id": "LONG", "audio": str(rec), "reference_text": " ".join(texts)})
+                        + "\n", "utf-8")
+    return manifest
+
+
+def bench_run(minutes: list[float], speech_run: Path, work: Path) -> None:
+    """``stresstest run`` with the demo grid (clean, ambient and babble at 10 and 5 dB, two guard rows, rules
+    structurer and judge) on one long recording: every stage, ASR included, in one fresh process."""
+    import yaml
+
+    print("stresstest run, demo grid, one recording: minutes, wall s, peak RSS MB")
+    points = []
+    demo = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text("utf-8"))
+    for m in minutes:
+        cfg = dict(demo)
+        cfg["corpus"] = {"kind": "manifest", "path": str(_long_encounter(speech_run, m, work))}
+        cfg["noise"] = {f: {k: v for k, v in spec.items() if k != "bank_encounters"}  # babble: the one encounter
+                        for f, spec in demo["noise"].items()}
+        cfg["run"] = {**demo["run"], "max_failures": 0.0}
+        (work / "long.yaml").write_text(yaml.safe_dump(cfg), "utf-8")
+        out = work / f"run_{m:g}"
+        wall, rss, rc = _measure(["run", str(work / "long.yaml"), "--out", str(out)], work)
+        print(f"  {m:6g} min  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"), flush=True)
+        points.append((m, wall, rss))
+        shutil.rmtree(out, ignore_errors=True)
+    if len(points) > 1:
+        print(_growth(points, "length"))
+
+
 def bench_triggers(sizes_kb: list[float], work: Path) -> None:
     print("stresstest triggers (one pair): reference KB, wall s, peak RSS MB")
     points = []
@@ -187,6 +237,10 @@ def main() -> int:
     ap.add_argument("--ref-kb", type=float, nargs="*", default=[100, 1000, 10000])
     ap.add_argument("--stage-minutes", type=float, nargs="*", default=[],
                     help="speech + conditions stages of the demo grid on recordings this long (not in the default run)")
+    ap.add_argument("--run-minutes", type=float, nargs="*", default=[],
+                    help="a whole `stresstest run` of the demo grid on one recording this long (not in the default)")
+    ap.add_argument("--speech-run", type=Path, default=REPO / "runs" / "demo",
+                    help="a finished run whose clean speech and references --run-minutes cycles (default runs/demo)")
     ap.add_argument("--code", type=Path, default=REPO,
                     help="checkout whose stresstest package --stage-minutes measures")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
@@ -201,6 +255,8 @@ def main() -> int:
             bench_mix(a.minutes, work)
         if a.stage_minutes:
             bench_stages(a.stage_minutes, work, a.code.resolve())
+        if a.run_minutes:
+            bench_run(a.run_minutes, a.speech_run.resolve(), work)
         if a.ref_kb:
             bench_triggers(a.ref_kb, work)
     return 0
