@@ -23,6 +23,8 @@ what it did; a newer one is refused.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -291,6 +293,14 @@ class NoteQualityInfo(_Section):
     n_failures: int | None = None
 
 
+class Invocation(_Section):
+    """One invocation of ``stresstest run`` on the run directory (``invocations[i]``)."""
+
+    started: str | None = Field(default=None, description="Local ISO time the invocation started.")
+    seconds: Num | None = Field(default=None, description="Its wall seconds (how far a killed one got).")
+    completed: bool | None = Field(default=None, description="True when it finished the run.")
+
+
 class RunManifest(BaseModel):
     """``manifest.json``: everything needed to know how a run was made.
 
@@ -327,7 +337,7 @@ class RunManifest(BaseModel):
     failures: list[FailureRecord] = Field(default_factory=list)
     n_failures: int | None = None
     stage_seconds: dict[str, float] = Field(default_factory=dict)
-    invocations: list[dict[str, Any]] = Field(default_factory=list, description="Wall time of each invocation.")
+    invocations: list[Invocation] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
     pairing: PairingInfo | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
     note_quality: NoteQualityInfo | None = Field(
@@ -337,6 +347,21 @@ class RunManifest(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The ``manifest.json`` form (conditions with their ``condition`` key)."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def read_manifest(path: Path) -> RunManifest | None:
+    """The ``manifest.json`` at ``path`` as a (migrated) :class:`RunManifest`; None when it is missing or unreadable.
+
+    For the run directory's own housekeeping (ownership, carried-over wall time), which treats a manifest it cannot
+    read as no manifest; the report reads through :func:`stresstest.report.rundir.load_run`, which says why instead.
+    """
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        if not isinstance(raw, dict):
+            return None
+        return RunManifest.model_validate(migrate_manifest(raw)[0])
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
 
 
 def migrate_manifest(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

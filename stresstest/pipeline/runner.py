@@ -440,7 +440,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
 
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
     checkpoint(completed=True)
-    announce_failures([r.model_dump() for r in state.ledger.records()], state.ledger.total_items,
+    announce_failures(state.ledger.records(), state.ledger.total_items,
                       cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)
     return out, rows
 
