@@ -81,6 +81,77 @@ class TriggerEvent(BaseModel):
 
 
 
+class _Section(BaseModel):
+    """A manifest section: the keys the report reads are typed; any other key is kept as written.
+
+    Serialises to the keys that were set (declared or not), so a section reads back and is written
+    again byte for byte, whatever a backend put into it.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        declared = type(self).model_fields
+        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
+
+
+class TriggerCounts(BaseModel):
+    """``trigger_counts``: trigger events vs the human reference, one count per :data:`TRIGGER_TYPES` type.
+
+    The fields are the members of :data:`TriggerType` (checked below), so a new type is a new field.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    negation_flip: int = 0
+    number_unit_conflict: int = 0
+    temporal_distortion: int = 0
+    nonspeech_pollution: int = 0
+    entity_substitution: int = 0
+    clinical_omission: int = 0
+
+    def count(self, ttype: TriggerType) -> int:
+        """The number of ``ttype`` events."""
+        n: int = getattr(self, ttype)
+        return n
+
+
+if tuple(TriggerCounts.model_fields) != TRIGGER_TYPES:  # pragma: no cover - a definition error
+    raise TypeError("TriggerCounts must have one field per TriggerType, in its order")
+
+
+PairSide = Literal["win", "tie", "loss"]
+
+
+class ItemPairwise(BaseModel):
+    """``pairwise``: this item's note against the same encounter's note of a baseline condition (SPEC §8)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vs: str = Field(description="The baseline condition.")
+    outcomes: dict[str, PairSide] | None = Field(default=None, description="dimension -> win|tie|loss (None: failed).")
+    consistent: int | None = Field(default=None, description="Dimensions on which both presentation orders agreed.")
+    identical: bool | None = Field(default=None, description="The two notes were identical (no judge call).")
+    failed: bool | None = Field(default=None, description="The judge call failed.")
+
+
+class RecordExtra(_Section):
+    """``extra``: backend facts of the item's record; the guard's counts and reports are typed, the rest kept."""
+
+    guard: str | None = Field(default=None, description="Which guard ran (a guard row).")
+    mitigation: bool | None = None
+    fields_nulled: int | None = Field(default=None, description="Draft fields the guard set to null or removed.")
+    fields_total: int | None = Field(default=None, description="Fields in the Draft.")
+    abstention_rate: Num | None = None
+    quotes_discarded: int | None = None
+    quotes_total: int | None = None
+    draft_record: dict[str, Any] | None = Field(default=None, description="The Draft (a ClinicalRecord).")
+    filter_report: dict[str, Any] | None = Field(default=None, description="The evidence filter's FilterReport.")
+    guard_report: dict[str, Any] | None = Field(default=None, description="The Guard's GuardReport (None: none ran).")
+
+
 class ItemScore(BaseModel):
     """One ``items.jsonl`` row: an (encounter, condition) with its provenance and item-level metrics.
 
@@ -131,10 +202,10 @@ class ItemScore(BaseModel):
     clin_errors_patient: int | None = Field(default=None, description="Of those, substituted or deleted.")
     # cause side
     neg_err: int | None = Field(default=None, description="0/1 negation mismatch vs r_i.")
-    trigger_counts: dict[str, int] | None = Field(default=None, description="Trigger events vs r_i, by type.")
+    trigger_counts: TriggerCounts | None = Field(default=None, description="Trigger events vs r_i, by type.")
     triggers_vs_clean: list[TriggerEvent] | None = Field(default=None, description="Events vs the clean ASR.")
     # structuring / mitigation
-    extra: dict[str, Any] | None = Field(default=None, description="Backend facts of the record (guard counts...).")
+    extra: RecordExtra | None = Field(default=None, description="Backend facts of the record (guard counts...).")
     abstention_rate: Num | None = None
     quotes_discarded: int | None = None
     fields_nulled: int | None = None
@@ -156,9 +227,7 @@ class ItemScore(BaseModel):
     groundedness: Num | None = Field(default=None, description="Entailment of the record's statements by x(c).")
     halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
     halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
-    pairwise: dict[str, Any] | None = Field(
-        default=None, description="{vs: baseline condition, outcomes: {dimension: win|tie|loss}, consistent, ...}."
-    )
+    pairwise: ItemPairwise | None = Field(default=None, description="Against a baseline condition's note (SPEC §8).")
     quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
     quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
 
@@ -195,22 +264,6 @@ class FailureRecord(BaseModel):
     condition: str
     stage: str = Field(description="speech, mix, asr, structure, score...")
     error: str = Field(description="One-line reason.")
-
-
-class _Section(BaseModel):
-    """A manifest section: the keys the report reads are typed; any other key is kept as written.
-
-    Serialises to the keys that were set (declared or not), so a section reads back and is written
-    again byte for byte, whatever a backend put into it.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        declared = type(self).model_fields
-        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
 
 
 class CorpusInfo(_Section):

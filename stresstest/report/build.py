@@ -209,7 +209,7 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
         qd = [it.quotes_discarded for it in its if it.quotes_discarded is not None]
         # How the guard ran (e.g. "none (rules backend: deterministic filter only)"), so a reader knows why a
         # rules-backend guard row can equal its unmitigated twin.
-        modes = sorted({str(it.extra["guard"]) for it in its if it.extra and it.extra.get("guard")})
+        modes = sorted({it.extra.guard for it in its if it.extra is not None and it.extra.guard})
         out.append(
             {
                 "condition": c.id,
@@ -251,7 +251,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
     rows = []
     for it in run.items:
         key = it.key
-        tc = it.trigger_counts or {}
+        tc = it.trigger_counts
         ev = it.triggers_vs_clean
         row: dict[str, Any] = {
             "encounter_id": key[0],
@@ -269,7 +269,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
         for f in ITEM_TABLE_FIELDS:
             row[f] = getattr(it, f)
         for t in TRIGGER_TYPES:
-            row[f"ref_{t}"] = tc.get(t) if tc else None
+            row[f"ref_{t}"] = tc.count(t) if tc else None
             row[f"vs_clean_{t}"] = None if ev is None else sum(1 for e in ev if e.type == t)
         row["vs_clean_total"] = None if ev is None else len(ev)
         row["vs_clean_risk"] = None if ev is None else float(trigger_risk(ev))  # 0.0, not 0, without events

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from stresstest.mitigation.evidence import FilterReport
 from stresstest.mitigation.guard import GuardReport
 from stresstest.report.rundir import RunData
+from stresstest.results import RecordExtra
 from stresstest.schema import ClinicalRecord
 
 REMOVAL_COLUMNS = ["condition", "encounter_id", "item", "what", "removed_by", "why"]
@@ -39,13 +40,15 @@ def _describe(record: ClinicalRecord, item_id: str) -> str:
     return "chief complaint" if item_id == "chief_complaint" else item_id
 
 
-def _reports(extra: dict[str, Any]) -> tuple[ClinicalRecord, GuardReport | None, FilterReport] | None:
+def _reports(extra: RecordExtra | None) -> tuple[ClinicalRecord, GuardReport | None, FilterReport] | None:
     """The Draft and the two reports of one mitigated item; None when the run did not record them."""
+    if extra is None or extra.draft_record is None or extra.filter_report is None:
+        return None
     try:
-        draft = ClinicalRecord.model_validate(extra["draft_record"])
-        filt = FilterReport.model_validate(extra["filter_report"])
-        guard = GuardReport.model_validate(extra["guard_report"]) if extra.get("guard_report") else None
-    except (KeyError, TypeError, ValidationError):
+        draft = ClinicalRecord.model_validate(extra.draft_record)
+        filt = FilterReport.model_validate(extra.filter_report)
+        guard = GuardReport.model_validate(extra.guard_report) if extra.guard_report else None
+    except ValidationError:
         return None
     return draft, guard, filt
 
@@ -73,7 +76,7 @@ def removals(run: RunData) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for c in run.conditions.mitigated():
         for it in sorted(run.ok_items(c.id), key=lambda r: r.encounter_id):
-            got = _reports(it.extra or {})
+            got = _reports(it.extra)
             if got is None:
                 continue
             draft = got[0]
@@ -90,7 +93,7 @@ def guard_sentences(run: RunData) -> list[str]:
     out = []
     for c in run.conditions.mitigated():
         its = run.ok_items(c.id)
-        got = [g for g in (_reports(it.extra or {}) for it in its) if g is not None]
+        got = [g for g in (_reports(it.extra) for it in its) if g is not None]
         if not got:
             out.append(f"{c.id}: what the guard removed is not recorded in this run ({len(its)} records).")
             continue

@@ -77,12 +77,12 @@ def _pairs(items: Sequence[ItemScore]) -> dict[tuple[str, str], list[dict[str, A
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in items:
         pw = it.pairwise
-        if not in_pairing(it) or pw is None or not isinstance(pw.get("outcomes"), dict):
+        if not in_pairing(it) or pw is None or pw.outcomes is None:
             continue
-        outcomes = {d: SIDE_FROM_ITEM.get(str(s), "") for d, s in pw["outcomes"].items()}
-        out.setdefault((it.condition, str(pw.get("vs"))), []).append(
-            {"encounter_id": it.encounter_id, "outcomes": outcomes, "consistent": pw.get("consistent"),
-             "identical": bool(pw.get("identical"))}
+        outcomes = {d: SIDE_FROM_ITEM[s] for d, s in pw.outcomes.items()}
+        out.setdefault((it.condition, pw.vs), []).append(
+            {"encounter_id": it.encounter_id, "outcomes": outcomes, "consistent": pw.consistent,
+             "identical": bool(pw.identical)}
         )
     return out
 

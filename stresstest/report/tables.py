@@ -224,7 +224,7 @@ def trigger_rates(
         for t in TRIGGER_TYPES:
             h = hit.copy()
             for it in its:
-                if it.trigger_counts is not None and int(it.trigger_counts.get(t, 0) or 0) > 0:
+                if it.trigger_counts is not None and it.trigger_counts.count(t) > 0:
                     h[pos[it.encounter_id]] = 1.0
             sample = h[idx]
             valid = np.isfinite(sample)
