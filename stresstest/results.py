@@ -295,6 +295,22 @@ class StructureInfo(_Section):
     error: str | None = Field(default=None, description="Why the stage could not describe itself.")
 
 
+class NoiseInfo(_Section):
+    """``noise[family]``: where a family's noise came from (a :class:`stresstest.noise.factory.NoiseSpec` dump)."""
+
+    family: str | None = None
+    kind: str | None = Field(default=None, description="builtin, demand, musan.")
+    root: str | None = None
+    subsets: list[str] | None = Field(default=None, description="Corpus subsets drawn from.")
+    ambient_recipes: list[str] | None = Field(default=None, description="Built-in ambient recipes.")
+    n_talkers_min: int | None = None
+    n_talkers_max: int | None = None
+    # Older manifests described a corpus source with these keys.
+    corpus: Any = None
+    source: Any = None
+    generator: Any = None
+
+
 class SpeechRecipe(_Section):
     """How an encounter's speech was made; ``warnings`` are what the speech stage noted about its inputs."""
 
@@ -384,7 +400,7 @@ class RunManifest(BaseModel):
     )
     executor: dict[str, Any] = Field(default_factory=dict, description="How the stage tasks ran (kind, workers).")
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
-    noise: dict[str, Any] = Field(default_factory=dict)
+    noise: dict[str, NoiseInfo | str] = Field(default_factory=dict, description="Noise source per family.")
     mixtures: list[dict[str, Any]] = Field(default_factory=list, description="Per-item MixInfo (with recipes).")
     speech: dict[str, SpeechInfo] = Field(default_factory=dict)
     failures: list[FailureRecord] = Field(default_factory=list)

@@ -64,6 +64,7 @@ from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
     AsrInfo,
     CorpusInfo,
+    NoiseInfo,
     NoteQualityInfo,
     RunManifest,
     SpeechInfo,
@@ -478,7 +479,7 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
         asr_released_at=state.asr_released_at,
         executor=executor_info,
         conditions=list(state.grid),
-        noise={fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},
+        noise={fam: NoiseInfo.model_validate(spec.model_dump(mode="json")) for fam, spec in cfg.noise.items()},
         mixtures=[
             {"encounter_id": eid, "condition": cond, **info.model_dump(mode="json")}
             for (eid, cond), info in sorted(state.mix.items())
