@@ -432,7 +432,7 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in an.pred])
     tables += write_quality_tables(an.quality, table_dir)
     if an.error_rates.computed:
-        tables += write_table(table_dir / "error_rates", an.error_rates.rows)
+        tables += write_table(table_dir / "error_rates", [r.to_row() for r in an.error_rates.rows])
     if an.effects:
         tables += write_table(table_dir / "mitigation_effect", an.effects)
     if run.conditions.mitigated():
