@@ -18,7 +18,7 @@ from stresstest.report import guard as guard_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
 from stresstest.report.chains import chain_plots
-from stresstest.report.content import ReportContent
+from stresstest.report.content import EffectRow, FailureRow, MitigationRow, ReportContent
 from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, error_rate_section
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
@@ -189,17 +189,13 @@ def _outcome_facts(run: RunData) -> list[tuple[str, str]]:
     return facts
 
 
-def _failures(run: RunData) -> list[dict[str, Any]]:
+def _failures(run: RunData) -> list[FailureRow]:
     if run.manifest.failures:
-        return [f.model_dump() for f in run.manifest.failures]
-    return [
-        {"encounter_id": it.encounter_id, "condition": it.condition, "stage": it.failed_stage, "error": it.error}
-        for it in run.items
-        if it.failed
-    ]
+        return [FailureRow(f.encounter_id, f.condition, f.stage, f.error) for f in run.manifest.failures]
+    return [FailureRow(it.encounter_id, it.condition, it.failed_stage, it.error) for it in run.items if it.failed]
 
 
-def _mitigation(run: RunData) -> list[dict[str, Any]]:
+def _mitigation(run: RunData) -> list[MitigationRow]:
     out = []
     for c in run.conditions:
         if not c.mitigated:
@@ -210,22 +206,20 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
         # How the guard ran (e.g. "none (rules backend: deterministic filter only)"), so a reader knows why a
         # rules-backend guard row can equal its unmitigated twin.
         modes = sorted({it.extra.guard for it in its if it.extra is not None and it.extra.guard})
-        out.append(
-            {
-                "condition": c.id,
-                "n": len(its),
-                # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
-                "abstention_rate_pct": ab.rate_pct,
-                "fields_nulled": ab.fields_nulled,
-                "fields_total": ab.fields_total,
-                "quotes_discarded": sum(qd) if qd else None,
-                "guard": "; ".join(modes) if modes else "LLM Guard + evidence filter",
-            }
-        )
+        out.append(MitigationRow(
+            condition=c.id,
+            n=len(its),
+            # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
+            abstention_rate_pct=ab.rate_pct,
+            fields_nulled=ab.fields_nulled,
+            fields_total=ab.fields_total,
+            quotes_discarded=sum(qd) if qd else None,
+            guard="; ".join(modes) if modes else "LLM Guard + evidence filter",
+        ))
     return out
 
 
-def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[str, Any]]:
+def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[EffectRow]:
     """Guard − unmitigated, per metric, paired over the encounters both conditions completed.
 
     The unmitigated twin of a guard row is its grid ``base``; both see the same
@@ -235,13 +229,8 @@ def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[s
     for c in run.conditions.mitigated():
         name, base = c.id, c.base
         d = paired_differences(run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA)
-        row: dict[str, Any] = {"condition": name, "baseline": base, "n_common": d["wer"]["n"]}
-        for m in METRIC_COLUMNS:
-            ci = d[m]["ci"]
-            row[m] = d[m]["diff"]
-            row[f"{m}_lo"] = ci[0] if ci else None
-            row[f"{m}_hi"] = ci[1] if ci else None
-        out.append(row)
+        out.append(EffectRow(name, base, d["wer"]["n"], {m: d[m]["diff"] for m in METRIC_COLUMNS},
+                             {m: d[m]["ci"] for m in METRIC_COLUMNS}))
     return out
 
 
@@ -328,8 +317,8 @@ class _Analysis:
     pred_items: pred_mod.PredictiveItems
     pred: list[pred_mod.EndpointResult]
     quality: QualitySection
-    effects: list[dict[str, Any]]
-    removed: list[dict[str, Any]]
+    effects: list[EffectRow]
+    removed: list[guard_mod.Removal]
     error_rates: ErrorRateSection
 
 
@@ -434,9 +423,9 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
     if an.error_rates.computed:
         tables += write_table(table_dir / "error_rates", [r.to_row() for r in an.error_rates.rows])
     if an.effects:
-        tables += write_table(table_dir / "mitigation_effect", an.effects)
+        tables += write_table(table_dir / "mitigation_effect", [r.to_row() for r in an.effects])
     if run.conditions.mitigated():
-        tables += write_table(table_dir / "guard_removed", an.removed, guard_mod.REMOVAL_COLUMNS)
+        tables += write_table(table_dir / "guard_removed", [r.to_row() for r in an.removed], guard_mod.REMOVAL_COLUMNS)
     tables += write_table(
         table_dir / "wer_vs_safety_items",
         an.pred_items.rows(),

@@ -10,7 +10,7 @@ many fields.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict, astuple, dataclass, fields
 
 from pydantic import ValidationError
 
@@ -20,7 +20,26 @@ from stresstest.report.rundir import RunData
 from stresstest.results import RecordExtra
 from stresstest.schema import ClinicalRecord
 
-REMOVAL_COLUMNS = ["condition", "encounter_id", "item", "what", "removed_by", "why"]
+
+@dataclass(frozen=True)
+class Removal:
+    """A claim, flag or value the guard or the evidence filter removed from a Draft."""
+
+    condition: str
+    encounter_id: str
+    item: str
+    what: str
+    removed_by: str
+    why: str
+
+    def cells(self) -> tuple[str, ...]:
+        return astuple(self)
+
+    def to_row(self) -> dict[str, str]:
+        return asdict(self)
+
+
+REMOVAL_COLUMNS = [f.name for f in fields(Removal)]
 
 
 def _describe(record: ClinicalRecord, item_id: str) -> str:
@@ -71,20 +90,17 @@ def _item_removals(draft: ClinicalRecord, guard: GuardReport | None, filt: Filte
     return out
 
 
-def removals(run: RunData) -> list[dict[str, Any]]:
-    """One row per claim, flag or value removed from a Draft in a guard condition (``REMOVAL_COLUMNS``)."""
-    rows: list[dict[str, Any]] = []
+def removals(run: RunData) -> list[Removal]:
+    """One row per claim, flag or value removed from a Draft in a guard condition."""
+    rows: list[Removal] = []
     for c in run.conditions.mitigated():
         for it in sorted(run.ok_items(c.id), key=lambda r: r.encounter_id):
             got = _reports(it.extra)
             if got is None:
                 continue
             draft = got[0]
-            rows += [
-                {"condition": c.id, "encounter_id": it.encounter_id, "item": item,
-                 "what": _describe(draft, item), "removed_by": by, "why": why}
-                for item, by, why in _item_removals(*got)
-            ]
+            rows += [Removal(c.id, it.encounter_id, item, _describe(draft, item), by, why)
+                     for item, by, why in _item_removals(*got)]
     return rows
 
 
