@@ -152,6 +152,12 @@ class RecordExtra(_Section):
     guard_report: dict[str, Any] | None = Field(default=None, description="The Guard's GuardReport (None: none ran).")
 
 
+class JudgeInfo(_Section):
+    """An item's judge written as an object (``{model, ...}``) rather than an id."""
+
+    model: str | None = None
+
+
 class ItemScore(BaseModel):
     """One ``items.jsonl`` row: an (encounter, condition) with its provenance and item-level metrics.
 
@@ -220,7 +226,7 @@ class ItemScore(BaseModel):
     new_critical_flags: list[str] | None = None
     err_new: int | None = None
     judge_score: Num | None = None
-    judge: str | dict[str, Any] | None = Field(default=None, description="Judge id (or {model, ...}).")
+    judge: str | JudgeInfo | None = Field(default=None, description="Judge id (or {model, ...}).")
     # note quality (SPEC §8; stresstest.metrics.quality_stage): percent per item, absent when not computed
     completeness: Num | None = Field(default=None, description="Entailment of the gold statements by the record.")
     conciseness: Num | None = Field(default=None, description="Entailment of the record's statements by gold.")

@@ -18,7 +18,7 @@ from stresstest.report import guard as guard_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
 from stresstest.report.chains import chain_plots
-from stresstest.report.content import EffectRow, FailureRow, MitigationRow, ReportContent
+from stresstest.report.content import EffectRow, FailureRow, Headline, MitigationRow, ReportContent
 from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, error_rate_section
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
@@ -37,6 +37,7 @@ from stresstest.report.tables import (
     trigger_rates,
     write_table,
 )
+from stresstest.results import JudgeInfo
 
 ALPHA = 0.05
 
@@ -65,10 +66,10 @@ def _s(v: Any) -> str:
     return str(v)
 
 
-def _judge_model(judge: str | dict[str, Any] | None) -> str | None:
+def _judge_model(judge: str | JudgeInfo | None) -> str | None:
     # Items name their judge either as a string or as an object with a model.
-    if isinstance(judge, dict):
-        return str(judge["model"]) if judge.get("model") else None
+    if isinstance(judge, JudgeInfo):
+        return judge.model or None
     return judge or None
 
 
@@ -96,22 +97,34 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
     return facts
 
 
+def headline(run: RunData) -> Headline:
+    """Corpus, encounters, ASR and structuring LLM of the run, as the report's subtitle and run facts say them."""
+    corpus, asr, st = run.manifest.corpus, run.manifest.asr, run.manifest.structure
+    eids = {it.encounter_id for it in run.items}
+    n_manifest = corpus.n_encounters if "n_encounters" in corpus.model_fields_set else len(eids)
+    return Headline(
+        corpus=f"{_s(corpus.kind)} ({_s(corpus.path)})",
+        encounters=f"{_s(n_manifest)} in the manifest, {len(eids)} in items.jsonl",
+        asr=f"{_s(asr.backend)} / {_s(asr.model or asr.models_used)}",
+        structuring=f"{_s(st.backend)} / {_s(st.model)}",
+    )
+
+
 def _setup_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]]:
     """How the run was made: corpus, grid, models, decoding, hashes, judge, seeds."""
     m = run.manifest
-    corpus, asr, st = m.corpus, m.asr, m.structure
-    eids = {it.encounter_id for it in run.items}
-    n_manifest = corpus.n_encounters if "n_encounters" in corpus.model_fields_set else len(eids)
+    asr, st = m.asr, m.structure
+    head = headline(run)
     return [
         ("Run", run.run_id),
         ("Created", _s(m.created)),
         ("stresstest version", _s(m.stresstest_version)),
-        ("Corpus", f"{_s(corpus.kind)} ({_s(corpus.path)})"),
-        ("Encounters", f"{_s(n_manifest)} in the manifest, {len(eids)} in items.jsonl"),
+        ("Corpus", head.corpus),
+        ("Encounters", head.encounters),
         ("Conditions", ", ".join(c.id for c in run.conditions)),
-        ("ASR", f"{_s(asr.backend)} / {_s(asr.model or asr.models_used)}"),
+        ("ASR", head.asr),
         ("ASR decoding", _s(asr.decoding)),
-        ("Structuring LLM", f"{_s(st.backend)} / {_s(st.model)}"),
+        ("Structuring LLM", head.structuring),
         ("Structuring decoding", _s(st.decoding)),
         ("Prompt hash", _s(st.prompt_hash)),
         ("Schema hash", _s(st.schema_hash)),
@@ -465,6 +478,7 @@ def _content(run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots:
         guard_sentences=guard_mod.guard_sentences(run),
         guard_removed=an.removed,
         error_rates=an.error_rates,
+        headline=headline(run),
     )
 
 

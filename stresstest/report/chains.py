@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from stresstest.grid import Condition
+from stresstest.noise.chain import Step
 from stresstest.report.tables import METRIC_HEADERS, Row, arrow
 
 #: Metrics drawn against RT60 and channel.
@@ -22,10 +23,10 @@ _ACOUSTIC = ("room", "noise")
 
 def rt60_of(c: Condition) -> float:
     """The room step's target RT60 in seconds (0.0 without a simulated room)."""
-    for step in c.chain or []:
-        room = step.get("room")
-        if isinstance(room, dict) and isinstance(room.get("rt60_s"), (int, float)):
-            return float(room["rt60_s"])
+    for raw in c.chain or []:
+        step = Step.model_validate(raw)  # the recorded form {kind: {params}} of a validated step
+        if step.room is not None and step.room.rt60_s is not None:
+            return float(step.room.rt60_s)
     return 0.0
 
 

@@ -15,6 +15,16 @@ from stresstest.report.tables import Row
 
 
 @dataclass(frozen=True)
+class Headline:
+    """The run in one line under the title (the same text as those run facts)."""
+
+    corpus: str = ""
+    encounters: str = ""
+    asr: str = ""
+    structuring: str = ""
+
+
+@dataclass(frozen=True)
 class FailureRow:
     """One failed item as the report lists it (from the manifest, or from a failed item row)."""
 
@@ -92,3 +102,4 @@ class ReportContent:
     guard_sentences: list[str] = field(default_factory=list)  # per guard condition: what was removed, counted
     guard_removed: list[Removal] = field(default_factory=list)
     error_rates: ErrorRateSection | None = None  # clinical-term WER and WER by speaker; None = not built
+    headline: Headline = field(default_factory=Headline)

@@ -246,10 +246,10 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>{_e(c.title)}</h1>",
     ]
-    facts = dict(c.facts)
+    h = c.headline
     parts.append(
-        f"<div class='sub'>{_e(facts.get('Corpus', ''))} · encounters: {_e(facts.get('Encounters', ''))} · "
-        f"ASR {_e(facts.get('ASR', ''))} · structuring {_e(facts.get('Structuring LLM', ''))}</div>"
+        f"<div class='sub'>{_e(h.corpus)} · encounters: {_e(h.encounters)} · "
+        f"ASR {_e(h.asr)} · structuring {_e(h.structuring)}</div>"
     )
     if c.problems:
         items = "".join(f"<li>{_e(p)}</li>" for p in c.problems)
