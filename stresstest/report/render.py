@@ -200,8 +200,8 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
 
 
 def _pred_cells(r: EndpointResult, key: str) -> tuple[str, str]:
-    v = r.stats.get(key)
-    if v is None or v != v:  # NaN: not estimable
+    v = r.stat(key)
+    if v != v:  # NaN: not computed or not estimable
         return DASH, ""
     return f"{v:.2f}", fmt_ci(r.ci(key))
 
