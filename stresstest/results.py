@@ -23,6 +23,8 @@ what it did; a newer one is refused.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -79,6 +81,83 @@ class TriggerEvent(BaseModel):
 
 
 
+class _Section(BaseModel):
+    """A manifest section: the keys the report reads are typed; any other key is kept as written.
+
+    Serialises to the keys that were set (declared or not), so a section reads back and is written
+    again byte for byte, whatever a backend put into it.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        declared = type(self).model_fields
+        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
+
+
+class TriggerCounts(BaseModel):
+    """``trigger_counts``: trigger events vs the human reference, one count per :data:`TRIGGER_TYPES` type.
+
+    The fields are the members of :data:`TriggerType` (checked below), so a new type is a new field.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    negation_flip: int = 0
+    number_unit_conflict: int = 0
+    temporal_distortion: int = 0
+    nonspeech_pollution: int = 0
+    entity_substitution: int = 0
+    clinical_omission: int = 0
+
+    def count(self, ttype: TriggerType) -> int:
+        """The number of ``ttype`` events."""
+        n: int = getattr(self, ttype)
+        return n
+
+
+if tuple(TriggerCounts.model_fields) != TRIGGER_TYPES:  # pragma: no cover - a definition error
+    raise TypeError("TriggerCounts must have one field per TriggerType, in its order")
+
+
+PairSide = Literal["win", "tie", "loss"]
+
+
+class ItemPairwise(BaseModel):
+    """``pairwise``: this item's note against the same encounter's note of a baseline condition (SPEC §8)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vs: str = Field(description="The baseline condition.")
+    outcomes: dict[str, PairSide] | None = Field(default=None, description="dimension -> win|tie|loss (None: failed).")
+    consistent: int | None = Field(default=None, description="Dimensions on which both presentation orders agreed.")
+    identical: bool | None = Field(default=None, description="The two notes were identical (no judge call).")
+    failed: bool | None = Field(default=None, description="The judge call failed.")
+
+
+class RecordExtra(_Section):
+    """``extra``: backend facts of the item's record; the guard's counts and reports are typed, the rest kept."""
+
+    guard: str | None = Field(default=None, description="Which guard ran (a guard row).")
+    mitigation: bool | None = None
+    fields_nulled: int | None = Field(default=None, description="Draft fields the guard set to null or removed.")
+    fields_total: int | None = Field(default=None, description="Fields in the Draft.")
+    abstention_rate: Num | None = None
+    quotes_discarded: int | None = None
+    quotes_total: int | None = None
+    draft_record: dict[str, Any] | None = Field(default=None, description="The Draft (a ClinicalRecord).")
+    filter_report: dict[str, Any] | None = Field(default=None, description="The evidence filter's FilterReport.")
+    guard_report: dict[str, Any] | None = Field(default=None, description="The Guard's GuardReport (None: none ran).")
+
+
+class JudgeInfo(_Section):
+    """An item's judge written as an object (``{model, ...}``) rather than an id."""
+
+    model: str | None = None
+
+
 class ItemScore(BaseModel):
     """One ``items.jsonl`` row: an (encounter, condition) with its provenance and item-level metrics.
 
@@ -129,10 +208,10 @@ class ItemScore(BaseModel):
     clin_errors_patient: int | None = Field(default=None, description="Of those, substituted or deleted.")
     # cause side
     neg_err: int | None = Field(default=None, description="0/1 negation mismatch vs r_i.")
-    trigger_counts: dict[str, int] | None = Field(default=None, description="Trigger events vs r_i, by type.")
+    trigger_counts: TriggerCounts | None = Field(default=None, description="Trigger events vs r_i, by type.")
     triggers_vs_clean: list[TriggerEvent] | None = Field(default=None, description="Events vs the clean ASR.")
     # structuring / mitigation
-    extra: dict[str, Any] | None = Field(default=None, description="Backend facts of the record (guard counts...).")
+    extra: RecordExtra | None = Field(default=None, description="Backend facts of the record (guard counts...).")
     abstention_rate: Num | None = None
     quotes_discarded: int | None = None
     fields_nulled: int | None = None
@@ -147,16 +226,14 @@ class ItemScore(BaseModel):
     new_critical_flags: list[str] | None = None
     err_new: int | None = None
     judge_score: Num | None = None
-    judge: str | dict[str, Any] | None = Field(default=None, description="Judge id (or {model, ...}).")
+    judge: str | JudgeInfo | None = Field(default=None, description="Judge id (or {model, ...}).")
     # note quality (SPEC §8; stresstest.metrics.quality_stage): percent per item, absent when not computed
     completeness: Num | None = Field(default=None, description="Entailment of the gold statements by the record.")
     conciseness: Num | None = Field(default=None, description="Entailment of the record's statements by gold.")
     groundedness: Num | None = Field(default=None, description="Entailment of the record's statements by x(c).")
     halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
     halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
-    pairwise: dict[str, Any] | None = Field(
-        default=None, description="{vs: baseline condition, outcomes: {dimension: win|tie|loss}, consistent, ...}."
-    )
+    pairwise: ItemPairwise | None = Field(default=None, description="Against a baseline condition's note (SPEC §8).")
     quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
     quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
 
@@ -195,22 +272,6 @@ class FailureRecord(BaseModel):
     error: str = Field(description="One-line reason.")
 
 
-class _Section(BaseModel):
-    """A manifest section: the keys the report reads are typed; any other key is kept as written.
-
-    Serialises to the keys that were set (declared or not), so a section reads back and is written
-    again byte for byte, whatever a backend put into it.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        declared = type(self).model_fields
-        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
-
-
 class CorpusInfo(_Section):
     """``corpus``: which corpus and which encounters."""
 
@@ -238,6 +299,22 @@ class StructureInfo(_Section):
     prompt_hash: str | None = None
     schema_hash: str | None = None
     error: str | None = Field(default=None, description="Why the stage could not describe itself.")
+
+
+class NoiseInfo(_Section):
+    """``noise[family]``: where a family's noise came from (a :class:`stresstest.noise.factory.NoiseSpec` dump)."""
+
+    family: str | None = None
+    kind: str | None = Field(default=None, description="builtin, demand, musan.")
+    root: str | None = None
+    subsets: list[str] | None = Field(default=None, description="Corpus subsets drawn from.")
+    ambient_recipes: list[str] | None = Field(default=None, description="Built-in ambient recipes.")
+    n_talkers_min: int | None = None
+    n_talkers_max: int | None = None
+    # Older manifests described a corpus source with these keys.
+    corpus: Any = None
+    source: Any = None
+    generator: Any = None
 
 
 class SpeechRecipe(_Section):
@@ -291,6 +368,14 @@ class NoteQualityInfo(_Section):
     n_failures: int | None = None
 
 
+class Invocation(_Section):
+    """One invocation of ``stresstest run`` on the run directory (``invocations[i]``)."""
+
+    started: str | None = Field(default=None, description="Local ISO time the invocation started.")
+    seconds: Num | None = Field(default=None, description="Its wall seconds (how far a killed one got).")
+    completed: bool | None = Field(default=None, description="True when it finished the run.")
+
+
 class RunManifest(BaseModel):
     """``manifest.json``: everything needed to know how a run was made.
 
@@ -321,13 +406,13 @@ class RunManifest(BaseModel):
     )
     executor: dict[str, Any] = Field(default_factory=dict, description="How the stage tasks ran (kind, workers).")
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
-    noise: dict[str, Any] = Field(default_factory=dict)
+    noise: dict[str, NoiseInfo | str] = Field(default_factory=dict, description="Noise source per family.")
     mixtures: list[dict[str, Any]] = Field(default_factory=list, description="Per-item MixInfo (with recipes).")
     speech: dict[str, SpeechInfo] = Field(default_factory=dict)
     failures: list[FailureRecord] = Field(default_factory=list)
     n_failures: int | None = None
     stage_seconds: dict[str, float] = Field(default_factory=dict)
-    invocations: list[dict[str, Any]] = Field(default_factory=list, description="Wall time of each invocation.")
+    invocations: list[Invocation] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
     pairing: PairingInfo | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
     note_quality: NoteQualityInfo | None = Field(
@@ -337,6 +422,21 @@ class RunManifest(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The ``manifest.json`` form (conditions with their ``condition`` key)."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+def read_manifest(path: Path) -> RunManifest | None:
+    """The ``manifest.json`` at ``path`` as a (migrated) :class:`RunManifest`; None when it is missing or unreadable.
+
+    For the run directory's own housekeeping (ownership, carried-over wall time), which treats a manifest it cannot
+    read as no manifest; the report reads through :func:`stresstest.report.rundir.load_run`, which says why instead.
+    """
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        if not isinstance(raw, dict):
+            return None
+        return RunManifest.model_validate(migrate_manifest(raw)[0])
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
 
 
 def migrate_manifest(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

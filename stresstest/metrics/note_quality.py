@@ -38,6 +38,7 @@ judge call leaves the item out of that measure and is recorded with its reason).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -188,13 +189,44 @@ def preference_score(sides: Sequence[str]) -> float | None:
     return 100.0 * (n_y + 0.5 * n_t) / len(sides)
 
 
+@dataclass(frozen=True)
+class PairwiseStat:
+    """One dimension of :func:`pairwise_summary`: percent of pairs Y wins / ties / loses, and PS of Y.
+
+    Each share has its bootstrap CI (``*_lo`` / ``*_hi``); a share is None when not estimable. ``computed`` is
+    False when there was no pair at all: then only ``dimension`` and ``n`` are written (:meth:`to_row`).
+    """
+
+    dimension: str
+    n: int
+    win: float | None = None
+    win_lo: float | None = None
+    win_hi: float | None = None
+    tie: float | None = None
+    tie_lo: float | None = None
+    tie_hi: float | None = None
+    loss: float | None = None
+    loss_lo: float | None = None
+    loss_hi: float | None = None
+    ps: float | None = None
+    ps_lo: float | None = None
+    ps_hi: float | None = None
+    computed: bool = field(default=True, kw_only=True)
+
+    def to_row(self) -> dict[str, Any]:
+        """The table row: ``dimension, n`` then each share with its CI (only ``dimension, n`` when no pair)."""
+        row = asdict(self)
+        del row["computed"]
+        return row if self.computed else {"dimension": self.dimension, "n": self.n}
+
+
 def pairwise_summary(
     pairs: Sequence[Mapping[str, Any]],
     *,
     n_resamples: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
-) -> list[dict[str, Any]]:
+) -> list[PairwiseStat]:
     """Win / tie / loss shares and PS of Y per dimension, with encounter-cluster bootstrap CIs.
 
     Args:
@@ -206,12 +238,11 @@ def pairwise_summary(
         alpha: 1 - coverage.
 
     Returns:
-        One row per dimension (core ones, ``cited``, then ``overall``): ``dimension, n, win, tie, loss``
-        (percent of pairs where Y wins / ties / loses), ``ps`` and ``*_lo`` / ``*_hi`` for each.
+        One :class:`PairwiseStat` per dimension (core ones, ``cited``, then ``overall``).
     """
     dims = list(PAIRWISE_DIMENSIONS) + [OVERALL]
     if not pairs:
-        return [{"dimension": d, "n": 0} for d in dims]
+        return [PairwiseStat(dimension=d, n=0, computed=False) for d in dims]
     eids = sorted({str(p["encounter_id"]) for p in pairs})
     pos = {e: i for i, e in enumerate(eids)}
     clusters: list[list[int]] = [[] for _ in eids]
@@ -236,12 +267,10 @@ def pairwise_summary(
     rows = []
     for d in dims:
         n = sum(1 for s in table[d] if s in ("x", "y", "tie"))
-        row: dict[str, Any] = {"dimension": d, "n": n}
+        fields: list[float | None] = []  # value, lo, hi of win, tie, loss, ps (PairwiseStat's field order)
         for name in ("win", "tie", "loss", "ps"):
             v = point[f"{d}.{name}"]
             ci: Interval | None = cis.get(f"{d}.{name}")
-            row[name] = None if not np.isfinite(v) else v
-            row[f"{name}_lo"] = ci[0] if ci else None
-            row[f"{name}_hi"] = ci[1] if ci else None
-        rows.append(row)
+            fields += [None if not np.isfinite(v) else v, ci[0] if ci else None, ci[1] if ci else None]
+        rows.append(PairwiseStat(d, n, *fields))
     return rows

@@ -46,6 +46,7 @@ from stresstest.metrics.note_judges import (
 )
 from stresstest.metrics.note_quality import INFERENCE_BASES, UNSUPPORTED_BASES
 from stresstest.metrics.statements import NoteLike, Statement, note_statements, note_text, transcript_sentences
+from stresstest.results import ItemPairwise, PairSide
 
 EMBEDDED_MODEL_PREFIX = "SmolLM2-135M"
 SOURCE_KINDS = {
@@ -53,7 +54,7 @@ SOURCE_KINDS = {
     "conciseness": "reference clinical note",
     "groundedness": "transcript of the consultation",
 }
-SIDE_TO_ITEM = {"y": "win", "tie": "tie", "x": "loss"}
+SIDE_TO_ITEM: dict[str, PairSide] = {"y": "win", "tie": "tie", "x": "loss"}
 
 
 @dataclass(frozen=True)
@@ -284,11 +285,11 @@ def score_note_quality(
     }
 
 
-def _item_pairwise(baseline: str, pr: PairResult) -> dict[str, Any]:
-    return {
-        "vs": baseline,
-        "outcomes": None if pr.outcomes is None else {d: SIDE_TO_ITEM[s] for d, s in pr.outcomes.items()},
-        "consistent": pr.consistent,
-        "identical": pr.identical,
-        "failed": pr.error is not None,
-    }
+def _item_pairwise(baseline: str, pr: PairResult) -> ItemPairwise:
+    return ItemPairwise(
+        vs=baseline,
+        outcomes=None if pr.outcomes is None else {d: SIDE_TO_ITEM[s] for d, s in pr.outcomes.items()},
+        consistent=pr.consistent,
+        identical=pr.identical,
+        failed=pr.error is not None,
+    )

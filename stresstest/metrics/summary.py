@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stresstest.grid import Condition
-from stresstest.results import ItemScore
+from stresstest.results import ItemScore, TriggerType
 
 #: What the functions here take: typed rows, or ``items.jsonl`` rows as read (validated here).
 ItemLike = ItemScore | Mapping[str, Any]
@@ -133,13 +133,13 @@ def aggregate_quality(items: Sequence[ItemLike]) -> dict[str, float | None]:
     return out
 
 
-def trigger_rate(items: Sequence[ItemScore], ttype: str) -> float | None:
+def trigger_rate(items: Sequence[ItemScore], ttype: TriggerType) -> float | None:
     """% of the (non-failed) items with at least one ``ttype`` event vs the human reference; None when no item
     has trigger counts (summary.csv's ``trig_<type>`` and the report's trigger table)."""
     rows = [it.trigger_counts for it in items if not it.failed and it.trigger_counts is not None]
     if not rows:
         return None
-    return 100.0 * sum(1 for tc in rows if int(tc.get(ttype, 0) or 0) > 0) / len(rows)
+    return 100.0 * sum(1 for tc in rows if tc.count(ttype) > 0) / len(rows)
 
 
 @dataclass(frozen=True)
@@ -163,10 +163,10 @@ class Abstention:
 
 def abstention(items: Sequence[ItemScore]) -> Abstention:
     """The ONE abstention computation (summary.csv's ``abstention_rate`` and the report's guard table)."""
-    extras = [it.extra or {} for it in items]
+    extras = [it.extra for it in items if it.extra is not None]
     return Abstention(n_items=len(items),
-                      fields_nulled=sum(int(e.get("fields_nulled") or 0) for e in extras),
-                      fields_total=sum(int(e.get("fields_total") or 0) for e in extras))
+                      fields_nulled=sum(e.fields_nulled or 0 for e in extras),
+                      fields_total=sum(e.fields_total or 0 for e in extras))
 
 
 def aggregate_error_rates(items: Sequence[ItemLike]) -> dict[str, float | None]:

@@ -25,15 +25,15 @@ Rules:
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from stresstest.errors import RunError
+from stresstest.results import FailureRecord, Invocation, read_manifest
 
 PER_ITEM_DIRS: tuple[str, ...] = ("transcripts", "records", "scores", "quality")
 
@@ -109,34 +109,27 @@ def _newest_mtime(out: Path, skip: Path) -> float | None:
     return newest
 
 
-def carried_time(out: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
+def carried_time(out: Path) -> tuple[list[Invocation], dict[str, float]]:
     """(invocations, stage_seconds) carried over from an unfinished earlier invocation of ``out``.
 
-    Empty when there is no manifest, or the last invocation completed.
+    Empty when there is no (readable) manifest, or the last invocation completed.
     """
     man = out / "manifest.json"
+    prev = read_manifest(man)
+    if prev is None or not prev.invocations or prev.invocations[-1].completed:
+        return [], {}
+    last = prev.invocations[-1]
+    seconds = last.seconds
     try:
-        prev = json.loads(man.read_text("utf-8"))
-    except (OSError, ValueError):
-        return [], {}
-    if not isinstance(prev, dict):
-        return [], {}
-    invs = [dict(i) for i in prev.get("invocations") or [] if isinstance(i, dict)]
-    if not invs or invs[-1].get("completed"):
-        return [], {}
-    last = invs[-1]
-    try:
-        started = datetime.fromisoformat(str(last.get("started"))).timestamp()
+        started = datetime.fromisoformat(str(last.started)).timestamp()
     except ValueError:
         started = None
     newest = _newest_mtime(out, man)
     if started is not None and newest is not None:
         # Killed mid-stage: the newest file it wrote says how far it got.
-        last["seconds"] = round(max(float(last.get("seconds") or 0.0), newest - started), 3)
-    last["completed"] = False
-    raw_stages = prev.get("stage_seconds")
-    stages: dict[str, Any] = raw_stages if isinstance(raw_stages, dict) else {}
-    carried = {str(k): float(v) for k, v in stages.items() if isinstance(v, (int, float)) and k != "total"}
+        seconds = round(max(float(last.seconds or 0.0), newest - started), 3)
+    invs = [*prev.invocations[:-1], last.model_copy(update={"seconds": seconds, "completed": False})]
+    carried = {k: v for k, v in prev.stage_seconds.items() if k != "total"}
     return invs, carried
 
 
@@ -151,18 +144,18 @@ class WallClock:
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
 
-    def invocations(self, completed: bool) -> list[dict[str, Any]]:
+    def invocations(self, completed: bool) -> list[Invocation]:
         """Every invocation since the last completed run, this one last."""
-        return [*self.previous, {"started": self.started, "seconds": round(self.elapsed(), 3),
-                                 "completed": completed}]
+        return [*self.previous, Invocation(started=self.started, seconds=round(self.elapsed(), 3),
+                                           completed=completed)]
 
     def total(self) -> float:
         """Wall seconds over every invocation since the last completed run."""
-        return round(sum(float(i.get("seconds") or 0.0) for i in self.previous) + self.elapsed(), 3)
+        return round(sum(float(i.seconds or 0.0) for i in self.previous) + self.elapsed(), 3)
 
 
 def announce_failures(
-    failures: Sequence[Mapping[str, Any]], n_items: int, max_failures: float, manifest_path: Path,
+    failures: Sequence[FailureRecord], n_items: int, max_failures: float, manifest_path: Path,
     pairing_sentence: str | None,
 ) -> None:
     """One line on stderr when some items failed but the run stayed within ``run.max_failures``."""
@@ -170,9 +163,7 @@ def announce_failures(
         return
     from stresstest.console import warn
 
-    stages: dict[str, int] = {}
-    for f in failures:
-        stages[str(f.get("stage"))] = stages.get(str(f.get("stage")), 0) + 1
+    stages = Counter(f.stage for f in failures)
     by_stage = ", ".join(f"{k}: {v}" for k, v in stages.items())
     warn(
         f"{len(failures)} of {n_items} items failed (within run.max_failures={max_failures:g}; {by_stage}); "

@@ -34,12 +34,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import atomic_write_json, hash_obj
 from stresstest.errors import RunError
+from stresstest.results import read_manifest
 
 #: Marker file a run writes into its directory; its presence makes the directory a stresstest run.
 MARKER = ".stresstest-run.json"
@@ -63,10 +65,36 @@ def config_sections(resolved: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _read_json(path: Path) -> Any:
+class RunMarker(BaseModel):
+    """:data:`MARKER`: the config sections, conditions and encounters of the run that claimed the directory."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tool: Literal["stresstest"]
+    schema_version: int = MARKER_SCHEMA_VERSION
+    config_sections: dict[str, str] | None = None  # None: unknown
+    conditions: list[str] = Field(default_factory=list)
+    encounter_ids: list[str] = Field(default_factory=list)
+    claimed: str | None = None
+
+
+class LockInfo(BaseModel):
+    """What the lock holder wrote into :data:`LOCK_NAME`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    pid: int
+    started: str = "?"
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _read_model(path: Path, model: type[_M]) -> _M | None:
+    """``path`` as ``model``; None when it is missing, not JSON or not that model."""
     try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
         return None
 
 
@@ -82,32 +110,24 @@ class PreviousRun:
 
 def _previous_run(out: Path) -> PreviousRun | None:
     """The stresstest run in ``out``, or ``None`` when ``out`` holds no run (empty or someone else's)."""
-    marker = _read_json(out / MARKER)
-    manifest = _read_json(out / "manifest.json")
-    manifest = manifest if isinstance(manifest, dict) else {}
-    invs = manifest.get("invocations")
-    completed = bool(isinstance(invs, list) and invs and isinstance(invs[-1], dict) and invs[-1].get("completed"))
-    if isinstance(marker, dict) and marker.get("tool") == "stresstest":
-        sections = marker.get("config_sections")
-        return PreviousRun(
-            sections=dict(sections) if isinstance(sections, dict) else None,
-            completed=completed,
-            conditions=[str(c) for c in marker.get("conditions") or []],
-            encounter_ids=[str(e) for e in marker.get("encounter_ids") or []],
-        )
+    marker = _read_model(out / MARKER, RunMarker)
+    manifest = read_manifest(out / "manifest.json")
+    completed = bool(manifest is not None and manifest.invocations and manifest.invocations[-1].completed)
+    if marker is not None:
+        return PreviousRun(sections=marker.config_sections, completed=completed,
+                           conditions=list(marker.conditions), encounter_ids=list(marker.encounter_ids))
     # A run directory written before markers existed: our manifest and resolved config, nothing else claimed it.
-    if "stresstest_version" in manifest and "run_id" in manifest and (out / "config.resolved.yaml").is_file():
+    if (manifest is not None and manifest.stresstest_version is not None and manifest.run_id is not None
+            and (out / "config.resolved.yaml").is_file()):
         try:
             resolved = yaml.safe_load((out / "config.resolved.yaml").read_text("utf-8"))
         except (OSError, ValueError, yaml.YAMLError):
             resolved = None
-        corpus = manifest.get("corpus") if isinstance(manifest.get("corpus"), dict) else {}
         return PreviousRun(
             sections=config_sections(resolved) if isinstance(resolved, dict) else None,
             completed=completed,
-            conditions=[str(c.get("condition") or c.get("id")) for c in manifest.get("conditions") or []
-                        if isinstance(c, dict)],
-            encounter_ids=[str(e) for e in (corpus or {}).get("encounter_ids") or []],
+            conditions=[c.id for c in manifest.conditions],
+            encounter_ids=list(manifest.corpus.encounter_ids),
         )
     return None
 
@@ -170,7 +190,7 @@ def _ownership_problem(out: Path, sections: Mapping[str, str], replace: bool) ->
         if prev.sections is None:
             differ = "its resolved config cannot be read"
         else:
-            keys = sorted(k for k in set(prev.sections) | set(sections) if prev.sections.get(k) != sections.get(k))
+            keys = sorted({k for k, _ in set(prev.sections.items()) ^ set(sections.items())})
             differ = "the config differs in " + ", ".join(keys)
         return (f"--out {out}: holds a finished run of another config ({differ}); nothing was changed. Choose "
                 "another --out, or pass --replace-run to replace that run's results with this config's")
@@ -178,9 +198,9 @@ def _ownership_problem(out: Path, sections: Mapping[str, str], replace: bool) ->
 
 
 def _lock_holder(path: Path) -> str:
-    info = _read_json(path)
-    if isinstance(info, dict) and info.get("pid"):
-        return f"pid {info.get('pid')}, since {info.get('started', '?')}"
+    info = _read_model(path, LockInfo)
+    if info is not None and info.pid:
+        return f"pid {info.pid}, since {info.started}"
     return "another process"
 
 

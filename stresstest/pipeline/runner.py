@@ -64,6 +64,7 @@ from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
     AsrInfo,
     CorpusInfo,
+    NoiseInfo,
     NoteQualityInfo,
     RunManifest,
     SpeechInfo,
@@ -440,7 +441,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
 
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
     checkpoint(completed=True)
-    announce_failures([r.model_dump() for r in state.ledger.records()], state.ledger.total_items,
+    announce_failures(state.ledger.records(), state.ledger.total_items,
                       cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)
     return out, rows
 
@@ -478,7 +479,7 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
         asr_released_at=state.asr_released_at,
         executor=executor_info,
         conditions=list(state.grid),
-        noise={fam: spec.model_dump(mode="json") for fam, spec in cfg.noise.items()},
+        noise={fam: NoiseInfo.model_validate(spec.model_dump(mode="json")) for fam, spec in cfg.noise.items()},
         mixtures=[
             {"encounter_id": eid, "condition": cond, **info.model_dump(mode="json")}
             for (eid, cond), info in sorted(state.mix.items())

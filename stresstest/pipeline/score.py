@@ -112,6 +112,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
     with the same clean-ASR baseline as unmitigated rows.
     """
     from stresstest.metrics.judge_rules import rule_judge
+    from stresstest.metrics.safety import ITEM_FIELDS as SAFETY_FIELDS
     from stresstest.metrics.safety import item_safety
     from stresstest.metrics.triggers import detect_in_pair
 
@@ -190,9 +191,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
         if gold is not None and env is not None and not env.failed:
             safety = item_safety(env.record, clean_rec, gold)
             detail["safety"] = safety
-            for k in ("triage", "triage_clean", "triage_gold", "triage_match", "under_triage_new", "scer_new",
-                      "new_critical_flags", "err_new"):
-                row[k] = safety.get(k)
+            row.update({k: safety[k] for k in SAFETY_FIELDS})  # item_safety returns every one of them
             if c.is_clean:
                 row["asr_delta_e"] = None  # ErrProp is not defined for the reference row
             if judge_backend == "rules":

@@ -18,7 +18,7 @@ from stresstest.report import guard as guard_mod
 from stresstest.report import plots as plot_mod
 from stresstest.report import predictive as pred_mod
 from stresstest.report.chains import chain_plots
-from stresstest.report.content import ReportContent
+from stresstest.report.content import EffectRow, FailureRow, Headline, MitigationRow, ReportContent
 from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, error_rate_section
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
@@ -37,6 +37,7 @@ from stresstest.report.tables import (
     trigger_rates,
     write_table,
 )
+from stresstest.results import JudgeInfo
 
 ALPHA = 0.05
 
@@ -65,10 +66,10 @@ def _s(v: Any) -> str:
     return str(v)
 
 
-def _judge_model(judge: str | dict[str, Any] | None) -> str | None:
+def _judge_model(judge: str | JudgeInfo | None) -> str | None:
     # Items name their judge either as a string or as an object with a model.
-    if isinstance(judge, dict):
-        return str(judge["model"]) if judge.get("model") else None
+    if isinstance(judge, JudgeInfo):
+        return judge.model or None
     return judge or None
 
 
@@ -96,22 +97,34 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
     return facts
 
 
+def headline(run: RunData) -> Headline:
+    """Corpus, encounters, ASR and structuring LLM of the run, as the report's subtitle and run facts say them."""
+    corpus, asr, st = run.manifest.corpus, run.manifest.asr, run.manifest.structure
+    eids = {it.encounter_id for it in run.items}
+    n_manifest = corpus.n_encounters if "n_encounters" in corpus.model_fields_set else len(eids)
+    return Headline(
+        corpus=f"{_s(corpus.kind)} ({_s(corpus.path)})",
+        encounters=f"{_s(n_manifest)} in the manifest, {len(eids)} in items.jsonl",
+        asr=f"{_s(asr.backend)} / {_s(asr.model or asr.models_used)}",
+        structuring=f"{_s(st.backend)} / {_s(st.model)}",
+    )
+
+
 def _setup_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]]:
     """How the run was made: corpus, grid, models, decoding, hashes, judge, seeds."""
     m = run.manifest
-    corpus, asr, st = m.corpus, m.asr, m.structure
-    eids = {it.encounter_id for it in run.items}
-    n_manifest = corpus.n_encounters if "n_encounters" in corpus.model_fields_set else len(eids)
+    asr, st = m.asr, m.structure
+    head = headline(run)
     return [
         ("Run", run.run_id),
         ("Created", _s(m.created)),
         ("stresstest version", _s(m.stresstest_version)),
-        ("Corpus", f"{_s(corpus.kind)} ({_s(corpus.path)})"),
-        ("Encounters", f"{_s(n_manifest)} in the manifest, {len(eids)} in items.jsonl"),
+        ("Corpus", head.corpus),
+        ("Encounters", head.encounters),
         ("Conditions", ", ".join(c.id for c in run.conditions)),
-        ("ASR", f"{_s(asr.backend)} / {_s(asr.model or asr.models_used)}"),
+        ("ASR", head.asr),
         ("ASR decoding", _s(asr.decoding)),
-        ("Structuring LLM", f"{_s(st.backend)} / {_s(st.model)}"),
+        ("Structuring LLM", head.structuring),
         ("Structuring decoding", _s(st.decoding)),
         ("Prompt hash", _s(st.prompt_hash)),
         ("Schema hash", _s(st.schema_hash)),
@@ -189,17 +202,13 @@ def _outcome_facts(run: RunData) -> list[tuple[str, str]]:
     return facts
 
 
-def _failures(run: RunData) -> list[dict[str, Any]]:
+def _failures(run: RunData) -> list[FailureRow]:
     if run.manifest.failures:
-        return [f.model_dump() for f in run.manifest.failures]
-    return [
-        {"encounter_id": it.encounter_id, "condition": it.condition, "stage": it.failed_stage, "error": it.error}
-        for it in run.items
-        if it.failed
-    ]
+        return [FailureRow(f.encounter_id, f.condition, f.stage, f.error) for f in run.manifest.failures]
+    return [FailureRow(it.encounter_id, it.condition, it.failed_stage, it.error) for it in run.items if it.failed]
 
 
-def _mitigation(run: RunData) -> list[dict[str, Any]]:
+def _mitigation(run: RunData) -> list[MitigationRow]:
     out = []
     for c in run.conditions:
         if not c.mitigated:
@@ -209,23 +218,21 @@ def _mitigation(run: RunData) -> list[dict[str, Any]]:
         qd = [it.quotes_discarded for it in its if it.quotes_discarded is not None]
         # How the guard ran (e.g. "none (rules backend: deterministic filter only)"), so a reader knows why a
         # rules-backend guard row can equal its unmitigated twin.
-        modes = sorted({str(it.extra["guard"]) for it in its if it.extra and it.extra.get("guard")})
-        out.append(
-            {
-                "condition": c.id,
-                "n": len(its),
-                # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
-                "abstention_rate_pct": ab.rate_pct,
-                "fields_nulled": ab.fields_nulled,
-                "fields_total": ab.fields_total,
-                "quotes_discarded": sum(qd) if qd else None,
-                "guard": "; ".join(modes) if modes else "LLM Guard + evidence filter",
-            }
-        )
+        modes = sorted({it.extra.guard for it in its if it.extra is not None and it.extra.guard})
+        out.append(MitigationRow(
+            condition=c.id,
+            n=len(its),
+            # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
+            abstention_rate_pct=ab.rate_pct,
+            fields_nulled=ab.fields_nulled,
+            fields_total=ab.fields_total,
+            quotes_discarded=sum(qd) if qd else None,
+            guard="; ".join(modes) if modes else "LLM Guard + evidence filter",
+        ))
     return out
 
 
-def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[str, Any]]:
+def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[EffectRow]:
     """Guard − unmitigated, per metric, paired over the encounters both conditions completed.
 
     The unmitigated twin of a guard row is its grid ``base``; both see the same
@@ -235,13 +242,8 @@ def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[dict[s
     for c in run.conditions.mitigated():
         name, base = c.id, c.base
         d = paired_differences(run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA)
-        row: dict[str, Any] = {"condition": name, "baseline": base, "n_common": d["wer"]["n"]}
-        for m in METRIC_COLUMNS:
-            ci = d[m]["ci"]
-            row[m] = d[m]["diff"]
-            row[f"{m}_lo"] = ci[0] if ci else None
-            row[f"{m}_hi"] = ci[1] if ci else None
-        out.append(row)
+        out.append(EffectRow(name, base, d["wer"]["n"], {m: d[m]["diff"] for m in METRIC_COLUMNS},
+                             {m: d[m]["ci"] for m in METRIC_COLUMNS}))
     return out
 
 
@@ -251,7 +253,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
     rows = []
     for it in run.items:
         key = it.key
-        tc = it.trigger_counts or {}
+        tc = it.trigger_counts
         ev = it.triggers_vs_clean
         row: dict[str, Any] = {
             "encounter_id": key[0],
@@ -269,7 +271,7 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
         for f in ITEM_TABLE_FIELDS:
             row[f] = getattr(it, f)
         for t in TRIGGER_TYPES:
-            row[f"ref_{t}"] = tc.get(t) if tc else None
+            row[f"ref_{t}"] = tc.count(t) if tc else None
             row[f"vs_clean_{t}"] = None if ev is None else sum(1 for e in ev if e.type == t)
         row["vs_clean_total"] = None if ev is None else len(ev)
         row["vs_clean_risk"] = None if ev is None else float(trigger_risk(ev))  # 0.0, not 0, without events
@@ -328,8 +330,8 @@ class _Analysis:
     pred_items: pred_mod.PredictiveItems
     pred: list[pred_mod.EndpointResult]
     quality: QualitySection
-    effects: list[dict[str, Any]]
-    removed: list[dict[str, Any]]
+    effects: list[EffectRow]
+    removed: list[guard_mod.Removal]
     error_rates: ErrorRateSection
 
 
@@ -432,11 +434,11 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in an.pred])
     tables += write_quality_tables(an.quality, table_dir)
     if an.error_rates.computed:
-        tables += write_table(table_dir / "error_rates", an.error_rates.rows)
+        tables += write_table(table_dir / "error_rates", [r.to_row() for r in an.error_rates.rows])
     if an.effects:
-        tables += write_table(table_dir / "mitigation_effect", an.effects)
+        tables += write_table(table_dir / "mitigation_effect", [r.to_row() for r in an.effects])
     if run.conditions.mitigated():
-        tables += write_table(table_dir / "guard_removed", an.removed, guard_mod.REMOVAL_COLUMNS)
+        tables += write_table(table_dir / "guard_removed", [r.to_row() for r in an.removed], guard_mod.REMOVAL_COLUMNS)
     tables += write_table(
         table_dir / "wer_vs_safety_items",
         an.pred_items.rows(),
@@ -476,6 +478,7 @@ def _content(run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots:
         guard_sentences=guard_mod.guard_sentences(run),
         guard_removed=an.removed,
         error_rates=an.error_rates,
+        headline=headline(run),
     )
 
 

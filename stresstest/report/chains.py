@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from stresstest.grid import Condition
+from stresstest.noise.chain import Step
 from stresstest.report.tables import METRIC_HEADERS, Row, arrow
 
 #: Metrics drawn against RT60 and channel.
@@ -22,10 +23,10 @@ _ACOUSTIC = ("room", "noise")
 
 def rt60_of(c: Condition) -> float:
     """The room step's target RT60 in seconds (0.0 without a simulated room)."""
-    for step in c.chain or []:
-        room = step.get("room")
-        if isinstance(room, dict) and isinstance(room.get("rt60_s"), (int, float)):
-            return float(room["rt60_s"])
+    for raw in c.chain or []:
+        step = Step.model_validate(raw)  # the recorded form {kind: {params}} of a validated step
+        if step.room is not None and step.room.rt60_s is not None:
+            return float(step.room.rt60_s)
     return 0.0
 
 
@@ -53,19 +54,19 @@ def chain_plots(rows: Sequence[Row], conditions: Sequence[Condition], plot_dir: 
         name, unit = METRIC_HEADERS[metric]
         fig, ax = plt.subplots(figsize=(4.6, 3.5), dpi=110)
         ref = by_id.get("clean")
-        if ref is not None and ref.values.get(metric) is not None:
-            ax.axhline(float(ref.values[metric] or 0.0), color="0.25", ls="--", lw=1.2, label="clean-ASR reference")
+        if ref is not None and (ref_value := ref.value(metric)) is not None:
+            ax.axhline(float(ref_value), color="0.25", ls="--", lw=1.2, label="clean-ASR reference")
         channels = list(dict.fromkeys(channel_of(c) for c in chained))
         drawn = False
         for k, ch in enumerate(channels):
             pts = sorted((rt60_of(c), by_id[c.id]) for c in chained if channel_of(c) == ch and c.id in by_id
-                         and by_id[c.id].values.get(metric) is not None)
+                         and by_id[c.id].value(metric) is not None)
             if not pts:
                 continue
             x = [p[0] for p in pts]
-            y = [float(p[1].values[metric] or 0.0) for p in pts]
-            lo = [y0 - (p[1].cis.get(metric) or (y0, y0))[0] for y0, p in zip(y, pts, strict=True)]
-            hi = [(p[1].cis.get(metric) or (y0, y0))[1] - y0 for y0, p in zip(y, pts, strict=True)]
+            y = [float(p[1].value(metric) or 0.0) for p in pts]
+            lo = [y0 - (p[1].ci(metric) or (y0, y0))[0] for y0, p in zip(y, pts, strict=True)]
+            hi = [(p[1].ci(metric) or (y0, y0))[1] - y0 for y0, p in zip(y, pts, strict=True)]
             ax.errorbar([v + 0.012 * (k - (len(channels) - 1) / 2) for v in x], y, yerr=[lo, hi], marker="os^Dv"[k % 5],
                         ms=5, lw=1.5, capsize=3, elinewidth=0.8, label=ch)
             drawn = True

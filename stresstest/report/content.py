@@ -2,16 +2,74 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from stresstest.metrics.bootstrap import Interval
 from stresstest.report.error_rates import ErrorRateSection
 from stresstest.report.examples import Example
+from stresstest.report.guard import Removal
 from stresstest.report.predictive import EndpointResult
 from stresstest.report.quality import QualitySection
 from stresstest.report.tables import Row
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The run in one line under the title (the same text as those run facts)."""
+
+    corpus: str = ""
+    encounters: str = ""
+    asr: str = ""
+    structuring: str = ""
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """One failed item as the report lists it (from the manifest, or from a failed item row)."""
+
+    encounter_id: str
+    condition: str
+    stage: str | None
+    error: str | None
+
+    def cells(self) -> tuple[object, ...]:
+        return astuple(self)
+
+
+@dataclass(frozen=True)
+class MitigationRow:
+    """How the guard behaved on one guard condition (pooled over its items)."""
+
+    condition: str
+    n: int
+    abstention_rate_pct: float | None  # Σ nulled / Σ fields, as summary.csv's abstention_rate
+    fields_nulled: int
+    fields_total: int
+    quotes_discarded: int | None
+    guard: str  # how the guard ran
+
+    def cells(self) -> tuple[object, ...]:
+        return astuple(self)
+
+
+@dataclass(frozen=True)
+class EffectRow:
+    """Guard − unmitigated per metric over the encounters both completed, with paired CIs."""
+
+    condition: str
+    baseline: str
+    n_common: int
+    diffs: dict[str, float | None]
+    cis: dict[str, Interval | None]
+
+    def to_row(self) -> dict[str, object]:
+        """The ``mitigation_effect`` table row: condition, baseline, n_common, then each metric with its CI."""
+        row: dict[str, object] = {"condition": self.condition, "baseline": self.baseline, "n_common": self.n_common}
+        for m, d in self.diffs.items():
+            ci = self.cis[m]
+            row.update({m: d, f"{m}_lo": ci[0] if ci else None, f"{m}_hi": ci[1] if ci else None})
+        return row
 
 
 @dataclass
@@ -34,13 +92,14 @@ class ReportContent:
     predictive_sentences: list[str]
     predictive_summary: str
     predictive_n_items: int
-    mitigation: list[dict[str, Any]]
-    mitigation_effects: list[dict[str, Any]]
-    failures: list[dict[str, Any]]
+    mitigation: list[MitigationRow]
+    mitigation_effects: list[EffectRow]
+    failures: list[FailureRow]
     stage_seconds: list[tuple[str, float]]
     plots: dict[str, Path]  # name -> PNG path (relative to the report dir when rendered)
     tables: list[Path] = field(default_factory=list)
     quality: QualitySection | None = None  # note-quality judges (SPEC §8); None = section not built
     guard_sentences: list[str] = field(default_factory=list)  # per guard condition: what was removed, counted
-    guard_removed: list[dict[str, Any]] = field(default_factory=list)  # report.guard.REMOVAL_COLUMNS rows
+    guard_removed: list[Removal] = field(default_factory=list)
     error_rates: ErrorRateSection | None = None  # clinical-term WER and WER by speaker; None = not built
+    headline: Headline = field(default_factory=Headline)

@@ -9,12 +9,12 @@ shows, per condition, WER next to clinical-term WER and the clinician / patient 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stresstest.metrics.bootstrap import bootstrap_cis
+from stresstest.metrics.bootstrap import Interval, bootstrap_cis
 from stresstest.metrics.summary import ERROR_RATE_COLUMNS, ItemLike, aggregate, aggregate_error_rates
 from stresstest.report.rundir import CLEAN, RunData
 
@@ -39,12 +39,31 @@ EXPLANATION = (
 TOLERANCE = 1e-3
 
 
+@dataclass(frozen=True)
+class ErrorRateRow:
+    """One condition's rates (percent; None: no reference word of that kind) with their CIs."""
+
+    condition: str
+    n: int
+    values: dict[str, float | None]
+    cis: dict[str, Interval | None]
+
+    def to_row(self) -> dict[str, Any]:
+        """The ``error_rates`` table row: condition, n, then each column with its CI bounds."""
+        row: dict[str, Any] = {"condition": self.condition, "n": self.n}
+        for col in COLUMNS:
+            ci = self.cis[col]
+            row.update({col: self.values[col], f"{col}_lo": ci[0] if ci else None,
+                        f"{col}_hi": ci[1] if ci else None})
+        return row
+
+
 @dataclass
 class ErrorRateSection:
     """What the section shows."""
 
     computed: bool
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ErrorRateRow] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -62,12 +81,9 @@ def error_rate_section(run: RunData, n_resamples: int, seed: int) -> ErrorRateSe
                         metrics=COLUMNS, aggregate_fn=_values)
     rows, problems = [], []
     for name in names:
-        its = by_cond.get(name, [])
+        its = by_cond[name]
         vals = _values(its, name == CLEAN)
-        row: dict[str, Any] = {"condition": name, "n": len(its)}
         for col in COLUMNS:
-            ci = cis[name].get(col)
-            row.update({col: vals[col], f"{col}_lo": ci[0] if ci else None, f"{col}_hi": ci[1] if ci else None})
             cell = run.summary_cell(name, col)
             if col in ERROR_RATE_COLUMNS and cell is not None:
                 want = float(cell) if cell != "" else None
@@ -75,7 +91,8 @@ def error_rate_section(run: RunData, n_resamples: int, seed: int) -> ErrorRateSe
                 if (want is None) != (got is None) or (want is not None and got is not None
                                                         and abs(want - got) > TOLERANCE):
                     problems.append(f"{name}/{col}: summary.csv has {cell!r}, items give {got}")
-        rows.append(row)
+        rows.append(ErrorRateRow(name, len(its), {col: vals[col] for col in COLUMNS},
+                                 {col: cis[name][col] for col in COLUMNS}))
     return ErrorRateSection(computed=True, rows=rows, problems=problems)
 
 
@@ -93,14 +110,14 @@ def error_rate_plot(sec: ErrorRateSection, path: Path) -> Path:
     x = np.arange(len(sec.rows))
     width = 0.8 / len(cols)
     for k, (col, colour) in enumerate(zip(cols, colours, strict=True)):
-        y = np.array([np.nan if r.get(col) is None else float(r[col]) for r in sec.rows])
-        lo = np.array([np.nan if r.get(f"{col}_lo") is None else float(r[f"{col}_lo"]) for r in sec.rows])
-        hi = np.array([np.nan if r.get(f"{col}_hi") is None else float(r[f"{col}_hi"]) for r in sec.rows])
+        y = np.array([np.nan if (v := r.values[col]) is None else float(v) for r in sec.rows])
+        lo = np.array([np.nan if (ci := r.cis[col]) is None else float(ci[0]) for r in sec.rows])
+        hi = np.array([np.nan if (ci := r.cis[col]) is None else float(ci[1]) for r in sec.rows])
         err = np.vstack([np.where(np.isfinite(lo), y - lo, 0.0), np.where(np.isfinite(hi), hi - y, 0.0)])
         ax.bar(x + (k - (len(cols) - 1) / 2) * width, np.nan_to_num(y), width, color=colour, label=HEADERS[col],
                yerr=np.nan_to_num(err), capsize=2, error_kw={"elinewidth": 0.8})
     ax.set_xticks(x)
-    ax.set_xticklabels([str(r["condition"]) for r in sec.rows], rotation=30, ha="right", fontsize=7)
+    ax.set_xticklabels([r.condition for r in sec.rows], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("% of reference words", fontsize=8)
     ax.set_title("Error rates a clinician reads ↓", fontsize=10)
     ax.tick_params(labelsize=8)
@@ -113,8 +130,9 @@ def error_rate_plot(sec: ErrorRateSection, path: Path) -> Path:
     return path
 
 
-def _vci(r: Mapping[str, Any], key: str) -> str:
-    v, lo, hi = r.get(key), r.get(f"{key}_lo"), r.get(f"{key}_hi")
+def _vci(r: ErrorRateRow, key: str) -> str:
+    v, ci = r.values[key], r.cis[key]
+    lo, hi = ci if ci else (None, None)
     if not isinstance(v, (int, float)):
         return "–"
     return f"{v:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float))
@@ -123,7 +141,7 @@ def _vci(r: Mapping[str, Any], key: str) -> str:
 
 def _body(sec: ErrorRateSection) -> tuple[list[str], list[list[str]]]:
     head = ["Condition", "n"] + [f"{HEADERS[c]} (%)" for c in COLUMNS]
-    return head, [[str(r["condition"]), str(r["n"])] + [_vci(r, c) for c in COLUMNS] for r in sec.rows]
+    return head, [[r.condition, str(r.n)] + [_vci(r, c) for c in COLUMNS] for r in sec.rows]
 
 
 TITLE = "Error rates a clinician reads"

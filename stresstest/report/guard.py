@@ -10,16 +10,36 @@ many fields.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict, astuple, dataclass, fields
 
 from pydantic import ValidationError
 
 from stresstest.mitigation.evidence import FilterReport
 from stresstest.mitigation.guard import GuardReport
 from stresstest.report.rundir import RunData
+from stresstest.results import RecordExtra
 from stresstest.schema import ClinicalRecord
 
-REMOVAL_COLUMNS = ["condition", "encounter_id", "item", "what", "removed_by", "why"]
+
+@dataclass(frozen=True)
+class Removal:
+    """A claim, flag or value the guard or the evidence filter removed from a Draft."""
+
+    condition: str
+    encounter_id: str
+    item: str
+    what: str
+    removed_by: str
+    why: str
+
+    def cells(self) -> tuple[str, ...]:
+        return astuple(self)
+
+    def to_row(self) -> dict[str, str]:
+        return asdict(self)
+
+
+REMOVAL_COLUMNS = [f.name for f in fields(Removal)]
 
 
 def _describe(record: ClinicalRecord, item_id: str) -> str:
@@ -39,13 +59,15 @@ def _describe(record: ClinicalRecord, item_id: str) -> str:
     return "chief complaint" if item_id == "chief_complaint" else item_id
 
 
-def _reports(extra: dict[str, Any]) -> tuple[ClinicalRecord, GuardReport | None, FilterReport] | None:
+def _reports(extra: RecordExtra | None) -> tuple[ClinicalRecord, GuardReport | None, FilterReport] | None:
     """The Draft and the two reports of one mitigated item; None when the run did not record them."""
+    if extra is None or extra.draft_record is None or extra.filter_report is None:
+        return None
     try:
-        draft = ClinicalRecord.model_validate(extra["draft_record"])
-        filt = FilterReport.model_validate(extra["filter_report"])
-        guard = GuardReport.model_validate(extra["guard_report"]) if extra.get("guard_report") else None
-    except (KeyError, TypeError, ValidationError):
+        draft = ClinicalRecord.model_validate(extra.draft_record)
+        filt = FilterReport.model_validate(extra.filter_report)
+        guard = GuardReport.model_validate(extra.guard_report) if extra.guard_report else None
+    except ValidationError:
         return None
     return draft, guard, filt
 
@@ -68,20 +90,17 @@ def _item_removals(draft: ClinicalRecord, guard: GuardReport | None, filt: Filte
     return out
 
 
-def removals(run: RunData) -> list[dict[str, Any]]:
-    """One row per claim, flag or value removed from a Draft in a guard condition (``REMOVAL_COLUMNS``)."""
-    rows: list[dict[str, Any]] = []
+def removals(run: RunData) -> list[Removal]:
+    """One row per claim, flag or value removed from a Draft in a guard condition."""
+    rows: list[Removal] = []
     for c in run.conditions.mitigated():
         for it in sorted(run.ok_items(c.id), key=lambda r: r.encounter_id):
-            got = _reports(it.extra or {})
+            got = _reports(it.extra)
             if got is None:
                 continue
             draft = got[0]
-            rows += [
-                {"condition": c.id, "encounter_id": it.encounter_id, "item": item,
-                 "what": _describe(draft, item), "removed_by": by, "why": why}
-                for item, by, why in _item_removals(*got)
-            ]
+            rows += [Removal(c.id, it.encounter_id, item, _describe(draft, item), by, why)
+                     for item, by, why in _item_removals(*got)]
     return rows
 
 
@@ -90,7 +109,7 @@ def guard_sentences(run: RunData) -> list[str]:
     out = []
     for c in run.conditions.mitigated():
         its = run.ok_items(c.id)
-        got = [g for g in (_reports(it.extra or {}) for it in its) if g is not None]
+        got = [g for g in (_reports(it.extra) for it in its) if g is not None]
         if not got:
             out.append(f"{c.id}: what the guard removed is not recorded in this run ({len(its)} records).")
             continue

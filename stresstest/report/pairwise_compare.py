@@ -25,11 +25,22 @@ from typing import Any
 from stresstest.cache import atomic_write_text, default_cache_dir
 from stresstest.errors import ReportError, StressTestError
 from stresstest.metrics.note_judges import PairTask, judge_pairs, quality_prompt
-from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summary
+from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, PairwiseStat, pairwise_summary
 from stresstest.metrics.statements import note_text, transcript_sentences
 from stresstest.report.rundir import RunData, load_run
 from stresstest.report.tables import write_table
 from stresstest.results import Calibration
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """Win / tie / loss of B against A on one dimension, over one condition (or ``all``)."""
+
+    condition: str
+    stat: PairwiseStat
+
+    def to_row(self) -> dict[str, Any]:
+        return {"condition": self.condition, **self.stat.to_row()}
 
 
 @dataclass
@@ -37,7 +48,7 @@ class PairwiseCompareResult:
     """What :func:`pairwise_compare` judged and wrote."""
 
     pairs: list[dict[str, Any]]
-    summary: list[dict[str, Any]]
+    summary: list[SummaryRow]
     text: str
     out_dir: Path
     files: list[Path] = field(default_factory=list)
@@ -163,12 +174,12 @@ def pairwise_compare(
         row["_outcomes"] = pr.outcomes
         pairs.append(row)
     judged = [p for p in pairs if p["_outcomes"] is not None]
-    summary: list[dict[str, Any]] = []
+    summary: list[SummaryRow] = []
     conds = sorted({p["condition"] for p in judged}, key=[c.id for c in a.conditions].index)
     for label, subset in [("all", judged)] + [(c, [p for p in judged if p["condition"] == c]) for c in conds]:
         for r in pairwise_summary([{"encounter_id": p["encounter_id"], "outcomes": p["_outcomes"]} for p in subset],
                                   n_resamples=n_resamples, seed=seed):
-            summary.append({"condition": label, **r})
+            summary.append(SummaryRow(label, r))
     for p in pairs:
         del p["_outcomes"]
     n_enc = len({p["encounter_id"] for p in pairs})
@@ -181,10 +192,10 @@ def pairwise_compare(
             f"identical pairs (tie without a call); {len(failed)} failed; {len(skipped)} skipped.")
     verdict = ("Judge adequate: " + why + ".") if ok else (
         "NOT INTERPRETABLE: " + why + "; the table shows only that the mechanics ran.")
-    text = "\n".join([head, verdict, "", _text_table([r for r in summary if r["condition"] == "all"])]
+    text = "\n".join([head, verdict, "", _text_table([r.stat for r in summary if r.condition == "all"])]
                      + ([f"skipped: {s}" for s in skipped[:10]]))
     files = write_table(out_dir / "tables" / "pairwise_pairs", pairs)
-    files += write_table(out_dir / "tables" / "pairwise_summary", summary)
+    files += write_table(out_dir / "tables" / "pairwise_summary", [r.to_row() for r in summary])
     md = _markdown(head, verdict, summary, skipped, cal)
     files += [out_dir / "pairwise.md", out_dir / "pairwise.html"]
     atomic_write_text(out_dir / "pairwise.md", md)
@@ -196,15 +207,14 @@ def _fmt(v: Any) -> str:
     return "–" if not isinstance(v, (int, float)) else f"{v:.1f}"
 
 
-def _ps(r: dict[str, Any]) -> str:
-    lo, hi = r.get("ps_lo"), r.get("ps_hi")
-    return _fmt(r.get("ps")) + (f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, float) and isinstance(hi, float) else "")
+def _ps(s: PairwiseStat) -> str:
+    lo, hi = s.ps_lo, s.ps_hi
+    return _fmt(s.ps) + (f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, float) and isinstance(hi, float) else "")
 
 
-def _text_table(rows: list[dict[str, Any]]) -> str:
+def _text_table(rows: list[PairwiseStat]) -> str:
     head = ["Dimension", "n", "Win%", "Tie%", "Loss%", "PS(B) [95% CI]"]
-    body = [[r["dimension"], str(r["n"]), _fmt(r.get("win")), _fmt(r.get("tie")), _fmt(r.get("loss")), _ps(r)]
-            for r in rows]
+    body = [[s.dimension, str(s.n), _fmt(s.win), _fmt(s.tie), _fmt(s.loss), _ps(s)] for s in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head))]
     lines.append("-" * len(lines[0]))
@@ -212,13 +222,13 @@ def _text_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _markdown(head: str, verdict: str, summary: list[dict[str, Any]], skipped: list[str],
+def _markdown(head: str, verdict: str, summary: list[SummaryRow], skipped: list[str],
               cal: dict[str, Any]) -> str:
     lines = ["# Pairwise comparison: B vs A", "", head, "", f"> **{verdict}**", "",
              "| Condition | Dimension | n | Win % | Tie % | Loss % | PS(B) [95% CI] |",
              "| :-- | :-- | --: | --: | --: | --: | --: |"]
-    lines += [f"| `{r['condition']}` | {r['dimension']} | {r['n']} | {_fmt(r.get('win'))} | {_fmt(r.get('tie'))} | "
-              f"{_fmt(r.get('loss'))} | {_ps(r)} |" for r in summary]
+    lines += [f"| `{r.condition}` | {s.dimension} | {s.n} | {_fmt(s.win)} | {_fmt(s.tie)} | {_fmt(s.loss)} | {_ps(s)} |"
+              for r in summary for s in (r.stat,)]
     lines += ["", "## Judge calibration checks", ""]
     checks = Calibration.model_validate(cal).checks
     lines += [f"- {'passed' if c.passed else 'FAILED'}: {c.check} (expected {', '.join(map(str, c.expected))}, "
@@ -228,14 +238,14 @@ def _markdown(head: str, verdict: str, summary: list[dict[str, Any]], skipped: l
     return "\n".join(lines) + "\n"
 
 
-def _html(head: str, verdict: str, summary: list[dict[str, Any]], skipped: list[str]) -> str:
+def _html(head: str, verdict: str, summary: list[SummaryRow], skipped: list[str]) -> str:
     from stresstest.report.render import CSS
 
     e = html.escape
     rows = "".join(
-        f"<tr><td><code>{e(str(r['condition']))}</code></td><td>{e(str(r['dimension']))}</td><td>{r['n']}</td>"
-        f"<td>{_fmt(r.get('win'))}</td><td>{_fmt(r.get('tie'))}</td><td>{_fmt(r.get('loss'))}</td>"
-        f"<td>{e(_ps(r))}</td></tr>" for r in summary
+        f"<tr><td><code>{e(r.condition)}</code></td><td>{e(s.dimension)}</td><td>{s.n}</td>"
+        f"<td>{_fmt(s.win)}</td><td>{_fmt(s.tie)}</td><td>{_fmt(s.loss)}</td>"
+        f"<td>{e(_ps(s))}</td></tr>" for r in summary for s in (r.stat,)
     )
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Pairwise comparison</title>"
             f"<style>{CSS}</style></head><body><h1>Pairwise comparison: B vs A</h1><p class='sub'>{e(head)}</p>"

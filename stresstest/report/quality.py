@@ -11,13 +11,14 @@ is): for an inadequate judge the section says so and shows the numbers only as a
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stresstest.metrics.bootstrap import bootstrap_cis
-from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, pairwise_summary
+from stresstest.metrics.bootstrap import Interval, bootstrap_cis
+from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, PairwiseStat, pairwise_summary
 from stresstest.metrics.summary import QUALITY_COLUMNS, aggregate_quality, in_pairing
 from stresstest.report.rundir import CLEAN, RunData
 from stresstest.report.tables import write_table
@@ -55,6 +56,37 @@ SIDE_FROM_ITEM = {"win": "y", "tie": "tie", "loss": "x"}
 TOLERANCE = 1e-3
 
 
+@dataclass(frozen=True)
+class QualityRow:
+    """One condition's note-quality means (percent; None: no item judged) with CIs and judged-item counts."""
+
+    condition: str
+    values: dict[str, float | None]
+    cis: dict[str, Interval | None]
+    n: dict[str, int]
+
+    def to_row(self) -> dict[str, Any]:
+        """The ``note_quality`` table row: condition, then per measure its mean, CI bounds and items judged."""
+        row: dict[str, Any] = {"condition": self.condition}
+        for col in QUALITY_COLUMNS:
+            ci = self.cis[col]
+            row.update({col: self.values[col], f"{col}_lo": ci[0] if ci else None,
+                        f"{col}_hi": ci[1] if ci else None, f"n_{col}": self.n[col]})
+        return row
+
+
+@dataclass(frozen=True)
+class PairwiseRow:
+    """Win / tie / loss of ``condition`` against ``baseline`` on one dimension (a pooled label for a kind)."""
+
+    condition: str
+    baseline: str
+    stat: PairwiseStat
+
+    def to_row(self) -> dict[str, Any]:
+        return {"condition": self.condition, "baseline": self.baseline, **self.stat.to_row()}
+
+
 @dataclass
 class QualitySection:
     """What the note-quality section shows."""
@@ -65,8 +97,8 @@ class QualitySection:
     judge_model: str = ""
     prompts: dict[str, str] = field(default_factory=dict)
     calibration: list[CalibrationCheck] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    pairwise: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[QualityRow] = field(default_factory=list)
+    pairwise: list[PairwiseRow] = field(default_factory=list)
     consistency: list[dict[str, Any]] = field(default_factory=list)
     n_failures: int = 0
     problems: list[str] = field(default_factory=list)
@@ -77,17 +109,17 @@ def _pairs(items: Sequence[ItemScore]) -> dict[tuple[str, str], list[dict[str, A
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in items:
         pw = it.pairwise
-        if not in_pairing(it) or pw is None or not isinstance(pw.get("outcomes"), dict):
+        if not in_pairing(it) or pw is None or pw.outcomes is None:
             continue
-        outcomes = {d: SIDE_FROM_ITEM.get(str(s), "") for d, s in pw["outcomes"].items()}
-        out.setdefault((it.condition, str(pw.get("vs"))), []).append(
-            {"encounter_id": it.encounter_id, "outcomes": outcomes, "consistent": pw.get("consistent"),
-             "identical": bool(pw.get("identical"))}
+        outcomes = {d: SIDE_FROM_ITEM[s] for d, s in pw.outcomes.items()}
+        out.setdefault((it.condition, pw.vs), []).append(
+            {"encounter_id": it.encounter_id, "outcomes": outcomes, "consistent": pw.consistent,
+             "identical": bool(pw.identical)}
         )
     return out
 
 
-def pairwise_rows(items: Sequence[ItemScore], n_resamples: int, seed: int) -> tuple[list[dict[str, Any]],
+def pairwise_rows(items: Sequence[ItemScore], n_resamples: int, seed: int) -> tuple[list[PairwiseRow],
                                                                                           list[dict[str, Any]]]:
     """Win/tie/loss/PS rows per (condition, baseline, dimension), pooled rows per baseline kind, and
     position-consistency rows."""
@@ -95,18 +127,17 @@ def pairwise_rows(items: Sequence[ItemScore], n_resamples: int, seed: int) -> tu
     # Pooled rows ("all noisy" vs clean, "all guard" vs unmitigated) when a kind has several conditions;
     # pairwise_summary resamples all pairs of one encounter together.
     pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    n_conds: dict[tuple[str, str], int] = {}
+    n_conds: Counter[tuple[str, str]] = Counter()
     for (_cond, base), ps in groups.items():
         kind = ("all noisy", "clean") if base == CLEAN else ("all guard", "unmitigated")
         pooled.setdefault(kind, []).extend(ps)
-        n_conds[kind] = n_conds.get(kind, 0) + 1
-    rows: list[dict[str, Any]] = []
+        n_conds[kind] += 1
+    rows: list[PairwiseRow] = []
     cons: list[dict[str, Any]] = []
     labelled = [(c, b, ps) for (c, b), ps in sorted(groups.items())]
     labelled += [(k, b, ps) for (k, b), ps in sorted(pooled.items()) if n_conds[(k, b)] > 1]
     for cond, base, ps in labelled:
-        for r in pairwise_summary(ps, n_resamples=n_resamples, seed=seed):
-            rows.append({"condition": cond, "baseline": base, **r})
+        rows += [PairwiseRow(cond, base, s) for s in pairwise_summary(ps, n_resamples=n_resamples, seed=seed)]
         judged = [p for p in ps if not p["identical"] and isinstance(p["consistent"], int)]
         n_dim = len(PAIRWISE_DIMENSIONS)
         cons.append({"condition": cond, "baseline": base, "pairs": len(ps), "identical_pairs": len(ps) - len(judged),
@@ -130,13 +161,9 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
                         metrics=QUALITY_COLUMNS, aggregate_fn=lambda rows, _clean: aggregate_quality(rows))
     rows, problems = [], []
     for name in names:
-        its = by_cond.get(name, [])
+        its = by_cond[name]
         vals = aggregate_quality(its)
-        row: dict[str, Any] = {"condition": name}
         for col in QUALITY_COLUMNS:
-            ci = cis[name].get(col)
-            row.update({col: vals[col], f"{col}_lo": ci[0] if ci else None, f"{col}_hi": ci[1] if ci else None,
-                        f"n_{col}": sum(1 for it in its if getattr(it, col) is not None)})
             cell = run.summary_cell(name, col)
             if cell is not None and col in run.summary_columns:
                 want = float(cell) if cell != "" else None
@@ -145,7 +172,8 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
                     want is not None and got is not None and abs(want - got) > TOLERANCE
                 ):
                     problems.append(f"{name}/{col}: summary.csv has {cell!r}, items give {got}")
-        rows.append(row)
+        rows.append(QualityRow(name, dict(vals), {col: cis[name][col] for col in QUALITY_COLUMNS},
+                               {col: sum(1 for it in its if getattr(it, col) is not None) for col in QUALITY_COLUMNS}))
     pw, cons = pairwise_rows(run.items, n_resamples, seed)
     unpaired = sum(1 for it in run.items if not it.failed and not in_pairing(it)
                    and any(getattr(it, c) is not None for c in QUALITY_COLUMNS))
@@ -167,7 +195,7 @@ def quality_section(run: RunData, n_resamples: int, seed: int) -> QualitySection
 
 def table_records(sec: QualitySection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(note_quality rows, pairwise rows) for the CSV/Parquet tables."""
-    return sec.rows, sec.pairwise
+    return [r.to_row() for r in sec.rows], [r.to_row() for r in sec.pairwise]
 
 
 # ------------------------------------------------------------------ rendering
@@ -177,12 +205,15 @@ def _f(v: Any, nd: int = 1) -> str:
     return "–" if not isinstance(v, (int, float)) else f"{v:.{nd}f}"
 
 
-def _vci(r: Mapping[str, Any], key: str) -> str:
-    v, lo, hi = r.get(key), r.get(f"{key}_lo"), r.get(f"{key}_hi")
+def _vci(v: float | None, lo: float | None, hi: float | None) -> str:
     if not isinstance(v, (int, float)):
         return "–"
     return f"{v:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float))
                          else "")
+
+
+def _vci_ci(v: float | None, ci: Interval | None) -> str:
+    return _vci(v, *(ci if ci else (None, None)))
 
 
 def _banner(sec: QualitySection) -> str:
@@ -210,15 +241,15 @@ def _html_table(head: Sequence[str], body: Sequence[Sequence[str]], cls: str = "
 
 def _measure_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
     head = ["Condition"] + [f"{QUALITY_HEADERS[c]} (%)" for c in QUALITY_COLUMNS] + ["n judged"]
-    body = [[r["condition"]] + [_vci(r, c) for c in QUALITY_COLUMNS]
-            + [" / ".join(str(r[f"n_{c}"]) for c in QUALITY_COLUMNS)] for r in sec.rows]
+    body = [[r.condition] + [_vci_ci(r.values[c], r.cis[c]) for c in QUALITY_COLUMNS]
+            + [" / ".join(str(r.n[c]) for c in QUALITY_COLUMNS)] for r in sec.rows]
     return head, body
 
 
 def _pairwise_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
     head = ["Condition", "vs", "Dimension", "n", "Win %", "Tie %", "Loss %", "PS [95% CI]"]
-    body = [[r["condition"], r["baseline"], r["dimension"], str(r["n"]), _f(r.get("win")), _f(r.get("tie")),
-             _f(r.get("loss")), _vci(r, "ps")] for r in sec.pairwise]
+    body = [[r.condition, r.baseline, r.stat.dimension, str(r.stat.n), _f(r.stat.win), _f(r.stat.tie),
+             _f(r.stat.loss), _vci(r.stat.ps, r.stat.ps_lo, r.stat.ps_hi)] for r in sec.pairwise]
     return head, body
 
 
@@ -305,7 +336,8 @@ def write_quality_tables(sec: QualitySection, table_dir: Path) -> list[Path]:
     """``note_quality`` and ``pairwise`` CSV/Parquet tables (only when computed)."""
     if not sec.computed:
         return []
-    paths = write_table(table_dir / "note_quality", sec.rows)
-    if sec.pairwise:
-        paths += write_table(table_dir / "pairwise", sec.pairwise)
+    rows, pairwise = table_records(sec)
+    paths = write_table(table_dir / "note_quality", rows)
+    if pairwise:
+        paths += write_table(table_dir / "pairwise", pairwise)
     return paths

@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
 from stresstest.metrics.summary import METRIC_COLUMNS
-from stresstest.report.content import ReportContent
+from stresstest.report.content import EffectRow, FailureRow, MitigationRow, ReportContent
 from stresstest.report.error_rates import error_rates_html, error_rates_markdown
 from stresstest.report.examples import Example
 from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
@@ -64,9 +65,8 @@ caption{caption-side:top;text-align:left;font-size:13px;color:#424949;padding-bo
 footer{margin-top:36px;color:#808b96;font-size:12px}
 """
 
-MITIGATION_COLUMNS = [
-    "condition", "n", "abstention_rate_pct", "fields_nulled", "fields_total", "quotes_discarded", "guard",
-]
+MITIGATION_COLUMNS = [f.name for f in fields(MitigationRow)]
+FAILURE_COLUMNS = [f.name for f in fields(FailureRow)]
 GUARD_REMOVED_SHOWN = 40  # rows of "what the guard removed" in the report; all of them are in its table file
 GUARD_REMOVED_TITLE = "What the guard removed"
 
@@ -200,8 +200,8 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
 
 
 def _pred_cells(r: EndpointResult, key: str) -> tuple[str, str]:
-    v = r.stats.get(key)
-    if v is None or v != v:  # NaN: not estimable
+    v = r.stat(key)
+    if v != v:  # NaN: not computed or not estimable
         return DASH, ""
     return f"{v:.2f}", fmt_ci(r.ci(key))
 
@@ -246,10 +246,10 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>{_e(c.title)}</h1>",
     ]
-    facts = dict(c.facts)
+    h = c.headline
     parts.append(
-        f"<div class='sub'>{_e(facts.get('Corpus', ''))} · encounters: {_e(facts.get('Encounters', ''))} · "
-        f"ASR {_e(facts.get('ASR', ''))} · structuring {_e(facts.get('Structuring LLM', ''))}</div>"
+        f"<div class='sub'>{_e(h.corpus)} · encounters: {_e(h.encounters)} · "
+        f"ASR {_e(h.asr)} · structuring {_e(h.structuring)}</div>"
     )
     if c.problems:
         items = "".join(f"<li>{_e(p)}</li>" for p in c.problems)
@@ -310,14 +310,14 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     if c.mitigation:
         parts.append(
             "<h2>Mitigation: guard behaviour</h2>"
-            + _simple_table_html(c.mitigation, MITIGATION_COLUMNS)
+            + _simple_table_html([m.cells() for m in c.mitigation], MITIGATION_COLUMNS)
             + "<ul>" + "".join(f"<li>{_e(s)}</li>" for s in c.guard_sentences) + "</ul>"
         )
         if c.guard_removed:
             note = _guard_removed_note(c)
             parts.append(
                 f"<h3>{GUARD_REMOVED_TITLE}</h3>"
-                + _simple_table_html(c.guard_removed[:GUARD_REMOVED_SHOWN], GUARD_REMOVED_COLUMNS)
+                + _simple_table_html([r.cells() for r in c.guard_removed[:GUARD_REMOVED_SHOWN]], GUARD_REMOVED_COLUMNS)
                 + (f"<p class='sub'>{_e(note)}</p>" if note else "")
             )
     if c.mitigation_effects:
@@ -332,7 +332,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     parts.append("<h2>Run facts</h2>" + _kv_html(c.facts))
     parts.append(f"<h3>Failures ({len(c.failures)})</h3>")
     parts.append(
-        _simple_table_html(c.failures, ["encounter_id", "condition", "stage", "error"])
+        _simple_table_html([f.cells() for f in c.failures], FAILURE_COLUMNS)
         if c.failures
         else "<p class='sub'>No item failed.</p>"
     )
@@ -351,15 +351,16 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     return "\n".join(parts)
 
 
-def _effect_text(r: dict[str, object], m: str) -> str:
-    d, lo, hi = r.get(m), r.get(f"{m}_lo"), r.get(f"{m}_hi")
+def _effect_text(r: EffectRow, m: str) -> str:
+    d, interval = r.diffs[m], r.cis[m]
+    lo, hi = interval if interval else (None, None)
     if not isinstance(d, float):
         return DASH
     ci = f" [{lo:+.2f}, {hi:+.2f}]" if isinstance(lo, float) and isinstance(hi, float) else ""
     return f"{d:+.2f}{ci}"
 
 
-def _effects_html(rows: Sequence[dict[str, object]]) -> str:
+def _effects_html(rows: Sequence[EffectRow]) -> str:
     head = (
         "<tr><th>Condition</th><th>vs</th><th>n</th>"
         + "".join(f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}</th>" for m in METRIC_COLUMNS)
@@ -368,8 +369,8 @@ def _effects_html(rows: Sequence[dict[str, object]]) -> str:
     body = []
     for r in rows:
         cells = [
-            f"<td><code>{_e(r['condition'])}</code></td><td><code>{_e(r['baseline'])}</code></td>",
-            f"<td>{_e(r['n_common'])}</td>",
+            f"<td><code>{_e(r.condition)}</code></td><td><code>{_e(r.baseline)}</code></td>",
+            f"<td>{_e(r.n_common)}</td>",
         ]
         for m in METRIC_COLUMNS:
             txt = _effect_text(r, m)
@@ -381,9 +382,10 @@ def _effects_html(rows: Sequence[dict[str, object]]) -> str:
     return f"<table class='main' id='guard-effect'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _simple_table_html(rows: Sequence[dict[str, object]], cols: Sequence[str]) -> str:
+def _simple_table_html(rows: Sequence[Sequence[object]], cols: Sequence[str]) -> str:
+    """A plain table: ``rows`` are the cells of each row in the order of ``cols``."""
     head = "".join(f"<th>{_e(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(r.get(c)))}</td>" for c in cols) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(v))}</td>" for v in r) + "</tr>" for r in rows)
     return f"<table class='main left'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -534,20 +536,20 @@ def render_markdown(c: ReportContent) -> str:
         out += [
             "## Mitigation: guard behaviour",
             "",
-            _md_table(cols, [[_md(_cell(m.get(k))) for k in cols] for m in c.mitigation]),
+            _md_table(cols, [[_md(_cell(v)) for v in m.cells()] for m in c.mitigation]),
             "",
         ]
         out += [f"- {s}" for s in c.guard_sentences] + [""]
         if c.guard_removed:
             shown = c.guard_removed[:GUARD_REMOVED_SHOWN]
-            rows = [[_md(_cell(r.get(k))) for k in GUARD_REMOVED_COLUMNS] for r in shown]
+            rows = [[_md(_cell(v)) for v in r.cells()] for r in shown]
             note = _guard_removed_note(c)
             out += [f"### {GUARD_REMOVED_TITLE}", "", _md_table(GUARD_REMOVED_COLUMNS, rows, text=True), ""]
             out += [note, ""] if note else []
     if c.mitigation_effects:
         head = ["Condition", "vs", "n"] + [f"Δ {METRIC_HEADERS[m][0]} {arrow(m)}" for m in METRIC_COLUMNS]
         body = [
-            [f"`{r['condition']}`", f"`{r['baseline']}`", str(r["n_common"])]
+            [f"`{r.condition}`", f"`{r.baseline}`", str(r.n_common)]
             + [_effect_text(r, m) for m in METRIC_COLUMNS]
             for r in c.mitigation_effects
         ]
@@ -569,8 +571,7 @@ def render_markdown(c: ReportContent) -> str:
     ]
     out += [f"### Failures ({len(c.failures)})", ""]
     if c.failures:
-        cols = ["encounter_id", "condition", "stage", "error"]
-        out += [_md_table(cols, [[_md(_cell(f.get(k))) for k in cols] for f in c.failures], text=True), ""]
+        out += [_md_table(FAILURE_COLUMNS, [[_md(_cell(v)) for v in f.cells()] for f in c.failures], text=True), ""]
     else:
         out += ["No item failed.", ""]
     if c.stage_seconds:

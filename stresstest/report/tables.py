@@ -77,24 +77,22 @@ def _snr_label(snr: Any) -> str:
 
 def noise_source(manifest: RunManifest, family: str) -> str:
     """A short description of a family's noise source from the manifest, if it says one."""
-    spec: Any = manifest.noise.get(family)
+    if family not in manifest.noise:
+        return ""
+    spec = manifest.noise[family]
     if isinstance(spec, str):
         return spec
-    if not isinstance(spec, dict):
-        return ""
-    if spec.get("kind") == "builtin":
+    if spec.kind == "builtin":
         # Corpus subsets may sit in a builtin spec as defaults; they do not apply, so they are not shown.
-        recipes = spec.get("ambient_recipes")
-        lo, hi = spec.get("n_talkers_min"), spec.get("n_talkers_max")
-        if family == "ambient" and isinstance(recipes, list) and recipes:
-            return "built-in generators: " + ", ".join(str(r) for r in recipes)
+        lo, hi = spec.n_talkers_min, spec.n_talkers_max
+        if family == "ambient" and spec.ambient_recipes:
+            return "built-in generators: " + ", ".join(spec.ambient_recipes)
         if family == "babble" and lo is not None and hi is not None:
             return f"built-in synthetic talkers ({lo}–{hi} voices)"
         return "built-in generator"
-    parts = [str(spec[k]) for k in ("corpus", "source", "kind", "generator") if isinstance(spec.get(k), str)]
-    subsets = spec.get("subsets")
-    if isinstance(subsets, list) and subsets:
-        parts.append(", ".join(str(s) for s in subsets))
+    parts = [v for v in (spec.corpus, spec.source, spec.kind, spec.generator) if isinstance(v, str)]
+    if spec.subsets:
+        parts.append(", ".join(spec.subsets))
     return " · ".join(dict.fromkeys(parts))
 
 
@@ -224,7 +222,7 @@ def trigger_rates(
         for t in TRIGGER_TYPES:
             h = hit.copy()
             for it in its:
-                if it.trigger_counts is not None and int(it.trigger_counts.get(t, 0) or 0) > 0:
+                if it.trigger_counts is not None and it.trigger_counts.count(t) > 0:
                     h[pos[it.encounter_id]] = 1.0
             sample = h[idx]
             valid = np.isfinite(sample)

@@ -87,7 +87,8 @@ def _finished_run(tmp: Path, cfg_path: Path, name: str = "run", completed: bool 
     (d / "records" / "clean" / "CAR0001.json").write_text('{"record": "finished"}')
     (d / "config.resolved.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
     (d / "manifest.json").write_text(json.dumps({
-        "schema_version": 2, "run_id": name, "stresstest_version": "0", "conditions": [{"condition": "clean"}],
+        "schema_version": 2, "run_id": name, "stresstest_version": "0",
+        "conditions": [{"condition": "clean", "family": "clean"}],
         "corpus": {"encounter_ids": ["CAR0001"]},
         "invocations": [{"started": "2024-01-01T00:00:00+00:00", "seconds": 1.0, "completed": completed}]}))
     (d / MARKER).write_text(json.dumps({"tool": "stresstest", "schema_version": 1,

@@ -274,7 +274,7 @@ def test_wall_time_is_carried_over_from_an_unfinished_invocation(tmp_path: Path)
         "stage_seconds": {"speech": 10.0, "total": 10.0}}))
     clock = WallClock(tmp_path)
     assert clock.carried_stages == {"speech": 10.0}
-    assert 99 <= clock.previous[0]["seconds"] <= 102
+    assert 99 <= (clock.previous[0].seconds or 0) <= 102
     assert clock.total() >= 99 and len(clock.invocations(True)) == 2
     (tmp_path / "manifest.json").write_text(json.dumps({"invocations": [{"completed": True, "seconds": 5}]}))
     assert WallClock(tmp_path).previous == []  # after a completed run, a new account starts

@@ -93,7 +93,7 @@ def test_pairwise_summary_counts_and_encounter_clusters() -> None:
         for cond, s in zip(("a", "b", "c"), sides, strict=True):
             outcomes = {d: s for d in (*PAIRWISE_DIMENSIONS, "overall")}
             pairs.append({"encounter_id": f"e{e}", "condition": cond, "outcomes": outcomes})
-    rows = {r["dimension"]: r for r in pairwise_summary(pairs, n_resamples=300, seed=1)}
+    rows = {r.dimension: r.to_row() for r in pairwise_summary(pairs, n_resamples=300, seed=1)}
     acc = rows["accurate"]
     assert acc["n"] == 18
     assert acc["win"] == pytest.approx(100 * 6 / 18) and acc["loss"] == pytest.approx(100 * 3 / 18)
@@ -101,7 +101,7 @@ def test_pairwise_summary_counts_and_encounter_clusters() -> None:
     assert acc["ps"] == pytest.approx(100 * (6 + 4.5) / 18)
     assert acc["ps_lo"] <= acc["ps"] <= acc["ps_hi"] and acc["ps_hi"] - acc["ps_lo"] > 0
     assert list(rows) == [*PAIRWISE_DIMENSIONS, "overall"]
-    assert pairwise_summary([])[0]["n"] == 0
+    assert pairwise_summary([])[0].to_row() == {"dimension": "accurate", "n": 0}
 
 
 def test_quality_columns_are_means_of_item_scores_and_empty_when_not_computed() -> None:

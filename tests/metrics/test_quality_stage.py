@@ -71,8 +71,8 @@ def test_stage_fills_rows_details_pairwise_and_manifest(tmp_path: Path) -> None:
     assert noisy["completeness"] == 100.0 and noisy["conciseness"] == pytest.approx(200 / 3, abs=1e-3)
     assert noisy["groundedness"] == pytest.approx(200 / 3, abs=1e-3)
     assert noisy["halluc_inference"] == pytest.approx(100 / 3, abs=1e-3)
-    assert noisy["pairwise"]["vs"] == "clean" and noisy["pairwise"]["outcomes"]["accurate"] == "loss"
-    assert guard["pairwise"]["vs"] == "babble_5db" and guard["pairwise"]["outcomes"]["overall"] == "win"
+    assert noisy["pairwise"].vs == "clean" and noisy["pairwise"].outcomes["accurate"] == "loss"
+    assert guard["pairwise"].vs == "babble_5db" and guard["pairwise"].outcomes["overall"] == "win"
     assert "pairwise" not in clean and clean["quality_errors"] == []
     detail = json.loads((tmp_path / clean["quality_path"]).read_text())
     assert [v["label"] for v in detail["groundedness"]["verdicts"]] == ["entailed", "entailed"]

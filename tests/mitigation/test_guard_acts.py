@@ -169,7 +169,7 @@ def test_guard_sentences_say_when_nothing_was_removed_or_nothing_recorded(tmp_pa
     assert total > 0 and rules_env.extra["fields_nulled"] == 0
     assert f"babble_5db_guard: 4 records, {4 * total} Draft claims and flags; the Guard did not run (rules backend: " \
         "the evidence filter alone), and nothing was removed: every record equals its Draft." in guard_sentences(run)
-    assert not [r for r in removals(run) if r["condition"] == "babble_5db_guard"]
+    assert not [r for r in removals(run) if r.condition == "babble_5db_guard"]
     # on the longer transcript the rules' warfarin detail "anticoagulant; 5 mg; 1 per day" loses its "1" ("daily")
     (env,) = mitigate_many([items[0].model_copy(update={"transcript_text": RAW})], LLMConfig(backend="rules"),
                            cache_dir=tmp_path / "c", log_dir=tmp_path / "l")

@@ -48,7 +48,7 @@ def test_error_rate_section_agrees_with_summary_and_renders(tmp_path: Path) -> N
     run = _run(tmp_path)
     sec = error_rate_section(run, n_resamples=200, seed=0)
     assert sec.computed and sec.problems == []
-    row = {r["condition"]: r for r in sec.rows}["rt0.8_g711"]
+    row = {r.condition: r.to_row() for r in sec.rows}["rt0.8_g711"]
     assert row["clinical_wer"] == pytest.approx(25.0)  # 2 of 8 clinical words
     assert row["wer_clinician"] == pytest.approx(100 * 4 / 24) and row["wer_patient"] == 0.0
     md = "\n".join(error_rates_markdown(sec, Path("plots/error_rates.png")))

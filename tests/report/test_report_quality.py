@@ -56,11 +56,11 @@ def test_section_tables_cis_and_adequacy_wording(tmp_path: Path, adequate: bool)
     _add_quality(run, adequate)
     sec = quality_section(load_run(run), 300, 0)
     assert sec.computed and sec.adequate is adequate and sec.n_failures == 2
-    row = next(r for r in sec.rows if r["condition"] == "babble_5db")
+    row = next(r.to_row() for r in sec.rows if r.condition == "babble_5db")
     assert row["halluc_lexical"] == 30.0 and row["halluc_lexical_lo"] == 30.0 and row["conciseness"] is None
     assert row["completeness_lo"] <= row["completeness"] <= row["completeness_hi"]
-    pooled = [r for r in sec.pairwise if r["condition"] == "all noisy" and r["dimension"] == "overall"]
-    assert pooled and pooled[0]["baseline"] == "clean" and pooled[0]["n"] > 0
+    pooled = [r for r in sec.pairwise if r.condition == "all noisy" and r.stat.dimension == "overall"]
+    assert pooled and pooled[0].baseline == "clean" and pooled[0].stat.n > 0
     assert any(c["position_consistent_pct"] == pytest.approx(100 * 7 / len(PAIRWISE_DIMENSIONS))
                for c in sec.consistency)
     md = build_report(run, n_resamples=200, seed=0).markdown.read_text()
@@ -112,8 +112,8 @@ def test_compare_pairwise_on_two_runs(tmp_path: Path) -> None:
     assert sum(p["identical"] for p in res.pairs) == len(res.pairs) - changed
     babble = [p for p in res.pairs if p["condition"] == "babble_5db"]
     assert {p["accurate"] for p in babble} == {"A"}  # A preferred in both orders
-    overall = next(r for r in res.summary if r["condition"] == "babble_5db" and r["dimension"] == "overall")
-    assert overall["loss"] == 100.0 and overall["ps"] == 0.0
+    overall = next(r.stat for r in res.summary if r.condition == "babble_5db" and r.stat.dimension == "overall")
+    assert overall.loss == 100.0 and overall.ps == 0.0
     assert res.adequate and "Compared" in res.text and f"{len(res.pairs)} (encounter, condition) pairs" in res.text
     assert (tmp_path / "out" / "pairwise.md").is_file()
     assert (tmp_path / "out" / "tables" / "pairwise_pairs.csv").is_file()

@@ -11,6 +11,7 @@ from stresstest.errors import ReportError
 from stresstest.grid import ConditionGrid
 from stresstest.pipeline.pairing import apply_pairing
 from stresstest.report.build import _failures, run_facts
+from stresstest.report.content import FailureRow
 from stresstest.report.rundir import load_run
 from stresstest.results import MANIFEST_SCHEMA_VERSION, CorpusInfo, ItemScore, PairingInfo, RunManifest
 
@@ -63,8 +64,7 @@ def test_newer_manifest_schema_is_refused_naming_the_version(tmp_path: Path) -> 
 def test_failures_from_items_name_their_stage(tmp_path: Path) -> None:
     # No failures in the manifest: the report lists the failed rows, with the stage their error names.
     run = load_run(_write(tmp_path / "r", V2, ROWS))
-    assert _failures(run) == [{"encounter_id": "E1", "condition": "ambient_5db", "stage": "asr",
-                               "error": "asr: decoder crashed"}]
+    assert _failures(run) == [FailureRow("E1", "ambient_5db", "asr", "asr: decoder crashed")]
     assert ItemScore(encounter_id="e", condition="c", failed=False, error="x: y").failed_stage is None
 
 
