@@ -47,18 +47,9 @@ SENTENCE = ("I have had chest pain and wheezing since Monday, no allergies, I ta
 
 
 def _measure(argv: list[str], cwd: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit status) of one CLI process."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "stresstest.cli", *argv], cwd=cwd, env=env,  # noqa: S603
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if proc.stderr is not None:
-        err = proc.stderr.read().decode("utf-8", "replace").strip()
-        if err:
-            print(f"    stderr: {err[-300:]}", file=sys.stderr)
-    return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+    """(wall seconds, peak RSS in MB, exit status) of one CLI process (this checkout's package)."""
+    return _measure_py(["-m", "stresstest.cli", *argv], cwd,
+                       {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])})
 
 
 def _measure_py(argv: list[str], cwd: Path, env_extra: dict[str, str]) -> tuple[float, float, int]:
