@@ -155,8 +155,9 @@ def bench_stages(minutes: list[float], work: Path, code: Path) -> None:
 
 
 def _long_encounter(speech_run: Path, minutes: float, work: Path) -> Path:
-    """A manifest corpus of one recording ``minutes`` long: the clean speech of a finished run's encounters
-    (real TTS speech with its reference text), one after another, cycled until long enough."""
+    """A manifest corpus with one recording ``minutes`` long: the clean speech of a finished run's encounters
+    (real TTS speech with its reference text), one after another, cycled until long enough; and one short
+    encounter (the first of them) for the babble bank."""
     import json
 
     clean = [json.loads(line) for line in (speech_run / "items.jsonl").read_text("utf-8").splitlines()]
@@ -174,18 +175,22 @@ def _long_encounter(speech_run: Path, minutes: float, work: Path) -> Path:
             n += audio.shape[0]
             texts.append(it["reference_text"])
             k += 1
+    # Built-in babble says sentences of *other* encounters: a second, short encounter (the first clean item
+    # again) gives the long one its talkers' sentences, and the long one gives the short one its own.
+    lines = [{"encounter_id": "LONG", "audio": str(rec), "reference_text": " ".join(texts)},
+             {"encounter_id": "SHORT", "audio": clean[0]["audio_path"], "reference_text": clean[0]["reference_text"]}]
     manifest = work / "manifest.jsonl"
-    manifest.write_text(json.dumps({"encounter_id": "LONG", "audio": str(rec), "reference_text": " ".join(texts)})
-                        + "\n", "utf-8")
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
     return manifest
 
 
 def bench_run(minutes: list[float], speech_run: Path, work: Path) -> None:
     """``stresstest run`` with the demo grid (clean, ambient and babble at 10 and 5 dB, two guard rows, rules
-    structurer and judge) on one long recording: every stage, ASR included, in one fresh process."""
+    structurer and judge) on one long recording (and a short one, see :func:`_long_encounter`): every stage,
+    ASR included, in one fresh process."""
     import yaml
 
-    print("stresstest run, demo grid, one recording: minutes, wall s, peak RSS MB")
+    print("stresstest run, demo grid, one long recording (+ one short): minutes, wall s, peak RSS MB")
     points = []
     demo = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text("utf-8"))
     for m in minutes:
