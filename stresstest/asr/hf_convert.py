@@ -34,7 +34,6 @@ import argparse
 import json
 import re
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from stresstest.cache import (
     publish_folder,
     sha256_file,
 )
+from stresstest.console import print_made_path
 from stresstest.errors import ASRError
 
 HF_CONVERTER_VERSION = f"ct2-hf-1+{OPENAI_CONVERTER_VERSION}"
@@ -317,16 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="cache root (default $STRESSTEST_CACHE)")
     parser.add_argument("--model", type=Path, default=None, help="CTranslate2 Whisper folder (default: bundled)")
     args = parser.parse_args(argv)
-    try:
+
+    def make() -> Path:
         if args.model is None:
             from stresstest.asr.backends import bundled_tiny_en_path
 
             args.model = bundled_tiny_en_path()
-        print(hf_checkpoint_for_ct2(args.model, args.cache))
-    except ASRError as e:
-        print(f"stresstest.asr.hf_convert: {e}", file=sys.stderr)
-        return 1
-    return 0
+        return hf_checkpoint_for_ct2(args.model, args.cache)
+
+    return print_made_path("stresstest.asr.hf_convert", make, ASRError)
 
 
 if __name__ == "__main__":

