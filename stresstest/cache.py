@@ -221,6 +221,26 @@ def folder_is_sound(target: Path, manifest_name: str, expect: Mapping[str, objec
     return True
 
 
+def build_folder(target: Path, manifest_name: str, build: Callable[[Path], Mapping[str, Any]],
+                 is_sound: Callable[[Path], bool]) -> None:
+    """Make ``target`` (a converted model in the cache) so that it is there whole or not at all.
+
+    ``build(tmp)`` writes the files into a temporary sibling of ``target`` and returns the manifest's fields;
+    the manifest ``manifest_name`` is written with them and ``files`` (:func:`folder_files` of what ``build``
+    wrote), and the folder is moved into place (:func:`publish_folder`). On any error or interruption the
+    temporary folder is removed and the error raised.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        manifest = {**build(tmp), "files": folder_files(tmp)}
+        (tmp / manifest_name).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        publish_folder(tmp, target, is_sound)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def publish_folder(tmp: Path, target: Path, is_sound: Callable[[Path], bool]) -> None:
     """Move a finished temporary folder into place as ``target`` (a converted model in the cache).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -39,6 +40,22 @@ def warn(msg: object) -> None:
 def notice(msg: object) -> None:
     """``stresstest: <msg>`` on stderr, one line."""
     _write(f"stresstest: {one_line(msg)}")
+
+
+def print_made_path(prog: str, make: Callable[[], object], errors: type[Exception]) -> int:
+    """The end of a ``python -m`` tool's ``main`` that makes (or finds) something and prints where it is.
+
+    Returns:
+        0 after printing ``make()``'s result on stdout; 1 after printing ``<prog>: <error>`` on stderr when it
+        raises one of ``errors`` (any other exception propagates).
+    """
+    try:
+        made = make()
+    except errors as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    print(made)
+    return 0
 
 
 def text_table(head: list[str], body: list[list[str]]) -> str:

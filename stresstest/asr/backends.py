@@ -15,7 +15,6 @@ import io
 import os
 import sys
 import weakref
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.asr.base import DecodingOptions
+from stresstest.asr.seek import SeekWindow, seek_batches
 from stresstest.audio import SAMPLE_RATE_HZ
 from stresstest.errors import ASRError
 from stresstest.net import trust_env
@@ -394,20 +394,14 @@ class OpenAIWhisperBackend:
                 audio = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(device)
                 mel = whisper.log_mel_spectrogram(audio, model.dims.n_mels, padding=N_SAMPLES)
                 states.append(_SeekState(mel=mel, content_frames=mel.shape[-1] - N_FRAMES))
-            queue = deque(st for st in states if st.content_frames > 0)
-            while queue:
-                batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
-                sizes = [min(N_FRAMES, st.content_frames - st.seek) for st in batch]
+            for batch in seek_batches(states, self.batch_size, N_FRAMES):
                 mels = torch.stack([
-                    whisper.pad_or_trim(st.mel[:, st.seek : st.seek + n], N_FRAMES) for st, n in zip(
-                        batch, sizes, strict=True)
+                    whisper.pad_or_trim(st.mel[:, st.seek : st.seek + n], N_FRAMES) for st, n in batch
                 ]).to(dtype)
                 results = whisper.decode(model, mels, dec)
-                for st, n, res in zip(batch, sizes, results, strict=True):
+                for (st, n), res in zip(batch, results, strict=True):
                     _advance(st, list(res.tokens), n, res, options, tokenizer, tb, eot, sample_len,
                              input_stride, time_precision)
-                    if st.seek < st.content_frames:
-                        queue.append(st)
         return [
             WindowResult(text=tokenizer.decode(st.tokens).strip(), n_decodes=st.decodes, n_tokens=st.sampled,
                          token_limit_hits=st.limit_hits)
@@ -416,14 +410,9 @@ class OpenAIWhisperBackend:
 
 
 @dataclass
-class _SeekState:
+class _SeekState(SeekWindow):
     mel: Any
-    content_frames: int
-    seek: int = 0
     tokens: list[int] = field(default_factory=list)
-    decodes: int = 0
-    sampled: int = 0
-    limit_hits: int = 0
 
 
 def _advance(
@@ -433,10 +422,7 @@ def _advance(
     """One step of ``whisper.transcribe``'s seek loop (no word timestamps, no prompt) for one window."""
     from whisper.audio import HOP_LENGTH
 
-    st.decodes += 1
-    st.sampled += len(tokens)
-    if len(tokens) >= sample_len:
-        st.limit_hits += 1
+    st.count_decode(len(tokens), sample_len)
     if options.no_speech_threshold is not None:
         skip = res.no_speech_prob > options.no_speech_threshold
         if options.log_prob_threshold is not None and res.avg_logprob > options.log_prob_threshold:
@@ -449,7 +435,6 @@ def _advance(
     single_ending = is_ts[-2:] == [False, True]
     consecutive = [i + 1 for i in range(len(tokens) - 1) if is_ts[i] and is_ts[i + 1]]
     segments: list[tuple[float, float, list[int]]] = []
-    previous = st.seek
     if consecutive:
         slices = consecutive + ([len(tokens)] if single_ending else [])
         last = 0
@@ -458,19 +443,15 @@ def _advance(
             segments.append((time_offset + (piece[0] - tb) * time_precision,
                              time_offset + (piece[-1] - tb) * time_precision, piece))
             last = cur
-        if single_ending:
-            st.seek += segment_size
-        else:
-            st.seek += (tokens[last - 1] - tb) * input_stride
+        seek = st.seek + (segment_size if single_ending else (tokens[last - 1] - tb) * input_stride)
     else:
         duration = segment_size * HOP_LENGTH / SAMPLE_RATE_HZ
         stamps = [t for t in tokens if t >= tb]
         if stamps and stamps[-1] != tb:
             duration = (stamps[-1] - tb) * time_precision
         segments.append((time_offset, time_offset + duration, tokens))
-        st.seek += segment_size
-    if st.seek <= previous:  # transcribe would decode the same input again, forever
-        st.seek = previous + segment_size
+        seek = st.seek + segment_size
+    st.advance(seek, segment_size)
     for start, end, piece in segments:
         if start == end or tokenizer.decode([t for t in piece if t < eot]).strip() == "":
             continue

@@ -13,7 +13,6 @@ remainders share batches with other windows' first decodes. Pinned to faster-whi
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from stresstest.asr.base import DecodingOptions
+from stresstest.asr.seek import SeekWindow, seek_batches
 from stresstest.errors import ASRError
 
 #: The release whose decoding loop this mirrors; 1.1.1 takes clip timestamps in samples and 1.2.0 merged
@@ -29,15 +29,9 @@ FASTER_WHISPER_VERSION = "1.2.1"
 
 
 @dataclass
-class _Window:
-    index: int
+class _Window(SeekWindow):
     features: np.ndarray
-    content_frames: int
-    seek: int = 0
     texts: list[str] = field(default_factory=list)
-    decodes: int = 0
-    sampled: int = 0
-    limit_hits: int = 0
 
 
 def decode_batched(
@@ -85,13 +79,9 @@ def decode_batched(
         all_feats = log_mel_numpy_batch(windows, model.feature_extractor.mel_filters.shape[0], mel_device)
     else:  # as transcribe(): the whole window, numpy on the CPU
         all_feats = [model.feature_extractor(np.asarray(w, dtype=np.float32)) for w in windows]
-    states = [_Window(i, feats, feats.shape[-1] - 1) for i, feats in enumerate(all_feats)]
-    queue = deque(st for st in states if st.content_frames > 0)
-    while queue:
-        batch = [queue.popleft() for _ in range(min(batch_size, len(queue)))]
-        sizes = [min(n_frames, st.content_frames - st.seek) for st in batch]
-        mel = np.stack([pad_or_trim(st.features[:, st.seek : st.seek + n]) for st, n in zip(batch, sizes,
-                                                                                              strict=True)])
+    states = [_Window(features=feats, content_frames=feats.shape[-1] - 1) for feats in all_feats]
+    for batch in seek_batches(states, batch_size, n_frames):
+        mel = np.stack([pad_or_trim(st.features[:, st.seek : st.seek + n]) for st, n in batch])
         encoded = model.encode(mel)
         results = model.model.generate(
             encoded, [list(prompt) for _ in batch], length_penalty=1, repetition_penalty=1,
@@ -99,12 +89,10 @@ def decode_batched(
             suppress_blank=options.suppress_blank, suppress_tokens=suppress,
             max_initial_timestamp_index=max_initial, beam_size=1, patience=1,
         )
-        for st, size, res in zip(batch, sizes, results, strict=True):
+        for (st, size), res in zip(batch, results, strict=True):
             tokens = list(res.sequences_ids[0])
             avg_logprob = res.scores[0] * len(tokens) / (len(tokens) + 1)
-            st.decodes += 1
-            st.sampled += len(tokens)
-            st.limit_hits += len(tokens) >= max_length - len(prompt)
+            st.count_decode(len(tokens), max_length - len(prompt))
             segments, seek, _ = model._split_segments_by_timestamps(
                 tokenizer=tokenizer, tokens=tokens, time_offset=st.seek / fps, segment_size=size,
                 segment_duration=size / fps, seek=st.seek,
@@ -115,8 +103,5 @@ def decode_batched(
                 # generate_segments yields no empty or zero-length segment
                 if seg["start"] != seg["end"] and text.strip() and not drop:
                     st.texts.append(text.strip())
-            # A pair of timestamps at 0.00 s would seek by zero (faster-whisper loops); move on a full segment.
-            st.seek = seek if seek > st.seek else st.seek + size
-            if st.seek < st.content_frames:
-                queue.append(st)
+            st.advance(seek, size)  # a pair of timestamps at 0.00 s would seek by zero (faster-whisper loops)
     return [(" ".join(st.texts), st.decodes, st.sampled, st.limit_hits) for st in states]

@@ -33,9 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +40,8 @@ import numpy as np
 
 from stresstest.asr.convert import CONVERTER_VERSION as OPENAI_CONVERTER_VERSION
 from stresstest.asr.convert import ct2_whisper_openai_arrays
-from stresstest.cache import (
-    default_cache_dir,
-    folder_files,
-    folder_is_sound,
-    publish_folder,
-    sha256_file,
-)
+from stresstest.cache import build_folder, default_cache_dir, folder_is_sound, sha256_file
+from stresstest.console import print_made_path
 from stresstest.errors import ASRError
 
 HF_CONVERTER_VERSION = f"ct2-hf-1+{OPENAI_CONVERTER_VERSION}"
@@ -296,18 +288,13 @@ def hf_checkpoint_for_ct2(model_dir: str | Path, cache_dir: str | Path | None = 
     target = checkpoint_dir(cache, digest)
     if _verified(target, digest):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+
+    def build(tmp: Path) -> dict[str, Any]:
         meta = convert(src, tmp)
-        files = folder_files(tmp)
-        manifest = {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
-                    "dtype": "float32", "dims": meta["dims"], "files": files}
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        publish_folder(tmp, target, lambda t: _verified(t, digest))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
+                "dtype": "float32", "dims": meta["dims"]}
+
+    build_folder(target, MANIFEST, build, lambda t: _verified(t, digest))
     return target
 
 
@@ -317,16 +304,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="cache root (default $STRESSTEST_CACHE)")
     parser.add_argument("--model", type=Path, default=None, help="CTranslate2 Whisper folder (default: bundled)")
     args = parser.parse_args(argv)
-    try:
+
+    def make() -> Path:
         if args.model is None:
             from stresstest.asr.backends import bundled_tiny_en_path
 
             args.model = bundled_tiny_en_path()
-        print(hf_checkpoint_for_ct2(args.model, args.cache))
-    except ASRError as e:
-        print(f"stresstest.asr.hf_convert: {e}", file=sys.stderr)
-        return 1
-    return 0
+        return hf_checkpoint_for_ct2(args.model, args.cache)
+
+    return print_made_path("stresstest.asr.hf_convert", make, ASRError)
 
 
 if __name__ == "__main__":

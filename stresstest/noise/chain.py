@@ -66,7 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from stresstest.audio import SAMPLE_RATE_HZ, load_audio
 from stresstest.errors import MixError
 from stresstest.noise.base import NoiseSource
-from stresstest.noise.mix import CLIP_LIMIT, SNR_TOLERANCE_DB, fit_length, item_rng
+from stresstest.noise.mix import CLIP_LIMIT, SNR_TOLERANCE_DB, _gain, _rms, fit_length, item_rng
 
 CHAIN_CODE_VERSION = "chain-1"  # bump whenever a step's arithmetic changes: cached chain mixtures depend on it
 TELEPHONE_RATE_HZ = 8000
@@ -197,14 +197,8 @@ def check_chain(steps: Sequence[Step], families: Sequence[str] | None = None) ->
 # ------------------------------------------------------------------ arithmetic
 
 
-def _rms64(x: np.ndarray) -> float:
-    # float64 pairwise sum, as the mixer does (stable across BLAS thread counts).
-    x64 = np.asarray(x, dtype=np.float64)
-    return float(np.sqrt(np.sum(x64 * x64) / x64.size)) if x64.size else 0.0
-
-
 def _snr_db(speech: np.ndarray, noise: np.ndarray, mask: np.ndarray) -> float:
-    s, n = _rms64(speech[mask]), _rms64(noise[mask])
+    s, n = _rms(speech[mask]), _rms(noise[mask])
     if n == 0.0:
         return math.inf
     return -math.inf if s == 0.0 else 20.0 * math.log10(s / n)
@@ -257,7 +251,7 @@ def _room(x: np.ndarray, mask: np.ndarray, p: RoomStep, seed: int, eid: str) -> 
         h, facts = _shoebox_rir(float(p.rt60_s), float(p.distance_m), tuple(p.room_dim_m))  # type: ignore[arg-type]
         facts = dict(facts)
     y = fftconvolve(x.astype(np.float64), h)[: x.size]
-    dry, wet = _rms64(x[mask]), _rms64(y[mask])
+    dry, wet = _rms(x[mask]), _rms(y[mask])
     if wet == 0.0:
         raise MixError("the impulse response silenced the speech")
     scale = dry / wet
@@ -271,12 +265,8 @@ def _noise(
     rng = item_rng(seed, eid, p.family)  # the family's segment: the same as its plain SNR conditions
     seg = source.segment(duration_s, rng, exclude_encounter_id=eid)
     noise = fit_length(seg.audio, x.size)
-    s_rms, n_rms = _rms64(x[mask]), _rms64(noise[mask])
-    if s_rms == 0.0:
-        raise MixError("speech is silent on its active segments")
-    if n_rms == 0.0:
-        raise MixError("noise segment is silent where speech is active")
-    gain = s_rms / (n_rms * 10.0 ** (p.snr_db / 20.0))
+    s_rms = _rms(x[mask])
+    gain = _gain(s_rms, _rms(noise[mask]), p.snr_db)
     y = np.multiply(noise, np.float32(gain), dtype=np.float32)
     y += x
     measured = _snr_db(x, y.astype(np.float64) - x.astype(np.float64), mask)
@@ -495,7 +485,7 @@ def build_chain(
             noise_recipe=dict(facts.get("noise_recipe") or {}),
             target_snr_db=facts.get("target_snr_db"),
             measured_snr_db=facts.get("measured_snr_db"),
-            speech_rms=float(facts.get("speech_rms", _rms64(clean[mask]))),
+            speech_rms=float(facts.get("speech_rms", _rms(clean[mask]))),
             noise_gain=float(facts.get("noise_gain", 0.0)),
             clip_scale=float(facts["clip_scale"]),
             chain=list(facts["chain"]),

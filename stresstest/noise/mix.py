@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,12 +87,29 @@ def _rms(x: np.ndarray) -> float:
 
 def snr_db(speech: np.ndarray, noise: np.ndarray, mask: np.ndarray) -> float:
     """SNR in dB of speech vs noise, both measured on the mask."""
-    s, n = _rms(speech[mask]), _rms(noise[mask])
+    return _snr_from_rms(_rms(speech[mask]), _rms(noise[mask]))
+
+
+def _snr_from_rms(s: float, n: float) -> float:
+    """SNR in dB of a speech RMS over a noise RMS (no noise: +inf; noise but no speech: -inf)."""
     if n == 0.0:
         return float("inf")
     if s == 0.0:
         return float("-inf")
     return 20.0 * np.log10(s / n)
+
+
+def _gain(s_rms: float, n_rms: float, target_snr_db: float) -> float:
+    """The noise gain for ``target_snr_db`` from the speech and noise RMS on the active mask (rule 3).
+
+    Raises:
+        MixError: the speech or the noise is silent there (no gain reaches the target).
+    """
+    if s_rms == 0.0:
+        raise MixError("speech is silent on its active segments")
+    if n_rms == 0.0:
+        raise MixError("noise segment is silent where speech is active")
+    return s_rms / (n_rms * 10.0 ** (target_snr_db / 20.0))
 
 
 def fit_length(noise: np.ndarray, n_samples: int) -> np.ndarray:
@@ -132,12 +149,7 @@ def mix(
     if not mask.any():
         raise MixError("active-speech mask is empty: cannot measure speech RMS")
     s_rms = _rms(speech[mask])
-    n_rms = _rms(noise[mask])
-    if s_rms == 0.0:
-        raise MixError("speech is silent on its active segments")
-    if n_rms == 0.0:
-        raise MixError("noise segment is silent where speech is active")
-    gain = s_rms / (n_rms * 10.0 ** (target_snr_db / 20.0))
+    gain = _gain(s_rms, _rms(noise[mask]), target_snr_db)
     mixture = np.multiply(noise, np.float32(gain), dtype=np.float32)
     mixture += speech
     peak = max(float(mixture.max()), -float(mixture.min()))
@@ -336,39 +348,49 @@ def _rms_from(acc: PairwiseSum, count: int) -> float:
     return float(np.sqrt(acc.result() / count)) if count else 0.0
 
 
+def _masked_rms(pairs: Iterable[tuple[np.ndarray, np.ndarray]], mask: SpanMask) -> tuple[float, float]:
+    """The RMS over ``mask`` of two signals fed as pairs of equal blocks, in order from sample 0.
+
+    Each is :func:`_rms` of the whole signal's masked samples, bit for bit (:class:`PairwiseSum`).
+    """
+    a_acc, b_acc = PairwiseSum(mask.count), PairwiseSum(mask.count)
+    lo = 0
+    for a, b in pairs:
+        hi = lo + a.size
+        m = mask.block(lo, hi)
+        a_acc.add(_squares(a[m]))
+        b_acc.add(_squares(b[m]))
+        lo = hi
+    return _rms_from(a_acc, mask.count), _rms_from(b_acc, mask.count)
+
+
+def _speech_and_noise(speech_path: str | Path, noise: NoiseBlocks) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The speech file's blocks, each with the noise block of the same samples."""
+    lo = 0
+    for sp in iter_wav_blocks(speech_path):
+        hi = lo + sp.size
+        yield sp, _noise_block(noise, lo, hi)
+        lo = hi
+
+
 def _mix_gain(speech_path: str | Path, noise: NoiseBlocks, mask: SpanMask, target_snr_db: float) -> tuple[float, float]:
     """(noise gain, speech RMS) as :func:`mix` computes them, streamed."""
     if mask.count == 0:
         raise MixError("active-speech mask is empty: cannot measure speech RMS")
-    s_acc, n_acc = PairwiseSum(mask.count), PairwiseSum(mask.count)
-    lo = 0
-    for sp in iter_wav_blocks(speech_path):
-        hi = lo + sp.size
-        m = mask.block(lo, hi)
-        s_acc.add(_squares(sp[m]))
-        n_acc.add(_squares(_noise_block(noise, lo, hi)[m]))
-        lo = hi
-    s_rms, n_rms = _rms_from(s_acc, mask.count), _rms_from(n_acc, mask.count)
-    if s_rms == 0.0:
-        raise MixError("speech is silent on its active segments")
-    if n_rms == 0.0:
-        raise MixError("noise segment is silent where speech is active")
-    return s_rms / (n_rms * 10.0 ** (target_snr_db / 20.0)), s_rms
+    s_rms, n_rms = _masked_rms(_speech_and_noise(speech_path, noise), mask)
+    return _gain(s_rms, n_rms, target_snr_db), s_rms
 
 
 def _mixture_blocks(
     speech_path: str | Path, noise: NoiseBlocks, gain: float, clip_scale: float
 ) -> Iterator[np.ndarray]:
     """The mixture of :func:`mix`, block by block (same float32 operations in the same order)."""
-    lo = 0
-    for sp in iter_wav_blocks(speech_path):
-        hi = lo + sp.size
-        out = np.multiply(_noise_block(noise, lo, hi), np.float32(gain), dtype=np.float32)
+    for sp, nz in _speech_and_noise(speech_path, noise):
+        out = np.multiply(nz, np.float32(gain), dtype=np.float32)
         out += sp
         if clip_scale != 1.0:
             out *= np.float32(clip_scale)
         yield out
-        lo = hi
 
 
 def _clip_scale(speech_path: str | Path, noise: NoiseBlocks, gain: float) -> float:
@@ -379,6 +401,15 @@ def _clip_scale(speech_path: str | Path, noise: NoiseBlocks, gain: float) -> flo
     return 1.0 if peak <= CLIP_LIMIT else CLIP_LIMIT / peak
 
 
+def _written_speech_and_noise(
+    speech_path: str | Path, mixture_path: str | Path, clip_scale: float
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Blocks of the speech and the noise in the written mixture (rule 5: noise = mixture − clip_scale·speech)."""
+    for sp, mx in zip(iter_wav_blocks(speech_path), iter_wav_blocks(mixture_path), strict=True):
+        scaled = clip_scale * sp.astype(np.float64)
+        yield scaled, mx.astype(np.float64) - scaled
+
+
 def measure_written_snr_streamed(
     speech_path: str | Path, mixture_path: str | Path, mask: SpanMask, clip_scale: float
 ) -> float:
@@ -386,21 +417,7 @@ def measure_written_snr_streamed(
     n = wav_frames(speech_path)
     if wav_frames(mixture_path) != n:
         raise MixError(f"{mixture_path}: length {wav_frames(mixture_path)} differs from speech {n}")
-    s_acc, n_acc = PairwiseSum(mask.count), PairwiseSum(mask.count)
-    lo = 0
-    for sp, mx in zip(iter_wav_blocks(speech_path), iter_wav_blocks(mixture_path), strict=True):
-        hi = lo + sp.size
-        m = mask.block(lo, hi)
-        scaled = clip_scale * sp.astype(np.float64)
-        s_acc.add(_squares(scaled[m]))
-        n_acc.add(_squares((mx.astype(np.float64) - scaled)[m]))
-        lo = hi
-    s, nz = _rms_from(s_acc, mask.count), _rms_from(n_acc, mask.count)
-    if nz == 0.0:
-        return float("inf")
-    if s == 0.0:
-        return float("-inf")
-    return float(20.0 * np.log10(s / nz))
+    return float(_snr_from_rms(*_masked_rms(_written_speech_and_noise(speech_path, mixture_path, clip_scale), mask)))
 
 
 def write_mixture(

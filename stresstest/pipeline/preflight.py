@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -26,6 +26,9 @@ from pydantic import BaseModel
 from stresstest.config import RunConfig
 from stresstest.errors import NoiseError, RunError, StressTestError
 from stresstest.llm.gpu import resolve_concurrency
+
+if TYPE_CHECKING:
+    from stresstest.llm.engine import LLMEngine
 
 #: Speech rate used to size the grid before any audio exists (TTS dialogue measures ~2.5 words/s).
 WORDS_PER_S = 2.5
@@ -59,6 +62,36 @@ class _Context:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _cached_model(check: str, name: str, lookup: Callable[[], str], missing: str) -> Finding:
+    """A model looked up in the Hugging Face cache without downloading (``lookup`` raises when it is not there):
+    found, the snapshot folder (its name is the revision); not, ``missing`` (what to download)."""
+    try:
+        path = lookup()
+    except Exception:
+        return Finding(check, False, missing)
+    return Finding(check, True, f"{name} at {path} (revision {Path(path).name})")
+
+
+def _existing(folder: Path) -> Path:
+    """``folder``, or its nearest existing parent (where a folder that is not there yet would be made)."""
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe
+
+
+def _n_audio_conditions(cfg: RunConfig) -> int:
+    return sum(1 for c in cfg.grid() if c.has_audio)
+
+
+def _check_engine(ctx: _Context) -> LLMEngine:
+    """The run's LLM engine for a check, not started. Its server log goes to the cache, not --out: a check
+    never creates or writes into a run directory (a run claims its directory first; pipeline.ownership)."""
+    from stresstest.llm.engine import LLMEngine
+
+    return LLMEngine(ctx.cfg.structure, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False)
 
 
 # ----------------------------------------------------------------------------------------------- quick checks
@@ -125,15 +158,10 @@ def check_asr_weights(ctx: _Context) -> Finding:
                                            f"asr.model to a checkpoint path")
     from faster_whisper.utils import _MODELS, download_model
 
-    try:
-        path = download_model(name, local_files_only=True)
-    except Exception:
-        repo = _MODELS.get(name, name)
-        hub = os.environ.get("HF_HUB_CACHE") or str(Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub")
-        return Finding("asr model", False, f"faster-whisper {name!r} is not in the Hugging Face cache ({hub}): "
-                                           f"huggingface-cli download {repo}, or set asr.model to a CTranslate2 "
-                                           f"model directory")
-    return Finding("asr model", True, f"{name} at {path} (revision {Path(path).name})")
+    hub = os.environ.get("HF_HUB_CACHE") or str(Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub")
+    return _cached_model("asr model", name, lambda: download_model(name, local_files_only=True),
+                         f"faster-whisper {name!r} is not in the Hugging Face cache ({hub}): huggingface-cli "
+                         f"download {_MODELS.get(name, name)}, or set asr.model to a CTranslate2 model directory")
 
 
 def check_cuda_libraries(ctx: _Context) -> Finding:
@@ -169,25 +197,17 @@ def check_llm_weights(ctx: _Context) -> Finding:
     if engine == "vllm" and srv.model and not os.path.exists(srv.model):
         from huggingface_hub import snapshot_download
 
-        try:
-            path = snapshot_download(srv.model, revision=srv.revision, local_files_only=True)
-        except Exception:
-            rev = f" --revision {srv.revision}" if srv.revision else ""
-            return Finding("llm model", False, f"{srv.model}{' @ ' + srv.revision if srv.revision else ''} is not "
-                                               f"in the Hugging Face cache (HF_HOME={os.environ.get('HF_HOME')}): "
-                                               f"huggingface-cli download {srv.model}{rev}")
-        return Finding("llm model", True, f"{srv.model} at {path} (revision {Path(path).name})")
-    from stresstest.llm.engine import LLMEngine
-
-    mid = LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False).model_id
-    return Finding("llm model", True, f"{engine}: {mid}")
+        model, rev = srv.model, srv.revision
+        return _cached_model("llm model", model, lambda: snapshot_download(model, revision=rev, local_files_only=True),
+                             f"{model}{' @ ' + rev if rev else ''} is not in the Hugging Face cache "
+                             f"(HF_HOME={os.environ.get('HF_HOME')}): huggingface-cli download {model}"
+                             f"{' --revision ' + rev if rev else ''}")
+    return Finding("llm model", True, f"{engine}: {_check_engine(ctx).model_id}")
 
 
 def _writable(folder: Path) -> str | None:
     """None when ``folder`` (or, if absent, its nearest existing parent) accepts a new file."""
-    probe = folder
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
+    probe = _existing(folder)
     try:
         with tempfile.NamedTemporaryFile(dir=probe, prefix=".stresstest-check-"):
             pass
@@ -206,11 +226,9 @@ def check_folders(ctx: _Context) -> list[Finding]:
 
 
 def check_disk(ctx: _Context) -> Finding:
-    n_audio = sum(1 for c in ctx.cfg.grid() if c.has_audio)
+    n_audio = _n_audio_conditions(ctx.cfg)
     need = ctx.audio_s * BYTES_PER_AUDIO_S * (n_audio + 1)  # + the clean speech itself
-    probe = ctx.cache
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
+    probe = _existing(ctx.cache)
     free = shutil.disk_usage(probe).free
     line = f"~{need / 1e9:.1f} GB of audio for {n_audio} conditions, {free / 1e9:.0f} GB free at {probe}"
     if free < need:
@@ -270,14 +288,10 @@ class _Probe(BaseModel):
 
 
 def check_llm_call(ctx: _Context) -> Finding:
-    from stresstest.llm.engine import LLMEngine
-
     s = ctx.cfg.structure
     if s.backend == "rules":
         return Finding("llm call", True, "structure.backend rules: no LLM")
-    # The server log goes to the cache, not --out: a check never creates or writes into a run directory
-    # (a run claims its directory first; pipeline.ownership).
-    with LLMEngine(s, cache_dir=ctx.cache, log_dir=ctx.cache / "logs" / "check", progress=False) as engine:
+    with _check_engine(ctx) as engine:
         engine.start()
         if s.backend == "vllm-offline":
             return Finding("llm call", True, f"vLLM offline engine started in {engine.ready_s} s")
@@ -294,7 +308,7 @@ def check_llm_call(ctx: _Context) -> Finding:
 
 def estimate(ctx: _Context) -> Finding:
     """Whole-grid time from the measured window and call (sequential decode: an upper bound when batched)."""
-    n_audio = sum(1 for c in ctx.cfg.grid() if c.has_audio)
+    n_audio = _n_audio_conditions(ctx.cfg)
     windows = ctx.n_encounters * n_audio * max(1, math.ceil(ctx.audio_s / max(ctx.n_encounters, 1) / 30))
     parts = []
     total = 0.0

@@ -15,7 +15,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,6 +76,23 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
+def _sigterm(p: subprocess.Popen[Any], within_s: float, ignored: str,
+             on_timeout: Callable[[], object] = lambda: None) -> tuple[Any, Any]:
+    """Send ``p`` a SIGTERM and return its (stdout, stderr) once it exits, which must be within ``within_s``;
+    after 10 s it is killed (then ``on_timeout``) and the test fails with ``ignored``."""
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        on_timeout()
+        pytest.fail(ignored)
+    assert time.monotonic() - t0 < within_s
+    return out, err
+
+
 def test_triggers_stops_within_seconds_of_sigterm(tmp_path: Path) -> None:
     unit = "I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg. "
     (tmp_path / "ref.txt").write_text(unit * 100_000)  # ~9 MB: minutes of work
@@ -83,15 +102,7 @@ def test_triggers_stops_within_seconds_of_sigterm(tmp_path: Path) -> None:
                          stderr=subprocess.PIPE)
     time.sleep(6)  # past start-up, inside the detector
     assert p.poll() is None, "finished before the signal: the input is too small for this test"
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        pytest.fail("stresstest triggers ignored SIGTERM for 10 s")
-    assert time.monotonic() - t0 < 10
+    _sigterm(p, 10, "stresstest triggers ignored SIGTERM for 10 s")
 
 
 def test_triggers_leaves_sigterm_to_the_kernel() -> None:
@@ -186,15 +197,7 @@ def test_mix_of_a_long_recording_stops_within_seconds_of_sigterm(tmp_path: Path)
         time.sleep(0.05)
     time.sleep(0.5)
     assert p.poll() is None, "finished before the signal: the input is too small for this test"
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGTERM)
-    try:
-        _out, err = p.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        pytest.fail("stresstest mix ignored SIGTERM for 10 s")
-    assert time.monotonic() - t0 < 5
+    _out, err = _sigterm(p, 5, "stresstest mix ignored SIGTERM for 10 s")
     assert p.returncode == 130
     assert err.strip() == "stresstest: interrupted; re-run the same command to resume"
     assert sorted(q.name for q in tmp_path.iterdir() if q.name != "cache") == ["n.wav", "s.wav"]
@@ -230,16 +233,8 @@ def test_run_stops_within_seconds_of_sigterm_inside_a_long_native_call(tmp_path:
     assert p.stdout is not None
     server_pid = int(p.stdout.readline())
     time.sleep(0.5)  # inside the SVD
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGTERM)
-    try:
-        out, err = p.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        os.killpg(server_pid, signal.SIGKILL)
-        pytest.fail("SIGTERM inside a native call was not honoured within 10 s")
-    assert time.monotonic() - t0 < 5
+    out, err = _sigterm(p, 5, "SIGTERM inside a native call was not honoured within 10 s",
+                        on_timeout=lambda: os.killpg(server_pid, signal.SIGKILL))
     assert p.returncode == 130, (out, err)
     assert "interrupted (SIGTERM; still busy 1 s later" in err and "re-run the same command" in err
     for _ in range(50):  # the server group was killed; wait for init to reap it

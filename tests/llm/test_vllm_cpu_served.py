@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from outcome_checks import check_outcome
 from vllm_cpu import ROOT, require_vllm_python
 
 from stresstest.errors import LLMError
@@ -32,7 +33,7 @@ from stresstest.llm.client import phi_payload
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.engine import LLMEngine
 from stresstest.llm.prompts import load_prompt
-from stresstest.schema import ClinicalRecord, RecordEnvelope, record_json_schema
+from stresstest.schema import record_json_schema
 from stresstest.structure.stage import StructureItem, structure_many
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -64,14 +65,6 @@ def _osce_items(ids: list[str], max_turns: int, condition: str = "clean") -> lis
                       transcript_text=encs[i].truncated(max_turns).reference_text())
         for i in ids
     ]
-
-
-def _check_outcome(env: RecordEnvelope) -> None:
-    if env.failed:
-        assert env.record is None and env.error and env.raw_text is not None, env
-    else:
-        assert env.record is not None
-        ClinicalRecord.model_validate_json(env.record.model_dump_json())
 
 
 DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens there
@@ -137,11 +130,11 @@ def test_every_role_gets_schema_valid_output_from_one_engine(engine: tuple[LLMEn
     items = _osce_items(["CAR0001", "RES0002"], max_turns=6)
     envs = structure_many(items, eng.config, cache_dir=cache, log_dir=logs, engine=eng)
     for env in envs:
-        _check_outcome(env)
+        check_outcome(env)
     assert any(not e.failed for e in envs), [e.error for e in envs]  # the structure schema is honoured
     (genv,) = mitigate_many([items[0].model_copy(update={"condition": "clean_guard"})], eng.config,
                             cache_dir=cache, log_dir=logs, engine=eng)
-    _check_outcome(genv)
+    check_outcome(genv)
     rec = next(e.record for e in envs if e.record is not None)
     (jr,) = llm_judge_many([("CAR0001/clean", rec, rec)], eng.config, cache_dir=cache, log_dir=logs, engine=eng)
     assert jr.judge.startswith("llm:smollm2-135m-instruct-") and jr.judge.endswith("@judge_v1")

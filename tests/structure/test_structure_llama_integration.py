@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from outcome_checks import check_outcome
 
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.served import ServerProcess
@@ -61,18 +62,14 @@ def _cfg(**kw: object) -> LLMConfig:
 
 
 def _check_outcome(env: RecordEnvelope) -> None:
-    if env.failed:
-        assert env.record is None and env.error and env.raw_text is not None, env
-    else:
-        assert env.record is not None
-        ClinicalRecord.model_validate_json(env.record.model_dump_json())
-        if env.schema_hash == output_schema_hash() and not env.extra.get("mitigation"):
-            # Output contract v2 under the grammar: the triage, every flag and every medication / allergy / vital
-            # claim came with quotes (a mitigated record's were filtered after decoding, so not checked here).
-            rec = env.record
-            must = ["triage", *(f.id for f in rec.safety_flags)]
-            must += [c.id for c in rec.claims if c.category in EVIDENCE_CLAIM_CATEGORIES]
-            assert all(rec.field_evidence.get(k) for k in must), (must, rec.field_evidence)
+    check_outcome(env)
+    if env.record is not None and env.schema_hash == output_schema_hash() and not env.extra.get("mitigation"):
+        # Output contract v2 under the grammar: the triage, every flag and every medication / allergy / vital
+        # claim came with quotes (a mitigated record's were filtered after decoding, so not checked here).
+        rec = env.record
+        must = ["triage", *(f.id for f in rec.safety_flags)]
+        must += [c.id for c in rec.claims if c.category in EVIDENCE_CLAIM_CATEGORIES]
+        assert all(rec.field_evidence.get(k) for k in must), (must, rec.field_evidence)
 
 
 def test_llama_cpp_grammar_rejects_an_output_without_evidence(output_json: str) -> None:
