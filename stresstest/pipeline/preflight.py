@@ -149,6 +149,8 @@ def check_asr_weights(ctx: _Context) -> Finding:
         return Finding("asr model", True, f"{name} at {bundled_tiny_en_path()}")
     if os.path.exists(name):
         return Finding("asr model", True, f"{name}")
+    if name.startswith(("/", "./", "../", "~")):  # a path, not a model name or a Hugging Face repo id
+        return Finding("asr model", False, f"asr.model: no such file or directory: {name}")
     if a.backend == "openai-whisper":
         pt = user_cache_home() / "whisper" / f"{name}.pt"
         if pt.is_file():

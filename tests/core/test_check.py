@@ -54,6 +54,13 @@ def test_a_missing_asr_model_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert "asr model" in problems[0] and f"huggingface-cli download {missing}" in problems[0]
 
 
+def test_a_missing_asr_model_path_says_no_such_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "no-whisper-here")
+    rc, problems = _check(tmp_path, capsys, _config(tmp_path, asr={"model": missing}), "--quick")
+    assert rc == 2 and len(problems) == 1
+    assert f"asr.model: no such file or directory: {missing}" in problems[0] and "huggingface" not in problems[0]
+
+
 def test_an_unwritable_cache_dir_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")  # a file where the cache folder's parent should be: nothing can be created under it
