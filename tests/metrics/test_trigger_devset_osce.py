@@ -3,7 +3,9 @@ TTS -> noise -> ASR) and ``validate_triggers.py`` scoring more than one labelled
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -138,9 +140,61 @@ def test_validate_triggers_scores_each_set(tmp_path: Path, capsys: pytest.Captur
         vt.main(["--pairs", str(bad)])
 
 
-def test_the_osce_set_is_labelled_and_split_by_encounter() -> None:
+#: The commit that added the labels, before validate_triggers.py first ran on the set
+#: (data/trigger_devset_osce/README.md), and the SHA-256 of its
+#: [pair_id, encounter_id, split, reference, hypothesis, label] rows.
+LABELS_COMMIT = "6cd552ab5fb8eb7f61ab826c9c55c17289639d83"
+LABELS_SHA256 = "033cacd9733f71c59db15e38aaf7ed6a1b33086060e278e020e65f9314685169"
+OSCE_SPLIT = {
+    "dev": ["MSK0006", "MSK0009", "RES0012", "RES0014", "RES0015"],
+    "test": ["GEN0001", "MSK0007", "MSK0010", "RES0013", "RES0017"],
+}
+
+
+def _label_rows(text: str) -> list[list[object]]:
+    rows = [json.loads(line) for line in text.splitlines()]
+    return [[r["pair_id"], r["encounter_id"], r["split"], r["reference"], r["hypothesis"], r["label"]] for r in rows]
+
+
+def test_the_osce_set_is_labelled_and_split_by_encounter_before_labelling() -> None:
     rows = [json.loads(line) for line in OSCE_SET.read_text(encoding="utf-8").splitlines()]
-    assert len(rows) >= 250 and all(r["label"] in (0, 1, 2) and r["label_note"] is not None for r in rows)
-    dev = {r["encounter_id"] for r in rows if r["split"] == "dev"}
-    test = {r["encounter_id"] for r in rows if r["split"] == "test"}
-    assert dev and test and not dev & test
+    assert len(rows) == 240 and [r["pair_id"] for r in rows] == [f"o{k:03d}" for k in range(240)]
+    assert all(r["label"] in (0, 1, 2) and (r["label"] == 0) == ("label_note" not in r) for r in rows)
+    split = {s: sorted({r["encounter_id"] for r in rows if r["split"] == s}) for s in ("dev", "test")}
+    assert split == OSCE_SPLIT  # each encounter in one split: the README's lists
+    ids = sorted(OSCE_SPLIT["dev"] + OSCE_SPLIT["test"])
+    shuffled = mtd.sample_run_pairs(
+        [{"source": "c", "encounter_id": e, "reference": e, "hypothesis": ""} for e in ids],
+        len(ids),
+        seed=0,
+        split_seed=0,
+    )
+    assert {s: sorted(str(p["encounter_id"]) for p in shuffled if p["split"] == s) for s in OSCE_SPLIT} == split
+    digest = hashlib.sha256(json.dumps(_label_rows(OSCE_SET.read_text(encoding="utf-8"))).encode()).hexdigest()
+    assert digest == LABELS_SHA256, "labels changed since they were committed before the detector ran"
+
+
+def test_the_osce_labels_equal_the_labelling_commit() -> None:
+    try:
+        old = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{LABELS_COMMIT}:data/trigger_devset_osce/pairs.jsonl"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip(f"git history with the labelling commit {LABELS_COMMIT[:10]} is not available here")
+    assert _label_rows(old) == _label_rows(OSCE_SET.read_text(encoding="utf-8"))
+
+
+def test_validate_triggers_reproduces_the_recorded_osce_auroc(capsys: pytest.CaptureFixture[str]) -> None:
+    assert vt.main(["--pairs", str(OSCE_SET)]) == 0  # 2000 resamples, seed 0: the numbers in BENCHMARKS.md
+    out = capsys.readouterr().out
+    dev, test = out.split("== test:")
+    assert "== dev: 132 pairs (39 significant, 21 minimal); 52 pairs with ≥ 1 event (32/39 significant)" in dev
+    assert "trigger risk          0.822 [0.738, 0.894]        0.870 [0.809, 0.922]" in dev
+    assert "WER                   0.767 [0.674, 0.850]        0.782 [0.702, 0.854]" in dev
+    assert " 108 pairs (17 significant, 25 minimal); 36 pairs with ≥ 1 event (13/17 significant)" in test
+    assert "trigger risk          0.831 [0.695, 0.946]        0.847 [0.774, 0.916]" in test
+    assert "content-word errors   0.860 [0.731, 0.964]        0.868 [0.798, 0.928]" in test
+    assert "WER                   0.799 [0.698, 0.886]        0.782 [0.683, 0.866]" in test
