@@ -2,7 +2,8 @@
 
 Default mode scores the in-repo development set ``data/trigger_devset/pairs.jsonl`` (491 real ACI-BENCH
 ASR/human utterance pairs labelled 0 none / 1 minimal / 2 significant by ``docs/trigger_labelling.md``,
-split dev/test by encounter). For each split it prints AUROC with bootstrap 95% CIs (pairs resampled,
+split dev/test by encounter), or each set given to ``--pairs`` (e.g. ``data/trigger_devset_osce/pairs.jsonl``:
+another ASR, another corpus). For each set and split it prints AUROC with bootstrap 95% CIs (pairs resampled,
 2000 replicates, seed 0) for two endpoints, "significant vs rest" and "any impact vs none", of three scores:
 
 * **trigger risk**: the sum of the weights of ``stresstest triggers`` events (SPEC §6, §10);
@@ -15,7 +16,7 @@ without it the mode says so and exits 0.
 
 Usage::
 
-    python scripts/validate_triggers.py [--pairs FILE] [--resamples 2000] [--misses]
+    python scripts/validate_triggers.py [--pairs FILE [FILE ...]] [--resamples 2000] [--misses]
     python scripts/validate_triggers.py --encounters [--data DIR] [--per-type 5] [--json OUT.jsonl]
 
 ACI-BENCH (Yim et al., Scientific Data 10, 586, 2023) is CC BY 4.0.
@@ -109,27 +110,39 @@ def _fmt(v: tuple) -> str:
 
 
 def run_devset(args: argparse.Namespace) -> int:
-    if not args.pairs.is_file():
-        print(f"error: labelled pairs not found: expected {args.pairs}", file=sys.stderr)
+    paths: list[Path] = args.pairs or [DEFAULT_PAIRS]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        print(f"error: labelled pairs not found: expected {missing[0]}", file=sys.stderr)
         return 2
-    rows = read_devset(args.pairs)
     t0 = time.perf_counter()
-    for split in ("dev", "test"):
-        part = [r for r in rows if r["split"] == split]
-        sc = score_pairs(part)
-        n2, n1 = int((sc["label"] == 2).sum()), int((sc["label"] == 1).sum())
-        with_event = int((sc["count"] > 0).sum())
-        print(f"\n== {split}: {len(part)} pairs ({n2} significant, {n1} minimal); "
-              f"{with_event} pairs with ≥ 1 event ({int((sc['count'][sc['label'] == 2] > 0).sum())}/{n2} significant)")
-        table = auroc_table(sc, args.resamples, args.seed)
-        print(f"{'AUROC (95% CI)':<22}" + "".join(f"{lab:<28}" for _, lab in ENDPOINTS))
-        for s, lab in (*SCORES, ("count", "trigger count")):
-            print(f"{lab:<22}" + "".join(f"{_fmt(table[ep][s]):<28}" for ep, _ in ENDPOINTS))
-        if args.misses and split == "dev":
-            for r, risk in zip(part, sc["risk"], strict=True):
-                if (r["label"] == 2 and risk == 0) or (r["label"] == 0 and risk > 0):
-                    print(f"  {'MISS' if r['label'] == 2 else 'FP  '} {r['pair_id']} risk={risk:.1f}\n"
-                          f"      R: {r['reference']}\n      H: {r['hypothesis']}")
+    for path in paths:
+        rows = read_devset(path)
+        if len(paths) > 1:
+            print(f"\n##### {path}")
+        for split in ("dev", "test"):
+            part = [r for r in rows if r["split"] == split]
+            if not part:
+                print(f"\n== {split}: no pairs")
+                continue
+            sc = score_pairs(part)
+            n2, n1 = int((sc["label"] == 2).sum()), int((sc["label"] == 1).sum())
+            with_event = int((sc["count"] > 0).sum())
+            print(
+                f"\n== {split}: {len(part)} pairs ({n2} significant, {n1} minimal); {with_event} pairs with ≥ 1 "
+                f"event ({int((sc['count'][sc['label'] == 2] > 0).sum())}/{n2} significant)"
+            )
+            table = auroc_table(sc, args.resamples, args.seed)
+            print(f"{'AUROC (95% CI)':<22}" + "".join(f"{lab:<28}" for _, lab in ENDPOINTS))
+            for s, lab in (*SCORES, ("count", "trigger count")):
+                print(f"{lab:<22}" + "".join(f"{_fmt(table[ep][s]):<28}" for ep, _ in ENDPOINTS))
+            if args.misses and split == "dev":
+                for r, risk in zip(part, sc["risk"], strict=True):
+                    if (r["label"] == 2 and risk == 0) or (r["label"] == 0 and risk > 0):
+                        print(
+                            f"  {'MISS' if r['label'] == 2 else 'FP  '} {r['pair_id']} risk={risk:.1f}\n"
+                            f"      R: {r['reference']}\n      H: {r['hypothesis']}"
+                        )
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
 
@@ -207,7 +220,14 @@ def run_encounters(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--pairs", type=Path, default=DEFAULT_PAIRS, help="labelled pairs (JSON lines)")
+    ap.add_argument(
+        "--pairs",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="labelled pair sets (JSON lines), each scored by split (default: the ACI-BENCH set; "
+        "data/trigger_devset_osce/pairs.jsonl is the OSCE TTS -> tiny.en set)",
+    )
     ap.add_argument("--resamples", type=int, default=2000, help="bootstrap replicates")
     ap.add_argument("--seed", type=int, default=0, help="bootstrap / sampling seed")
     ap.add_argument("--misses", action="store_true", help="print dev-split misses and false positives")
