@@ -34,6 +34,12 @@ _SMALL = {w: int(v) for w, v in number_words("small").items()}
 _TENS = {w: int(v) for w, v in number_words("tens").items()}
 _SCALES = {w: int(v) for w, v in number_words("scale").items()}
 _MULT_WORDS = number_words("multiplier")
+# What one word says as a number (multipliers are frequencies, "approx" words are not numbers here).
+_WORD_VALUES = {**_SMALL, **_TENS, **_SCALES}
+_DECIMAL = re.compile(r"\d+(?:\.\d+)?")
+_FRACTION = re.compile(r"^(\d+)/(\d+)$")
+_SPOKEN_FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25, "third": 1 / 3, "thirds": 1 / 3}
+_VALUE_TOKEN = re.compile(r"\d+(?:[./]\d+)?|[a-z]+")
 # Prescription shorthand -> doses per day.
 _ABBREV_FREQ = {
     "od": 1.0, "qd": 1.0, "bd": 2.0, "bid": 2.0, "tds": 3.0, "tid": 3.0, "qds": 4.0, "qid": 4.0,
@@ -112,6 +118,65 @@ def normalise_numbers(text: str) -> str:
         The text with number words replaced by digits.
     """
     return str(alpha2digit(text, "en"))
+
+
+def word_value(word: str) -> float | None:
+    """The number one word says: digits ("12", "2.5") or a number word ("twelve", "hundred"); else None.
+
+    The one reader of a single number word: the quantity scanner here and the trigger detector
+    (:mod:`stresstest.metrics.triggers`) both read through it. "once"/"twice" are frequencies, not numbers.
+
+    Args:
+        word: One lower-case word.
+    """
+    if _DECIMAL.fullmatch(word):
+        return float(word)
+    v = _WORD_VALUES.get(word)
+    return None if v is None else float(v)
+
+
+def spoken_values(text: str) -> list[float] | None:
+    """The values of the numbers in ``text``, fractions folded into the number before; None when ``text`` holds
+    nothing fractional (no "/", ".", "half", "quarter", "third").
+
+    "2 1/2", "2.5" and "two and a half" all read [2.5]; "a half", "one half" and "1/2" read [0.5]; "two and one
+    half" reads [2, 1.5] (the trigger detector's reading before this function moved here, kept so its counts hold);
+    ordinals are left out ("the first time" holds no quantity). Each number word is read by :func:`word_value`
+    ("twenty five" reads [20, 5]). Used by the trigger detector to compare what two texts say.
+    """
+    words = _VALUE_TOKEN.findall(text.lower())
+    if not any("/" in w or "." in w or w in _SPOKEN_FRACTIONS for w in words):
+        return None
+    vals: list[float] = []
+    k = 0
+    while k < len(words):
+        w = words[k]
+        frac = _FRACTION.match(w)
+        v: float | None
+        if frac and float(frac.group(2)) > 0 and int(frac.group(2)) <= 8:
+            v = float(frac.group(1)) / float(frac.group(2))
+            if vals and k > 0 and word_value(words[k - 1]) is not None:
+                vals[-1] += v
+                k += 1
+                continue
+        elif w in _SPOKEN_FRACTIONS:
+            v = _SPOKEN_FRACTIONS[w]
+            # "two and a half", "1 and a half": added to the number before "and".
+            back = [x for x in words[max(0, k - 3) : k] if x not in ("a", "an", "one")]
+            if vals and back and back[-1] == "and":
+                vals[-1] += v
+                k += 1
+                continue
+            if k > 0 and words[k - 1] in ("one",) and vals and vals[-1] == 1.0:
+                vals[-1] = v  # "one half"
+                k += 1
+                continue
+        else:
+            v = word_value(w)
+        if v is not None:
+            vals.append(v)
+        k += 1
+    return [round(x, 4) for x in vals]
 
 
 def _words(text: str) -> list[_W]:

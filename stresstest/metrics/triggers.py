@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 
 from stresstest.clinical.drugs import match_drug_tokens
 from stresstest.clinical.lexicon import Mention, match_tokens
-from stresstest.clinical.numbers import Quantity, find_quantities
+from stresstest.clinical.numbers import Quantity, find_quantities, spoken_values
 from stresstest.clinical.text import Token as ClinicalToken
 from stresstest.clinical.text import tokenize as clinical_tokenize
 from stresstest.clinical.vocab import (
@@ -448,64 +448,16 @@ def _ordinal(words: Sequence[str], k: int) -> bool:
     return not any(w in _MONTHS for w in words[max(0, k - 2) : k + 3])
 
 
-_FRACTION = re.compile(r"^(\d+)/(\d+)$")
-_SPOKEN_FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25, "third": 1 / 3, "thirds": 1 / 3}
-
-
 def _spoken_values(tt: TokenizedText, i: int, j: int) -> list[float] | None:
-    """Values of the numbers in the ORIGINAL text of tokens [i, j), fractions folded into the number before.
+    """Values of the numbers in the ORIGINAL text of tokens [i, j) (:func:`~stresstest.clinical.numbers.spoken_values`).
 
-    "2 1/2", "2.5", "two and a half" and "two and one half" all read [2.5]; "a half" and "1/2" read [0.5];
-    ordinals are left out ("the first time" holds no quantity). The normaliser's own reading of such
-    phrases is not usable here ("one and a half" -> "one.5", "2 1/2" -> "2 one 2").
+    The normaliser's own reading of fractions is not usable here ("one and a half" -> "one.5", "2 1/2" ->
+    "2 one 2").
     """
     if j <= i:
         return None
     s, e = tt.char_span(i, j)
-    words = re.findall(r"\d+(?:[./]\d+)?|[a-z]+", tt.original[s:e].lower())
-    if not any("/" in w or "." in w or w in _SPOKEN_FRACTIONS for w in words):
-        return None  # nothing fractional: the token comparison stands
-    vals: list[float] = []
-    k = 0
-    while k < len(words):
-        w = words[k]
-        frac = _FRACTION.match(w)
-        v: float | None
-        if frac and float(frac.group(2)) > 0 and int(frac.group(2)) <= 8:
-            v = float(frac.group(1)) / float(frac.group(2))
-            if vals and k > 0 and _is_number_word(words[k - 1]):
-                vals[-1] += v
-                k += 1
-                continue
-        elif w in _SPOKEN_FRACTIONS:
-            v = _SPOKEN_FRACTIONS[w]
-            # "two and a half", "two and one half", "1 and a half": added to the number before "and".
-            back = [x for x in words[max(0, k - 3) : k] if x not in ("a", "an", "one")]
-            if vals and back and back[-1] == "and":
-                vals[-1] += v
-                k += 1
-                continue
-            if k > 0 and words[k - 1] in ("one",) and vals and vals[-1] == 1.0:
-                vals[-1] = v  # "one half"
-                k += 1
-                continue
-        else:
-            v = _word_value(w)
-        if v is not None:
-            vals.append(v)
-        k += 1
-    return [round(x, 4) for x in vals]
-
-
-def _is_number_word(w: str) -> bool:
-    return _word_value(w) is not None
-
-
-def _word_value(w: str) -> float | None:
-    if re.fullmatch(r"\d+(?:\.\d+)?", w):
-        return float(w)
-    v = number_words().get(w)
-    return None if v is None or w in number_words("multiplier") else v
+    return spoken_values(tt.original[s:e])
 
 
 _ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}

@@ -106,3 +106,35 @@ def test_deterministic() -> None:
 def test_duration_phrases(text: str, value: float | None, canon: str) -> None:
     (q,) = find_quantities(text)  # one quantity: the phrase replaced or filled in, never both
     assert (q.kind, q.value, q.unit_canonical) == ("time", value, canon)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2 1/2 tablets", [2.5]),
+        ("2.5 tablets", [2.5]),
+        ("two and a half tablets", [2.5]),
+        ("two and one half tablets", [2.0, 1.5]),  # the detector's reading before the move (counts unchanged)
+        ("1 and a half weeks", [1.5]),
+        ("a half", [0.5]),
+        ("1/2", [0.5]),
+        ("one half", [0.5]),
+        ("twenty five and a half", [20.0, 5.5]),  # each word is read alone (the trigger detector compares lists)
+        ("twice and a half", [0.5]),  # "twice" is a frequency, not a number
+        ("three tablets", None),  # nothing fractional
+    ],
+)
+def test_spoken_values(text: str, expected: list[float] | None) -> None:
+    from stresstest.clinical.numbers import spoken_values
+
+    assert spoken_values(text) == expected
+
+
+def test_word_value_is_the_number_word_list() -> None:
+    from stresstest.clinical.numbers import word_value
+    from stresstest.clinical.vocab import number_words
+
+    assert word_value("12") == 12.0 and word_value("2.5") == 2.5 and word_value("twelve") == 12.0
+    assert word_value("hundred") == 100.0 and word_value("once") is None and word_value("half") is None
+    assert {w: word_value(w) for w in number_words() if w not in number_words("multiplier")} == {
+        w: v for w, v in number_words().items() if w not in number_words("multiplier")}
