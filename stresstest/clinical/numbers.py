@@ -40,6 +40,14 @@ _DECIMAL = re.compile(r"\d+(?:\.\d+)?")
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
 _SPOKEN_FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25, "third": 1 / 3, "thirds": 1 / 3}
 _VALUE_TOKEN = re.compile(r"\d+(?:[./]\d+)?|[a-z]+")
+# One normalised token that is a number: digits, maybe "$", a decimal, an ordinal suffix or "%".
+_NUMBER_TOKEN = re.compile(r"^\$?\d+(?:\.\d+)?(?:st|nd|rd|th|%)?$")
+_ORDINAL_TOKEN = re.compile(r"\d+(st|nd|rd|th)")
+_ORDINAL_SUFFIX = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
+_YEAR = re.compile(r"^(?:19|20)(\d\d)$")
+# Number words up to ten as digits ("once"/"twice" too; "thrice" is left as a word).
+_SMALL_DIGITS = {w: str(int(v)) for w, v in number_words().items() if v <= 10 and w != "thrice"}
+_ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
 # Prescription shorthand -> doses per day.
 _ABBREV_FREQ = {
     "od": 1.0, "qd": 1.0, "bd": 2.0, "bid": 2.0, "tds": 3.0, "tid": 3.0, "qds": 4.0, "qid": 4.0,
@@ -133,6 +141,39 @@ def word_value(word: str) -> float | None:
         return float(word)
     v = _WORD_VALUES.get(word)
     return None if v is None else float(v)
+
+
+def small_number_digits(word: str) -> str:
+    """``word`` as digits when it is a number word up to ten ("seven" -> "7", "twice" -> "2"), else ``word``."""
+    return _SMALL_DIGITS.get(word, word)
+
+
+def is_number_token(token: str) -> bool:
+    """Whether one normalised token is a number ("12", "2.5", "$40", "17th", "50%")."""
+    return _NUMBER_TOKEN.match(token) is not None
+
+
+def is_ordinal_token(token: str) -> bool:
+    """Whether one normalised token is a digit ordinal ("1st", "17th")."""
+    return _ORDINAL_TOKEN.fullmatch(token) is not None
+
+
+def comparable_number(token: str, roman: bool = False) -> str | None:
+    """One normalised token as a number in comparable form, or None when it is not a number.
+
+    Number words up to ten are digits (:func:`small_number_digits`: "once"/"twice" count as 1/2); ordinal
+    suffixes and currency/percent marks go ("17th"/"17"); a four-digit year compares equal to its two-digit
+    form ("2007"/"07"); leading zeros go. ``roman`` reads ii-ix as numbers ("grade iv"). The trigger detector
+    compares what two texts say through it.
+    """
+    c = small_number_digits(_ROMAN.get(token, token) if roman else token)
+    if not is_number_token(c):
+        return None
+    c = _ORDINAL_SUFFIX.sub("", c.lstrip("$").rstrip("%"))
+    m = _YEAR.match(c)
+    if m:
+        c = m.group(1)
+    return str(int(c)) if c.isdigit() else c
 
 
 def spoken_values(text: str) -> list[float] | None:

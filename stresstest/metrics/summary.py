@@ -288,7 +288,7 @@ def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> 
     rows = []
     for c in conditions:
         its = by_cond.get(c.id, [])
-        rows.append(SummaryRow(condition=c.id, family=c.family, snr_db=c.snr_db, n=len(its),
-                               **aggregate(its, is_clean=c.is_clean), **aggregate_quality(its),
-                               **aggregate_error_rates(its)))
+        rows.append(SummaryRow.model_validate({
+            "condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its),
+            **aggregate(its, is_clean=c.is_clean), **aggregate_quality(its), **aggregate_error_rates(its)}))
     return rows
