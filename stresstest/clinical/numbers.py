@@ -34,6 +34,20 @@ _SMALL = {w: int(v) for w, v in number_words("small").items()}
 _TENS = {w: int(v) for w, v in number_words("tens").items()}
 _SCALES = {w: int(v) for w, v in number_words("scale").items()}
 _MULT_WORDS = number_words("multiplier")
+# What one word says as a number (multipliers are frequencies, "approx" words are not numbers here).
+_WORD_VALUES = {**_SMALL, **_TENS, **_SCALES}
+_DECIMAL = re.compile(r"\d+(?:\.\d+)?")
+_FRACTION = re.compile(r"^(\d+)/(\d+)$")
+_SPOKEN_FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25, "third": 1 / 3, "thirds": 1 / 3}
+_VALUE_TOKEN = re.compile(r"\d+(?:[./]\d+)?|[a-z]+")
+# One normalised token that is a number: digits, maybe "$", a decimal, an ordinal suffix or "%".
+_NUMBER_TOKEN = re.compile(r"^\$?\d+(?:\.\d+)?(?:st|nd|rd|th|%)?$")
+_ORDINAL_TOKEN = re.compile(r"\d+(st|nd|rd|th)")
+_ORDINAL_SUFFIX = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
+_YEAR = re.compile(r"^(?:19|20)(\d\d)$")
+# Number words up to ten as digits ("once"/"twice" too; "thrice" is left as a word).
+_SMALL_DIGITS = {w: str(int(v)) for w, v in number_words().items() if v <= 10 and w != "thrice"}
+_ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
 # Prescription shorthand -> doses per day.
 _ABBREV_FREQ = {
     "od": 1.0, "qd": 1.0, "bd": 2.0, "bid": 2.0, "tds": 3.0, "tid": 3.0, "qds": 4.0, "qid": 4.0,
@@ -112,6 +126,98 @@ def normalise_numbers(text: str) -> str:
         The text with number words replaced by digits.
     """
     return str(alpha2digit(text, "en"))
+
+
+def word_value(word: str) -> float | None:
+    """The number one word says: digits ("12", "2.5") or a number word ("twelve", "hundred"); else None.
+
+    The one reader of a single number word: the quantity scanner here and the trigger detector
+    (:mod:`stresstest.metrics.triggers`) both read through it. "once"/"twice" are frequencies, not numbers.
+
+    Args:
+        word: One lower-case word.
+    """
+    if _DECIMAL.fullmatch(word):
+        return float(word)
+    v = _WORD_VALUES.get(word)
+    return None if v is None else float(v)
+
+
+def small_number_digits(word: str) -> str:
+    """``word`` as digits when it is a number word up to ten ("seven" -> "7", "twice" -> "2"), else ``word``."""
+    return _SMALL_DIGITS.get(word, word)
+
+
+def is_number_token(token: str) -> bool:
+    """Whether one normalised token is a number ("12", "2.5", "$40", "17th", "50%")."""
+    return _NUMBER_TOKEN.match(token) is not None
+
+
+def is_ordinal_token(token: str) -> bool:
+    """Whether one normalised token is a digit ordinal ("1st", "17th")."""
+    return _ORDINAL_TOKEN.fullmatch(token) is not None
+
+
+def comparable_number(token: str, roman: bool = False) -> str | None:
+    """One normalised token as a number in comparable form, or None when it is not a number.
+
+    Number words up to ten are digits (:func:`small_number_digits`: "once"/"twice" count as 1/2); ordinal
+    suffixes and currency/percent marks go ("17th"/"17"); a four-digit year compares equal to its two-digit
+    form ("2007"/"07"); leading zeros go. ``roman`` reads ii-ix as numbers ("grade iv"). The trigger detector
+    compares what two texts say through it.
+    """
+    c = small_number_digits(_ROMAN.get(token, token) if roman else token)
+    if not is_number_token(c):
+        return None
+    c = _ORDINAL_SUFFIX.sub("", c.lstrip("$").rstrip("%"))
+    m = _YEAR.match(c)
+    if m:
+        c = m.group(1)
+    return str(int(c)) if c.isdigit() else c
+
+
+def spoken_values(text: str) -> list[float] | None:
+    """The values of the numbers in ``text``, fractions folded into the number before; None when ``text`` holds
+    nothing fractional (no "/", ".", "half", "quarter", "third").
+
+    "2 1/2", "2.5" and "two and a half" all read [2.5]; "a half", "one half" and "1/2" read [0.5]; "two and one
+    half" reads [2, 1.5] (the trigger detector's reading before this function moved here, kept so its counts hold);
+    ordinals are left out ("the first time" holds no quantity). Each number word is read by :func:`word_value`
+    ("twenty five" reads [20, 5]). Used by the trigger detector to compare what two texts say.
+    """
+    words = _VALUE_TOKEN.findall(text.lower())
+    if not any("/" in w or "." in w or w in _SPOKEN_FRACTIONS for w in words):
+        return None
+    vals: list[float] = []
+    k = 0
+    while k < len(words):
+        w = words[k]
+        frac = _FRACTION.match(w)
+        v: float | None
+        if frac and float(frac.group(2)) > 0 and int(frac.group(2)) <= 8:
+            v = float(frac.group(1)) / float(frac.group(2))
+            if vals and k > 0 and word_value(words[k - 1]) is not None:
+                vals[-1] += v
+                k += 1
+                continue
+        elif w in _SPOKEN_FRACTIONS:
+            v = _SPOKEN_FRACTIONS[w]
+            # "two and a half", "1 and a half": added to the number before "and".
+            back = [x for x in words[max(0, k - 3) : k] if x not in ("a", "an", "one")]
+            if vals and back and back[-1] == "and":
+                vals[-1] += v
+                k += 1
+                continue
+            if k > 0 and words[k - 1] in ("one",) and vals and vals[-1] == 1.0:
+                vals[-1] = v  # "one half"
+                k += 1
+                continue
+        else:
+            v = word_value(w)
+        if v is not None:
+            vals.append(v)
+        k += 1
+    return [round(x, 4) for x in vals]
 
 
 def _words(text: str) -> list[_W]:

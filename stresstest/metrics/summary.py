@@ -37,8 +37,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from stresstest.grid import Condition
-from stresstest.results import ItemScore, TriggerType
+from stresstest.results import TRIGGER_TYPES, ItemScore, TriggerType
 
 #: What the functions here take: typed rows, or ``items.jsonl`` rows as read (validated here).
 ItemLike = ItemScore | Mapping[str, Any]
@@ -195,7 +197,82 @@ def in_pairing(item: ItemLike) -> bool:
     return not it.failed and it.paired is not False
 
 
-def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> list[dict[str, Any]]:
+class TriggerRates(BaseModel):
+    """summary.csv's ``trig_<type>`` columns: :func:`trigger_rate` per :data:`~stresstest.results.TRIGGER_TYPES`
+    type (None: not computed). The fields are the members of ``TriggerType`` (checked below)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    negation_flip: float | None = None
+    number_unit_conflict: float | None = None
+    temporal_distortion: float | None = None
+    nonspeech_pollution: float | None = None
+    entity_substitution: float | None = None
+    clinical_omission: float | None = None
+
+    def rate(self, ttype: TriggerType) -> float | None:
+        """The rate of ``ttype`` events (%)."""
+        v: float | None = getattr(self, ttype)
+        return v
+
+
+if tuple(TriggerRates.model_fields) != TRIGGER_TYPES:  # pragma: no cover - a definition error
+    raise TypeError("TriggerRates must have one field per TriggerType, in its order")
+
+#: The columns after the note-quality ones, before the error rates: trigger rates, the guard rows' abstention
+#: and discarded quotes, and the pairing rule's drops (SPEC §11).
+EXTRA_COLUMNS: tuple[str, ...] = (
+    *(f"trig_{t}" for t in TRIGGER_TYPES), "abstention_rate", "quotes_discarded", "n_dropped", "dropped",
+)
+#: Every column of summary.csv, in its order (columns added later go last, so every earlier one keeps its place).
+CSV_COLUMNS: tuple[str, ...] = SUMMARY_COLUMNS + QUALITY_COLUMNS + EXTRA_COLUMNS + ERROR_RATE_COLUMNS
+
+
+class SummaryRow(BaseModel):
+    """One row of ``summary.csv``: a condition's paired rates. None means "not computed" (an empty cell).
+
+    :func:`summary_rows` fills the SPEC §10, note-quality and error-rate columns; the runner adds the trigger
+    rates, the guard rows' abstention and discarded quotes and the pairing rule's drops.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    condition: str
+    family: str
+    snr_db: float | None = None
+    n: int = 0
+    wer: float | None = None
+    ins_rate: float | None = None
+    neg_err: float | None = None
+    err_prop: float | None = None
+    triage_match: float | None = None
+    scer: float | None = None
+    under_triage: float | None = None
+    mean_score: float | None = None
+    unsafe: float | None = None
+    completeness: float | None = None
+    conciseness: float | None = None
+    groundedness: float | None = None
+    halluc_lexical: float | None = None
+    halluc_inference: float | None = None
+    triggers: TriggerRates = TriggerRates()
+    abstention_rate: float | None = None
+    quotes_discarded: int | None = None
+    n_dropped: int = 0
+    dropped: str = ""
+    clinical_wer: float | None = None
+    wer_clinician: float | None = None
+    wer_patient: float | None = None
+    clinical_wer_clinician: float | None = None
+    clinical_wer_patient: float | None = None
+
+    def cells(self) -> dict[str, float | int | str | None]:
+        """The row by :data:`CSV_COLUMNS` column, in that order."""
+        trig = {f"trig_{t}": self.triggers.rate(t) for t in TRIGGER_TYPES}
+        return {c: trig[c] if c in trig else getattr(self, c) for c in CSV_COLUMNS}
+
+
+def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> list[SummaryRow]:
     """One summary row per condition, in the order of ``conditions``.
 
     Args:
@@ -211,9 +288,7 @@ def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> 
     rows = []
     for c in conditions:
         its = by_cond.get(c.id, [])
-        row: dict[str, Any] = {"condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its)}
-        row.update(aggregate(its, is_clean=c.is_clean))
-        row.update(aggregate_quality(its))
-        row.update(aggregate_error_rates(its))
-        rows.append(row)
+        rows.append(SummaryRow.model_validate({
+            "condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its),
+            **aggregate(its, is_clean=c.is_clean), **aggregate_quality(its), **aggregate_error_rates(its)}))
     return rows

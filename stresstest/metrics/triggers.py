@@ -55,7 +55,6 @@ position and type.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -63,14 +62,21 @@ from dataclasses import dataclass, field
 
 from stresstest.clinical.drugs import match_drug_tokens
 from stresstest.clinical.lexicon import Mention, match_tokens
-from stresstest.clinical.numbers import Quantity, find_quantities
+from stresstest.clinical.numbers import (
+    Quantity,
+    comparable_number,
+    find_quantities,
+    is_number_token,
+    is_ordinal_token,
+    small_number_digits,
+    spoken_values,
+)
 from stresstest.clinical.text import Token as ClinicalToken
 from stresstest.clinical.text import tokenize as clinical_tokenize
 from stresstest.clinical.vocab import (
     all_fillers,
     category_weight,
     match_terms,
-    number_words,
     set_phrases,
     unit_words,
     zipf,
@@ -140,8 +146,6 @@ _FUNCTION = frozenset(
     good great fine nice sure oh okay ok alright well like right now then today um uh hmm""".split()
 )
 
-_NUM = re.compile(r"^\$?\d+(?:\.\d+)?(?:st|nd|rd|th|%)?$")
-_WORD_NUMS = {w: str(int(v)) for w, v in number_words().items() if v <= 10 and w != "thrice"}
 _TIME_WORDS = frozenset(
     """minute minutes hour hours day days week weeks month months year years decade decades fortnight
     yesterday today tomorrow tonight overnight morning mornings afternoon afternoons evening evenings night
@@ -180,10 +184,6 @@ _POLLUTION_MIN_WORDS = 3
 _CONTEXT = 2
 
 
-def _canon(tok: str) -> str:
-    return _WORD_NUMS.get(tok, tok)
-
-
 def _strip_fillers(words: Sequence[str]) -> list[str]:
     out: list[str] = []
     k = 0
@@ -192,13 +192,13 @@ def _strip_fillers(words: Sequence[str]) -> list[str]:
             k += 2
             continue
         if words[k] not in _FILLERS:
-            out.append(_canon(words[k]))
+            out.append(small_number_digits(words[k]))
         k += 1
     return out
 
 
 def _is_content(tok: str) -> bool:
-    return tok not in _FUNCTION and tok not in _FILLERS and not _NUM.match(tok) and len(tok) > 1
+    return tok not in _FUNCTION and tok not in _FILLERS and not is_number_token(tok) and len(tok) > 1
 
 
 # --- regions ----------------------------------------------------------------------------------------
@@ -378,27 +378,6 @@ def _event(
     )
 
 
-_YEAR = re.compile(r"^(?:19|20)(\d\d)$")
-_ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
-
-
-def _number(word: str) -> str | None:
-    """A number token in comparable form, or None.
-
-    Number words are digits already (normaliser); "once"/"twice" count as 1/2;
-    ordinals and currency/percent marks are dropped ("17th"/"17"); a four-digit
-    year compares equal to its two-digit form ("2007"/"07"); leading zeros go.
-    """
-    c = _canon(word)
-    if not _NUM.match(c):
-        return None
-    c = _ORDINAL.sub("", c.lstrip("$").rstrip("%"))
-    m = _YEAR.match(c)
-    if m:
-        c = m.group(1)
-    return str(int(c)) if c.isdigit() else c
-
-
 def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool = False) -> list[str]:
     """Numbers of tokens [i, j); digits written as one ("1:46", "9/17", "4/28/07") are joined.
 
@@ -413,8 +392,8 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool
     for k in range(i, j):
         tok = tt.tokens[k]
         surface = tt.original[tok.start : tok.end]
-        word = _ROMAN.get(tt.words[k], tt.words[k]) if roman else tt.words[k]
-        n = None if surface.lower() in ("o", "oh") or (ranks and _ordinal(tt.words, k)) else _number(word)
+        rank = ranks and _ordinal(tt.words, k)
+        n = None if surface.lower() in ("o", "oh") or rank else comparable_number(tt.words[k], roman=roman)
         if n is None:
             prev = None
             continue
@@ -443,72 +422,21 @@ _MONTHS = frozenset(
 
 def _ordinal(words: Sequence[str], k: int) -> bool:
     """An ordinal ("first", "2nd") is a rank, not a quantity ("the first time"), except in a date ("may 17th")."""
-    if not re.fullmatch(r"\d+(st|nd|rd|th)", words[k]):
+    if not is_ordinal_token(words[k]):
         return False
     return not any(w in _MONTHS for w in words[max(0, k - 2) : k + 3])
 
 
-_FRACTION = re.compile(r"^(\d+)/(\d+)$")
-_SPOKEN_FRACTIONS = {"half": 0.5, "halves": 0.5, "quarter": 0.25, "quarters": 0.25, "third": 1 / 3, "thirds": 1 / 3}
-
-
 def _spoken_values(tt: TokenizedText, i: int, j: int) -> list[float] | None:
-    """Values of the numbers in the ORIGINAL text of tokens [i, j), fractions folded into the number before.
+    """Values of the numbers in the ORIGINAL text of tokens [i, j) (:func:`~stresstest.clinical.numbers.spoken_values`).
 
-    "2 1/2", "2.5", "two and a half" and "two and one half" all read [2.5]; "a half" and "1/2" read [0.5];
-    ordinals are left out ("the first time" holds no quantity). The normaliser's own reading of such
-    phrases is not usable here ("one and a half" -> "one.5", "2 1/2" -> "2 one 2").
+    The normaliser's own reading of fractions is not usable here ("one and a half" -> "one.5", "2 1/2" ->
+    "2 one 2").
     """
     if j <= i:
         return None
     s, e = tt.char_span(i, j)
-    words = re.findall(r"\d+(?:[./]\d+)?|[a-z]+", tt.original[s:e].lower())
-    if not any("/" in w or "." in w or w in _SPOKEN_FRACTIONS for w in words):
-        return None  # nothing fractional: the token comparison stands
-    vals: list[float] = []
-    k = 0
-    while k < len(words):
-        w = words[k]
-        frac = _FRACTION.match(w)
-        v: float | None
-        if frac and float(frac.group(2)) > 0 and int(frac.group(2)) <= 8:
-            v = float(frac.group(1)) / float(frac.group(2))
-            if vals and k > 0 and _is_number_word(words[k - 1]):
-                vals[-1] += v
-                k += 1
-                continue
-        elif w in _SPOKEN_FRACTIONS:
-            v = _SPOKEN_FRACTIONS[w]
-            # "two and a half", "two and one half", "1 and a half": added to the number before "and".
-            back = [x for x in words[max(0, k - 3) : k] if x not in ("a", "an", "one")]
-            if vals and back and back[-1] == "and":
-                vals[-1] += v
-                k += 1
-                continue
-            if k > 0 and words[k - 1] in ("one",) and vals and vals[-1] == 1.0:
-                vals[-1] = v  # "one half"
-                k += 1
-                continue
-        else:
-            v = _word_value(w)
-        if v is not None:
-            vals.append(v)
-        k += 1
-    return [round(x, 4) for x in vals]
-
-
-def _is_number_word(w: str) -> bool:
-    return _word_value(w) is not None
-
-
-def _word_value(w: str) -> float | None:
-    if re.fullmatch(r"\d+(?:\.\d+)?", w):
-        return float(w)
-    v = number_words().get(w)
-    return None if v is None or w in number_words("multiplier") else v
-
-
-_ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
+    return spoken_values(tt.original[s:e])
 
 
 def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
@@ -528,7 +456,7 @@ def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
 def _may_quantify(words: Sequence[str], i: int, j: int) -> bool:
     """Could tokens [i, j), or the few around them, belong to a quantity or time expression?"""
     for w in words[max(0, i - 3) : j + 3]:
-        if (_NUM.match(w) or w in _QUANTITY_CUES or w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS
+        if (is_number_token(w) or w in _QUANTITY_CUES or w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS
                 or w in _RELATIONS):
             return True
     return False
@@ -607,7 +535,7 @@ def _time_words(words: list[str], i: int, j: int, skip: frozenset[int] = frozens
             continue
         w, prev = words[k], words[k - 1] if k > 0 else ""
         if w in _CLOCK:
-            if _NUM.match(prev):
+            if is_number_token(prev):
                 out[w] += 1
             continue
         # "hours"/"hour" and "fridays"/"friday" are the same time word.
@@ -827,7 +755,7 @@ def _ref_units(pair: AlignedPair, g: _Region, ref: _Side) -> list[_Unit]:
         w = pair.ref.words[k]
         if k in taken or _fragment(pair.ref, k):
             continue
-        if long_deletion and _NUM.match(w) and not w.endswith(("st", "nd", "rd", "th")):
+        if long_deletion and is_number_token(w) and not w.endswith(("st", "nd", "rd", "th")):
             # A number lost with a dropped stretch of speech (number_unit_conflict leaves these alone).
             units.append(_Unit(k, k + 1, w, "quantity", "quantity", None))
             continue

@@ -39,7 +39,7 @@ from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
-from stresstest.metrics.summary import ERROR_RATE_COLUMNS, QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import CSV_COLUMNS, QUALITY_COLUMNS, SummaryRow, summary_rows
 from stresstest.noise import make_noise_source
 from stresstest.noise.factory import bank_encounters
 from stresstest.noise.stage import mix_jobs
@@ -267,39 +267,39 @@ def _structure_stage(state: RunState, cache: Path) -> None:
             state.ledger.record("structure", key, env.error or "structuring failed")
 
 
-def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
+def _summary_csv(rows: list[SummaryRow]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
     # Columns added later go last, so every earlier column keeps its position (a reader by index still works).
-    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols + list(ERROR_RATE_COLUMNS)
-    w.writerow(cols)
+    w.writerow(CSV_COLUMNS)
     for r in rows:
-        w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
-                    else r[c]) for c in cols])
+        w.writerow(["" if v is None else (f"{v:.4f}".rstrip("0").rstrip(".") if isinstance(v, float) else v)
+                    for v in r.cells().values()])
     return buf.getvalue()
 
 
-def format_quality_table(rows: list[dict[str, Any]], note_quality: NoteQualityInfo | None = None) -> str:
+def format_quality_table(rows: list[SummaryRow], note_quality: NoteQualityInfo | None = None) -> str:
     """The note-quality columns per condition, with the judge's adequacy; empty string when not computed."""
-    if not any(r.get(c) is not None for r in rows for c in QUALITY_COLUMNS):
+    cells = [r.cells() for r in rows]
+    if all(r[c] is None for r in cells for c in QUALITY_COLUMNS):
         return ""
     heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
-    body = [[str(r["condition"])] + ["–" if r.get(c) is None else f"{r[c]:.1f}" for c in QUALITY_COLUMNS]
-            for r in rows]
+    body = [[str(r["condition"])] + ["–" if (v := r[c]) is None else f"{v:.1f}" for c in QUALITY_COLUMNS]
+            for r in cells]
     lines = [text_table(heads, body)]
     if note_quality is not None and not note_quality.adequate:
         lines.append(f"NOT INTERPRETABLE as note quality: {note_quality.adequacy} (mechanics only; see the report)")
     return "\n".join(lines)
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
+def format_table(rows: list[SummaryRow]) -> str:
     """The results table printed at the end of a run (Table-2 layout)."""
     heads = ["condition", "n", "WER%", "Ins%", "NegErr%", "ErrProp", "Triage=%", "SCER%", "Under%", "Score", "Unsafe%"]
     keys = ["condition", "n", "wer", "ins_rate", "neg_err", "err_prop", "triage_match", "scer", "under_triage",
             "mean_score", "unsafe"]
-    body = [[("–" if r.get(k) is None else (f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]))) for k in keys]
-            for r in rows]
+    body = [[("–" if (v := cells[k]) is None else (f"{v:.2f}" if isinstance(v, float) else str(v))) for k in keys]
+            for cells in (r.cells() for r in rows)]
     return text_table(heads, body)
 
 
@@ -312,7 +312,7 @@ def _inputs(cfg: RunConfig, config_path: str | Path) -> dict[str, str | None]:
 
 
 def run(config_path: str | Path, out_dir: str | Path | None = None, *,
-        replace: bool = False) -> tuple[Path, list[dict[str, Any]]]:
+        replace: bool = False) -> tuple[Path, list[SummaryRow]]:
     """Run a whole sweep; returns (run dir, summary rows).
 
     ``--out`` must be new, empty, or a run directory of this config (or an
@@ -342,7 +342,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None, *,
 
 
 def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
-                 committed: list[bool]) -> tuple[Path, list[dict[str, Any]]]:
+                 committed: list[bool]) -> tuple[Path, list[SummaryRow]]:
     """The run itself, in a claimed and locked ``out``; appends to ``committed`` once ``out`` is rewritten."""
     from stresstest.metrics.summary import in_pairing
     from stresstest.pipeline.housekeeping import WallClock, announce_failures, prune_stale
@@ -425,13 +425,11 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
             if state.llm_engine is not None:
                 state.llm_engine.close()
             checkpoint()
-    rows = summary_rows(items, state.grid)
-    extra = extra_summary_columns([it for it in items if in_pairing(it)], rows)
-    for r in rows:  # SPEC §11: each row says how many encounters it covers (n) and which were dropped
-        r["n_dropped"] = pairing.n_dropped
-        r["dropped"] = " ".join(sorted(pairing.dropped))
-    extra_cols = list(dict.fromkeys(k for r in extra for k in r)) + ["n_dropped", "dropped"]
-    atomic_write_text(out / "summary.csv", _summary_csv(rows, extra_cols))
+    rows = extra_summary_columns([it for it in items if in_pairing(it)], summary_rows(items, state.grid))
+    # SPEC §11: each row says how many encounters it covers (n) and which were dropped
+    dropped = {"n_dropped": pairing.n_dropped, "dropped": " ".join(sorted(pairing.dropped))}
+    rows = [r.model_copy(update=dropped) for r in rows]
+    atomic_write_text(out / "summary.csv", _summary_csv(rows))
     atomic_write_text(out / "items.jsonl", "".join(json.dumps(it.to_row(), sort_keys=True, ensure_ascii=False) + "\n"
                                                   for it in items))
     checkpoint()

@@ -10,7 +10,7 @@ unmitigated rows, so the two blocks of Table 2 share one reference.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from stresstest.metrics.align import AlignedPair, align
 from stresstest.metrics.judge_llm import llm_judge_many
 from stresstest.metrics.quality_stage import QualityItem, score_note_quality
 from stresstest.metrics.split_wer import SplitErrors, split_errors
-from stresstest.metrics.summary import abstention, trigger_rate
+from stresstest.metrics.summary import SummaryRow, TriggerRates, abstention, trigger_rate
 from stresstest.metrics.triggers import TRIGGER_TYPES
 from stresstest.metrics.wer import AsrErrors
 from stresstest.records import Encounter, MixInfo, Transcript, Turn
@@ -37,26 +37,38 @@ Key = tuple[str, str]
 
 
 @dataclass(frozen=True)
+class ConditionOutputs:
+    """One (encounter, condition)'s stage outputs; None: the stage produced none.
+
+    Attributes:
+        transcript: the ASR transcript (a condition with audio).
+        record: the structuring outcome (guard rows included).
+        mix: the mixture facts (a noisy condition).
+        audio: the audio path.
+        failure: ``"stage: reason"`` when the item failed (a guard row's base failure included).
+    """
+
+    transcript: Transcript | None = None
+    record: RecordEnvelope | None = None
+    mix: MixInfo | None = None
+    audio: str | None = None
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
 class EncounterOutputs:
-    """One encounter's stage outputs, keyed by condition id: the unit the score stage works on.
+    """One encounter's stage outputs: the unit the score stage works on.
 
     Attributes:
         encounter: the (truncated) encounter; its reference text is r_i.
         gold: the encounter's gold record, if any.
-        transcripts: ASR transcript per condition that has audio.
-        records: structuring outcome per condition (guard rows included).
-        mix: mixture facts per noisy condition.
-        audio: audio path per condition that has audio.
-        failures: ``"stage: reason"`` per failed condition (a guard row's base failure included).
+        conditions: the outputs of every condition of the grid, keyed by condition id (a guard row has its own
+            record and failure; its transcript, mix and audio are its base condition's).
     """
 
     encounter: Encounter
     gold: Any = None
-    transcripts: Mapping[str, Transcript] = field(default_factory=dict)
-    records: Mapping[str, RecordEnvelope] = field(default_factory=dict)
-    mix: Mapping[str, MixInfo] = field(default_factory=dict)
-    audio: Mapping[str, str] = field(default_factory=dict)
-    failures: Mapping[str, str] = field(default_factory=dict)
+    conditions: Mapping[str, ConditionOutputs] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,8 +132,8 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
     ref = x.encounter.reference_text()
     gold = x.gold
     concepts = [c.concept for c in gold.claims] if gold is not None else []
-    clean_t = x.transcripts.get("clean")
-    clean_env = x.records.get("clean")
+    clean = x.conditions.get("clean", ConditionOutputs())  # a grid may have no clean row: no paired baseline
+    clean_t, clean_env = clean.transcript, clean.record
     vs_ref: dict[str, PairScores] = {}  # base condition -> scores against r_i (one alignment each)
     vs_clean: dict[str, list[Any]] = {}  # base condition -> trigger events against the clean ASR
 
@@ -134,10 +146,8 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
     out: list[ScoredItem] = []
     for c in grid:
         cond, base_cond = c.id, c.base
-        t = x.transcripts.get(base_cond)
-        env = x.records.get(cond)
-        mix = x.mix.get(base_cond)
-        audio = x.audio.get(base_cond)
+        own, base = x.conditions[cond], x.conditions[base_cond]
+        t, env, mix, audio = base.transcript, own.record, base.mix, base.audio
         row: dict[str, Any] = {
             "encounter_id": eid, "condition": cond, "family": c.family, "snr_db": c.snr_db,
             "mitigated": c.mitigated,
@@ -151,7 +161,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
             "record_path": f"records/{cond}/{eid}.json" if env else None,
             "scores_path": f"scores/{cond}/{eid}.json",
         }
-        error = x.failures.get(cond)
+        error = own.failure
         if t is None and error is None:
             error = "no transcript"
         row["failed"] = error is not None
@@ -224,16 +234,27 @@ class ScoreInputs:
     structure: LLMConfig
     engine: LLMEngine | None = None  # the run's LLM engine (LLM judge, note-quality judges); None for 'rules'
 
-    def for_encounter(self, eid: str) -> EncounterOutputs:
-        """The outputs of one encounter, keyed by condition."""
-        def pick(m: Mapping[Key, Any]) -> dict[str, Any]:
-            return {c.id: m[(eid, c.id)] for c in self.grid if (eid, c.id) in m}
-
-        return EncounterOutputs(
-            encounter=self.encounters[eid], gold=self.gold.get(eid), transcripts=pick(self.transcripts),
-            records=pick(self.records), mix=pick(self.mix), audio={k: str(v) for k, v in pick(self.audio).items()},
-            failures=pick(self.failures),
-        )
+    def per_encounter(self) -> dict[str, EncounterOutputs]:
+        """The outputs of every encounter, one :class:`ConditionOutputs` per condition of the grid."""
+        found = {(eid, c.id): ConditionOutputs() for eid in self.encounters for c in self.grid}
+        for k, t in self.transcripts.items():
+            if k in found:
+                found[k] = replace(found[k], transcript=t)
+        for k, env in self.records.items():
+            if k in found:
+                found[k] = replace(found[k], record=env)
+        for k, mix in self.mix.items():
+            if k in found:
+                found[k] = replace(found[k], mix=mix)
+        for k, path in self.audio.items():
+            if k in found:
+                found[k] = replace(found[k], audio=str(path))
+        for k, why in self.failures.items():
+            if k in found:
+                found[k] = replace(found[k], failure=why)
+        return {eid: EncounterOutputs(encounter=enc, gold=self.gold.get(eid),
+                                      conditions={c.id: found[(eid, c.id)] for c in self.grid})
+                for eid, enc in self.encounters.items()}
 
 
 def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
@@ -260,7 +281,8 @@ def score_items(
     and the LLM judge (when configured) runs once over all items afterwards.
     """
     eids = sorted(inputs.encounters)
-    per_enc = [inputs.for_encounter(e) for e in eids]
+    outputs = inputs.per_encounter()
+    per_enc = [outputs[e] for e in eids]
     if executor is None:
         results = [score_encounter(x, inputs.grid, inputs.judge_backend) for x in per_enc]
     else:
@@ -270,7 +292,7 @@ def score_items(
     for x, scored in zip(per_enc, results, strict=True):
         for it in scored:
             cond = it.row.condition
-            env = x.records.get(cond)
+            env = x.conditions[cond].record
             if inputs.judge_backend == "llm" and x.gold is not None and env is not None and not env.failed:
                 llm_pairs.append((len(rows), env, x.gold))
             atomic_write_json(id_path(inputs.out, "scores", cond, x.encounter.encounter_id, suffix=".json"),
@@ -321,20 +343,20 @@ def _llm_judge(
     return out
 
 
-def extra_summary_columns(items: Sequence[ItemScore], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Extra summary columns after the SPEC §10 ones.
+def extra_summary_columns(items: Sequence[ItemScore], rows: Sequence[SummaryRow]) -> list[SummaryRow]:
+    """The rows with their columns after the SPEC §10 ones (copies; ``rows`` are not changed).
 
     ``trig_<type>``: % of items with ≥ 1 trigger event of that type (vs the human
     reference). ``abstention_rate`` (mitigated rows): :func:`~stresstest.metrics.summary.abstention`
     over the condition's items; ``quotes_discarded``: total quotes the evidence filter dropped.
     """
-    extra = []
+    out = []
     for r in rows:
-        its = [it for it in items if it.condition == r["condition"]]
-        cols: dict[str, Any] = {f"trig_{t}": trigger_rate(its, t) for t in TRIGGER_TYPES}
-        mit = [it for it in items if it.condition == r["condition"] and it.mitigated and not it.failed]
-        cols["abstention_rate"] = abstention(mit).rate_pct
-        cols["quotes_discarded"] = sum(int(it.quotes_discarded or 0) for it in mit) if mit else None
-        r.update(cols)
-        extra.append(cols)
-    return extra
+        its = [it for it in items if it.condition == r.condition]
+        mit = [it for it in its if it.mitigated and not it.failed]
+        out.append(r.model_copy(update={
+            "triggers": TriggerRates.model_validate({t: trigger_rate(its, t) for t in TRIGGER_TYPES}),
+            "abstention_rate": abstention(mit).rate_pct,
+            "quotes_discarded": sum(int(it.quotes_discarded or 0) for it in mit) if mit else None,
+        }))
+    return out

@@ -10,6 +10,7 @@ many fields.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, astuple, dataclass, fields
 
 from pydantic import ValidationError
@@ -42,21 +43,34 @@ class Removal:
 REMOVAL_COLUMNS = [f.name for f in fields(Removal)]
 
 
-def _describe(record: ClinicalRecord, item_id: str) -> str:
-    """'medication claim: warfarin 15 mg' / 'allergy flag: penicillin (rash)' for an id of the Draft."""
+def _describe(record: ClinicalRecord, item_id: str) -> list[str]:
+    """'medication claim: warfarin 15 mg' / 'allergy flag: penicillin (rash)' for each item of the Draft under an
+    id (a Draft can give two claims one id: each is described)."""
     field = ""
     if "." in item_id:
         item_id, field = item_id.split(".", 1)
+    out: list[str] = []
     for c in record.claims:
         if c.id == item_id:
             value = " ".join(v for v in (c.value, c.unit) if v)
             text = f"{c.category} claim: {c.concept}" + (f" {value}" if value else "")
-            return text + (f" — {field} {getattr(c, field, None)!r}" if field else "")
+            out.append(text + (f" — {field} {getattr(c, field, None)!r}" if field else ""))
     for f in record.safety_flags:
         if f.id == item_id:
             text = f"{f.kind} flag: {f.name}" + (f" ({f.detail})" if f.detail else "")
-            return text + (f" — {field} {getattr(f, field, None)!r}" if field else "")
-    return "chief complaint" if item_id == "chief_complaint" else item_id
+            out.append(text + (f" — {field} {getattr(f, field, None)!r}" if field else ""))
+    if out:
+        return out
+    return ["chief complaint" if item_id == "chief_complaint" else item_id]
+
+
+def _what(record: ClinicalRecord, item_id: str, times: int) -> str:
+    """The ``what`` cell of one removal row: every Draft item under the id, and a count when the report listed
+    the id more than once or the Draft had more than one item under it (one row, not identical duplicates)."""
+    descs = _describe(record, item_id)
+    notes = ([f"×{times}"] if times > 1 else []) + (
+        [f"the Draft had {len(descs)} items under this id"] if len(descs) > 1 else [])
+    return "; ".join(descs) + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _reports(extra: RecordExtra | None) -> tuple[ClinicalRecord, GuardReport | None, FilterReport] | None:
@@ -91,16 +105,17 @@ def _item_removals(draft: ClinicalRecord, guard: GuardReport | None, filt: Filte
 
 
 def removals(run: RunData) -> list[Removal]:
-    """One row per claim, flag or value removed from a Draft in a guard condition."""
+    """One row per distinct claim, flag or value removed from a Draft in a guard condition (in report order)."""
     rows: list[Removal] = []
     for c in run.conditions.mitigated():
         for it in sorted(run.ok_items(c.id), key=lambda r: r.encounter_id):
             got = _reports(it.extra)
             if got is None:
                 continue
-            draft = got[0]
-            rows += [Removal(c.id, it.encounter_id, item, _describe(draft, item), by, why)
-                     for item, by, why in _item_removals(*got)]
+            # One row per distinct removal: a Draft with two claims under one id makes the reports list it twice.
+            times = Counter(_item_removals(*got))
+            rows += [Removal(c.id, it.encounter_id, item, _what(got[0], item, n), by, why)
+                     for (item, by, why), n in times.items()]
     return rows
 
 

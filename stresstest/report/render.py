@@ -136,10 +136,10 @@ def _trigger_table_html(c: ReportContent) -> str:
         if r.condition is None:
             body.append(f"<tr class='group'><td colspan='{len(TRIGGER_TYPES) + 1}'>{_e(r.label)}</td></tr>")
             continue
-        per = c.trigger_rates.get(r.condition, {})
+        per = c.trigger_rates[r.condition]
         cells = [f"<td>{_e(r.label)}</td>"]
         for t in TRIGGER_TYPES:
-            v, ci = per.get(t, (None, None))
+            v, ci = per[t]
             ci_s = fmt_ci(ci)
             cells.append(
                 f"<td data-condition='{_e(r.condition)}' data-trigger='{t}'><span class='v'>{fmt(v)}</span>"
@@ -463,14 +463,10 @@ def render_markdown(c: ReportContent) -> str:
         if r.condition is None:
             body.append([f"**{_md(r.label)}**"] + [""] * len(TRIGGER_TYPES))
             continue
-        per = c.trigger_rates.get(r.condition, {})
+        per = c.trigger_rates[r.condition]
         body.append(
             [_md(r.label)]
-            + [
-                fmt(per.get(t, (None, None))[0])
-                + (f" {fmt_ci(per[t][1])}" if t in per and per[t][1] and per[t][0] is not None else "")
-                for t in TRIGGER_TYPES
-            ]
+            + [fmt(v) + (f" {fmt_ci(ci)}" if ci and v is not None else "") for v, ci in (per[t] for t in TRIGGER_TYPES)]
         )
     out += [_md_table(head, body), ""]
     out += [

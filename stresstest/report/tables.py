@@ -201,12 +201,13 @@ def trigger_rates(
 
     Trigger rates are not SPEC §6 metrics, so ``aggregate`` does not produce
     them; they are checked against the ``trig_*`` columns of summary.csv instead.
+    Every condition of the run has every type: ``(None, None)`` when not computed.
     """
     by_cond = run.items_by_condition()
     eids = sorted({it.encounter_id for its in by_cond.values() for it in its})
     out: dict[str, dict[str, tuple[float | None, Interval | None]]] = {}
     if not eids:
-        return out
+        return {cond: dict.fromkeys(TRIGGER_TYPES, (None, None)) for cond in by_cond}
     # Same generator and encounter order as bootstrap_cis: the same resampled encounters as Table 2.
     idx = resample_indices(len(eids), n_resamples, np.random.default_rng(seed))
     pos = {e: k for k, e in enumerate(eids)}

@@ -106,3 +106,67 @@ def test_deterministic() -> None:
 def test_duration_phrases(text: str, value: float | None, canon: str) -> None:
     (q,) = find_quantities(text)  # one quantity: the phrase replaced or filled in, never both
     assert (q.kind, q.value, q.unit_canonical) == ("time", value, canon)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2 1/2 tablets", [2.5]),
+        ("2.5 tablets", [2.5]),
+        ("two and a half tablets", [2.5]),
+        ("two and one half tablets", [2.0, 1.5]),  # the detector's reading before the move (counts unchanged)
+        ("1 and a half weeks", [1.5]),
+        ("a half", [0.5]),
+        ("1/2", [0.5]),
+        ("one half", [0.5]),
+        ("twenty five and a half", [20.0, 5.5]),  # each word is read alone (the trigger detector compares lists)
+        ("twice and a half", [0.5]),  # "twice" is a frequency, not a number
+        ("three tablets", None),  # nothing fractional
+    ],
+)
+def test_spoken_values(text: str, expected: list[float] | None) -> None:
+    from stresstest.clinical.numbers import spoken_values
+
+    assert spoken_values(text) == expected
+
+
+def test_word_value_is_the_number_word_list() -> None:
+    from stresstest.clinical.numbers import word_value
+    from stresstest.clinical.vocab import number_words
+
+    assert word_value("12") == 12.0 and word_value("2.5") == 2.5 and word_value("twelve") == 12.0
+    assert word_value("hundred") == 100.0 and word_value("once") is None and word_value("half") is None
+    assert {w: word_value(w) for w in number_words() if w not in number_words("multiplier")} == {
+        w: v for w, v in number_words().items() if w not in number_words("multiplier")}
+
+
+@pytest.mark.parametrize(
+    ("token", "roman", "expected"),
+    [
+        ("17th", False, "17"),  # ordinal suffix dropped
+        ("2007", False, "7"),  # a year compares equal to its two-digit form ...
+        ("07", False, "7"),  # ... and leading zeros go
+        ("$40", False, "40"),
+        ("50%", False, "50"),
+        ("2.50", False, "2.50"),
+        ("seven", False, "7"),
+        ("twice", False, "2"),  # a frequency word up to ten counts as its number
+        ("thrice", False, None),
+        ("iv", False, None),
+        ("iv", True, "4"),
+        ("hello", False, None),
+    ],
+)
+def test_comparable_number(token: str, roman: bool, expected: str | None) -> None:
+    from stresstest.clinical.numbers import comparable_number
+
+    assert comparable_number(token, roman=roman) == expected
+
+
+def test_number_token_shapes() -> None:
+    from stresstest.clinical.numbers import is_number_token, is_ordinal_token, small_number_digits
+
+    assert all(is_number_token(t) for t in ("12", "2.5", "$40", "17th", "50%"))
+    assert not any(is_number_token(t) for t in ("twelve", "1/2", "a1", "4-5"))
+    assert is_ordinal_token("21st") and not is_ordinal_token("21") and not is_ordinal_token("first")
+    assert [small_number_digits(w) for w in ("ten", "eleven", "once")] == ["10", "eleven", "1"]

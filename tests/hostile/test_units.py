@@ -170,8 +170,8 @@ def test_pairing_drops_the_encounter_from_every_row_clean_included() -> None:
     clean_e2 = next(it for it in items if it.key == ("E2", "clean"))
     assert clean_e2.paired is False and "ambient_5db" in str(clean_e2.unpaired_reason)
     rows = summary_rows(items, conds)
-    assert [r["n"] for r in rows] == [2, 2, 2]  # every row covers the same encounters
-    assert rows[0]["wer"] == 0.0  # E2's clean errors are not in the clean row either
+    assert [r.n for r in rows] == [2, 2, 2]  # every row covers the same encounters
+    assert rows[0].wer == 0.0  # E2's clean errors are not in the clean row either
     assert "2 of 3 encounters" in pairing.sentence() and "E2" in pairing.sentence()
 
 

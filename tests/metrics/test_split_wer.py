@@ -115,7 +115,7 @@ def test_summary_rows_carry_the_columns() -> None:
          "clin_words_clinician": 2, "clin_errors_clinician": 1, "clin_words_patient": 2, "clin_errors_patient": 2},
         {"encounter_id": "A", "condition": "ambient_5db", "failed": True, "clin_words": 100, "clin_errors": 100},
     ]
-    rows = {r["condition"]: r for r in summary_rows(items, conds)}
+    rows = {r.condition: r.cells() for r in summary_rows(items, conds)}
     assert all(c in rows["clean"] for c in ERROR_RATE_COLUMNS)
     assert rows["clean"]["clinical_wer"] == pytest.approx(25.0)
     assert rows["ambient_5db"]["clinical_wer"] == pytest.approx(75.0)  # the failed row is left out
@@ -126,7 +126,7 @@ def test_summary_rows_carry_the_columns() -> None:
 
 def test_score_encounter_writes_the_counts_on_each_row() -> None:
     from stresstest.grid import ConditionGrid
-    from stresstest.pipeline.score import EncounterOutputs, score_encounter
+    from stresstest.pipeline.score import ConditionOutputs, EncounterOutputs, score_encounter
     from stresstest.records import Transcript
 
     enc = _enc(DOCTOR, PATIENT)
@@ -136,9 +136,9 @@ def test_score_encounter_writes_the_counts_on_each_row() -> None:
                           audio_sha256="0")
 
     grid = ConditionGrid.build(["ambient"], [5.0])
-    x = EncounterOutputs(encounter=enc, transcripts={
-        "clean": tr("clean", "Do you have chest pain? No, I take aspirin daily."),
-        "ambient_5db": tr("ambient_5db", "do you have chess pain no i take daily"),
+    x = EncounterOutputs(encounter=enc, conditions={
+        "clean": ConditionOutputs(transcript=tr("clean", "Do you have chest pain? No, I take aspirin daily.")),
+        "ambient_5db": ConditionOutputs(transcript=tr("ambient_5db", "do you have chess pain no i take daily")),
     })
     rows = {it.row.condition: it.row.model_dump() for it in score_encounter(x, grid, "none")}
     assert (rows["clean"]["clin_words"], rows["clean"]["clin_errors"]) == (3, 0)

@@ -329,3 +329,22 @@ def test_dropped_stretch_is_an_omission_not_a_conflict() -> None:
     assert [(e.type, e.concept) for e in events] == [("clinical_omission", "20")]
     # A number lost on its own is a change of that number.
     assert [e.type for e in detect_triggers("I am 45.", "I am.")] == ["number_unit_conflict"]
+
+
+def test_the_detector_reads_numbers_only_through_clinical_numbers() -> None:
+    """Issue 27: one number reader. The detector's number readings are clinical.numbers' functions, and its
+    source holds no digit pattern or number-word table of its own."""
+    import inspect
+
+    from stresstest.clinical import numbers
+    from stresstest.metrics import triggers
+
+    for name in ("comparable_number", "is_number_token", "is_ordinal_token", "small_number_digits", "spoken_values"):
+        assert getattr(triggers, name) is getattr(numbers, name), name
+    src = inspect.getsource(triggers)
+    assert "\\d" not in src and "number_words" not in src and "re.compile" not in src
+    # The readings it gets from there: fractions, ordinals as ranks, roman grades, years and word numbers.
+    for ref, hyp in [("Take 2 1/2 tablets.", "Take two and a half tablets."), ("Grade iv.", "Grade 4."),
+                     ("Since 2007.", "Since 07."), ("Seven days.", "7 days.")]:
+        assert trigger_counts(detect_triggers(ref, hyp))["number_unit_conflict"] == 0, (ref, hyp)
+    assert trigger_counts(detect_triggers("Take 2 1/2 tablets.", "Take 3 1/2 tablets."))["number_unit_conflict"] == 1

@@ -180,3 +180,35 @@ def test_guard_sentences_say_when_nothing_was_removed_or_nothing_recorded(tmp_pa
     (sentence,) = [s for s in guard_sentences(load_run(rd)) if s.startswith("babble")]
     assert sentence.endswith("the Guard did not run (rules backend: the evidence filter alone); the evidence filter "
                              "removed no item; 4 values set to null; 0 of 36 quotes discarded.")
+
+
+def test_a_draft_with_two_claims_under_one_id_gives_one_removal_row(tmp_path: Path) -> None:
+    """Issue 26 (demo-llm, RES0002): the Draft gave two claims one id, the Guard's report listed the id twice, and
+    the table showed one claim twice. One row now, naming both Draft claims and the count."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+    from synthetic_run import make_run
+
+    from stresstest.report.guard import removals
+    from stresstest.report.rundir import load_run
+
+    def claim(concept: str, category: str) -> dict[str, Any]:
+        return {"id": "23845679", "category": category, "concept": concept, "status": "present"}
+
+    extra = {
+        "draft_record": {"triage": {"level": "routine", "rationale": "r"},
+                         "claims": [claim("chest pain", "symptom"), claim("blood", "vital")]},
+        "guard_report": {"removed_claims": ["23845679", "23845679"]},
+        "filter_report": {"quotes_total": 0},
+    }
+    rd = make_run(tmp_path / "run", n_encounters=2, seed=5)
+    rows = [json.loads(line) for line in (rd / "items.jsonl").read_text("utf-8").splitlines()]
+    for r in rows:
+        if r["condition"] == "ambient_5db_guard" and r["encounter_id"] == "enc000":
+            r["extra"] = extra
+    (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    got = [r for r in removals(load_run(rd)) if r.condition == "ambient_5db_guard" and r.encounter_id == "enc000"]
+    assert [r.cells() for r in got] == [(
+        "ambient_5db_guard", "enc000", "23845679",
+        "symptom claim: chest pain; vital claim: blood (×2; the Draft had 2 items under this id)",
+        "Guard", "deleted by the Guard",
+    )]

@@ -135,7 +135,7 @@ def test_a_finished_run_is_replaced_only_when_asked(tmp_path):
     assert (out / "summary.csv").read_bytes() == summary
     assert (out / "records" / "ambient_0db" / "ENC1.json").is_file()
     _, rows = run(cfg2, out, replace=True)
-    assert [r["condition"] for r in rows] == ["clean", "ambient_10db"]
+    assert [r.condition for r in rows] == ["clean", "ambient_10db"]
     assert not (out / "records" / "ambient_0db" / "ENC1.json").exists()
     assert not (out / "transcripts" / "ambient_0db").exists()
     assert (out / "records" / "ambient_10db" / "ENC1.json").is_file()
@@ -166,8 +166,8 @@ chains:
 report: {enabled: false}
 """)
     out, rows = run(cfg, tmp_path / "out")
-    assert [r["condition"] for r in rows] == ["clean", "ambient_10db", "rt0.4_g711", "room_noise_opus"]
-    assert all(r["n"] == 1 and r["wer"] is not None and r["clinical_wer"] is not None for r in rows)
+    assert [r.condition for r in rows] == ["clean", "ambient_10db", "rt0.4_g711", "room_noise_opus"]
+    assert all(r.n == 1 and r.wer is not None and r.clinical_wer is not None for r in rows)
     items = {it["condition"]: it for it in map(json.loads, (out / "items.jsonl").read_text().splitlines())}
     assert [s["kind"] for s in items["rt0.4_g711"]["mix"]["chain"]] == ["room", "telephone", "mulaw"]
     rn = items["room_noise_opus"]
@@ -191,3 +191,31 @@ report: {enabled: false}
     (out / "items.jsonl").unlink()
     _, rows2 = run(cfg, tmp_path / "out")
     assert rows2 == rows
+
+
+def test_summary_csv_is_written_from_typed_rows_in_the_fixed_column_order() -> None:
+    from stresstest.metrics.summary import CSV_COLUMNS, SummaryRow, TriggerRates
+    from stresstest.pipeline.runner import _summary_csv
+
+    # The header of the demo's summary.csv before the rows were typed (issue 27): every column keeps its place.
+    before = ("condition,family,snr_db,n,wer,ins_rate,neg_err,err_prop,triage_match,scer,under_triage,mean_score,"
+              "unsafe,completeness,conciseness,groundedness,halluc_lexical,halluc_inference,trig_negation_flip,"
+              "trig_number_unit_conflict,trig_temporal_distortion,trig_nonspeech_pollution,trig_entity_substitution,"
+              "trig_clinical_omission,abstention_rate,quotes_discarded,n_dropped,dropped,clinical_wer,wer_clinician,"
+              "wer_patient,clinical_wer_clinician,clinical_wer_patient").split(",")
+    assert list(CSV_COLUMNS) == before
+    rows = [
+        SummaryRow(condition="clean", family="clean", n=8, wer=9.24801, neg_err=50.0,
+                   triggers=TriggerRates(negation_flip=62.5), n_dropped=1, dropped="E2", clinical_wer=0.0),
+        SummaryRow(condition="ambient_5db_guard", family="ambient", snr_db=5.0, n=8, abstention_rate=1 / 3,
+                   quotes_discarded=3, n_dropped=1, dropped="E2"),
+    ]
+    header, *lines = _summary_csv(rows).splitlines()
+    assert header.split(",") == before
+    got = [dict(zip(before, line.split(","), strict=True)) for line in lines]
+    assert (got[0]["snr_db"], got[0]["n"], got[0]["wer"], got[0]["neg_err"], got[0]["err_prop"]) == (
+        "", "8", "9.248", "50", "")
+    assert (got[0]["trig_negation_flip"], got[0]["trig_clinical_omission"], got[0]["clinical_wer"]) == ("62.5", "", "0")
+    assert (got[1]["snr_db"], got[1]["abstention_rate"], got[1]["quotes_discarded"]) == ("5", "0.3333", "3")
+    assert (got[1]["n_dropped"], got[1]["dropped"]) == ("1", "E2")
+    assert list(rows[0].cells()) == before

@@ -570,9 +570,10 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(list(SUMMARY_COLUMNS) + [f"trig_{t}" for t in TRIGGER_TYPES])
         for r in rows:
-            ok = [it for it in items if it["condition"] == r["condition"] and not it["failed"]]
+            ok = [it for it in items if it["condition"] == r.condition and not it["failed"]]
             trig = [100.0 * sum(1 for it in ok if it["trigger_counts"][t] > 0) / len(ok) for t in TRIGGER_TYPES]
-            w.writerow([_csv_cell(r[c]) for c in SUMMARY_COLUMNS] + [_csv_cell(x) for x in trig])
+            cells = r.cells()
+            w.writerow([_csv_cell(cells[c]) for c in SUMMARY_COLUMNS] + [_csv_cell(x) for x in trig])
         (run_dir / "summary.csv").write_text(buf.getvalue(), "utf-8")
     manifest = {
         "run_id": f"synthetic-{seed}",
