@@ -23,6 +23,8 @@ counted as zero):
 ``groundedness``
 ``halluc_lexical``  percent of the record's statements unsupported (literal /
 ``halluc_inference``inference-aware judge)
+``probe_s``         seconds of non-speech a silence step inserted, and the ASR
+``probe_words``     words attributed to it (``halluc_per_min``)
 =================== ===========================================================
 
 The note-quality columns (:data:`QUALITY_COLUMNS`) follow the SPEC §10 ones in
@@ -65,6 +67,9 @@ ERROR_RATE_FIELDS: dict[str, tuple[str, str]] = {
     "clinical_wer_patient": ("clin_errors_patient", "clin_words_patient"),
 }
 
+#: Silence probes (:mod:`stresstest.metrics.silence`): the very last column of summary.csv.
+PROBE_COLUMNS: tuple[str, ...] = ("halluc_per_min",)
+
 # Direction of "better" for each metric (used for the report's arrows).
 HIGHER_IS_BETTER: dict[str, bool] = {
     "wer": False, "ins_rate": False, "neg_err": False, "err_prop": False, "triage_match": True,
@@ -72,6 +77,7 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "completeness": True, "conciseness": True, "groundedness": True, "halluc_lexical": False,
     "halluc_inference": False,
     **dict.fromkeys(ERROR_RATE_COLUMNS, False),
+    "halluc_per_min": False,
 }
 
 
@@ -185,6 +191,18 @@ def aggregate_error_rates(items: Sequence[ItemLike]) -> dict[str, float | None]:
     return out
 
 
+def aggregate_probes(items: Sequence[ItemLike]) -> dict[str, float | None]:
+    """``halluc_per_min`` of one condition: 60 · Σ probe words / Σ probe seconds over the items that have both.
+
+    None (an empty cell) when no item has inserted non-speech (the condition has no silence step).
+    """
+    items = as_items(items)
+    use = [(int(w), float(s)) for it in items
+           if (s := it.probe_s) is not None and (w := it.probe_words) is not None]
+    total = sum(s for _, s in use)
+    return {"halluc_per_min": 60.0 * sum(w for w, _ in use) / total if total > 0 else None}
+
+
 def in_pairing(item: ItemLike) -> bool:
     """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
 
@@ -215,5 +233,6 @@ def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> 
         row.update(aggregate(its, is_clean=c.is_clean))
         row.update(aggregate_quality(its))
         row.update(aggregate_error_rates(its))
+        row.update(aggregate_probes(its))
         rows.append(row)
     return rows

@@ -39,7 +39,13 @@ from stresstest.errors import CorpusError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
-from stresstest.metrics.summary import ERROR_RATE_COLUMNS, QUALITY_COLUMNS, SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import (
+    ERROR_RATE_COLUMNS,
+    PROBE_COLUMNS,
+    QUALITY_COLUMNS,
+    SUMMARY_COLUMNS,
+    summary_rows,
+)
 from stresstest.noise import make_noise_source
 from stresstest.noise.factory import bank_encounters
 from stresstest.noise.stage import mix_jobs
@@ -272,7 +278,7 @@ def _summary_csv(rows: list[dict[str, Any]], extra_cols: list[str]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
     # Columns added later go last, so every earlier column keeps its position (a reader by index still works).
-    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols + list(ERROR_RATE_COLUMNS)
+    cols = list(SUMMARY_COLUMNS) + list(QUALITY_COLUMNS) + extra_cols + list(ERROR_RATE_COLUMNS) + list(PROBE_COLUMNS)
     w.writerow(cols)
     for r in rows:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.4f}".rstrip("0").rstrip(".") if isinstance(r[c], float)
