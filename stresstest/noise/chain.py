@@ -329,7 +329,7 @@ def _silence(
     mpieces.append(mask[cursor:])
     facts = {"stretches": stretches, "inserted_s": round(inserted / SAMPLE_RATE_HZ, 6), "phase": phase,
              "runs": len(runs), "fill_source": "floor" if use_floor else "zeros",
-             "rng": "item_rng(seed, encounter_id, 'silence')"}
+             "floor_offset": offset if use_floor else None, "rng": "item_rng(seed, encounter_id, 'silence')"}
     return np.concatenate(pieces).astype(np.float32), np.concatenate(mpieces), facts
 
 

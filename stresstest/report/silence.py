@@ -9,6 +9,7 @@ rule is :mod:`stresstest.metrics.silence`'s.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ EXPLANATION = (
     "transcript overlaps those words."
 )
 TOLERANCE = 1e-3
+ZERO_EVENTS_95 = -math.log(0.05)  # Poisson: with no event seen in T, rates above this / T are excluded at 95%
 
 
 @dataclass(frozen=True)
@@ -112,16 +114,17 @@ def sentence(r: ProbeRow) -> str:
         return head + "."
     ci = f", 95% CI [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else ""
     out = f"{head} ({r.rate:.2f} per minute{ci})."
-    if r.words == 0:
-        out += (f" None was written in this run; {minutes:.1f} min of non-speech is too little to say the rate is "
-                "zero in general.")
+    if r.words == 0 and minutes > 0:
+        out += (f" No word in {minutes:.1f} min does not show the rate is zero: a Poisson count with none seen "
+                f"allows up to {ZERO_EVENTS_95 / minutes:.2f} per minute (95%).")
     if r.n < 10:
-        out += f" With {r.n} {enc} the interval only resamples these {enc}."
+        out += (f" With {r.n} {enc} the interval resamples only these {enc}; it does not cover what other "
+                "encounters would give.")
     if r.n_traced:
         verb = "field rests" if r.n_traced == 1 else "fields rest"
         out += f" {r.n_traced} record {verb} on such words (listed below)."
     else:
-        out += " No record field rests on such words."
+        out += " No record field was traced to such words."
     return out
 
 

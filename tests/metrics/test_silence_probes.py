@@ -31,7 +31,8 @@ def test_words_inserted_at_a_probed_boundary_are_counted() -> None:
     pw = probe_words(pair, TURNS, Probes((_stretch(0, 2.0), _stretch(2, 12.0)), runs=3))
     assert pw.mapped and pw.seconds == pytest.approx(12.0)
     assert pw.words == 4  # "thank you for watching": after turn 0 (the empty turn 1 is skipped)
-    assert [HYP[a:b] for a, b in pw.spans] == ["Thank you for watching."]
+    # a span covers token characters: the trailing full stop is not part of a token
+    assert [HYP[a:b] for a, b in pw.spans] == ["Thank you for watching"]
     assert [(t, n) for t, _, _, n, _ in pw.per_stretch] == [(0, 4), (2, 0)]
     # the same words at a boundary without a stretch are not counted, nor is "bye" after the last turn
     pw2 = probe_words(pair, TURNS, Probes((_stretch(2, 12.0),), runs=3))
@@ -107,7 +108,7 @@ def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
     assert clean.probe_s is None and clean.probe_words is None and clean.probe_fields is None
     assert (noisy.probe_s, noisy.probe_words) == (6.0, 4)
     assert [f.field_id for f in noisy.probe_fields or []] == ["c1"]
-    assert rows["probe"].detail["silence_probes"]["stretches"][0]["text"] == "Thank you for watching."
+    assert rows["probe"].detail["silence_probes"]["stretches"][0]["text"] == "Thank you for watching"
     summary = summary_rows([clean, noisy], grid)
     assert summary[0]["halluc_per_min"] is None and summary[1]["halluc_per_min"] == pytest.approx(40.0)
     header, first, second = _summary_csv(summary, ["n_dropped"]).splitlines()

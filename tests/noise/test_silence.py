@@ -86,13 +86,15 @@ def test_floor_fill_reuses_the_recordings_own_non_speech() -> None:
     entry = facts["chain"][0]
     assert entry["fill_source"] == "floor"
     pool = set(x[~mask].tolist())
+    first = entry["stretches"][0]  # the recorded offset says where in the floor the first stretch starts
+    assert y[round(first["start_s"] * SR)] == x[~mask][entry["floor_offset"]]
     for s in entry["stretches"]:
         seg = y[round(s["start_s"] * SR):round(s["end_s"] * SR)]
         assert seg.size == SR and set(seg.tolist()) <= pool and np.std(seg) == pytest.approx(0.01, rel=0.1)
     # a TTS rendering has digital silence between turns: the floor is zeros, and says so
     silent, m = _dialogue()
     _, f = render_chain(silent, m, steps, seed=1, encounter_id="E", sources={})
-    assert f["chain"][0]["fill_source"] == "zeros"
+    assert f["chain"][0]["fill_source"] == "zeros" and f["chain"][0]["floor_offset"] is None
 
 
 def test_later_steps_act_on_the_lengthened_timeline() -> None:

@@ -10,7 +10,7 @@ import pytest
 from synthetic_run import make_run
 
 from stresstest.report.rundir import load_run
-from stresstest.report.silence import probe_section, probes_html, probes_markdown
+from stresstest.report.silence import ProbeRow, probe_section, probes_html, probes_markdown, sentence
 
 
 def _add_probes(run_dir: Path, condition: str, summary_value: str | None) -> None:
@@ -56,7 +56,8 @@ def test_section_rates_cis_traced_fields_and_the_summary_check(tmp_path: Path) -
     md = "\n".join(probes_markdown(sec))
     assert "| ambient_5db | 4 | 6 | 4.00 | 1.50 [" in md
     assert "ambient_5db: 6 words written in 4.0 min of inserted non-speech over 4 encounters" in md
-    assert "With 4 encounters the interval only resamples these encounters." in md
+    assert "With 4 encounters the interval resamples only these encounters;" in md
+    assert "No word in" not in md
     assert "| thank you for watching |" in md
     assert "Record fields traced to a silence probe" in probes_html(sec)
 
@@ -66,3 +67,12 @@ def test_a_summary_cell_that_disagrees_is_reported(tmp_path: Path) -> None:
     _add_probes(run_dir, "ambient_5db", "2.5")
     sec = probe_section(load_run(run_dir), 200, 1)
     assert sec.problems == ["ambient_5db/halluc_per_min: summary.csv has '2.5', items give 1.5"]
+
+
+def test_no_word_written_gives_an_upper_bound_not_zero() -> None:
+    row = ProbeRow(condition="p", n=3, words=0, seconds=180.0, rate=0.0, ci=(0.0, 0.0), n_traced=0)
+    text = sentence(row)
+    assert "p: 0 words written in 3.0 min of inserted non-speech over 3 encounters (0.00 per minute" in text
+    assert "a Poisson count with none seen allows up to 1.00 per minute (95%)" in text  # -ln(0.05) / 3 min
+    assert "With 3 encounters the interval resamples only these encounters" in text
+    assert "No record field was traced to such words." in text
