@@ -24,8 +24,9 @@ condition has no silence step.
 
 **Traced record fields.** A field of the structured record (a claim, a safety flag or the triage) is traced to
 a stretch when one of its evidence quotes (``field_evidence``) is found in the hypothesis and every occurrence
-of that quote overlaps the characters of words written inside a stretch — the quote cannot have come from
-speech elsewhere in the transcript.
+of that quote lies inside words written inside a stretch (every letter and digit of it; punctuation and spaces
+aside) — the quote cannot have come from speech. A quote that only touches such words (an inserted "Oh" before
+a patient's real answer) is not traced.
 """
 
 from __future__ import annotations
@@ -163,6 +164,12 @@ def _occurrences(text: str, quote: str) -> list[tuple[int, int]]:
     return out
 
 
+def _inside(text: str, a: int, b: int, spans: Sequence[tuple[int, int]]) -> bool:
+    """True when every letter or digit of ``text[a:b]`` lies in one of ``spans`` (punctuation and spaces between
+    or around the stretch's words do not count)."""
+    return all(not text[k].isalnum() or any(s <= k < e for s, e in spans) for k in range(a, b))
+
+
 def traced_fields(record: ClinicalRecord, hypothesis: str, spans: Sequence[tuple[int, int]]) -> list[ProbeField]:
     """Fields of ``record`` whose evidence rests on words written inside a stretch (module docstring rule)."""
     if not spans:
@@ -176,7 +183,7 @@ def traced_fields(record: ClinicalRecord, hypothesis: str, spans: Sequence[tuple
     for fid, quotes in record.field_evidence.items():
         for q in quotes:
             occ = _occurrences(hypothesis, q.strip())
-            if occ and all(any(a < e and s < b for s, e in spans) for a, b in occ):
+            if occ and all(_inside(hypothesis, a, b, spans) for a, b in occ):
                 kind, name = names.get(fid, ("claim", fid))
                 out.append(ProbeField(field_id=fid, kind=kind, name=name, quote=q))
                 break

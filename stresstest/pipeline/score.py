@@ -172,7 +172,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
             if ps.probe is not None:
                 detail["silence_probes"] = probe_detail(ps.probe)
                 if ps.probe.mapped:
-                    row.update(probe_s=round(ps.probe.seconds, 6), probe_words=ps.probe.words)
+                    row.update(probe_s=round(ps.probe.seconds, 3), probe_words=ps.probe.words)  # to the ms
             if clean_err is not None:
                 row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
             row["neg_err"] = int(bool(ps.negation))

@@ -54,11 +54,12 @@ def test_fields_are_traced_when_every_occurrence_of_their_quote_lies_in_a_stretc
         triage=Triage(level="routine"),
         claims=[Claim(id="c1", category="symptom", concept="chest pain", status="present"),
                 Claim(id="c2", category="plan", concept="watching", status="present")],
-        field_evidence={"c1": ["I have chest pain."], "c2": ["for watching"], "triage": ["you"]},
+        field_evidence={"c1": ["watching. I have chest pain."], "c2": ["for watching."], "triage": ["you"]},
     )
     traced = traced_fields(rec, HYP, pw.spans)
-    # c2's quote lies inside the stretch's words; "you" also occurs in speech ("How are you"), so not traced
-    assert [(f.field_id, f.kind, f.name, f.quote) for f in traced] == [("c2", "claim", "watching", "for watching")]
+    # c2's quote lies inside the stretch's words (its full stop aside); "you" also occurs in speech ("How are
+    # you"), and c1's quote only touches them (it runs on into the patient's real words): neither is traced
+    assert [(f.field_id, f.kind, f.name, f.quote) for f in traced] == [("c2", "claim", "watching", "for watching.")]
     assert traced_fields(rec, HYP, []) == []
 
 
