@@ -108,12 +108,15 @@ def sentence(r: ProbeRow) -> str:
     """One sentence that stays true at small n."""
     minutes = r.seconds / 60.0
     enc = "encounter" if r.n == 1 else "encounters"
-    head = (f"{r.condition}: {r.words} word{'' if r.words == 1 else 's'} written in {minutes:.1f} min of inserted "
-            f"non-speech over {r.n} {enc}")
+    head = (f"{r.condition}: {r.words} word{'' if r.words == 1 else 's'} written at the probed pauses "
+            f"({minutes:.1f} min of inserted non-speech) over {r.n} {enc}")
     if r.rate is None:
         return head + "."
     ci = f", 95% CI [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else ""
-    out = f"{head} ({r.rate:.2f} per minute{ci})."
+    out = f"{head}: {r.rate:.2f} per minute{ci}."
+    if r.words:
+        out += (" This counts what the ASR would write at those turn boundaries without the probe too; the same "
+                "chain without its `silence` step is the baseline.")
     if r.words == 0 and minutes > 0:
         out += (f" No word in {minutes:.1f} min does not show the rate is zero: a Poisson count with none seen "
                 f"allows up to {ZERO_EVENTS_95 / minutes:.2f} per minute (95%).")

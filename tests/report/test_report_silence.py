@@ -55,7 +55,9 @@ def test_section_rates_cis_traced_fields_and_the_summary_check(tmp_path: Path) -
     assert [(t.condition, t.field.field_id) for t in sec.traced] == [("ambient_5db", "c9")]
     md = "\n".join(probes_markdown(sec))
     assert "| ambient_5db | 4 | 6 | 4.00 | 1.50 [" in md
-    assert "ambient_5db: 6 words written in 4.0 min of inserted non-speech over 4 encounters" in md
+    assert ("ambient_5db: 6 words written at the probed pauses (4.0 min of inserted non-speech) over 4 encounters: "
+            "1.50 per minute, 95% CI [") in md
+    assert "without the probe too; the same chain without its `silence` step is the baseline." in md
     assert "With 4 encounters the interval resamples only these encounters;" in md
     assert "No word in" not in md
     assert "| thank you for watching |" in md
@@ -72,7 +74,8 @@ def test_a_summary_cell_that_disagrees_is_reported(tmp_path: Path) -> None:
 def test_no_word_written_gives_an_upper_bound_not_zero() -> None:
     row = ProbeRow(condition="p", n=3, words=0, seconds=180.0, rate=0.0, ci=(0.0, 0.0), n_traced=0)
     text = sentence(row)
-    assert "p: 0 words written in 3.0 min of inserted non-speech over 3 encounters (0.00 per minute" in text
+    assert "p: 0 words written at the probed pauses (3.0 min of inserted non-speech) over 3 encounters: 0.00" in text
+    assert "baseline" not in text
     assert "a Poisson count with none seen allows up to 1.00 per minute (95%)" in text  # -ln(0.05) / 3 min
     assert "With 3 encounters the interval resamples only these encounters" in text
     assert "No record field was traced to such words." in text
