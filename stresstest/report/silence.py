@@ -21,8 +21,8 @@ from stresstest.results import ItemScore, ProbeField
 TITLE = "Silence probes: what the ASR writes where nobody speaks"
 EXPLANATION = (
     "Chain conditions whose first step is `silence` insert stretches of non-speech (the recording's own noise "
-    "floor, then the chain's room, noise and channel) into pauses between turns. Words written inside a "
-    "stretch: the hypothesis words the word alignment inserts at the boundary between the turn before the "
+    "floor, digital silence for a TTS rendering; then the chain's room, noise and channel) into pauses between "
+    "turns. Words written inside a stretch: the hypothesis words the word alignment inserts at the boundary between the turn before the "
     "stretch and the turn after it (the backends give no word timestamps). halluc_per_min = 60 · Σ those "
     "words / Σ seconds inserted, over the condition's paired encounters; 95% paired cluster-bootstrap CI over "
     "encounters. A record field is traced when every occurrence of one of its evidence quotes in the "
@@ -137,7 +137,7 @@ def _rate(r: ProbeRow) -> str:
     return f"{r.rate:.2f}" + (f" [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else "")
 
 
-HEAD = ["Condition", "n", "Words in stretches", "Minutes inserted", "halluc_per_min [95% CI]", "Traced fields"]
+HEAD = ["Condition", "n", "Words at probed pauses", "Minutes inserted", "halluc_per_min [95% CI]", "Traced fields"]
 TRACED_HEAD = ["Encounter", "Condition", "Field", "Kind", "Name", "Evidence quote"]
 
 
