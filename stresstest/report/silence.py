@@ -23,10 +23,10 @@ EXPLANATION = (
     "Chain conditions whose first step is `silence` insert stretches of non-speech (the recording's own noise "
     "floor, digital silence for a TTS rendering; then the chain's room, noise and channel) into pauses between "
     "turns. Words written inside a stretch: the hypothesis words the word alignment inserts at the boundary "
-    "between the turn before the stretch and the turn after it (the backends give no word timestamps). halluc_per_min = 60 · Σ those "
-    "words / Σ seconds inserted, over the condition's paired encounters; 95% paired cluster-bootstrap CI over "
-    "encounters. A record field is traced when every occurrence of one of its evidence quotes in the "
-    "transcript lies inside those words."
+    "between the turn before the stretch and the turn after it (the backends give no word timestamps). "
+    "halluc_per_min = 60 · Σ those words / Σ seconds inserted, over the condition's paired encounters; 95% "
+    "paired cluster-bootstrap CI over encounters. A record field is traced when every occurrence of one of its "
+    "evidence quotes in the transcript lies inside those words."
 )
 TOLERANCE = 1e-3
 ZERO_EVENTS_95 = -math.log(0.05)  # Poisson: with no event seen in T, rates above this / T are excluded at 95%
