@@ -104,12 +104,22 @@ def test_later_steps_act_on_the_lengthened_timeline() -> None:
                    {"noise": {"family": "ambient", "snr_db": 10}}, {"telephone": {}})
     y, facts = render_chain(x, mask, steps, seed=5, encounter_id="E", sources=src)
     assert y.size == x.size + round(facts["inserted_s"] * SR)
-    # the SNR is measured on the shifted speech mask: it meets its target (a stale mask would miss it badly)
+    # the SNR meets its target on the lengthened recording
     assert facts["measured_snr_db"] == pytest.approx(10.0, abs=0.1)
     # the stretches now hold the noise the rest of the recording has
     s = facts["chain"][0]["stretches"][-1]
     seg = y[round(s["start_s"] * SR) + SR // 2:round(s["end_s"] * SR)]
     assert float(np.sqrt(np.mean(seg.astype(np.float64) ** 2))) > 1e-3
+
+
+def test_the_speech_mask_moves_with_the_speech() -> None:
+    # A later step sets its SNR on the speech where it now is: a mask left in the input timeline would cover
+    # inserted silence and measure the speech far too quiet.
+    x, mask = _dialogue()
+    src = {"ambient": make_noise_source(NoiseSpec(family="ambient", kind="builtin"), encounters=[], cache_dir=None)}
+    steps = _steps({"silence": {"pause_s": 3, "fill": "zeros"}}, {"noise": {"family": "ambient", "snr_db": 10}})
+    _, facts = render_chain(x, mask, steps, seed=5, encounter_id="E", sources=src)
+    assert facts["speech_rms"] == pytest.approx(float(np.sqrt(np.mean(x[mask].astype(np.float64) ** 2))), rel=1e-6)
 
 
 def test_runs_and_turns_must_agree() -> None:
