@@ -7,10 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stresstest.audio import write_wav
 from stresstest.config import load_config
 from stresstest.errors import ConfigError, MixError
 from stresstest.noise import NoiseSpec, make_noise_source
-from stresstest.noise.chain import Step, check_chain, mask_runs, render_chain, shift_time
+from stresstest.noise.chain import Step, build_chain, check_chain, mask_runs, render_chain, shift_time
+from stresstest.records import SpeechAudio
 
 SR = 16000
 
@@ -120,6 +122,22 @@ def test_the_speech_mask_moves_with_the_speech() -> None:
     steps = _steps({"silence": {"pause_s": 3, "fill": "zeros"}}, {"noise": {"family": "ambient", "snr_db": 10}})
     _, facts = render_chain(x, mask, steps, seed=5, encounter_id="E", sources=src)
     assert facts["speech_rms"] == pytest.approx(float(np.sqrt(np.mean(x[mask].astype(np.float64) ** 2))), rel=1e-6)
+
+
+def test_a_vad_mask_is_refused_per_item(tmp_path: Path) -> None:
+    x, mask = _dialogue()
+    write_wav(tmp_path / "s.wav", x)
+    runs = [(a / SR, b / SR) for a, b in mask_runs(mask)]
+    steps = [{"silence": {"pause_s": 2}}]
+
+    def speech(source: str) -> SpeechAudio:
+        return SpeechAudio(encounter_id="E", path=str(tmp_path / "s.wav"), duration_s=x.size / SR,
+                           segments_s=tuple(runs), segments_source=source)  # type: ignore[arg-type]
+
+    wav, _, err = build_chain("E", steps, speech("vad"), {}, {}, seed=1, cache_dir=tmp_path / "c")
+    assert wav is None and err is not None and "comes from a VAD, not from turns" in err
+    wav, info, err = build_chain("E", steps, speech("corpus_timings"), {}, {}, seed=1, cache_dir=tmp_path / "c")
+    assert err is None and wav is not None and len(info.chain[0]["stretches"]) == 6
 
 
 def test_runs_and_turns_must_agree() -> None:
