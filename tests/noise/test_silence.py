@@ -11,7 +11,7 @@ from stresstest.audio import write_wav
 from stresstest.config import load_config
 from stresstest.errors import ConfigError, MixError
 from stresstest.noise import NoiseSpec, make_noise_source
-from stresstest.noise.chain import Step, build_chain, check_chain, mask_runs, render_chain, shift_time
+from stresstest.noise.chain import Step, build_chain, chain_key, check_chain, mask_runs, render_chain, shift_time
 from stresstest.records import SpeechAudio
 
 SR = 16000
@@ -182,8 +182,6 @@ def test_bad_silence_steps_are_config_errors_naming_the_key(tmp_path: Path, chai
 
 
 def test_the_demo_rooms_probe_condition_and_its_cache_key() -> None:
-    from stresstest.noise.chain import chain_key
-
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(root / "configs" / "demo-rooms.yaml")
     c = cfg.grid().get("silence6_rt0.3_wideband")
