@@ -158,6 +158,18 @@ class JudgeInfo(_Section):
     model: str | None = None
 
 
+class ProbeField(BaseModel):
+    """A record field traced to a silence probe: its evidence quote lies in words the ASR wrote inside an
+    inserted stretch of non-speech (:mod:`stresstest.metrics.silence`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field_id: str = Field(description="The field's id in the record ('c3', 'f1', 'triage').")
+    kind: Literal["claim", "flag", "triage"]
+    name: str = Field(description="The claim's concept, the flag's name or the triage level.")
+    quote: str = Field(description="The evidence quote found inside the stretch's words.")
+
+
 class ItemScore(BaseModel):
     """One ``items.jsonl`` row: an (encounter, condition) with its provenance and item-level metrics.
 
@@ -234,6 +246,10 @@ class ItemScore(BaseModel):
     halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
     halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
     pairwise: ItemPairwise | None = Field(default=None, description="Against a baseline condition's note (SPEC §8).")
+    probe_s: Num | None = Field(default=None, description="Seconds of non-speech inserted by a silence step.")
+    probe_words: int | None = Field(default=None, description="ASR words attributed to the inserted stretches.")
+    probe_fields: list[ProbeField] | None = Field(default=None, description="Record fields whose evidence lies "
+                                                  "in those words.")
     quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
     quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
 

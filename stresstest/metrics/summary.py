@@ -23,6 +23,8 @@ counted as zero):
 ``groundedness``
 ``halluc_lexical``  percent of the record's statements unsupported (literal /
 ``halluc_inference``inference-aware judge)
+``probe_s``         seconds of non-speech a silence step inserted, and the ASR
+``probe_words``     words attributed to it (``halluc_per_min``)
 =================== ===========================================================
 
 The note-quality columns (:data:`QUALITY_COLUMNS`) follow the SPEC §10 ones in
@@ -67,6 +69,9 @@ ERROR_RATE_FIELDS: dict[str, tuple[str, str]] = {
     "clinical_wer_patient": ("clin_errors_patient", "clin_words_patient"),
 }
 
+#: Silence probes (:mod:`stresstest.metrics.silence`): the very last column of summary.csv.
+PROBE_COLUMNS: tuple[str, ...] = ("halluc_per_min",)
+
 # Direction of "better" for each metric (used for the report's arrows).
 HIGHER_IS_BETTER: dict[str, bool] = {
     "wer": False, "ins_rate": False, "neg_err": False, "err_prop": False, "triage_match": True,
@@ -74,6 +79,7 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "completeness": True, "conciseness": True, "groundedness": True, "halluc_lexical": False,
     "halluc_inference": False,
     **dict.fromkeys(ERROR_RATE_COLUMNS, False),
+    "halluc_per_min": False,
 }
 
 
@@ -187,6 +193,18 @@ def aggregate_error_rates(items: Sequence[ItemLike]) -> dict[str, float | None]:
     return out
 
 
+def aggregate_probes(items: Sequence[ItemLike]) -> dict[str, float | None]:
+    """``halluc_per_min`` of one condition: 60 · Σ probe words / Σ probe seconds over the items that have both.
+
+    None (an empty cell) when no item has inserted non-speech (the condition has no silence step).
+    """
+    items = as_items(items)
+    use = [(int(w), float(s)) for it in items
+           if (s := it.probe_s) is not None and (w := it.probe_words) is not None]
+    total = sum(s for _, s in use)
+    return {"halluc_per_min": 60.0 * sum(w for w, _ in use) / total if total > 0 else None}
+
+
 def in_pairing(item: ItemLike) -> bool:
     """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
 
@@ -225,14 +243,16 @@ EXTRA_COLUMNS: tuple[str, ...] = (
     *(f"trig_{t}" for t in TRIGGER_TYPES), "abstention_rate", "quotes_discarded", "n_dropped", "dropped",
 )
 #: Every column of summary.csv, in its order (columns added later go last, so every earlier one keeps its place).
-CSV_COLUMNS: tuple[str, ...] = SUMMARY_COLUMNS + QUALITY_COLUMNS + EXTRA_COLUMNS + ERROR_RATE_COLUMNS
+CSV_COLUMNS: tuple[str, ...] = (
+    SUMMARY_COLUMNS + QUALITY_COLUMNS + EXTRA_COLUMNS + ERROR_RATE_COLUMNS + PROBE_COLUMNS
+)
 
 
 class SummaryRow(BaseModel):
     """One row of ``summary.csv``: a condition's paired rates. None means "not computed" (an empty cell).
 
-    :func:`summary_rows` fills the SPEC §10, note-quality and error-rate columns; the runner adds the trigger
-    rates, the guard rows' abstention and discarded quotes and the pairing rule's drops.
+    :func:`summary_rows` fills the SPEC §10, note-quality, error-rate and silence-probe columns; the runner adds
+    the trigger rates, the guard rows' abstention and discarded quotes and the pairing rule's drops.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -265,6 +285,7 @@ class SummaryRow(BaseModel):
     wer_patient: float | None = None
     clinical_wer_clinician: float | None = None
     clinical_wer_patient: float | None = None
+    halluc_per_min: float | None = None
 
     def cells(self) -> dict[str, float | int | str | None]:
         """The row by :data:`CSV_COLUMNS` column, in that order."""
@@ -290,5 +311,6 @@ def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> 
         its = by_cond.get(c.id, [])
         rows.append(SummaryRow.model_validate({
             "condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its),
-            **aggregate(its, is_clean=c.is_clean), **aggregate_quality(its), **aggregate_error_rates(its)}))
+            **aggregate(its, is_clean=c.is_clean), **aggregate_quality(its), **aggregate_error_rates(its),
+            **aggregate_probes(its)}))
     return rows

@@ -7,6 +7,23 @@ is recorded per item with its parameters, everything it sampled and what it meas
 
 Steps (units in the names):
 
+``silence``
+    Silence probes (issue 28): ``pause_s`` seconds of non-speech inserted into the pauses between turns,
+    so that what the ASR writes where nobody speaks can be counted (``halluc_per_min``,
+    :mod:`stresstest.metrics.silence`). The pauses are the gaps between consecutive active-speech runs of
+    the recording (one run per turn for TTS renderings and for corpus timings without overlaps; anything
+    else is refused: a stretch must sit between two known turns). Gap ``k`` (after run ``k``) gets a
+    stretch when ``k % every == phase``, ``phase`` drawn from ``item_rng(seed, encounter, "silence")``;
+    the stretch is inserted at the gap's midpoint, so the turns keep their own pauses on both sides.
+    ``fill: floor`` (default) fills it with the recording's own non-speech samples (everything outside
+    the active-speech mask, read cyclically from a seeded offset: the room's noise floor of a real
+    recording, digital silence for a TTS rendering); ``fill: zeros`` with digital silence. It must be the
+    first step: it lengthens the timeline, and every later step (room, noise, channel) then acts on the
+    whole lengthened recording, so a ``noise`` step puts its noise into the stretches at the level its
+    SNR (set on speech) gives the rest of the recording. The active-speech mask the later steps measure
+    on is shifted with the speech; each stretch is recorded with the turn it follows (``after_turn``),
+    the insertion point in the input timeline (``at_s``) and its ``start_s`` / ``end_s`` in the output
+    timeline (:func:`shift_time` maps an input time to the output timeline).
 ``room``
     Reverberation. Either simulated: a shoebox room (``room_dim_m``, default 6 × 5 × 3 m, a consulting
     room) whose wall absorption gives ``rt60_s`` by Sabine's formula, talker and microphone at 1.2 m
@@ -47,6 +64,7 @@ Steps (units in the names):
     Gain ``gain_db`` then hard clipping at ``clip`` (full scale = 1.0), the fraction of clipped samples
     recorded.
 
+A chain's output has the length of its input (plus the inserted stretches of a ``silence`` step).
 Finally, a chain whose output would exceed the mixer's clip limit is scaled down as a whole
 (``clip_scale``), as plain mixtures are.
 """
@@ -58,7 +76,7 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -71,11 +89,20 @@ from stresstest.noise.mix import CLIP_LIMIT, SNR_TOLERANCE_DB, _gain, _rms, fit_
 CHAIN_CODE_VERSION = "chain-1"  # bump whenever a step's arithmetic changes: cached chain mixtures depend on it
 TELEPHONE_RATE_HZ = 8000
 SPEED_OF_SOUND_M_S = 343.0
-STEP_KINDS = ("room", "noise", "telephone", "mulaw", "opus", "packet_loss", "level")
+STEP_KINDS = ("room", "noise", "telephone", "mulaw", "opus", "packet_loss", "level", "silence")
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SilenceStep(_Strict):
+    """Silence probes: ``pause_s`` of non-speech inserted into every ``every``-th pause between turns."""
+
+    pause_s: float = Field(ge=0.5, le=60.0, description="Seconds of non-speech inserted per chosen pause.")
+    every: int = Field(default=1, ge=1, le=1000, description="A stretch in one pause of every `every` (seeded phase).")
+    fill: Literal["floor", "zeros"] = Field(
+        default="floor", description="floor: the recording's own non-speech samples; zeros: digital silence.")
 
 
 class RoomStep(_Strict):
@@ -146,6 +173,7 @@ class Step(_Strict):
     opus: OpusStep | None = None
     packet_loss: PacketLossStep | None = None
     level: LevelStep | None = None
+    silence: SilenceStep | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Step:
@@ -173,14 +201,17 @@ def check_chain(steps: Sequence[Step], families: Sequence[str] | None = None) ->
     """Order rules of a chain (ValueError naming the step).
 
     Room and noise act on the 16-kHz acoustic signal, so they come before any channel step; ``mulaw``
-    needs the 8-kHz telephone channel before it; a kind appears at most once; a noise family must be
-    configured (checked when ``families`` is given).
+    needs the 8-kHz telephone channel before it; ``silence`` changes the timeline, so it comes first; a kind
+    appears at most once; a noise family must be configured (checked when ``families`` is given).
     """
     if not steps:
         raise ValueError("expected at least one step (the clean condition is built in)")
     seen: dict[str, int] = {}
     for i, s in enumerate(steps):
         k = s.kind
+        if k == "silence" and i > 0:
+            raise ValueError(f"step {i}: 'silence' must be the first step (it lengthens the timeline every other "
+                             f"step acts on), got it after {steps[0].kind!r}")
         if k in seen:
             raise ValueError(f"step {i}: {k!r} appears twice (steps {seen[k]} and {i})")
         seen[k] = i
@@ -231,6 +262,69 @@ def _align_direct(h: np.ndarray, distance_m: float | None) -> np.ndarray:
     peak = int(np.argmax(np.abs(h)))
     keep = 0 if distance_m is None else int(round(distance_m / SPEED_OF_SOUND_M_S * SAMPLE_RATE_HZ))
     return h[max(0, peak - keep):]
+
+
+def mask_runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, end)`` sample ranges of the runs of True in ``mask``, in order."""
+    m = np.concatenate([[False], np.asarray(mask, dtype=bool), [False]])
+    edges = np.flatnonzero(m[1:] != m[:-1])
+    return [(int(a), int(b)) for a, b in zip(edges[0::2], edges[1::2], strict=True)]
+
+
+def shift_time(t_s: float, stretches: Sequence[Mapping[str, Any]]) -> float:
+    """A time of the input timeline in the output timeline of a ``silence`` step (its recorded stretches).
+
+    Every stretch inserted at or before ``t_s`` (``at_s`` <= ``t_s``) delays it by its length.
+    """
+    return t_s + sum(float(st["end_s"]) - float(st["start_s"]) for st in stretches if float(st["at_s"]) <= t_s)
+
+
+def _silence(
+    x: np.ndarray, mask: np.ndarray, p: SilenceStep, seed: int, eid: str, turn_ids: Sequence[int] | None
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Insert the stretches; returns the lengthened audio, the shifted mask and the facts."""
+    runs = mask_runs(mask)
+    ids = list(range(len(runs))) if turn_ids is None else list(turn_ids)
+    if len(ids) != len(runs):
+        raise MixError(f"silence: the recording has {len(runs)} active-speech runs but {len(ids)} turns with "
+                       "speech; the stretches must sit between known turns (overlapping turns or a VAD mask "
+                       "cannot carry silence probes)")
+    rng = item_rng(seed, eid, "silence")
+    phase = int(rng.integers(p.every))
+    n_pause = int(round(p.pause_s * SAMPLE_RATE_HZ))
+    floor = x[~mask]
+    use_floor = p.fill == "floor" and floor.size > 0 and bool(np.any(floor != 0.0))
+    offset = int(rng.integers(floor.size)) if floor.size else 0
+    pieces: list[np.ndarray] = []
+    mpieces: list[np.ndarray] = []
+    stretches: list[dict[str, Any]] = []
+    cursor = 0
+    inserted = 0
+    for k in range(len(runs) - 1):
+        if k % p.every != phase:
+            continue
+        at = (runs[k][1] + runs[k + 1][0]) // 2
+        pieces.append(x[cursor:at])
+        mpieces.append(mask[cursor:at])
+        if use_floor:
+            fill = floor[(offset + inserted + np.arange(n_pause)) % floor.size].astype(np.float32)
+        else:
+            fill = np.zeros(n_pause, np.float32)
+        pieces.append(fill)
+        mpieces.append(np.zeros(n_pause, bool))
+        start = at + inserted
+        stretches.append({"after_run": k, "after_turn": None if turn_ids is None else int(ids[k]),
+                          "at_s": round(at / SAMPLE_RATE_HZ, 6),
+                          "start_s": round(start / SAMPLE_RATE_HZ, 6),
+                          "end_s": round((start + n_pause) / SAMPLE_RATE_HZ, 6)})
+        inserted += n_pause
+        cursor = at
+    pieces.append(x[cursor:])
+    mpieces.append(mask[cursor:])
+    facts = {"stretches": stretches, "inserted_s": round(inserted / SAMPLE_RATE_HZ, 6), "phase": phase,
+             "runs": len(runs), "fill_source": "floor" if use_floor else "zeros",
+             "floor_offset": offset if use_floor else None, "rng": "item_rng(seed, encounter_id, 'silence')"}
+    return np.concatenate(pieces).astype(np.float32), np.concatenate(mpieces), facts
 
 
 def _room(x: np.ndarray, mask: np.ndarray, p: RoomStep, seed: int, eid: str) -> tuple[np.ndarray, dict[str, Any]]:
@@ -366,6 +460,7 @@ def render_chain(
     encounter_id: str,
     sources: Mapping[str, NoiseSource],
     duration_s: float | None = None,
+    turn_ids: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Pass clean 16-kHz speech through ``steps``; return the 16-kHz result and its facts.
 
@@ -373,7 +468,10 @@ def render_chain(
     ``clip_scale``, and — when a noise step ran — that step's ``noise_*``, ``speech_rms``,
     ``target_snr_db`` / ``measured_snr_db`` and the segment's ``noise_recipe``. ``duration_s`` is the
     recording's duration as the speech record states it (what the family mixer asks its noise source
-    for, so a noise step cuts the very same segment); default: the sample count / 16 kHz.
+    for, so a noise step cuts the very same segment); default: the sample count / 16 kHz. ``turn_ids``: the
+    turn index of each active-speech run of ``mask`` (a ``silence`` step records it as ``after_turn``);
+    default unknown (``after_turn`` None; the run index ``after_run`` is recorded in every case). The
+    output has the input's length plus what a ``silence`` step inserted (``inserted_s`` in the facts).
     """
     from scipy.signal import resample_poly
 
@@ -386,9 +484,17 @@ def render_chain(
     duration_s = clean.size / SAMPLE_RATE_HZ if duration_s is None else duration_s
     record: list[dict[str, Any]] = []
     out: dict[str, Any] = {}
+    n_out = clean.size
     for s in steps:
         entry: dict[str, Any] = {"kind": s.kind, "params": s.params.model_dump(mode="json")}
-        if isinstance(s.params, RoomStep):
+        if isinstance(s.params, SilenceStep):
+            if record:
+                raise MixError("silence must be the first step of a chain")
+            x, mask, facts = _silence(x, mask, s.params, seed, encounter_id, turn_ids)
+            n_out = x.size
+            duration_s += float(facts["inserted_s"])
+            out["inserted_s"] = float(facts["inserted_s"])
+        elif isinstance(s.params, RoomStep):
             x, facts = _room(x, mask, s.params, seed, encounter_id)
         elif isinstance(s.params, NoiseStep):
             x, facts, recipe = _noise(x, mask, s.params, sources[s.params.family], seed, encounter_id, duration_s)
@@ -411,7 +517,7 @@ def render_chain(
         record.append(entry)
     if sr != SAMPLE_RATE_HZ:
         x = resample_poly(x.astype(np.float64), SAMPLE_RATE_HZ // sr, 1).astype(np.float32)
-    x = np.concatenate([x, np.zeros(clean.size - x.size, np.float32)]) if x.size < clean.size else x[: clean.size]
+    x = np.concatenate([x, np.zeros(n_out - x.size, np.float32)]) if x.size < n_out else x[:n_out]
     peak = float(np.max(np.abs(x))) if x.size else 0.0
     clip_scale = 1.0 if peak <= CLIP_LIMIT else CLIP_LIMIT / peak
     if clip_scale != 1.0:
@@ -421,6 +527,21 @@ def render_chain(
 
 
 # ------------------------------------------------------------------ the stage: one (encounter, chain condition)
+
+
+def speech_turn_ids(speech: Any) -> list[int] | None:
+    """Turn index of each active-speech run of a TTS rendering (its recipe's placements); None otherwise.
+
+    A recording with corpus timings has one run per timed non-empty turn unless turns overlap (merged):
+    its stretches carry the run index only and the score stage maps runs to turns (and checks the count).
+    """
+    if speech.segments_source != "tts_turns":
+        return None
+    placements = speech.recipe.get("placements")
+    if not isinstance(placements, list):
+        return None
+    ids = [int(pl["turn"]) for pl in placements if isinstance(pl, dict) and "start_s" in pl]
+    return ids if len(ids) == len(speech.segments_s) else None
 
 
 def _ir_files(steps: Sequence[Step]) -> list[Path]:
@@ -475,8 +596,13 @@ def build_chain(
             return wav, hit, None
         clean = read_wav_exact(speech.path)
         mask = active_mask(clean.size, speech.segments_s)
+        probes = any(s.silence is not None for s in steps)
+        if probes and speech.segments_source == "vad":
+            raise MixError("silence: the recording's speech mask comes from a VAD, not from turns; silence probes "
+                           "need turn timings (a TTS rendering or a corpus with turn timings)")
+        turn_ids = speech_turn_ids(speech) if probes else None
         audio, facts = render_chain(clean, mask, steps, seed=seed, encounter_id=encounter_id, sources=sources,
-                                    duration_s=float(speech.duration_s))
+                                    duration_s=float(speech.duration_s), turn_ids=turn_ids)
         write_wav(wav, audio)
         info = MixInfo(
             family="chain",

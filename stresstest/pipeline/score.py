@@ -25,6 +25,7 @@ from stresstest.llm.session import open_session
 from stresstest.metrics.align import AlignedPair, align
 from stresstest.metrics.judge_llm import llm_judge_many
 from stresstest.metrics.quality_stage import QualityItem, score_note_quality
+from stresstest.metrics.silence import Probes, ProbeWords, probe_detail, probe_stretches, probe_words, traced_fields
 from stresstest.metrics.split_wer import SplitErrors, split_errors
 from stresstest.metrics.summary import SummaryRow, TriggerRates, abstention, trigger_rate
 from stresstest.metrics.triggers import TRIGGER_TYPES
@@ -94,10 +95,13 @@ class PairScores:
     triggers: list[Any]
     trigger_counts: dict[str, int]
     split: SplitErrors | None = None
+    probe: ProbeWords | None = None
 
 
-def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn] | None = None) -> PairScores:
-    """Read WER counts, NegErr mismatches, trigger events and the clinical/speaker split off one aligned pair."""
+def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn] | None = None,
+               probes: Probes | None = None) -> PairScores:
+    """Read WER counts, NegErr mismatches, trigger events, the clinical/speaker split and (audio with silence
+    probes) the words written inside the inserted stretches off one aligned pair."""
     from stresstest.metrics.negation import negation_mismatches
     from stresstest.metrics.triggers import detect_in_pair, trigger_counts
 
@@ -110,6 +114,7 @@ def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn]
         triggers=[ev.model_dump(mode="json") for ev in events],
         trigger_counts=trigger_counts(events),
         split=split_errors(pair, turns),
+        probe=probe_words(pair, turns, probes) if probes is not None and turns is not None else None,
     )
 
 
@@ -137,9 +142,9 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
     vs_ref: dict[str, PairScores] = {}  # base condition -> scores against r_i (one alignment each)
     vs_clean: dict[str, list[Any]] = {}  # base condition -> trigger events against the clean ASR
 
-    def against_ref(base: str, text: str) -> PairScores:
+    def against_ref(base: str, text: str, mix: MixInfo | None = None) -> PairScores:
         if base not in vs_ref:
-            vs_ref[base] = score_pair(align(ref, text), concepts, x.encounter.turns)
+            vs_ref[base] = score_pair(align(ref, text), concepts, x.encounter.turns, probe_stretches(mix))
         return vs_ref[base]
 
     clean_err = against_ref("clean", clean_t.text).errors if clean_t else None
@@ -168,12 +173,16 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
         row["error"] = error
         detail: dict[str, Any] = {"encounter_id": eid, "condition": cond}
         if t is not None:
-            ps = against_ref(base_cond, t.text)
+            ps = against_ref(base_cond, t.text, mix)
             e = ps.errors
             row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
                        item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
             if ps.split is not None:
                 row.update(ps.split.item_fields())
+            if ps.probe is not None:
+                detail["silence_probes"] = probe_detail(ps.probe)
+                if ps.probe.mapped:
+                    row.update(probe_s=round(ps.probe.seconds, 3), probe_words=ps.probe.words)  # to the ms
             if clean_err is not None:
                 row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
             row["neg_err"] = int(bool(ps.negation))
@@ -198,6 +207,11 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
             row["triage"] = env.record.triage.level
             row["triage_clean"] = clean_rec.triage.level
             row["triage_match"] = int(row["triage"] == row["triage_clean"])
+        probe = vs_ref[base_cond].probe if t is not None else None
+        if probe is not None and probe.mapped and env is not None and not env.failed and env.record is not None:
+            traced = traced_fields(env.record, t.text if t is not None else "", probe.spans)
+            row["probe_fields"] = [f.model_dump(mode="json") for f in traced]
+            detail["silence_probe_fields"] = list(row["probe_fields"])
         if gold is not None and env is not None and not env.failed:
             safety = item_safety(env.record, clean_rec, gold)
             detail["safety"] = safety

@@ -23,6 +23,7 @@ from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, err
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
 from stresstest.report.rundir import CLEAN, RunData, load_run
+from stresstest.report.silence import ProbeSection, probe_section
 from stresstest.report.tables import (
     METRIC_HEADERS,
     TRIGGER_TYPES,
@@ -333,6 +334,7 @@ class _Analysis:
     effects: list[EffectRow]
     removed: list[guard_mod.Removal]
     error_rates: ErrorRateSection
+    probes: ProbeSection
 
 
 def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> ReportPaths:
@@ -401,9 +403,11 @@ def _analyse(run: RunData, n_resamples: int, seed: int) -> _Analysis:
     problems += quality.problems
     error_rates = error_rate_section(run, n_resamples, seed)
     problems += error_rates.problems
+    probes = probe_section(run, n_resamples, seed)
+    problems += probes.problems
     return _Analysis(rows=rows, problems=problems, trig=trig, examples=examples, pred_items=pred_items, pred=pred,
                      quality=quality, effects=mitigation_effects(run, n_resamples, seed),
-                     removed=guard_mod.removals(run), error_rates=error_rates)
+                     removed=guard_mod.removals(run), error_rates=error_rates, probes=probes)
 
 
 def _trigger_rate_rows(trig: Mapping[str, Mapping[str, tuple[float | None, Any]]]) -> list[dict[str, Any]]:
@@ -435,6 +439,10 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
     tables += write_quality_tables(an.quality, table_dir)
     if an.error_rates.computed:
         tables += write_table(table_dir / "error_rates", [r.to_row() for r in an.error_rates.rows])
+    if an.probes.computed:
+        tables += write_table(table_dir / "silence_probes", [r.to_row() for r in an.probes.rows])
+        tables += write_table(table_dir / "silence_probe_fields", [t.to_row() for t in an.probes.traced],
+                              ["encounter_id", "condition", "field_id", "kind", "name", "quote"])
     if an.effects:
         tables += write_table(table_dir / "mitigation_effect", [r.to_row() for r in an.effects])
     if run.conditions.mitigated():
@@ -478,6 +486,7 @@ def _content(run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots:
         guard_sentences=guard_mod.guard_sentences(run),
         guard_removed=an.removed,
         error_rates=an.error_rates,
+        probes=an.probes,
         headline=headline(run),
     )
 

@@ -11,6 +11,7 @@ from stresstest.report.examples import Example
 from stresstest.report.guard import Removal
 from stresstest.report.predictive import EndpointResult
 from stresstest.report.quality import QualitySection
+from stresstest.report.silence import ProbeSection
 from stresstest.report.tables import Row
 
 
@@ -102,4 +103,5 @@ class ReportContent:
     guard_sentences: list[str] = field(default_factory=list)  # per guard condition: what was removed, counted
     guard_removed: list[Removal] = field(default_factory=list)
     error_rates: ErrorRateSection | None = None  # clinical-term WER and WER by speaker; None = not built
+    probes: ProbeSection | None = None  # silence probes (halluc_per_min, traced fields); None = not built
     headline: Headline = field(default_factory=Headline)

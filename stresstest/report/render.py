@@ -20,6 +20,7 @@ from stresstest.report.error_rates import error_rates_html, error_rates_markdown
 from stresstest.report.examples import Example
 from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
 from stresstest.report.predictive import PREDICTORS, EndpointResult
+from stresstest.report.silence import probes_html, probes_markdown
 from stresstest.report.tables import (
     DASH,
     METRIC_HEADERS,
@@ -290,6 +291,8 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     if c.error_rates is not None:
         img = c.plots.get("error_rates")
         parts.append(error_rates_html(c.error_rates, _data_uri(report_dir / img) if img is not None else None))
+    if c.probes is not None and c.probes.computed:
+        parts.append(probes_html(c.probes))
     parts.append(
         f"<h2>Does WER predict safety?</h2><p class='sub'>{c.predictive_n_items} noisy, non-mitigated "
         "items. Predictors: ΔWER against the same encounter's clean-ASR transcript and the trigger risk "
@@ -507,6 +510,8 @@ def render_markdown(c: ReportContent) -> str:
         out += [f"![{name}]({p.as_posix()})" for name, p in rt60] + [""]
     if c.error_rates is not None:
         out += error_rates_markdown(c.error_rates, c.plots.get("error_rates"))
+    if c.probes is not None:
+        out += probes_markdown(c.probes)
     out += [
         "## Does WER predict safety?",
         "",
