@@ -241,7 +241,8 @@ class RunConfig(_Strict):
     )
     snr_db: list[float] = Field(
         default_factory=lambda: [15.0, 10.0, 5.0],
-        description=f"SNR grid in dB: at least one finite value in [{SNR_MIN_DB:g}, {SNR_MAX_DB:g}], no repeats.",
+        description=f"SNR grid in dB: finite values in [{SNR_MIN_DB:g}, {SNR_MAX_DB:g}], no repeats; at least one "
+        f"unless `chains` defines conditions (then [] runs the chain conditions only).",
     )
     asr: ASRConfig = Field(default_factory=ASRConfig)
     structure: LLMConfig = Field(default_factory=LLMConfig)
@@ -256,9 +257,8 @@ class RunConfig(_Strict):
     @field_validator("snr_db")
     @classmethod
     def _grid(cls, v: list[float]) -> list[float]:
-        """The grid is checked before anything runs: empty, NaN/inf, out of range and repeats are errors."""
-        if not v:
-            raise ValueError("expected at least one SNR in dB (an empty grid would run the clean row only)")
+        """The grid is checked before anything runs: NaN/inf, out of range and repeats are errors (an empty grid
+        is an error unless chain conditions fill the grid, see :meth:`_grid_not_empty`)."""
         # Canonical values: -0.0 is 0 (else 'ambient_-0db' and 'ambient_0db' would be two conditions of one SNR).
         v = [x + 0.0 for x in v]
         seen: dict[str, float] = {}
@@ -290,6 +290,13 @@ class RunConfig(_Strict):
                 "judge.note_quality asks for LLM judges, but structure.backend is 'rules' (no LLM in this run); "
                 "expected structure.backend 'openai' or 'vllm-offline', or turn judge.note_quality off"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _grid_not_empty(self) -> RunConfig:
+        if not self.snr_db and not self.chains.expand():
+            raise ValueError("snr_db: expected at least one SNR in dB (an empty grid would run the clean row only; "
+                             "`snr_db: []` is for a grid of chain conditions only)")
         return self
 
     @model_validator(mode="after")

@@ -156,6 +156,11 @@ def load_yaml_bounded(text: str, source: str) -> tuple[Any, yaml.Node | None]:
         loader.dispose()
 
 
+def _has_top_key(root: yaml.Node | None, key: str) -> bool:
+    """True when the YAML document ``root`` is a mapping with the key ``key``."""
+    return isinstance(root, yaml.MappingNode) and any(k.value == key for k, _ in root.value)
+
+
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """1-based line of the YAML node at ``loc`` (deepest existing ancestor)."""
     line = None
@@ -193,10 +198,14 @@ def format_validation_error(exc: ValidationError, source: str, root: yaml.Node |
     lines = []
     for err in exc.errors():
         loc = tuple(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        key, sep, rest = msg.partition(": ")
+        if not loc and sep:  # a whole-config check whose message starts with the top-level key it is about
+            if _has_top_key(locate((key,))[1] if locate is not None else root, key):
+                loc, msg = (key,), rest
         if locate is not None:
             source, root = locate(loc)
         path = ".".join(str(p) for p in loc) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key (not part of the config schema; check the spelling)"
         got = err.get("input")

@@ -89,3 +89,11 @@ def test_not_a_mapping_and_missing_file(tmp_path):
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_configs_validate(path):
     load_config(path)
+
+
+def test_an_empty_snr_grid_is_for_chain_conditions_only(tmp_path):
+    chains = "chains:\n  conditions:\n    dry: [{room: {rt60_s: 0.3}}]\n"
+    cfg = load_config(_write(tmp_path, BASE.replace("snr_db: [15, 5]", "snr_db: []") + chains))
+    assert [c.id for c in cfg.grid()] == ["clean", "dry"]  # the ambient family is configured, but no SNR row
+    with pytest.raises(ConfigError, match=r"c\.yaml:\d+: snr_db: expected at least one SNR"):
+        load_config(_write(tmp_path, BASE.replace("snr_db: [15, 5]", "snr_db: []")))

@@ -81,7 +81,7 @@ def _mix(stretches: list[dict[str, object]]) -> MixInfo:
 
 def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
     from stresstest.pipeline.runner import _summary_csv
-    from stresstest.pipeline.score import EncounterOutputs, score_encounter
+    from stresstest.pipeline.score import ConditionOutputs, EncounterOutputs, score_encounter
 
     enc = Encounter(encounter_id="X", corpus="manifest", source_path="x", turns=TURNS)
     probe = Condition.chained("probe", [{"silence": {"pause_s": 6}}, {"room": {"rt60_s": 0.3}}])
@@ -99,11 +99,12 @@ def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
         return RecordEnvelope(encounter_id="X", condition=cond, backend="rules", model="m", prompt_hash="p",
                               schema_hash="s", decoding={}, transcript_sha256="t", record=rec)
 
-    x = EncounterOutputs(
-        encounter=enc, transcripts={"clean": tr("clean", REF), "probe": tr("probe", HYP)},
-        records={"clean": env("clean", "chest pain"), "probe": env("probe", "Thank you for watching")},
-        mix={"probe": _mix([{"after_run": 0, "after_turn": 0, "at_s": 2.0, "start_s": 2.0, "end_s": 8.0}])},
-    )
+    x = EncounterOutputs(encounter=enc, conditions={
+        "clean": ConditionOutputs(transcript=tr("clean", REF), record=env("clean", "chest pain")),
+        "probe": ConditionOutputs(
+            transcript=tr("probe", HYP), record=env("probe", "Thank you for watching"),
+            mix=_mix([{"after_run": 0, "after_turn": 0, "at_s": 2.0, "start_s": 2.0, "end_s": 8.0}])),
+    })
     rows = {it.row.condition: it for it in score_encounter(x, grid, "none")}
     clean, noisy = rows["clean"].row, rows["probe"].row
     assert clean.probe_s is None and clean.probe_words is None and clean.probe_fields is None
@@ -111,7 +112,7 @@ def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
     assert [f.field_id for f in noisy.probe_fields or []] == ["c1"]
     assert rows["probe"].detail["silence_probes"]["stretches"][0]["text"] == "Thank you for watching"
     summary = summary_rows([clean, noisy], grid)
-    assert summary[0]["halluc_per_min"] is None and summary[1]["halluc_per_min"] == pytest.approx(40.0)
-    header, first, second = _summary_csv(summary, ["n_dropped"]).splitlines()
+    assert summary[0].halluc_per_min is None and summary[1].halluc_per_min == pytest.approx(40.0)
+    header, first, second = _summary_csv(summary).splitlines()
     assert header.split(",")[-1] == "halluc_per_min" and header.split(",")[-2] == "clinical_wer_patient"
     assert first.endswith(",") and second.endswith(",40")

@@ -184,7 +184,7 @@ def test_bad_silence_steps_are_config_errors_naming_the_key(tmp_path: Path, chai
 def test_the_demo_rooms_probe_condition_and_its_cache_key() -> None:
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(root / "configs" / "demo-rooms.yaml")
-    c = cfg.grid().get("silence6_rt0.3_wideband")
+    c = cfg.grid().get("silence6_rt0.3_ambient20")
     assert c.is_chain and next(iter((c.chain or [])[0])) == "silence"
     steps = _steps(*(c.chain or []))
     other = _steps({"silence": {"pause_s": 5, "every": 6}}, *(c.chain or [])[1:])
