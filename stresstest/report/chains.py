@@ -2,9 +2,10 @@
 
 A chain condition's RT60 is its room step's ``rt60_s`` (0 = no room step: the dry, close-talk
 signal); its channel is its label on a ``channel`` axis when it was expanded from ``chains.axes``,
-else the kinds of its steps after room and noise joined with ``+`` (``wideband`` when there are
-none). Points carry the Table 2 values and their 95% cluster-bootstrap CIs; the clean-ASR reference
-is the dashed line.
+else its steps other than the room joined with ``+`` (a noise step as its family and SNR, a silence
+step as ``silence probes``; ``wideband`` when there are none), so a named chain never shares a line
+with the axes' conditions unless it is one of them. Points carry the Table 2 values and their 95%
+cluster-bootstrap CIs; the clean-ASR reference is the dashed line.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from stresstest.report.tables import METRIC_HEADERS, Row, arrow
 
 #: Metrics drawn against RT60 and channel.
 CHAIN_METRICS: tuple[str, ...] = ("wer", "unsafe")
-_ACOUSTIC = ("room", "noise")
 
 
 def rt60_of(c: Condition) -> float:
@@ -34,8 +34,13 @@ def channel_of(c: Condition) -> str:
     """The condition's channel label (see the module docstring)."""
     if c.axes and "channel" in c.axes:
         return c.axes["channel"]
-    kinds = [k for step in c.chain or [] for k in step if k not in _ACOUSTIC]
-    return "+".join(kinds) or "wideband"
+    return "+".join(_label(Step.model_validate(raw)) for raw in c.chain or [] if "room" not in raw) or "wideband"
+
+
+def _label(step: Step) -> str:
+    if step.noise is not None:
+        return f"{step.noise.family} {step.noise.snr_db:g} dB"
+    return "silence probes" if step.silence is not None else step.kind
 
 
 def chain_plots(rows: Sequence[Row], conditions: Sequence[Condition], plot_dir: Path) -> dict[str, Path]:
@@ -59,8 +64,8 @@ def chain_plots(rows: Sequence[Row], conditions: Sequence[Condition], plot_dir: 
         channels = list(dict.fromkeys(channel_of(c) for c in chained))
         drawn = False
         for k, ch in enumerate(channels):
-            pts = sorted((rt60_of(c), by_id[c.id]) for c in chained if channel_of(c) == ch and c.id in by_id
-                         and by_id[c.id].value(metric) is not None)
+            pts = sorted(((rt60_of(c), by_id[c.id]) for c in chained if channel_of(c) == ch and c.id in by_id
+                          and by_id[c.id].value(metric) is not None), key=lambda p: p[0])
             if not pts:
                 continue
             x = [p[0] for p in pts]

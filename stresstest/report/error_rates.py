@@ -8,7 +8,6 @@ shows, per condition, WER next to clinical-term WER and the clinician / patient 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from stresstest.metrics.bootstrap import Interval, bootstrap_cis
 from stresstest.metrics.summary import ERROR_RATE_COLUMNS, ItemLike, aggregate, aggregate_error_rates
+from stresstest.report.markup import esc, html_table, md_table
 from stresstest.report.rundir import CLEAN, RunData
 
 #: Columns of the section: WER (for comparison) then the split ones.
@@ -149,20 +149,14 @@ TITLE = "Error rates a clinician reads"
 
 def error_rates_html(sec: ErrorRateSection, img_src: str | None) -> str:
     """The HTML section (``img_src``: the plot as a data URI, or None)."""
-    def e(x: object) -> str:
-        return html.escape(str(x), quote=True)
-
     if not sec.computed:
         return f"<h2>{TITLE}</h2><p class='sub'>Not computed in this run (items carry no clinical-term counts).</p>"
     head, body = _body(sec)
-    table = ("<table class='main'><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in body)
-             + "</tbody></table>")
-    parts = [f"<h2>{TITLE}</h2>", f"<p class='sub'>{e(EXPLANATION)}</p>", table]
+    parts = [f"<h2>{TITLE}</h2>", f"<p class='sub'>{esc(EXPLANATION)}</p>", html_table(head, body)]
     if img_src:
         parts.append(f"<p><img alt='error_rates' style='max-width:640px' src='{img_src}'></p>")
     if sec.problems:
-        parts.append("<div class='warn'>Disagreement with summary.csv: " + e("; ".join(sec.problems)) + "</div>")
+        parts.append("<div class='warn'>Disagreement with summary.csv: " + esc("; ".join(sec.problems)) + "</div>")
     return "\n".join(parts)
 
 
@@ -172,9 +166,7 @@ def error_rates_markdown(sec: ErrorRateSection, plot: Path | None) -> list[str]:
     if not sec.computed:
         return out + ["Not computed in this run (items carry no clinical-term counts).", ""]
     head, body = _body(sec)
-    out += [EXPLANATION, "", "| " + " | ".join(head) + " |", "| " + " | ".join([":--"] + ["--:"] * (len(head) - 1))
-            + " |"]
-    out += ["| " + " | ".join(row) + " |" for row in body] + [""]
+    out += [EXPLANATION, "", *md_table(head, body), ""]
     if plot is not None:
         out += [f"![error_rates]({plot.as_posix()})", ""]
     if sec.problems:

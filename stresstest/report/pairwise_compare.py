@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_text, default_cache_dir
+from stresstest.console import text_table
 from stresstest.errors import ReportError, StressTestError
 from stresstest.metrics.note_judges import PairTask, judge_pairs, quality_prompt
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, PairwiseStat, pairwise_summary
@@ -214,12 +215,7 @@ def _ps(s: PairwiseStat) -> str:
 
 def _text_table(rows: list[PairwiseStat]) -> str:
     head = ["Dimension", "n", "Win%", "Tie%", "Loss%", "PS(B) [95% CI]"]
-    body = [[s.dimension, str(s.n), _fmt(s.win), _fmt(s.tie), _fmt(s.loss), _ps(s)] for s in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head))]
-    lines.append("-" * len(lines[0]))
-    lines += ["  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(b)) for b in body]
-    return "\n".join(lines)
+    return text_table(head, [[s.dimension, str(s.n), _fmt(s.win), _fmt(s.tie), _fmt(s.loss), _ps(s)] for s in rows])
 
 
 def _markdown(head: str, verdict: str, summary: list[SummaryRow], skipped: list[str],

@@ -10,7 +10,6 @@ is): for an inadequate judge the section says so and shows the numbers only as a
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 from stresstest.metrics.bootstrap import Interval, bootstrap_cis
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS, PairwiseStat, pairwise_summary
 from stresstest.metrics.summary import QUALITY_COLUMNS, aggregate_quality, in_pairing
+from stresstest.report.markup import esc, html_table, md_cell, md_table
 from stresstest.report.rundir import CLEAN, RunData
 from stresstest.report.tables import write_table
 from stresstest.results import CalibrationCheck, ItemScore, NoteQualityInfo
@@ -229,15 +229,6 @@ def _banner(sec: QualitySection) -> str:
     return text
 
 
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _html_table(head: Sequence[str], body: Sequence[Sequence[str]], cls: str = "main") -> str:
-    h = "".join(f"<th>{_e(x)}</th>" for x in head)
-    b = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in body)
-    return f"<table class='{cls}'><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
-
 
 def _measure_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
     head = ["Condition"] + [f"{QUALITY_HEADERS[c]} (%)" for c in QUALITY_COLUMNS] + ["n judged"]
@@ -267,17 +258,17 @@ def quality_html(sec: QualitySection) -> str:
                 "hallucination and pairwise judges need an LLM (<code>judge.note_quality</code> with an LLM "
                 "structure backend); the five summary.csv columns are empty.</p>")
     parts = ["<h2>Note quality (SPEC §8)</h2>",
-             f"<div class='{'finding' if sec.adequate else 'warn'}'><b>{_e(_banner(sec))}</b></div>",
-             "<ul class='sub'>" + "".join(f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in EXPLANATIONS) + "</ul>"]
+             f"<div class='{'finding' if sec.adequate else 'warn'}'><b>{esc(_banner(sec))}</b></div>",
+             "<ul class='sub'>" + "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in EXPLANATIONS) + "</ul>"]
     inner = []
     head, body = _measure_body(sec)
     inner.append("<h3>Entailment and hallucination per condition (mean of items, 95% cluster-bootstrap CI)</h3>"
-                 + _html_table(head, body))
+                 + html_table(head, body))
     if sec.pairwise:
         head, body = _pairwise_body(sec)
         inner.append("<h3>Pairwise preference (both orders; ties when the orders disagree)</h3>"
-                     + _html_table(head, body))
-        inner.append(_html_table(["Condition", "vs", "pairs", "identical pairs", "position-consistent %"],
+                     + html_table(head, body))
+        inner.append(html_table(["Condition", "vs", "pairs", "identical pairs", "position-consistent %"],
                                  [[c["condition"], c["baseline"], str(c["pairs"]), str(c["identical_pairs"]),
                                    _f(c["position_consistent_pct"])] for c in sec.consistency]))
     if sec.adequate:
@@ -286,21 +277,17 @@ def quality_html(sec: QualitySection) -> str:
         parts.append("<details><summary>Mechanics only — not results</summary>" + "".join(inner) + "</details>")
     if sec.calibration:
         head, body = _calibration_body(sec)
-        parts.append("<h3>Judge calibration checks</h3>" + _html_table(head, body, "main left"))
+        parts.append("<h3>Judge calibration checks</h3>" + html_table(head, body, "main left"))
     facts = [f"judge model {sec.judge_model}", f"{sec.n_failures} failed judge call(s) recorded (items left out "
              "of that measure)"] + [f"{k} sha256 {v[:12]}…" for k, v in sec.prompts.items()]
-    parts.append("<p class='sub'>" + _e("; ".join(facts)) + "</p>")
+    parts.append("<p class='sub'>" + esc("; ".join(facts)) + "</p>")
     if sec.problems:
-        parts.append("<div class='warn'>Disagreement with summary.csv: " + _e("; ".join(sec.problems)) + "</div>")
+        parts.append("<div class='warn'>Disagreement with summary.csv: " + esc("; ".join(sec.problems)) + "</div>")
     return "\n".join(parts)
 
 
 def _md_table(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|")
-
-    return ["| " + " | ".join(map(esc, head)) + " |", "| " + " | ".join([":--"] + ["--:"] * (len(head) - 1)) + " |",
-            *["| " + " | ".join(esc(c) for c in row) + " |" for row in body], ""]
+    return [*md_table([md_cell(h) for h in head], [[md_cell(c) for c in row] for row in body]), ""]
 
 
 def quality_markdown(sec: QualitySection) -> list[str]:

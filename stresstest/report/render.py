@@ -9,7 +9,6 @@ tests) can read the numbers back.
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -19,6 +18,7 @@ from stresstest.report.content import EffectRow, FailureRow, MitigationRow, Repo
 from stresstest.report.error_rates import error_rates_html, error_rates_markdown
 from stresstest.report.examples import Example
 from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
+from stresstest.report.markup import esc, html_table, md_cell, md_table
 from stresstest.report.predictive import PREDICTORS, EndpointResult
 from stresstest.report.silence import probes_html, probes_markdown
 from stresstest.report.tables import (
@@ -80,9 +80,6 @@ def _guard_removed_note(c: ReportContent) -> str:
     return f"The first {GUARD_REMOVED_SHOWN} of {n} removals; all of them: tables/guard_removed.csv."
 
 
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
 
 def _data_uri(png: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
@@ -92,7 +89,7 @@ def _header_cells_html() -> str:
     cells = ["<th>Condition</th>", "<th>n</th>"]
     for m in METRIC_COLUMNS:
         name, unit = METRIC_HEADERS[m]
-        cells.append(f"<th>{_e(name)}{arrow(m)}<span class='unit'>({_e(unit)})</span></th>")
+        cells.append(f"<th>{esc(name)}{arrow(m)}<span class='unit'>({esc(unit)})</span></th>")
     return "<tr>" + "".join(cells) + "<th>id</th></tr>"
 
 
@@ -101,49 +98,49 @@ def _table2_html(rows: Sequence[Row], caption: str) -> str:
     ncol = len(METRIC_COLUMNS) + 3
     for r in rows:
         if r.condition is None:
-            out.append(f"<tr class='group'><td colspan='{ncol}'>{_e(r.label)}</td></tr>")
+            out.append(f"<tr class='group'><td colspan='{ncol}'>{esc(r.label)}</td></tr>")
             continue
         cls = " class='ref'" if r.family == "clean" else ""
         cells = [
-            f"<td>{_e(r.label)}</td>",
-            f"<td data-condition='{_e(r.condition)}' data-metric='n'>{r.n}</td>",
+            f"<td>{esc(r.label)}</td>",
+            f"<td data-condition='{esc(r.condition)}' data-metric='n'>{r.n}</td>",
         ]
         for m in METRIC_COLUMNS:
             v = r.value(m)
             ci = fmt_ci(r.ci(m))
             cells.append(
-                f"<td data-condition='{_e(r.condition)}' data-metric='{m}'><span class='v'>{fmt(v)}</span>"
+                f"<td data-condition='{esc(r.condition)}' data-metric='{m}'><span class='v'>{fmt(v)}</span>"
                 + (f"<span class='ci'>{ci}</span>" if ci and v is not None else "")
                 + "</td>"
             )
-        cells.append(f"<td><code>{_e(r.condition)}</code></td>")
+        cells.append(f"<td><code>{esc(r.condition)}</code></td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
 
 def _kv_html(pairs: Sequence[tuple[str, str]]) -> str:
-    return "<table class='kv'>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in pairs) + "</table>"
+    return "<table class='kv'>" + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in pairs) + "</table>"
 
 
 def _trigger_table_html(c: ReportContent) -> str:
     head = (
         "<tr><th>Condition</th>"
-        + "".join(f"<th>{_e(TRIGGER_LABELS[t])}<span class='unit'>(% items)</span></th>" for t in TRIGGER_TYPES)
+        + "".join(f"<th>{esc(TRIGGER_LABELS[t])}<span class='unit'>(% items)</span></th>" for t in TRIGGER_TYPES)
         + "</tr>"
     )
     body = []
     for r in c.trigger_rows:
         if r.condition is None:
-            body.append(f"<tr class='group'><td colspan='{len(TRIGGER_TYPES) + 1}'>{_e(r.label)}</td></tr>")
+            body.append(f"<tr class='group'><td colspan='{len(TRIGGER_TYPES) + 1}'>{esc(r.label)}</td></tr>")
             continue
         per = c.trigger_rates[r.condition]
-        cells = [f"<td>{_e(r.label)}</td>"]
+        cells = [f"<td>{esc(r.label)}</td>"]
         for t in TRIGGER_TYPES:
             v, ci = per[t]
             ci_s = fmt_ci(ci)
             cells.append(
-                f"<td data-condition='{_e(r.condition)}' data-trigger='{t}'><span class='v'>{fmt(v)}</span>"
+                f"<td data-condition='{esc(r.condition)}' data-trigger='{t}'><span class='v'>{fmt(v)}</span>"
                 + (f"<span class='ci'>{ci_s}</span>" if ci_s and v is not None else "")
                 + "</td>"
             )
@@ -153,11 +150,11 @@ def _trigger_table_html(c: ReportContent) -> str:
 
 def _ctx_html(ctx: tuple[str, str, str] | None, span: str, cls: str, empty: str) -> str:
     if ctx is None:
-        return f"<span class='{cls}'>{_e(span)}</span>" if span else f"<span class='tag'>{_e(empty)}</span>"
+        return f"<span class='{cls}'>{esc(span)}</span>" if span else f"<span class='tag'>{esc(empty)}</span>"
     pre, mid, post = ctx
     if not mid:  # an insertion point: nothing was said here
-        return f"{_e(pre)}<span class='{cls}' title='{_e(empty)}'>∅</span>{_e(post)}"
-    return f"{_e(pre)}<span class='{cls}'>{_e(mid)}</span>{_e(post)}"
+        return f"{esc(pre)}<span class='{cls}' title='{esc(empty)}'>∅</span>{esc(post)}"
+    return f"{esc(pre)}<span class='{cls}'>{esc(mid)}</span>{esc(post)}"
 
 
 def _examples_html(examples: dict[str, list[Example]]) -> str:
@@ -171,26 +168,26 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
         label = TRIGGER_LABELS.get(t, t)
         if not lst:
             out.append(
-                f"<tr><td>{_e(label)}</td><td colspan='3' class='tag'>no event of this type in the noisy "
+                f"<tr><td>{esc(label)}</td><td colspan='3' class='tag'>no event of this type in the noisy "
                 "conditions of this run</td></tr>"
             )
             continue
         for ex in lst:
             clean = _ctx_html(ex.clean_context, ex.ref_span, "span-clean", "(nothing here in the clean-ASR text)")
             noisy = _ctx_html(ex.noisy_context, ex.hyp_span, "span-noisy", "(dropped)")
-            effects = "".join(f"<li>{_e(x)}</li>" for x in ex.effects)
+            effects = "".join(f"<li>{esc(x)}</li>" for x in ex.effects)
             link = (
-                f"<div class='tag'>unexplained by any trigger of this item: {_e('; '.join(ex.unexplained))}</div>"
+                f"<div class='tag'>unexplained by any trigger of this item: {esc('; '.join(ex.unexplained))}</div>"
                 if ex.unexplained else ""
             )
             out.append(
-                f"<tr><td>{_e(label)}<div class='tag'>{_e(ex.explanation)}</div></td>"
+                f"<tr><td>{esc(label)}<div class='tag'>{esc(ex.explanation)}</div></td>"
                 f"<td><b>Clean:</b> “{clean}”<br><b>Noisy:</b> “{noisy}”</td>"
                 f"<td><ul class='effects'>{effects}</ul>{link}</td>"
-                f"<td><code>{_e(ex.encounter_id)}</code><br><code>{_e(ex.condition)}</code>"
+                f"<td><code>{esc(ex.encounter_id)}</code><br><code>{esc(ex.condition)}</code>"
                 + (
-                    f"<div class='tag'>records: <a href='../{_e(ex.clean_record_path)}'>clean</a> · "
-                    f"<a href='../{_e(ex.record_path)}'>noisy</a></div>"
+                    f"<div class='tag'>records: <a href='../{esc(ex.clean_record_path)}'>clean</a> · "
+                    f"<a href='../{esc(ex.record_path)}'>noisy</a></div>"
                     if ex.record_path and ex.clean_record_path
                     else ""
                 )
@@ -217,12 +214,12 @@ PRED_COLUMNS: tuple[tuple[str, str], ...] = tuple(
 def _pred_table_html(results: Sequence[EndpointResult]) -> str:
     head = (
         "<tr><th>Endpoint</th><th>items</th><th>positive</th>"
-        + "".join(f"<th>{_e(lab)}</th>" for _, lab in PRED_COLUMNS)
+        + "".join(f"<th>{esc(lab)}</th>" for _, lab in PRED_COLUMNS)
         + "</tr>"
     )
     body = []
     for r in results:
-        cells = [f"<td>{_e(r.label)}</td><td>{r.n}</td><td>{r.n_pos}</td>"]
+        cells = [f"<td>{esc(r.label)}</td><td>{r.n}</td><td>{r.n_pos}</td>"]
         for key, _ in PRED_COLUMNS:
             v, ci = _pred_cells(r, key)
             cells.append(f"<td><span class='v'>{v}</span>" + (f"<span class='ci'>{ci}</span>" if ci else "") + "</td>")
@@ -232,28 +229,28 @@ def _pred_table_html(results: Sequence[EndpointResult]) -> str:
 
 def _caption(c: ReportContent) -> str:
     return (
-        f"Table 2. Paired acoustic stress test, run <code>{_e(c.run_id)}</code>. Each cell: value and its "
+        f"Table 2. Paired acoustic stress test, run <code>{esc(c.run_id)}</code>. Each cell: value and its "
         f"{100 * (1 - c.alpha):.0f}% CI (paired cluster bootstrap over encounters, "
         f"{c.n_resamples} resamples, "
-        f"seed {c.seed}). {DASH} = not computed. Mean Score / Unsafe: {_e(c.judge)}."
+        f"seed {c.seed}). {DASH} = not computed. Mean Score / Unsafe: {esc(c.judge)}."
     )
 
 
 def render_html(c: ReportContent, report_dir: Path) -> str:
     """The self-contained HTML report."""
     parts = [
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(c.title)}</title>"
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(c.title)}</title>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<style>{CSS}</style></head><body>",
-        f"<h1>{_e(c.title)}</h1>",
+        f"<h1>{esc(c.title)}</h1>",
     ]
     h = c.headline
     parts.append(
-        f"<div class='sub'>{_e(h.corpus)} · encounters: {_e(h.encounters)} · "
-        f"ASR {_e(h.asr)} · structuring {_e(h.structuring)}</div>"
+        f"<div class='sub'>{esc(h.corpus)} · encounters: {esc(h.encounters)} · "
+        f"ASR {esc(h.asr)} · structuring {esc(h.structuring)}</div>"
     )
     if c.problems:
-        items = "".join(f"<li>{_e(p)}</li>" for p in c.problems)
+        items = "".join(f"<li>{esc(p)}</li>" for p in c.problems)
         parts.append(
             "<div class='warn'><b>Consistency check failed</b> — the numbers below are recomputed from "
             f"items.jsonl and could not be matched with summary.csv:<ul>{items}</ul></div>"
@@ -278,7 +275,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     )
     for name, p in c.plots.items():
         if name.endswith("_vs_snr"):
-            parts.append(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>")
+            parts.append(f"<img alt='{esc(name)}' src='{_data_uri(report_dir / p)}'>")
     parts.append("</div>")
     rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
     if rt60:
@@ -286,7 +283,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
             "<h2>Metrics against room and channel</h2><p class='sub'>Chain conditions: x = the room step's RT60 "
             "(0 = no room), one line per channel, 95% CI bars; dashed: clean-ASR reference. Each condition's "
             "steps, parameters and seeds are in items.jsonl (<code>mix.chain</code>).</p><div class='plots'>"
-            + "".join(f"<img alt='{_e(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in rt60) + "</div>"
+            + "".join(f"<img alt='{esc(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in rt60) + "</div>"
         )
     if c.error_rates is not None:
         img = c.plots.get("error_rates")
@@ -300,8 +297,8 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         "95% CIs: cluster bootstrap over encounters.</p>"
     )
     parts.append(
-        f"<div class='finding'><b>{_e(c.predictive_summary)}</b><ul>"
-        + "".join(f"<li>{_e(s)}</li>" for s in c.predictive_sentences)
+        f"<div class='finding'><b>{esc(c.predictive_summary)}</b><ul>"
+        + "".join(f"<li>{esc(s)}</li>" for s in c.predictive_sentences)
         + "</ul></div>"
     )
     parts.append(_pred_table_html(c.predictive))
@@ -314,14 +311,14 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         parts.append(
             "<h2>Mitigation: guard behaviour</h2>"
             + _simple_table_html([m.cells() for m in c.mitigation], MITIGATION_COLUMNS)
-            + "<ul>" + "".join(f"<li>{_e(s)}</li>" for s in c.guard_sentences) + "</ul>"
+            + "<ul>" + "".join(f"<li>{esc(s)}</li>" for s in c.guard_sentences) + "</ul>"
         )
         if c.guard_removed:
             note = _guard_removed_note(c)
             parts.append(
                 f"<h3>{GUARD_REMOVED_TITLE}</h3>"
                 + _simple_table_html([r.cells() for r in c.guard_removed[:GUARD_REMOVED_SHOWN]], GUARD_REMOVED_COLUMNS)
-                + (f"<p class='sub'>{_e(note)}</p>" if note else "")
+                + (f"<p class='sub'>{esc(note)}</p>" if note else "")
             )
     if c.mitigation_effects:
         parts.append(
@@ -344,7 +341,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
     if c.tables:
         parts.append(
             "<h3>Tables (CSV and Parquet)</h3><ul>"
-            + "".join(f"<li><code>{_e(p.as_posix())}</code></li>" for p in c.tables)
+            + "".join(f"<li><code>{esc(p.as_posix())}</code></li>" for p in c.tables)
             + "</ul>"
         )
     parts.append(
@@ -366,20 +363,20 @@ def _effect_text(r: EffectRow, m: str) -> str:
 def _effects_html(rows: Sequence[EffectRow]) -> str:
     head = (
         "<tr><th>Condition</th><th>vs</th><th>n</th>"
-        + "".join(f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}</th>" for m in METRIC_COLUMNS)
+        + "".join(f"<th>Δ {esc(METRIC_HEADERS[m][0])}{arrow(m)}</th>" for m in METRIC_COLUMNS)
         + "</tr>"
     )
     body = []
     for r in rows:
         cells = [
-            f"<td><code>{_e(r.condition)}</code></td><td><code>{_e(r.baseline)}</code></td>",
-            f"<td>{_e(r.n_common)}</td>",
+            f"<td><code>{esc(r.condition)}</code></td><td><code>{esc(r.baseline)}</code></td>",
+            f"<td>{esc(r.n_common)}</td>",
         ]
         for m in METRIC_COLUMNS:
             txt = _effect_text(r, m)
             v, _, ci = txt.partition(" ")
             cells.append(
-                f"<td><span class='v'>{_e(v)}</span>" + (f"<span class='ci'>{_e(ci)}</span>" if ci else "") + "</td>"
+                f"<td><span class='v'>{esc(v)}</span>" + (f"<span class='ci'>{esc(ci)}</span>" if ci else "") + "</td>"
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table class='main' id='guard-effect'><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>"
@@ -387,9 +384,7 @@ def _effects_html(rows: Sequence[EffectRow]) -> str:
 
 def _simple_table_html(rows: Sequence[Sequence[object]], cols: Sequence[str]) -> str:
     """A plain table: ``rows`` are the cells of each row in the order of ``cols``."""
-    head = "".join(f"<th>{_e(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(v))}</td>" for v in r) + "</tr>" for r in rows)
-    return f"<table class='main left'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return html_table(cols, [[_cell(v) for v in r] for r in rows], "main left")
 
 
 def _cell(v: object) -> str:
@@ -403,16 +398,10 @@ def _cell(v: object) -> str:
 # ---------------------------------------------------------------- Markdown
 
 
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], text: bool = False) -> str:
-    """A Markdown table: first column left, numbers right; ``text`` aligns every column left."""
-    sep = [":--" if (i == 0 or text) else "--:" for i in range(len(head))]
-    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(md_table(head, rows, text))
 
 
 def _table2_md(rows: Sequence[Row]) -> str:
@@ -421,9 +410,9 @@ def _table2_md(rows: Sequence[Row]) -> str:
     body = []
     for r in rows:
         if r.condition is None:
-            body.append([f"**{_md(r.label)}**"] + [""] * (len(head) - 1))
+            body.append([f"**{md_cell(r.label)}**"] + [""] * (len(head) - 1))
             continue
-        cells = [_md(r.label) if r.family != "clean" else f"**{_md(r.label)}**", str(r.n)]
+        cells = [md_cell(r.label) if r.family != "clean" else f"**{md_cell(r.label)}**", str(r.n)]
         for m in METRIC_COLUMNS:
             v = r.value(m)
             ci = fmt_ci(r.ci(m))
@@ -464,11 +453,11 @@ def render_markdown(c: ReportContent) -> str:
     body = []
     for r in c.trigger_rows:
         if r.condition is None:
-            body.append([f"**{_md(r.label)}**"] + [""] * len(TRIGGER_TYPES))
+            body.append([f"**{md_cell(r.label)}**"] + [""] * len(TRIGGER_TYPES))
             continue
         per = c.trigger_rates[r.condition]
         body.append(
-            [_md(r.label)]
+            [md_cell(r.label)]
             + [fmt(v) + (f" {fmt_ci(ci)}" if ci and v is not None else "") for v, ci in (per[t] for t in TRIGGER_TYPES)]
         )
     out += [_md_table(head, body), ""]
@@ -484,20 +473,20 @@ def render_markdown(c: ReportContent) -> str:
         for ex in c.examples[t] or []:
             rows.append(
                 [
-                    _md(TRIGGER_LABELS.get(t, t)),
+                    md_cell(TRIGGER_LABELS.get(t, t)),
                     "Clean: “"
                     + _ctx_md(ex.clean_context, ex.ref_span, "**", "(nothing here)")
                     + "” <br> Noisy: “"
                     + _ctx_md(ex.noisy_context, ex.hyp_span, "_", "(dropped)")
                     + "”",
-                    _md("; ".join(ex.effects)
+                    md_cell("; ".join(ex.effects)
                         + (f" (unexplained: {'; '.join(ex.unexplained)})" if ex.unexplained else "")),
                     f"`{ex.encounter_id}` / `{ex.condition}`"
                     + (f" ([record](../{ex.record_path}))" if ex.record_path else ""),
                 ]
             )
         if not c.examples[t]:
-            rows.append([_md(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""])
+            rows.append([md_cell(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""])
     out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows, text=True), ""]
     out += ["## Metrics against SNR", ""]
     out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
@@ -524,7 +513,7 @@ def render_markdown(c: ReportContent) -> str:
     head = ["Endpoint", "items", "positive"] + [lab for _, lab in PRED_COLUMNS]
     body = []
     for res in c.predictive:
-        cells = [_md(res.label), str(res.n), str(res.n_pos)]
+        cells = [md_cell(res.label), str(res.n), str(res.n_pos)]
         for key, _ in PRED_COLUMNS:
             v, ci = _pred_cells(res, key)
             cells.append(v + (f" {ci}" if ci else ""))
@@ -537,13 +526,13 @@ def render_markdown(c: ReportContent) -> str:
         out += [
             "## Mitigation: guard behaviour",
             "",
-            _md_table(cols, [[_md(_cell(v)) for v in m.cells()] for m in c.mitigation]),
+            _md_table(cols, [[md_cell(_cell(v)) for v in m.cells()] for m in c.mitigation]),
             "",
         ]
         out += [f"- {s}" for s in c.guard_sentences] + [""]
         if c.guard_removed:
             shown = c.guard_removed[:GUARD_REMOVED_SHOWN]
-            rows = [[_md(_cell(v)) for v in r.cells()] for r in shown]
+            rows = [[md_cell(_cell(v)) for v in r.cells()] for r in shown]
             note = _guard_removed_note(c)
             out += [f"### {GUARD_REMOVED_TITLE}", "", _md_table(GUARD_REMOVED_COLUMNS, rows, text=True), ""]
             out += [note, ""] if note else []
@@ -567,12 +556,12 @@ def render_markdown(c: ReportContent) -> str:
     out += [
         "## Run facts",
         "",
-        _md_table(["fact", "value"], [[_md(k), _md(v)] for k, v in c.facts], text=True),
+        _md_table(["fact", "value"], [[md_cell(k), md_cell(v)] for k, v in c.facts], text=True),
         "",
     ]
     out += [f"### Failures ({len(c.failures)})", ""]
     if c.failures:
-        out += [_md_table(FAILURE_COLUMNS, [[_md(_cell(v)) for v in f.cells()] for f in c.failures], text=True), ""]
+        out += [_md_table(FAILURE_COLUMNS, [[md_cell(_cell(v)) for v in f.cells()] for f in c.failures], text=True), ""]
     else:
         out += ["No item failed.", ""]
     if c.stage_seconds:
@@ -589,6 +578,6 @@ def render_markdown(c: ReportContent) -> str:
 
 def _ctx_md(ctx: tuple[str, str, str] | None, span: str, mark: str, empty: str) -> str:
     if ctx is None:
-        return f"{mark}{_md(span)}{mark}" if span else empty
+        return f"{mark}{md_cell(span)}{mark}" if span else empty
     pre, mid, post = ctx
-    return f"{_md(pre)}{mark}{_md(mid) or '∅'}{mark}{_md(post)}".strip()
+    return f"{md_cell(pre)}{mark}{md_cell(mid) or '∅'}{mark}{md_cell(post)}".strip()

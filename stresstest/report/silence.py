@@ -8,13 +8,13 @@ rule is :mod:`stresstest.metrics.silence`'s.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from stresstest.metrics.bootstrap import Interval, bootstrap_cis
 from stresstest.metrics.summary import ItemLike, aggregate_probes
+from stresstest.report.markup import esc, html_table, md_cell, md_table
 from stresstest.report.rundir import CLEAN, RunData
 from stresstest.results import ItemScore, ProbeField
 
@@ -156,20 +156,12 @@ def probes_html(sec: ProbeSection) -> str:
     if not sec.computed:
         return ""
 
-    def e(x: object) -> str:
-        return html.escape(str(x), quote=True)
-
-    def table(head: list[str], body: list[list[str]]) -> str:
-        return ("<table class='main'><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead>"
-                "<tbody>" + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in body)
-                + "</tbody></table>")
-
-    parts = [f"<h2>{e(TITLE)}</h2>", f"<p class='sub'>{e(EXPLANATION)}</p>", table(HEAD, _body(sec)),
-             "<ul>" + "".join(f"<li>{e(sentence(r))}</li>" for r in sec.rows) + "</ul>"]
+    parts = [f"<h2>{esc(TITLE)}</h2>", f"<p class='sub'>{esc(EXPLANATION)}</p>", html_table(HEAD, _body(sec)),
+             "<ul>" + "".join(f"<li>{esc(sentence(r))}</li>" for r in sec.rows) + "</ul>"]
     if sec.traced:
-        parts += ["<h3>Record fields traced to a silence probe</h3>", table(TRACED_HEAD, _traced_body(sec))]
+        parts += ["<h3>Record fields traced to a silence probe</h3>", html_table(TRACED_HEAD, _traced_body(sec))]
     if sec.problems:
-        parts.append("<div class='warn'>Disagreement with summary.csv: " + e("; ".join(sec.problems)) + "</div>")
+        parts.append("<div class='warn'>Disagreement with summary.csv: " + esc("; ".join(sec.problems)) + "</div>")
     return "\n".join(parts)
 
 
@@ -178,12 +170,8 @@ def probes_markdown(sec: ProbeSection) -> list[str]:
     if not sec.computed:
         return []
 
-    def md(x: str) -> str:
-        return x.replace("|", "\\|").replace("\n", " ")
-
     def table(head: list[str], body: list[list[str]]) -> list[str]:
-        return (["| " + " | ".join(head) + " |", "| " + " | ".join([":--"] * len(head)) + " |"]
-                + ["| " + " | ".join(md(c) for c in row) + " |" for row in body])
+        return md_table(head, [[md_cell(c) for c in row] for row in body], text=True)
 
     out = [f"## {TITLE}", "", EXPLANATION, ""] + table(HEAD, _body(sec)) + [""]
     out += [f"- {sentence(r)}" for r in sec.rows] + [""]

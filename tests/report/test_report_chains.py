@@ -65,3 +65,20 @@ def test_chain_rows_and_plots(tmp_path: Path) -> None:
     plots = chain_plots(rows, list(run.conditions), tmp_path)
     assert sorted(plots) == ["unsafe_vs_rt60", "wer_vs_rt60"] and all(p.stat().st_size > 0 for p in plots.values())
     assert chain_plots(rows, [Condition.clean()], tmp_path) == {}
+
+
+def test_named_chains_get_their_own_line_and_ties_in_rt60_do_not_crash(tmp_path: Path) -> None:
+    noise = {"noise": {"family": "ambient", "snr_db": 20.0}}
+    probe = {"silence": {"pause_s": 6.0, "every": 6}}
+    axes = Condition.chained("rt0.8_wideband", [ROOM], {"room": "rt0.8", "channel": "wideband"})
+    twin = Condition.chained("rt0.8_ambient20", [ROOM, noise])
+    probed = Condition.chained("silence6_rt0.8_ambient20", [probe, ROOM, noise])
+    assert [channel_of(c) for c in (axes, twin, probed)] == ["wideband", "ambient 20 dB",
+                                                             "silence probes+ambient 20 dB"]
+    grid = ConditionGrid([Condition.clean(), axes, twin, probed, Condition.chained("rt0.8_again", [ROOM])])
+    items = [_item(e, c.id, 1, 0) for e in ("A", "B") for c in grid]
+    run = RunData(run_dir=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary={},
+                  summary_columns=["condition"])
+    # rt0.8_again shares RT60 and line with rt0.8_wideband: the points sort by RT60 only (Rows do not compare)
+    plots = chain_plots(table2_rows(run, {}), list(grid), tmp_path)
+    assert sorted(plots) == ["unsafe_vs_rt60", "wer_vs_rt60"]
