@@ -269,14 +269,14 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         "what changed between the two structured records (claims matched on category, concept and "
         "status).</p>" + _examples_html(c.examples)
     )
-    parts.append(
-        "<h2>Metrics against SNR</h2><p class='sub'>Lines: noise families with 95% CI bands; dashed: "
-        "clean-ASR reference with its CI band; stars: guard-mitigated conditions.</p><div class='plots'>"
-    )
-    for name, p in c.plots.items():
-        if name.endswith("_vs_snr"):
-            parts.append(f"<img alt='{esc(name)}' src='{_data_uri(report_dir / p)}'>")
-    parts.append("</div>")
+    snr = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_snr")]
+    if snr:
+        parts.append(
+            "<h2>Metrics against SNR</h2><p class='sub'>Lines: noise families with 95% CI bands; dashed: "
+            "clean-ASR reference with its CI band; stars: guard-mitigated conditions.</p><div class='plots'>"
+        )
+        parts += [f"<img alt='{esc(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in snr]
+        parts.append("</div>")
     rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
     if rt60:
         parts.append(
@@ -488,9 +488,9 @@ def render_markdown(c: ReportContent) -> str:
         if not c.examples[t]:
             rows.append([md_cell(TRIGGER_LABELS.get(t, t)), "no event of this type in the noisy conditions", "", ""])
     out += [_md_table(["Cause", "Paired transcript", "Effect on the record", "Item"], rows, text=True), ""]
-    out += ["## Metrics against SNR", ""]
-    out += [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
-    out += [""]
+    snr = [f"![{name}]({p.as_posix()})" for name, p in c.plots.items() if name.endswith("_vs_snr")]
+    if snr:
+        out += ["## Metrics against SNR", "", *snr, ""]
     rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
     if rt60:
         out += ["## Metrics against room and channel", "",

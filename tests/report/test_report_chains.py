@@ -9,6 +9,7 @@ import pytest
 from stresstest.grid import Condition, ConditionGrid
 from stresstest.report.chains import chain_plots, channel_of, rt60_of
 from stresstest.report.error_rates import error_rate_plot, error_rate_section, error_rates_markdown
+from stresstest.report.plots import all_metric_plots
 from stresstest.report.rundir import RunData
 from stresstest.report.tables import table2_rows
 from stresstest.results import ItemScore, RunManifest
@@ -65,6 +66,7 @@ def test_chain_rows_and_plots(tmp_path: Path) -> None:
     plots = chain_plots(rows, list(run.conditions), tmp_path)
     assert sorted(plots) == ["unsafe_vs_rt60", "wer_vs_rt60"] and all(p.stat().st_size > 0 for p in plots.values())
     assert chain_plots(rows, [Condition.clean()], tmp_path) == {}
+    assert all_metric_plots(rows, tmp_path) == {}  # no condition has an SNR: no empty "against SNR" figures
 
 
 def test_named_chains_get_their_own_line_and_ties_in_rt60_do_not_crash(tmp_path: Path) -> None:
