@@ -13,15 +13,16 @@ says how many encounters were compared.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stresstest.cache import atomic_write_text
+from stresstest.console import text_table
 from stresstest.errors import ReportError
 from stresstest.metrics.bootstrap import paired_differences
 from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS
+from stresstest.report.markup import esc, md_table
 from stresstest.report.render import CSS
 from stresstest.report.rundir import CLEAN, RunData, load_run
 from stresstest.report.tables import DASH, METRIC_HEADERS, arrow, fmt, write_table
@@ -186,18 +187,7 @@ def format_compare_text(a: RunData, b: RunData, rows: list[dict[str, Any]]) -> s
     """Plain-text table of B − A per condition (what ``stresstest compare`` prints)."""
     head = ["Condition", "n"] + [METRIC_HEADERS[m][0] for m in METRIC_COLUMNS]
     body = [[r["condition"], str(r["n_common"])] + [_cell_text(r, m, 1) for m in METRIC_COLUMNS] for r in rows]
-    widths = [max(len(h), *(len(x[i]) for x in body)) for i, h in enumerate(head)]
-    lines = [
-        f"B − A with 95% paired bootstrap CIs; A = {a.run_id}, B = {b.run_id}",
-        "  ".join(h.ljust(widths[i]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(head)),
-    ]
-    lines.append("-" * len(lines[-1]))
-    lines += ["  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(x)) for x in body]
-    return "\n".join(lines)
-
-
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
+    return f"B − A with 95% paired bootstrap CIs; A = {a.run_id}, B = {b.run_id}\n" + text_table(head, body)
 
 
 def _html(
@@ -213,40 +203,40 @@ def _html(
     head = (
         "<tr><th>Condition</th><th>n</th>"
         + "".join(
-            f"<th>Δ {_e(METRIC_HEADERS[m][0])}{arrow(m)}<span class='unit'>({_e(METRIC_HEADERS[m][1])})</span></th>"
+            f"<th>Δ {esc(METRIC_HEADERS[m][0])}{arrow(m)}<span class='unit'>({esc(METRIC_HEADERS[m][1])})</span></th>"
             for m in METRIC_COLUMNS
         )
         + "</tr>"
     )
     body = []
     for r in rows:
-        cells = [f"<td><code>{_e(r['condition'])}</code></td><td>{r['n_common']}</td>"]
+        cells = [f"<td><code>{esc(r['condition'])}</code></td><td>{r['n_common']}</td>"]
         for m in METRIC_COLUMNS:
             diff = r[f"{m}_diff"]
             if diff is None:
-                cells.append(f"<td data-condition='{_e(r['condition'])}' data-metric='{m}'>{DASH}</td>")
+                cells.append(f"<td data-condition='{esc(r['condition'])}' data-metric='{m}'>{DASH}</td>")
                 continue
             lo, hi, v = r[f"{m}_diff_lo"], r[f"{m}_diff_hi"], r[f"{m}_verdict"]
             ci = f"[{lo:+.2f}, {hi:+.2f}]" if lo is not None else ""
             cells.append(
-                f"<td data-condition='{_e(r['condition'])}' data-metric='{m}'>"
+                f"<td data-condition='{esc(r['condition'])}' data-metric='{m}'>"
                 f"<span class='v' style='color:{colour[v]}'>{diff:+.2f}</span><span class='ci'>{ci}</span>"
                 f"<span class='ci'>{fmt(r[f'{m}_a'])} → {fmt(r[f'{m}_b'])}</span></td>"
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
     fact_rows = "".join(
-        f"<tr><td>{_e(k)}</td><td>{_e(va)}</td><td>{_e(vb)}</td><td>{'differs' if va != vb else ''}</td></tr>"
+        f"<tr><td>{esc(k)}</td><td>{esc(va)}</td><td>{esc(vb)}</td><td>{'differs' if va != vb else ''}</td></tr>"
         for k, va, vb in facts
     )
     return (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Compare {_e(a.run_id)} vs "
-        f"{_e(b.run_id)}</title><style>{CSS}</style></head><body>"
-        f"<h1>Run comparison: B − A</h1><div class='sub'>A = <code>{_e(a.run_id)}</code> · B = "
-        f"<code>{_e(b.run_id)}</code> · paired over the encounters both runs completed · 95% CIs from "
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Compare {esc(a.run_id)} vs "
+        f"{esc(b.run_id)}</title><style>{CSS}</style></head><body>"
+        f"<h1>Run comparison: B − A</h1><div class='sub'>A = <code>{esc(a.run_id)}</code> · B = "
+        f"<code>{esc(b.run_id)}</code> · paired over the encounters both runs completed · 95% CIs from "
         f"{n_resamples} paired cluster-bootstrap resamples (seed {seed}). Green: B better (CI excludes 0); "
         "red: B "
         "worse; grey: not resolved. Second line of a cell: A → B on the common encounters.</div>"
-        + "".join(f"<div class='warn'>{_e(w)}</div>" for w in warnings)
+        + "".join(f"<div class='warn'>{esc(w)}</div>" for w in warnings)
         + f"<h2>Differences</h2><table class='main' id='compare'><thead>{head}</thead>"
         f"<tbody>{''.join(body)}</tbody></table><h2>What differs between the runs</h2>"
         "<table class='kv'><tr><td></td><td><b>A</b></td><td><b>B</b>"
@@ -271,9 +261,8 @@ def _markdown(
         f"{n_resamples} paired cluster-bootstrap resamples (seed {seed}). Each cell: Δ [CI] (A → B).",
         "",
         *[f"> **Warning:** {w}\n" for w in warnings],
-        "| " + " | ".join(head) + " |",
-        "| :-- | " + " | ".join("--:" for _ in head[1:]) + " |",
     ]
+    body = []
     for r in rows:
         cells = [f"`{r['condition']}`", str(r["n_common"])]
         for m in METRIC_COLUMNS:
@@ -282,12 +271,11 @@ def _markdown(
                 verdict = f", {r[f'{m}_verdict']}" if r[f"{m}_verdict"] else ""
                 t += f" ({fmt(r[f'{m}_a'])} → {fmt(r[f'{m}_b'])}{verdict})"
             cells.append(t)
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## What differs between the runs", "", "| fact | A | B | |", "| :-- | :-- | :-- | :-- |"]
-    lines += [
-        f"| {k} | {va.replace('|', '/')} | {vb.replace('|', '/')} | {'differs' if va != vb else ''} |"
-        for k, va, vb in facts
-    ]
+        body.append(cells)
+    lines += md_table(head, body)
+    lines += ["", "## What differs between the runs", ""]
+    lines += md_table(["fact", "A", "B", ""], [[k, va.replace("|", "/"), vb.replace("|", "/"),
+                                                 "differs" if va != vb else ""] for k, va, vb in facts], text=True)
     return "\n".join(lines) + "\n"
 
 
