@@ -214,6 +214,14 @@ class ConditionGrid(Sequence[Condition]):
         """Chain conditions (their audio comes from :mod:`stresstest.noise.chain`, not the family mixer)."""
         return [c for c in self._items if c.is_chain]
 
+    def probe_twin(self, cid: str) -> Condition | None:
+        """The baseline of a silence-probe condition: the chain condition of the grid whose steps are ``cid``'s
+        without its first (``silence``) step (None: ``cid`` has no such step, or the grid has no twin)."""
+        chain = self.get(cid).chain or []
+        if not chain or "silence" not in chain[0]:
+            return None
+        return next((c for c in self.chained() if not c.mitigated and c.chain == chain[1:]), None)
+
     def mitigated(self) -> list[Condition]:
         """Guard rows."""
         return [c for c in self._items if c.mitigated]

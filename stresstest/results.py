@@ -250,6 +250,8 @@ class ItemScore(BaseModel):
     probe_words: int | None = Field(default=None, description="ASR words attributed to the inserted stretches.")
     probe_fields: list[ProbeField] | None = Field(default=None, description="Record fields whose evidence lies "
                                                   "in those words.")
+    probe_twin: str | None = Field(default=None, description="The same chain without its silence step (baseline).")
+    probe_words_twin: int | None = Field(default=None, description="ASR words the twin wrote at the same pauses.")
     quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
     quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
 

@@ -183,6 +183,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
                 detail["silence_probes"] = probe_detail(ps.probe)
                 if ps.probe.mapped:
                     row.update(probe_s=round(ps.probe.seconds, 3), probe_words=ps.probe.words)  # to the ms
+                    row.update(_twin_words(x, grid, base_cond, ref, mix, detail["silence_probes"]))
             if clean_err is not None:
                 row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
             row["neg_err"] = int(bool(ps.negation))
@@ -269,6 +270,22 @@ class ScoreInputs:
         return {eid: EncounterOutputs(encounter=enc, gold=self.gold.get(eid),
                                       conditions={c.id: found[(eid, c.id)] for c in self.grid})
                 for eid, enc in self.encounters.items()}
+
+
+def _twin_words(x: EncounterOutputs, grid: ConditionGrid, cond: str, ref: str, mix: MixInfo | None,
+                detail: dict[str, Any]) -> dict[str, Any]:
+    """``probe_twin`` / ``probe_words_twin``: the words the same chain without its silence step wrote at the
+    probed pauses (the same turn boundaries), when the grid has that twin and it has a transcript."""
+    twin = grid.probe_twin(cond)
+    probes = probe_stretches(mix)
+    t = x.conditions[twin.id].transcript if twin is not None else None
+    if twin is None or t is None or probes is None:
+        return {}
+    pw = probe_words(align(ref, t.text), x.encounter.turns, probes)
+    if not pw.mapped:
+        return {}
+    detail["twin"] = {"condition": twin.id, **{k: v for k, v in probe_detail(pw).items() if k != "seconds"}}
+    return {"probe_twin": twin.id, "probe_words_twin": pw.words}
 
 
 def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:

@@ -43,12 +43,15 @@ class ProbeRow:
     rate: float | None
     ci: Interval | None
     n_traced: int
+    twin: str | None = None
+    twin_words: int | None = None
 
     def to_row(self) -> dict[str, object]:
         """The ``silence_probes`` table row."""
         return {"condition": self.condition, "n": self.n, "words": self.words, "seconds": round(self.seconds, 6),
                 "halluc_per_min": self.rate, "halluc_per_min_lo": self.ci[0] if self.ci else None,
-                "halluc_per_min_hi": self.ci[1] if self.ci else None, "traced_fields": self.n_traced}
+                "halluc_per_min_hi": self.ci[1] if self.ci else None, "traced_fields": self.n_traced,
+                "twin": self.twin, "twin_words": self.twin_words}
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,12 @@ def probe_section(run: RunData, n_resamples: int, seed: int) -> ProbeSection:
                 sec.problems.append(f"{name}/halluc_per_min: summary.csv has {cell!r}, items give {rate}")
         traced = [TracedField(it.encounter_id, name, f) for it in its for f in (it.probe_fields or [])]
         sec.traced += traced
+        twins = {it.probe_twin for it in its}
+        twin = twins.pop() if len(twins) == 1 and all(it.probe_words_twin is not None for it in its) else None
         sec.rows.append(ProbeRow(condition=name, n=len(its), words=sum(int(it.probe_words or 0) for it in its),
                                  seconds=sum(float(it.probe_s or 0.0) for it in its), rate=rate,
-                                 ci=cis[name]["halluc_per_min"], n_traced=len(traced)))
+                                 ci=cis[name]["halluc_per_min"], n_traced=len(traced), twin=twin,
+                                 twin_words=sum(int(it.probe_words_twin or 0) for it in its) if twin else None))
     return sec
 
 
@@ -114,9 +120,13 @@ def sentence(r: ProbeRow) -> str:
         return head + "."
     ci = f", 95% CI [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else ""
     out = f"{head}: {r.rate:.2f} per minute{ci}."
-    if r.words:
+    if r.twin is not None and r.twin_words is not None:
+        out += (f" The same pauses in {r.twin} (the chain without its `silence` step, same encounters) got "
+                f"{r.twin_words} word{'' if r.twin_words == 1 else 's'}: what the ASR writes at a turn boundary "
+                "anyway, counted in the rate too.")
+    elif r.words:
         out += (" This counts what the ASR would write at those turn boundaries without the probe too; the same "
-                "chain without its `silence` step is the baseline.")
+                "chain without its `silence` step (not in this grid) would be the baseline.")
     if r.words == 0 and minutes > 0:
         out += (f" No word in {minutes:.1f} min does not show the rate is zero: a Poisson count with none seen "
                 f"allows up to {ZERO_EVENTS_95 / minutes:.2f} per minute (95%).")
@@ -137,12 +147,14 @@ def _rate(r: ProbeRow) -> str:
     return f"{r.rate:.2f}" + (f" [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else "")
 
 
-HEAD = ["Condition", "n", "Words at probed pauses", "Minutes inserted", "halluc_per_min [95% CI]", "Traced fields"]
+HEAD = ["Condition", "n", "Words at probed pauses", "Minutes inserted", "halluc_per_min [95% CI]", "Traced fields",
+        "Same pauses without the probe"]
 TRACED_HEAD = ["Encounter", "Condition", "Field", "Kind", "Name", "Evidence quote"]
 
 
 def _body(sec: ProbeSection) -> list[list[str]]:
-    return [[r.condition, str(r.n), str(r.words), f"{r.seconds / 60.0:.2f}", _rate(r), str(r.n_traced)]
+    return [[r.condition, str(r.n), str(r.words), f"{r.seconds / 60.0:.2f}", _rate(r), str(r.n_traced),
+             f"{r.twin_words} words ({r.twin})" if r.twin is not None else "– (no twin in the grid)"]
             for r in sec.rows]
 
 

@@ -84,8 +84,10 @@ def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
     from stresstest.pipeline.score import ConditionOutputs, EncounterOutputs, score_encounter
 
     enc = Encounter(encounter_id="X", corpus="manifest", source_path="x", turns=TURNS)
-    probe = Condition.chained("probe", [{"silence": {"pause_s": 6}}, {"room": {"rt60_s": 0.3}}])
-    grid = ConditionGrid([Condition.clean(), probe])
+    room = {"room": {"rt60_s": 0.3}}
+    probe = Condition.chained("probe", [{"silence": {"pause_s": 6}}, room])
+    grid = ConditionGrid([Condition.clean(), probe, Condition.chained("dry", [room])])
+    assert grid.probe_twin("probe") == grid.get("dry") and grid.probe_twin("dry") is None
     assert probe_stretches(None) is None
 
     def tr(cond: str, text: str) -> Transcript:
@@ -104,15 +106,20 @@ def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
         "probe": ConditionOutputs(
             transcript=tr("probe", HYP), record=env("probe", "Thank you for watching"),
             mix=_mix([{"after_run": 0, "after_turn": 0, "at_s": 2.0, "start_s": 2.0, "end_s": 8.0}])),
+        "dry": ConditionOutputs(transcript=tr("dry", "How are you today? Oh. I have chest pain. Since when?")),
     })
     rows = {it.row.condition: it for it in score_encounter(x, grid, "none")}
     clean, noisy = rows["clean"].row, rows["probe"].row
     assert clean.probe_s is None and clean.probe_words is None and clean.probe_fields is None
     assert (noisy.probe_s, noisy.probe_words) == (6.0, 4)
+    # the twin (the chain without its silence step) wrote "Oh" at the same pause: the stated baseline
+    assert (noisy.probe_twin, noisy.probe_words_twin) == ("dry", 1)
+    assert rows["probe"].detail["silence_probes"]["twin"]["stretches"][0]["text"] == "Oh"
+    assert rows["dry"].row.probe_twin is None and rows["dry"].row.probe_s is None
     assert [f.field_id for f in noisy.probe_fields or []] == ["c1"]
     assert rows["probe"].detail["silence_probes"]["stretches"][0]["text"] == "Thank you for watching"
     summary = summary_rows([clean, noisy], grid)
     assert summary[0].halluc_per_min is None and summary[1].halluc_per_min == pytest.approx(40.0)
-    header, first, second = _summary_csv(summary).splitlines()
+    header, first, second = _summary_csv(summary[:2]).splitlines()
     assert header.split(",")[-1] == "halluc_per_min" and header.split(",")[-2] == "clinical_wer_patient"
     assert first.endswith(",") and second.endswith(",40")

@@ -57,7 +57,8 @@ def test_section_rates_cis_traced_fields_and_the_summary_check(tmp_path: Path) -
     assert "| ambient_5db | 4 | 6 | 4.00 | 1.50 [" in md
     assert ("ambient_5db: 6 words written at the probed pauses (4.0 min of inserted non-speech) over 4 encounters: "
             "1.50 per minute, 95% CI [") in md
-    assert "without the probe too; the same chain without its `silence` step is the baseline." in md
+    assert "without the probe too; the same chain without its `silence` step (not in this grid) would be" in md
+    assert "| – (no twin in the grid) |" in md
     assert "With 4 encounters the interval resamples only these encounters;" in md
     assert "No word in" not in md
     assert "| thank you for watching |" in md
@@ -79,3 +80,12 @@ def test_no_word_written_gives_an_upper_bound_not_zero() -> None:
     assert "a Poisson count with none seen allows up to 1.00 per minute (95%)" in text  # -ln(0.05) / 3 min
     assert "With 3 encounters the interval resamples only these encounters" in text
     assert "No record field was traced to such words." in text
+
+
+def test_the_twin_without_the_probe_is_the_stated_baseline() -> None:
+    row = ProbeRow(condition="silence6_dry", n=4, words=3, seconds=150.0, rate=1.2, ci=(0.0, 2.5), n_traced=0,
+                   twin="dry", twin_words=1)
+    text = sentence(row)
+    assert ("The same pauses in dry (the chain without its `silence` step, same encounters) got 1 word: what the "
+            "ASR writes at a turn boundary anyway, counted in the rate too.") in text
+    assert "not in this grid" not in text
