@@ -121,9 +121,10 @@ def sentence(r: ProbeRow) -> str:
     ci = f", 95% CI [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else ""
     out = f"{head}: {r.rate:.2f} per minute{ci}."
     if r.twin is not None and r.twin_words is not None:
-        out += (f" The same pauses in {r.twin} (the chain without its `silence` step, same encounters) got "
-                f"{r.twin_words} word{'' if r.twin_words == 1 else 's'}: what the ASR writes at a turn boundary "
-                "anyway, counted in the rate too.")
+        same = f" The same pauses in {r.twin} (the chain without its `silence` step, same encounters) got "
+        out += same + ("no word either." if r.twin_words == 0 else
+                       f"{r.twin_words} word{'' if r.twin_words == 1 else 's'}: what the ASR writes at a turn "
+                       "boundary anyway, counted in the rate too.")
     elif r.words:
         out += (" This counts what the ASR would write at those turn boundaries without the probe too; the same "
                 "chain without its `silence` step (not in this grid) would be the baseline.")

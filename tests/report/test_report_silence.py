@@ -89,3 +89,5 @@ def test_the_twin_without_the_probe_is_the_stated_baseline() -> None:
     assert ("The same pauses in dry (the chain without its `silence` step, same encounters) got 1 word: what the "
             "ASR writes at a turn boundary anyway, counted in the rate too.") in text
     assert "not in this grid" not in text
+    assert sentence(ProbeRow(condition="s", n=4, words=0, seconds=150.0, rate=0.0, ci=(0.0, 0.0), n_traced=0,
+                             twin="dry", twin_words=0)).count("got no word either.") == 1
