@@ -18,7 +18,8 @@ OSCE = Path(__file__).resolve().parents[2] / "data" / "osce" / "transcripts"
 def test_probe_audio_is_transcribed_and_scored(tmp_path: Path) -> None:
     from stresstest.corpus import load_corpus
     from stresstest.noise.chain import build_chain
-    from stresstest.pipeline.score import EncounterOutputs, score_encounter
+    from stresstest.pipeline.score import ConditionOutputs, EncounterOutputs, score_encounter
+    from stresstest.records import Transcript
     from stresstest.speech import speech_for
 
     enc = load_corpus("osce", OSCE, limit=1)[0].truncated(6)
@@ -41,7 +42,10 @@ def test_probe_audio_is_transcribed_and_scored(tmp_path: Path) -> None:
     transcribe_items([ASRItem(enc.encounter_id, "clean", Path(speech.path)), ASRItem(enc.encounter_id, "probe", wav)],
                      ASRConfig(), cache_dir=cache, on_done=lambda it, t, e: texts.__setitem__(it.condition, t or e))
     assert all(not isinstance(t, str) for t in texts.values()), texts
-    x = EncounterOutputs(encounter=enc, transcripts=texts, mix={"probe": info})  # type: ignore[arg-type]
+    clean_t, probe_t = texts["clean"], texts["probe"]
+    assert isinstance(clean_t, Transcript) and isinstance(probe_t, Transcript)
+    x = EncounterOutputs(encounter=enc, conditions={"clean": ConditionOutputs(transcript=clean_t),
+                                                    "probe": ConditionOutputs(transcript=probe_t, mix=info)})
     rows = {it.row.condition: it for it in score_encounter(x, ConditionGrid([Condition.clean(), probe]), "none")}
     row = rows["probe"].row
     assert row.probe_s == pytest.approx(8.0 * len(stretches))
