@@ -3,7 +3,9 @@ from the PriMock57 TextGrids) and the committed, labelled ``data/trigger_devset_
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
@@ -110,3 +112,68 @@ def test_cli_draws_only_the_named_conditions_with_the_prefix(primock: Path, tmp_
         mtd.main([*argv, "--conditions", "babble10"])  # not among the run's conditions
     with pytest.raises(SystemExit):
         mtd.main(["--run", str(run), "--corpus-kind", "primock57", "--out", str(out)])  # no --corpus
+
+
+#: The commit that added the labels, before the detector (``stresstest triggers``, validate_triggers.py) first ran on
+#: the set (data/trigger_devset_primock/README.md), and the SHA-256 of its
+#: [pair_id, encounter_id, split, reference, hypothesis, label] rows.
+LABELS_COMMIT = "d308ab8738dbb0473352c0ca9978330c18f5ca89"
+LABELS_SHA256 = "7080b979b60e2d961ba35f10a88fb9006158acbbab49cfaae933c3c06dcdf850"
+N_PAIRS = 285
+PRIMOCK_SPLIT = {
+    "dev": [
+        "day1_consultation10",
+        "day2_consultation05",
+        "day3_consultation02",
+        "day3_consultation04",
+        "day3_consultation05",
+        "day4_consultation08",
+    ],
+    "test": [
+        "day1_consultation04",
+        "day2_consultation10",
+        "day3_consultation03",
+        "day3_consultation08",
+        "day4_consultation04",
+        "day5_consultation09",
+    ],
+}
+PRIMOCK_SET = PRIMOCK_DIR / "pairs.jsonl"
+
+
+def _label_rows(text: str) -> list[list[object]]:
+    rows = [json.loads(line) for line in text.splitlines()]
+    return [[r["pair_id"], r["encounter_id"], r["split"], r["reference"], r["hypothesis"], r["label"]] for r in rows]
+
+
+def test_the_primock_set_is_labelled_and_split_by_encounter_before_labelling() -> None:
+    rows = [json.loads(line) for line in PRIMOCK_SET.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == N_PAIRS and [r["pair_id"] for r in rows] == [f"m{k:03d}" for k in range(N_PAIRS)]
+    assert len({(r["reference"], r["hypothesis"]) for r in rows}) == N_PAIRS
+    assert all(r["label"] in (0, 1, 2) and (r["label"] == 0) == ("label_note" not in r) for r in rows)
+    assert {r["source"] for r in rows} == {"ambient0", "babble10", "rt0.8_g711"}
+    split = {s: sorted({r["encounter_id"] for r in rows if r["split"] == s}) for s in ("dev", "test")}
+    assert split == PRIMOCK_SPLIT  # each encounter in one split: the README's lists
+    ids = sorted(PRIMOCK_SPLIT["dev"] + PRIMOCK_SPLIT["test"])
+    shuffled = mtd.sample_run_pairs(
+        [{"source": "c", "encounter_id": e, "reference": e, "hypothesis": ""} for e in ids],
+        len(ids),
+        seed=0,
+        split_seed=34,  # the --split-seed of the README's command
+    )
+    assert {s: sorted(str(p["encounter_id"]) for p in shuffled if p["split"] == s) for s in PRIMOCK_SPLIT} == split
+    digest = hashlib.sha256(json.dumps(_label_rows(PRIMOCK_SET.read_text(encoding="utf-8"))).encode()).hexdigest()
+    assert digest == LABELS_SHA256, "labels changed since they were committed before the detector ran"
+
+
+def test_the_primock_labels_equal_the_labelling_commit() -> None:
+    try:
+        old = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{LABELS_COMMIT}:data/trigger_devset_primock/pairs.jsonl"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip(f"git history with the labelling commit {LABELS_COMMIT[:10]} is not available here")
+    assert _label_rows(old) == _label_rows(PRIMOCK_SET.read_text(encoding="utf-8"))
