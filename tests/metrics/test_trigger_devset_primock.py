@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -177,3 +179,17 @@ def test_the_primock_labels_equal_the_labelling_commit() -> None:
     except (OSError, subprocess.CalledProcessError):
         pytest.skip(f"git history with the labelling commit {LABELS_COMMIT[:10]} is not available here")
     assert _label_rows(old) == _label_rows(PRIMOCK_SET.read_text(encoding="utf-8"))
+
+
+def test_the_run_config_holds_the_seeded_encounter_draw(primock: Path) -> None:
+    """run.yaml's targets are the README's rule (12 of the non-gold consultations, random.Random(34)); its babble
+    bank is the other non-gold ones, never a target."""
+    cfg = yaml.safe_load((PRIMOCK_DIR / "run.yaml").read_text(encoding="utf-8"))
+    ids = sorted(f.name[: -len("_doctor.TextGrid")] for f in (PRIMOCK / "transcripts").glob("*_doctor.TextGrid"))
+    gold = {f.stem for f in (ROOT / "stresstest" / "gold" / "data").glob("*.yaml")}
+    pool = [i for i in ids if i not in gold]
+    assert len(ids) == 57 and len(pool) == 52
+    targets = sorted(random.Random(34).sample(pool, 12))
+    assert cfg["corpus"]["ids"] == targets
+    assert cfg["noise"]["babble"]["bank_encounters"] == [i for i in pool if i not in targets]
+    assert sorted(PRIMOCK_SPLIT["dev"] + PRIMOCK_SPLIT["test"]) == targets
