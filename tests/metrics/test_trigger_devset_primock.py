@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import make_trigger_devset as mtd  # noqa: E402
 
+from stresstest.config import load_config  # noqa: E402
 from stresstest.corpus import load_corpus  # noqa: E402
 
 PRIMOCK = ROOT.parent / "shared" / "corpora" / "primock57"  # real corpus, next to the checkout (CC BY 4.0)
@@ -185,6 +186,8 @@ def test_the_run_config_holds_the_seeded_encounter_draw(primock: Path) -> None:
     """run.yaml's targets are the README's rule (12 of the non-gold consultations, random.Random(34)); its babble
     bank is the other non-gold ones, never a target."""
     cfg = yaml.safe_load((PRIMOCK_DIR / "run.yaml").read_text(encoding="utf-8"))
+    grid = load_config(PRIMOCK_DIR / "run.yaml").chains.expand()  # still a valid run config
+    assert [name for name, _, _ in grid] == ["ambient0", "babble10", "rt0.8_g711"]
     ids = sorted(f.name[: -len("_doctor.TextGrid")] for f in (PRIMOCK / "transcripts").glob("*_doctor.TextGrid"))
     gold = {f.stem for f in (ROOT / "stresstest" / "gold" / "data").glob("*.yaml")}
     pool = [i for i in ids if i not in gold]
