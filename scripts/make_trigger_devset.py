@@ -166,22 +166,23 @@ class _Transcripts:
 
     def __init__(self, kind: str, corpus_dir: Path) -> None:
         self.kind, self.corpus_dir = kind, corpus_dir
-        self._by_id: dict[str, Encounter] | None = None if kind != "osce" else {}
+        self._by_id: dict[str, Encounter] = {}
+        self._loaded = False
 
     def get(self, eid: str, where: str) -> Encounter:
-        if self.kind == "osce":
-            assert self._by_id is not None
-            if eid not in self._by_id:
-                path = self.corpus_dir / f"{eid}.txt"
-                if not path.is_file():
-                    raise SystemExit(f"{where}: transcript of {eid} not found: expected {path}")
-                self._by_id[eid] = parse_osce_file(path)
+        if eid in self._by_id:
             return self._by_id[eid]
-        if self._by_id is None:
+        if self.kind == "osce":
+            path = self.corpus_dir / f"{eid}.txt"
+            if not path.is_file():
+                raise SystemExit(f"{where}: transcript of {eid} not found: expected {path}")
+            self._by_id[eid] = parse_osce_file(path)
+        elif not self._loaded:
             try:
                 self._by_id = {e.encounter_id: e for e in load_corpus(self.kind, self.corpus_dir)}
             except CorpusError as exc:
                 raise SystemExit(f"error: --corpus {self.corpus_dir} ({self.kind}): {exc}") from None
+            self._loaded = True
         if eid not in self._by_id:
             raise SystemExit(f"{where}: transcript of {eid} not found in the {self.kind} corpus {self.corpus_dir}")
         return self._by_id[eid]
