@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm import tqdm
 
 from stresstest import __version__
 from stresstest.asr.stage import ASRItem
@@ -59,6 +58,7 @@ from stresstest.pipeline.tasks import (
     mix_task,
     speech_task,
 )
+from stresstest.progress import StageProgress, say
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
 from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
@@ -105,10 +105,27 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
         state.stage_seconds[name] = round(state.stage_seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
 
-def _bar(state: RunState, total: int, desc: str) -> tqdm:
-    # disable=None: no bar when stderr is not a terminal (logs and pipes get clean one-line messages).
-    return tqdm(total=total, desc=desc, unit="item", disable=None if state.cfg.run.progress else True, file=sys.stderr,
-                dynamic_ncols=True, leave=False)
+def _bar(state: RunState, total: int, desc: str, *, bar: bool = True) -> StageProgress:
+    # A tqdm bar on a terminal, plain progress lines in a log (stresstest.progress); none with run.progress false.
+    return StageProgress(desc, total, enabled=state.cfg.run.progress, bar=bar)
+
+
+def _announce(state: RunState, cache: Path) -> None:
+    """The run's first line: what will run (encounters, conditions, audio hours, backends) and the cache hits."""
+    from stresstest.speech import planned_speech
+
+    cfg, grid = state.cfg, state.grid
+    plans = [planned_speech(e, cache, cfg.speech) for e in state.encounters.values()]
+    known = [p.seconds for p in plans if p.seconds is not None]
+    hits = sum(1 for p in plans if p.cached)
+    n = len(state.encounters)
+    hours = f"{sum(known) / 3600:.2f} h of speech" + ("" if len(known) == n else f" known for {len(known)} of {n}")
+    st = cfg.structure
+    say(f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
+        f"clean speech of {hits} of {n} encounters in the cache; ASR {cfg.asr.backend} "
+        f"{cfg.asr.model or '(bundled model)'}; "
+        f"structure {st.backend}{' ' + st.model if st.backend != 'rules' and st.model else ''}; "
+        f"judge {cfg.judge.backend}; executor {state.executor.kind}", enabled=cfg.run.progress)
 
 
 def _load_encounters(state: RunState) -> None:
@@ -138,7 +155,8 @@ def _speech_stage(state: RunState, cache: Path) -> None:
     encs = list(state.encounters.values())
     bar = _bar(state, len(encs), "speech")
     results: list[SpeechResult] = state.executor.map_tasks(
-        "speech", speech_task, (state.cfg.speech, cache), encs, on_result=lambda i, r: bar.update())
+        "speech", speech_task, (state.cfg.speech, cache), encs,
+        on_result=lambda i, r: bar.update(failed=int(r.speech is None)))
     bar.close()
     for r in results:
         if r.speech is not None:
@@ -161,7 +179,7 @@ def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encount
     bar = _bar(state, sum(len(j.conditions) for j in jobs), "mix")
     results: list[list[MixOutcome]] = state.executor.map_tasks(
         "mix", mix_task, ctx, [(j, state.speech[j.encounter_id]) for j in jobs],
-        on_result=lambda i, r: bar.update(len(r)))
+        on_result=lambda i, r: bar.update(len(r), failed=sum(o.error is not None for o in r)))
     bar.close()
     for job, outcomes in zip(jobs, results, strict=True):
         for o in outcomes:
@@ -182,7 +200,7 @@ def _chain_stage(state: RunState, ctx: MixContext) -> None:
     jobs = [(eid, c.id, list(c.chain or []), sp) for eid, sp in state.speech.items() for c in chained]
     bar = _bar(state, len(jobs), "chain")
     outcomes: list[MixOutcome] = state.executor.map_tasks(
-        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update())
+        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update(failed=int(r.error is not None)))
     bar.close()
     for (eid, *_), o in zip(jobs, outcomes, strict=True):
         key = (eid, o.condition)
@@ -213,7 +231,7 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     shard = -(-state.cfg.run.executor.shard_size // group) * group
     results: list[ASROutcome] = state.executor.map_pool(
         "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus, shard_size=shard,
-        on_result=lambda i, r: bar.update())
+        on_result=lambda i, r: bar.update(failed=int(r.transcript is None)))
     bar.close()
     for r in results:
         it = r.item
@@ -252,10 +270,12 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     # One shard per engine: each structuring call opens an LLM session (a managed server starts once per call).
     # In this process the workers use the run's engine; a Ray actor cannot share it and owns one.
     engine = state.llm_engine if state.executor.kind == "inprocess" else None
+    bar = _bar(state, len(tasks), "structure", bar=False)  # on a terminal the LLM calls have their own bar
     envs: list[RecordEnvelope] = state.executor.map_pool(
         "structure", StructureWorker, StructureInit(state.cfg.structure, cache, state.out / "logs", engine), tasks,
         workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine,
-        shard_size=max(1, -(-len(tasks) // ex.llm_engines)))
+        shard_size=max(1, -(-len(tasks) // ex.llm_engines)), on_result=lambda i, r: bar.update(failed=int(r.failed)))
+    bar.close()
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
@@ -376,6 +396,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
         try:
             with _stage(state, "corpus"):
                 _load_encounters(state)
+                _announce(state, cache)
                 all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
                 for spec in cfg.noise.values():  # a pinned babble id that is missing fails here, not after TTS
                     if spec.bank_encounters is not None:
@@ -411,7 +432,8 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                     mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
                     judge_backend=cfg.judge.backend, structure=cfg.structure, engine=state.llm_engine,
                 )
-                items = score_items(inputs, cache, executor=executor)
+                with _bar(state, len(state.encounters) * len(state.grid), "score", bar=False) as bar:
+                    items = score_items(inputs, cache, executor=executor, progress=bar.update)
             if cfg.judge.note_quality.enabled():
                 checkpoint()
                 with _stage(state, "note_quality"):
@@ -434,10 +456,11 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                                                   for it in items))
     checkpoint()
     if cfg.report.enabled:
-        with _stage(state, "report"):
+        with _stage(state, "report"), _bar(state, 1, "report", bar=False) as bar:
             from stresstest.report import build_report
 
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
+            bar.update()
     checkpoint(completed=True)
     announce_failures(state.ledger.records(), state.ledger.total_items,
                       cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)

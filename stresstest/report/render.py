@@ -31,6 +31,7 @@ from stresstest.report.tables import (
     fmt,
     fmt_ci,
 )
+from stresstest.report.viewer import index_href, item_href
 
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1c2833;margin:24px auto;
@@ -113,7 +114,8 @@ def _table2_html(rows: Sequence[Row], caption: str) -> str:
                 + (f"<span class='ci'>{ci}</span>" if ci and v is not None else "")
                 + "</td>"
             )
-        cells.append(f"<td><code>{esc(r.condition)}</code></td>")
+        cells.append(f"<td><a href='{esc(index_href(r.condition))}' title='its items in the item viewer'><code>"
+                     f"{esc(r.condition)}</code></a></td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -184,7 +186,8 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
                 f"<tr><td>{esc(label)}<div class='tag'>{esc(ex.explanation)}</div></td>"
                 f"<td><b>Clean:</b> “{clean}”<br><b>Noisy:</b> “{noisy}”</td>"
                 f"<td><ul class='effects'>{effects}</ul>{link}</td>"
-                f"<td><code>{esc(ex.encounter_id)}</code><br><code>{esc(ex.condition)}</code>"
+                f"<td><a href='{esc(item_href(ex.encounter_id, ex.condition))}' title='open the item'><code>"
+                f"{esc(ex.encounter_id)}</code><br><code>{esc(ex.condition)}</code></a>"
                 + (
                     f"<div class='tag'>records: <a href='../{esc(ex.clean_record_path)}'>clean</a> · "
                     f"<a href='../{esc(ex.record_path)}'>noisy</a></div>"
@@ -257,6 +260,9 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         )
     else:
         parts.append("<p class='sub ok'>✓ Every rate below equals the corresponding summary.csv value.</p>")
+    parts.append(f"<p><a href='{esc(index_href())}'><b>Item viewer</b></a> <span class='sub'>— every (encounter, "
+                 "condition): listen to it, read its aligned transcripts with the trigger events, its record against "
+                 "the clean-ASR one and the judge's verdict; sort and filter the worst.</span></p>")
     parts.append("<h2>Main results</h2>" + _table2_html(c.table2, _caption(c)))
     parts.append(
         "<h2>Cause-side triggers</h2><p class='sub'>Share of items with at least one trigger event of each "
