@@ -13,14 +13,13 @@ items count when the driver receives them). Lines carry counts and times only, n
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TextIO
 
-LINE_EVERY_FRACTION = 0.1  # a line each time another tenth of the items is done
+TENTHS = 10  # a line each time another tenth of the items is done
 LINE_EVERY_S = 30.0  # ... or after this long without one (whichever comes first)
 LINE_EVERY_ELAPSED = 0.2  # ... the wait grows to this share of the elapsed time in a long stage
 
@@ -79,7 +78,7 @@ class StageProgress:
 
     def _threshold(self, k: int) -> int:
         """Items done at the k-th tenth (at least one more than the previous tenth)."""
-        return max(k, math.ceil(k * LINE_EVERY_FRACTION * self.total))
+        return max(k, -(-k * self.total // TENTHS))
 
     def _write(self, line: str) -> None:
         try:

@@ -58,7 +58,7 @@ from stresstest.pipeline.tasks import (
     mix_task,
     speech_task,
 )
-from stresstest.progress import StageProgress, say
+from stresstest.progress import StageProgress, duration, say
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
 from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
@@ -119,7 +119,8 @@ def _announce(state: RunState, cache: Path) -> None:
     known = [p.seconds for p in plans if p.seconds is not None]
     hits = sum(1 for p in plans if p.cached)
     n = len(state.encounters)
-    hours = f"{sum(known) / 3600:.2f} h of speech" + ("" if len(known) == n else f" known for {len(known)} of {n}")
+    hours = f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech" + (
+        "" if len(known) == n else f" known for {len(known)} of {n} encounters")
     st = cfg.structure
     say(f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
         f"clean speech of {hits} of {n} encounters in the cache; ASR {cfg.asr.backend} "
@@ -456,11 +457,13 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                                                   for it in items))
     checkpoint()
     if cfg.report.enabled:
-        with _stage(state, "report"), _bar(state, 1, "report", bar=False) as bar:
+        with _stage(state, "report"):
             from stresstest.report import build_report
 
+            t0 = time.perf_counter()
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
-            bar.update()
+            say(f"report done in {duration(time.perf_counter() - t0)}: {out / 'report' / 'report.html'}, items in "
+                f"{out / 'report' / 'items' / 'index.html'}", enabled=cfg.run.progress)
     checkpoint(completed=True)
     announce_failures(state.ledger.records(), state.ledger.total_items,
                       cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)

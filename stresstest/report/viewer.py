@@ -105,7 +105,6 @@ PAGE_JS = """
   a.addEventListener('loadedmetadata',function(){a.dataset.state='loaded';a.dataset.duration=a.duration.toFixed(2);});
   a.addEventListener('error',miss);
   var s=a.querySelector('source');if(s)s.addEventListener('error',miss);
-  if(a.networkState===3)miss();
 });
 })();
 """
@@ -217,23 +216,26 @@ def _members(tokens: Sequence[Any], events: Sequence[TriggerEvent], side: str) -
     return out
 
 
-def _words(text: str, tokens: Sequence[Any], lo: int, hi: int) -> list[tuple[int, str]]:
-    """(token index, original word) for tokens [lo, hi), one entry per distinct original span."""
-    out: list[tuple[int, str]] = []
-    last: tuple[int, int] | None = None
-    for i in range(lo, hi):
-        t = tokens[i]
-        if (t.start, t.end) == last:
-            continue
-        last = (t.start, t.end)
-        out.append((i, text[t.start:t.end]))
+def _word_texts(text: str, tokens: Sequence[Any]) -> list[str]:
+    """Each token's original text up to the next token's (punctuation, and words the normalisation drops,
+    stay with the token before them); '' for a token that shares its original word with the one before."""
+    starts = [t.start for t in tokens]
+    out = [""] * len(starts)
+    nxt = len(text)  # the next greater start, walking backwards
+    for i in range(len(starts) - 1, -1, -1):
+        s = starts[i]
+        if not (i > 0 and starts[i - 1] == s):
+            out[i] = text[s:nxt].strip()
+        if i == 0 or starts[i - 1] < s:
+            nxt = s
     return out
 
 
-def aligned_html(pair: AlignedPair, events: Sequence[TriggerEvent]) -> str:
+def aligned_html(pair: AlignedPair, events: Sequence[TriggerEvent], view: str = "ref") -> str:
     """The hypothesis aligned with its reference: substitutions (reference struck, hypothesis after),
     deletions struck, insertions underlined, and every word of a trigger event's span outlined, numbered."""
     rt, ht = pair.ref.tokens, pair.hyp.tokens
+    rtext, htext = _word_texts(pair.ref.original, rt), _word_texts(pair.hyp.original, ht)
     rmem, hmem = _members(rt, events, "ref"), _members(ht, events, "hyp")
     labelled: set[int] = set()
     types = {k: ev.type for k, ev in enumerate(events, start=1)}
@@ -245,29 +247,32 @@ def aligned_html(pair: AlignedPair, events: Sequence[TriggerEvent]) -> str:
         labelled.update(new)
         tag = "".join(f"<sup class='evn'>{k}</sup>" for k in new)
         title = "; ".join(f"{k}: {types[k]}" for k in evs)
-        return f"<span class='ev' data-ev='{' '.join(map(str, evs))}' title='{esc(title)}'>{html}</span>{tag}"
+        return (f"<span class='ev' data-view='{view}' data-ev='{' '.join(map(str, evs))}' title='{esc(title)}'>"
+                f"{html}</span>{tag}")
 
-    def side(text: str, toks: Sequence[Any], mem: list[list[int]], lo: int, hi: int) -> tuple[str, list[int]]:
-        ws = _words(text, toks, lo, hi)
+    def side(words: list[str], mem: list[list[int]], lo: int, hi: int) -> tuple[str, list[int]]:
         evs = sorted({k for i in range(lo, hi) for k in mem[i]})
-        return " ".join(esc(w) for _, w in ws), evs
+        return " ".join(esc(w) for w in words[lo:hi] if w), evs
 
     parts: list[str] = []
     for o in pair.ops:
         if o.op == "equal":
-            for i, w in _words(pair.hyp.original, ht, o.hyp_start, o.hyp_end):
+            for i in range(o.hyp_start, o.hyp_end):
+                w = htext[i]
+                if not w:
+                    continue
                 r = o.ref_start + (i - o.hyp_start)
                 evs = sorted(set(hmem[i]) | set(rmem[r] if r < len(rmem) else []))
                 parts.append(mark(esc(w), evs))
         elif o.op == "sub":
-            rw, re_ = side(pair.ref.original, rt, rmem, o.ref_start, o.ref_end)
-            hw, he = side(pair.hyp.original, ht, hmem, o.hyp_start, o.hyp_end)
+            rw, re_ = side(rtext, rmem, o.ref_start, o.ref_end)
+            hw, he = side(htext, hmem, o.hyp_start, o.hyp_end)
             parts.append(mark(f"<span class='op s'><del>{rw}</del> <ins>{hw}</ins></span>", sorted(set(re_) | set(he))))
         elif o.op == "del":
-            rw, re_ = side(pair.ref.original, rt, rmem, o.ref_start, o.ref_end)
+            rw, re_ = side(rtext, rmem, o.ref_start, o.ref_end)
             parts.append(mark(f"<del class='op d'>{rw}</del>", re_))
         else:
-            hw, he = side(pair.hyp.original, ht, hmem, o.hyp_start, o.hyp_end)
+            hw, he = side(htext, hmem, o.hyp_start, o.hyp_end)
             parts.append(mark(f"<ins class='op i'>{hw}</ins>", he))
     return " ".join(parts)
 
@@ -376,7 +381,7 @@ def _section(run: RunData, it: ItemScore, clean_it: ItemScore | None, audio: _Au
             pc = align(clean_it.hypothesis_text, it.hypothesis_text)
             out.append("<details><summary><b>Clean ASR → this ASR transcript</b> (the trigger events of the "
                        f"report's examples and trigger risk: {len(ev_c)})</summary>"
-                       f"<div class='tx' data-view='clean'>{aligned_html(pc, ev_c)}</div>"
+                       f"<div class='tx' data-view='clean'>{aligned_html(pc, ev_c, 'clean')}</div>"
                        + _events_html(ev_c, "clean") + "</details>")
     rec = run.record(it)
     if rec is not None:

@@ -59,12 +59,16 @@ report: {{enabled: false}}
 
 
 @pytest.mark.integration
-def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypatch):
+def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypatch, capfd):
     from stresstest.pipeline.runner import run
 
     _write_corpus(tmp_path)
     cfg = _config(tmp_path, max_failures=10)
     out, rows = run(cfg, tmp_path / "out")
+    # run.progress false: no start line, no progress or end line (stderr here is not a terminal)
+    err = capfd.readouterr().err
+    starts = ("stresstest: run:", "stresstest: speech", "stresstest: asr", "stresstest: score")
+    assert not [ln for ln in err.splitlines() if ln.startswith(starts)], err
 
     with open(out / "summary.csv") as fh:
         summary = list(csv.DictReader(fh))
