@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
+
 from stresstest.progress import StageProgress, duration
 
 LINE = re.compile(r"stresstest: asr (\d+)/(\d+) items \((\d+)%\), [\d.]+ items/(s|min), elapsed (\S+), ETA (\S+)"
@@ -68,3 +70,16 @@ def test_no_line_when_progress_is_off_and_no_line_on_a_terminal() -> None:
 
 def test_durations() -> None:
     assert [duration(s) for s in (0, 42.4, 185, 7620)] == ["0s", "42s", "3m05s", "2h07m"]
+
+
+def test_run_progress_is_validated_strictly(tmp_path) -> None:
+    from stresstest.config import load_config
+    from stresstest.errors import StressTestError
+
+    (tmp_path / "c.yaml").write_text("run: {progress: false}\ncorpus: {kind: osce, path: x}\n")
+    assert load_config(tmp_path / "c.yaml").run.progress is False
+    for bad, said in (("progress: 'yes'", "run.progress: Input should be a valid boolean"),
+                      ("progres: false", "run.progres: unknown key")):
+        (tmp_path / "c.yaml").write_text(f"run: {{{bad}}}\ncorpus: {{kind: osce, path: x}}\n")
+        with pytest.raises(StressTestError, match=said):
+            load_config(tmp_path / "c.yaml")
