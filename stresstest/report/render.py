@@ -18,7 +18,7 @@ from stresstest.report.content import EffectRow, FailureRow, MitigationRow, Repo
 from stresstest.report.error_rates import error_rates_html, error_rates_markdown
 from stresstest.report.examples import Example
 from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
-from stresstest.report.markup import esc, html_table, md_cell, md_table
+from stresstest.report.markup import Markup, esc, html_table, md_cell, md_table
 from stresstest.report.predictive import PREDICTORS, EndpointResult
 from stresstest.report.silence import probes_html, probes_markdown
 from stresstest.report.tables import (
@@ -389,8 +389,15 @@ def _effects_html(rows: Sequence[EffectRow]) -> str:
 
 
 def _simple_table_html(rows: Sequence[Sequence[object]], cols: Sequence[str]) -> str:
-    """A plain table: ``rows`` are the cells of each row in the order of ``cols``."""
-    return html_table(cols, [[_cell(v) for v in r] for r in rows], "main left")
+    """A plain table: ``rows`` are the cells of each row in the order of ``cols``; a table of items (with
+    ``encounter_id`` and ``condition`` columns) links each row to its page in the item viewer."""
+    body: list[list[object]] = [[_cell(v) for v in r] for r in rows]
+    if "encounter_id" in cols and "condition" in cols:
+        e, c = cols.index("encounter_id"), cols.index("condition")
+        links = [Markup(f"<a href='{esc(item_href(str(r[e]), str(r[c])))}'>open</a>") for r in rows]
+        body = [[*b, link] for b, link in zip(body, links, strict=True)]
+        cols = [*cols, "item"]
+    return html_table(cols, body, "main left")
 
 
 def _cell(v: object) -> str:

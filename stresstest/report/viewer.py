@@ -375,7 +375,10 @@ def _section(run: RunData, it: ItemScore, clean_it: ItemScore | None, audio: _Au
     out.append(_audio_html(href, f"audio of {base}", f"m-{cond}", run))
     if cond != CLEAN:
         out.append(_audio_html(clean_href, "clean speech", f"mc-{cond}", run))
-    if it.reference_text and it.hypothesis_text is not None:
+    if base != cond:
+        out.append(f"<p class='sub'>The same audio and ASR transcript as <a href='#c-{esc(base)}'>{esc(base)}</a> "
+                   "(aligned there, with its trigger events); this condition differs in its record (the guard).</p>")
+    elif it.reference_text and it.hypothesis_text is not None:
         detail = _read_detail(run, it)
         ev_ref = _events(detail.get("triggers_vs_reference"))
         pair = align(it.reference_text, it.hypothesis_text)
