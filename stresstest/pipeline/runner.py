@@ -105,9 +105,9 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
         state.stage_seconds[name] = round(state.stage_seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
 
-def _bar(state: RunState, total: int, desc: str, *, bar: bool = True) -> StageProgress:
+def _bar(state: RunState, total: int, desc: str, *, bar: bool = True, unit: str = "item") -> StageProgress:
     # A tqdm bar on a terminal, plain progress lines in a log (stresstest.progress); none with run.progress false.
-    return StageProgress(desc, total, enabled=state.cfg.run.progress, bar=bar)
+    return StageProgress(desc, total, enabled=state.cfg.run.progress, bar=bar, unit=unit)
 
 
 def _announce(state: RunState, cache: Path) -> None:
@@ -118,12 +118,15 @@ def _announce(state: RunState, cache: Path) -> None:
     plans = [planned_speech(e, cache, cfg.speech) for e in state.encounters.values()]
     known = [p.seconds for p in plans if p.seconds is not None]
     hits = sum(1 for p in plans if p.cached)
+    n_rec = sum(1 for p in plans if p.cached is None)
     n = len(state.encounters)
+    cached = ", ".join(([f"{hits} of {n - n_rec} TTS renderings in the cache"] if n_rec < n else [])
+                       + ([f"{n_rec} recordings"] if n_rec else []))
     hours = f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech" + (
         "" if len(known) == n else f" known for {len(known)} of {n} encounters")
     st = cfg.structure
     say(f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
-        f"clean speech of {hits} of {n} encounters in the cache; ASR {cfg.asr.backend} "
+        f"{cached}; ASR {cfg.asr.backend} "
         f"{cfg.asr.model or '(bundled model)'}; "
         f"structure {st.backend}{' ' + st.model if st.backend != 'rules' and st.model else ''}; "
         f"judge {cfg.judge.backend}; executor {state.executor.kind}", enabled=cfg.run.progress)
@@ -154,7 +157,7 @@ def _load_encounters(state: RunState) -> None:
 
 def _speech_stage(state: RunState, cache: Path) -> None:
     encs = list(state.encounters.values())
-    bar = _bar(state, len(encs), "speech")
+    bar = _bar(state, len(encs), "speech", unit="encounter")
     results: list[SpeechResult] = state.executor.map_tasks(
         "speech", speech_task, (state.cfg.speech, cache), encs,
         on_result=lambda i, r: bar.update(failed=int(r.speech is None)))

@@ -40,11 +40,12 @@ class SpeechPlan:
 
     Attributes:
         seconds: its duration, when known without rendering (a cached rendering, a recording's header).
-        cached: whether the cache already holds the rendering (False for a recording: it is checked when copied).
+        cached: whether the cache already holds the TTS rendering; None for a recording (its canonical copy is
+            checked when the speech stage makes it).
     """
 
     seconds: float | None
-    cached: bool
+    cached: bool | None
 
 
 def planned_speech(encounter: Encounter, cache_dir: Path, config: TTSConfig | None = None) -> SpeechPlan:
@@ -56,9 +57,9 @@ def planned_speech(encounter: Encounter, cache_dir: Path, config: TTSConfig | No
         try:
             seconds = float(sf.info(encounter.audio_path).duration)
         except (RuntimeError, OSError, ValueError):
-            return SpeechPlan(None, False)
+            return SpeechPlan(None, None)
         end = encounter.audio_end_s
-        return SpeechPlan(min(seconds, end) if end is not None else seconds, False)
+        return SpeechPlan(min(seconds, end) if end is not None else seconds, None)
     try:
         meta = cached_envelope_path(encounter, cache_dir, config or TTSConfig())
         value = json.loads(meta.read_text("utf-8"))["value"]

@@ -62,7 +62,8 @@ report: {enabled: false}
     _run(tmp_path / "small.yaml", tmp_path / "inproc", c1)
     log = _run(tmp_path / "small-ray.yaml", tmp_path / "ray", c2)  # cold: speech, mixing, ASR, scoring on Ray
     # The workers' items are counted on the driver: its log (stderr, not a terminal) has each stage's end line.
-    for end in ("speech done: 2/2 items", "mix done: 2/2 items", "asr done: 3/3 items", "structure done: 4/4 items"):
+    for end in ("speech done: 2/2 encounters", "mix done: 2/2 items", "asr done: 3/3 items",
+                "structure done: 4/4 items"):
         assert f"stresstest: {end} in " in log, log[-3000:]
     assert "executor ray" in log.splitlines()[0]
     assert (tmp_path / "ray" / "summary.csv").read_bytes() == (tmp_path / "inproc" / "summary.csv").read_bytes()

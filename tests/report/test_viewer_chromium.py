@@ -147,10 +147,15 @@ def test_the_log_of_a_batch_run_shows_what_runs_and_each_stage(viewer_run: tuple
     assert re.match(r"stresstest: run: 1 encounters × 4 conditions = 4 items \(clean, ambient_10db, ambient_0db, "
                     r"ambient_0db_guard\); [\d.]+ h \(\d+s\) of speech; .*; ASR faster-whisper .*; "
                     r"structure rules; judge rules; executor inprocess", lines[0]), lines[0]
-    for stage, n in (("speech", 1), ("mix", 2), ("asr", 3), ("structure", 4), ("score", 4)):
+    assert "; 1 recordings; ASR" in lines[0]
+    for stage, n, unit in (("speech", 1, "encounter"), ("mix", 2, "item"), ("asr", 3, "item"), ("structure", 4, "item"),
+                           ("score", 4, "item")):
         ends = [ln for ln in lines if ln.startswith(f"stresstest: {stage} done: ")]
         assert len(ends) == 1, (stage, lines)
-        assert re.fullmatch(rf"stresstest: {stage} done: {n}/{n} items in \d+s \(.*\), 0 failed", ends[0]), ends[0]
+        assert re.fullmatch(rf"stresstest: {stage} done: {n}/{n} {unit}s in \d+s \(.*\), 0 failed", ends[0]), ends
+        progress = [ln for ln in lines if ln.startswith(f"stresstest: {stage} ") and ln not in ends]
+        assert all(re.fullmatch(rf"stresstest: {stage} \d+/{n} {unit}s \(\d+%\), .*, elapsed \d+s, ETA \d+s", ln)
+                   for ln in progress), progress
     assert re.fullmatch(r"stresstest: report done in \d+s: .*report\.html, items in .*items/index\.html", lines[-1])
     assert len(lines) < 60, lines
     assert SECRET not in log and "allergies" not in log  # no transcript in the log
