@@ -69,19 +69,26 @@ audio{height:32px;vertical-align:middle}
 .legend span{margin-right:12px}
 """
 
+INDEX_PAGE = 200  # rows the index lays out at first (every row is in the page; "show all" lays out the rest)
+
 INDEX_JS = """
 (function(){
+var PAGE=PAGE_ROWS;
 var t=document.getElementById('items'),tb=t.tBodies[0],rows=[].slice.call(tb.rows),
     q=document.getElementById('q'),cond=document.getElementById('cond'),n=document.getElementById('shown'),
     boxes=[].slice.call(document.querySelectorAll('input[data-f]'));
+var limit=PAGE,all=document.getElementById('all'),m=document.getElementById('match');
 function apply(){
-  var s=q.value.trim().toLowerCase(),c=cond.value,k=0;
+  var s=q.value.trim().toLowerCase(),c=cond.value,k=0,shown=0;
   rows.forEach(function(r){
     var ok=(!s||r.dataset.e.toLowerCase().indexOf(s)>=0)&&(!c||r.dataset.c===c);
     boxes.forEach(function(b){if(b.checked&&r.dataset[b.dataset.f]!=='1')ok=false;});
-    r.classList.toggle('hide',!ok);if(ok)k++;});
-  n.textContent=k;
+    if(ok)k++;
+    var show=ok&&shown<limit;if(show)shown++;
+    r.classList.toggle('hide',!show);});
+  n.textContent=shown;m.textContent=k;all.style.display=shown<k?'':'none';
 }
+all.addEventListener('click',function(){limit=Infinity;apply();});
 function sortBy(i,d){
   var key=function(r){var x=r.cells[i].textContent;return x===''||x==='\u2013'?null:x;};
   rows.sort(function(a,b){
@@ -90,6 +97,7 @@ function sortBy(i,d){
     var nx=parseFloat(x),ny=parseFloat(y);
     var r=(isNaN(nx)||isNaN(ny))?(x<y?-1:x>y?1:0):nx-ny;return d==='asc'?r:-r;});
   rows.forEach(function(r){tb.appendChild(r);});
+  apply();
 }
 [].slice.call(t.tHead.rows[0].cells).forEach(function(th,i){
   th.addEventListener('click',function(){
@@ -98,12 +106,17 @@ function sortBy(i,d){
   b.addEventListener('click',function(){sortBy(+b.dataset.col,b.dataset.dir);});});
 q.addEventListener('input',apply);cond.addEventListener('change',apply);
 boxes.forEach(function(b){b.addEventListener('change',apply);});
-var h=location.hash.slice(1);if(h.indexOf('condition=')===0){cond.value=decodeURIComponent(h.slice(10));}
-if(cond.value||q.value||boxes.some(function(b){return b.checked;}))apply();
+// A link can carry a view: #condition=babble_5db&nu=1&sort=4&dir=desc (filters, then a column to sort by).
+var h=new URLSearchParams(location.hash.slice(1));
+if(h.get('condition'))cond.value=h.get('condition');
+if(h.get('encounter'))q.value=h.get('encounter');
+boxes.forEach(function(b){if(h.get(b.dataset.f)==='1')b.checked=true;});
+if(h.get('sort'))sortBy(+h.get('sort'),h.get('dir')==='asc'?'asc':'desc');
+else if(cond.value||q.value||boxes.some(function(b){return b.checked;}))apply();
 window.addEventListener('load',function(){void document.body.offsetHeight;
   document.body.dataset.readyMs=Math.round(performance.now());});
 })();
-"""
+""".replace("PAGE_ROWS", str(INDEX_PAGE))
 
 PAGE_JS = """
 (function(){
@@ -483,7 +496,8 @@ def _index_page(run: RunData, groups: dict[str, list[ItemScore]]) -> str:
             flags = {"u": u is True, "nu": u is True and u0 is False, "t": changed, "f": bool(it.failed)}
             attrs = "".join(f" data-{k}=1" for k, v in flags.items() if v)
             # End tags of cells are implied (HTML): a row of the paper grid's 2448 stays ~200 bytes.
-            rows.append(f"<tr data-e='{esc(eid)}' data-c='{esc(it.condition)}'{attrs}><td>"
+            hide = " class=hide" if len(rows) >= INDEX_PAGE else ""  # laid out on demand: the index opens fast
+            rows.append(f"<tr{hide} data-e='{esc(eid)}' data-c='{esc(it.condition)}'{attrs}><td>"
                         + "<td>".join(cells))
     opts = "".join(f"<option value='{esc(c.id)}'>{esc(c.id)}</option>" for c in run.conditions)
     n = len(rows)
@@ -498,7 +512,8 @@ def _index_page(run: RunData, groups: dict[str, list[ItemScore]]) -> str:
             "<label><input type='checkbox' data-f='u'> unsafe</label>"
             "<label><input type='checkbox' data-f='t'> triage changed</label>"
             "<label><input type='checkbox' data-f='f'> failed</label>"
-            f" showing <b id='shown'>{n}</b> of {n}</p>"
+            f" showing <b id='shown'>{min(n, INDEX_PAGE)}</b> of <b id='match'>{n}</b> matching"
+            f" <button id='all'{'' if n > INDEX_PAGE else ' style=display:none'}>show all</button></p>"
             "<p class='filters'>Worst first: <button data-col='4' data-dir='desc'>trigger risk</button> "
             "<button data-col='3' data-dir='desc'>ΔWER</button> <button data-col='8' data-dir='asc'>judge score"
             "</button> <button data-col='2' data-dir='desc'>WER</button></p>"

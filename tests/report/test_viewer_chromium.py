@@ -112,8 +112,11 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str
 
 def _dom(page: Path, profile: Path) -> str:
     """The page's DOM after its script ran (and its media had time to load); no console message allowed."""
-    res = _chromium(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=4000", "--dump-dom",
-                     page.resolve().as_uri()], profile)
+    return _dom_url(page.resolve().as_uri(), profile)
+
+
+def _dom_url(url: str, profile: Path) -> str:
+    res = _chromium(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=4000", "--dump-dom", url], profile)
     assert res.returncode == 0, res.stderr[-2000:]
     console = [ln for ln in res.stderr.splitlines() if ":CONSOLE" in ln]
     assert not console, console
@@ -173,6 +176,16 @@ def test_viewer_in_chromium(viewer_run: tuple[Path, str], tmp_path: Path, capsys
 
     rows = [a for tag, a, _ in _elements(_dom(index, tmp_path / "p1")) if tag == "tr" and "data-c" in a]
     assert sorted((a["data-e"], a["data-c"]) for a in rows) == sorted(it.key for it in items)
+
+    # A view in the link: one condition's rows, or every row sorted by WER (column 2), highest first.
+    wer = {it.condition: it for it in items}
+    view = f"{index.resolve().as_uri()}#condition=ambient_0db"
+    shown = [a["data-c"] for tag, a, _ in _elements(_dom_url(view, tmp_path / "p4"))
+             if tag == "tr" and "data-c" in a and "hide" not in a.get("class", "")]
+    assert shown == ["ambient_0db"]
+    view = f"{index.resolve().as_uri()}#sort=2&dir=desc"
+    shown = [a["data-c"] for tag, a, _ in _elements(_dom_url(view, tmp_path / "p5")) if tag == "tr" and "data-c" in a]
+    assert [wer[c].item_wer for c in shown] == sorted((it.item_wer for it in items), reverse=True)
 
     page = out / "report" / "items" / "ENC1.html"
     els = _elements(_dom(page, tmp_path / "p2"))
