@@ -301,11 +301,11 @@ def _events_html(events: Sequence[TriggerEvent], view: str) -> str:
     if not events:
         return "<p class='sub'>No trigger event.</p>"
     lis = []
-    for k, ev in enumerate(events, start=1):
+    for ev in events:  # the list's numbers are the ones beside the highlighted spans
         lis.append(
             f"<li class='event' data-view='{view}' data-type='{esc(ev.type)}' data-weight='{ev.weight:g}' "
             f"data-ref-start='{ev.ref_start}' data-ref-end='{ev.ref_end}' data-hyp-start='{ev.hyp_start}' "
-            f"data-hyp-end='{ev.hyp_end}'><b>{k}. {esc(ev.type)}</b> (weight {ev.weight:g}): "
+            f"data-hyp-end='{ev.hyp_end}'><b>{esc(ev.type)}</b> (weight {ev.weight:g}): "
             f"“{esc(ev.ref_span)}” → “{esc(ev.hyp_span)}”"
             + (f" <span class='sub'>— {esc(ev.explanation)}</span>" if ev.explanation else "") + "</li>")
     return f"<ol class='events'>{''.join(lis)}</ol>"
