@@ -122,13 +122,14 @@ def _announce(state: RunState, cache: Path) -> None:
     n = len(state.encounters)
     cached = ", ".join(([f"{hits} of {n - n_rec} TTS renderings in the cache"] if n_rec < n else [])
                        + ([f"{n_rec} recordings"] if n_rec else []))
-    hours = f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech" + (
-        "" if len(known) == n else f" known for {len(known)} of {n} encounters")
+    hours = (f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech" + (
+        "" if len(known) == n else f" known for {len(known)} of {n} encounters")) if known else (
+        "hours of speech known once rendered")
     st = cfg.structure
     say(f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
         f"{cached}; ASR {cfg.asr.backend} "
         f"{cfg.asr.model or '(bundled model)'}; "
-        f"structure {st.backend}{' ' + st.model if st.backend != 'rules' and st.model else ''}; "
+        f"structure {st.backend}{'' if st.backend == 'rules' else ' ' + (st.server.model or '(bundled model)')}; "
         f"judge {cfg.judge.backend}; executor {state.executor.kind}", enabled=cfg.run.progress)
 
 

@@ -472,7 +472,7 @@ def _index_page(run: RunData, groups: dict[str, list[ItemScore]]) -> str:
     clean = {eid: next((i for i in its if i.condition == CLEAN), None) for eid, its in groups.items()}
     heads = ["encounter", "condition", "WER %", "ΔWER", "trigger risk", "events", "triage clean → here",
              "triage changed", "judge", "Unsafe", "Unsafe on clean", "failed"]
-    rows = []
+    rows: list[str] = []
     order = {c.id: k for k, c in enumerate(run.conditions)}
     for eid in sorted(groups):
         ci = clean[eid]

@@ -224,3 +224,20 @@ def test_summary_csv_is_written_from_typed_rows_in_the_fixed_column_order() -> N
     assert (got[1]["snr_db"], got[1]["abstention_rate"], got[1]["quotes_discarded"]) == ("5", "0.3333", "3")
     assert (got[1]["n_dropped"], got[1]["dropped"]) == ("1", "E2")
     assert list(rows[0].cells()) == before
+
+
+def test_the_start_line_names_what_will_run(tmp_path, capsys):
+    from stresstest.config import load_config
+    from stresstest.pipeline.executor import InProcessExecutor
+    from stresstest.pipeline.runner import RunState, _announce, _load_encounters
+
+    for name, structure in (("demo.yaml", "structure rules"), ("demo-llm.yaml", "structure openai (bundled model)")):
+        cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / name)
+        state = RunState(out=tmp_path, cfg=cfg, grid=cfg.grid(), executor=InProcessExecutor())
+        _load_encounters(state)
+        _announce(state, tmp_path / "empty-cache")  # nothing cached: no hours known yet
+        line = capsys.readouterr().err.strip()
+        n, k = len(state.encounters), len(state.grid)
+        assert line.startswith(f"stresstest: run: {n} encounters × {k} conditions = {n * k} items ("), line
+        assert (f"; hours of speech known once rendered; 0 of {n} TTS renderings in the cache; ASR faster-whisper "
+                f"(bundled model); {structure}; judge ") in line, line
