@@ -402,8 +402,8 @@ def _section(run: RunData, it: ItemScore, clean_it: ItemScore | None, audio: _Au
         if cond != CLEAN and clean_it is not None and clean_it.hypothesis_text is not None:
             ev_c = _events(it.triggers_vs_clean)
             pc = align(clean_it.hypothesis_text, it.hypothesis_text)
-            out.append("<details><summary><b>Clean ASR → this ASR transcript</b> (the trigger events of the "
-                       f"report's examples and trigger risk: {len(ev_c)})</summary>"
+            out.append("<details><summary><b>Clean ASR → this ASR transcript</b> (the trigger events behind the "
+                       f"report's examples and the trigger risk: {len(ev_c)} events, risk {_f(risk, 2)})</summary>"
                        f"<div class='tx' data-view='clean'>{aligned_html(pc, ev_c, 'clean')}</div>"
                        + _events_html(ev_c, "clean") + "</details>")
     rec = run.record(it)
