@@ -166,9 +166,7 @@ def _f(v: float | None, nd: int = 1) -> str:
     return "–" if v is None else f"{v:.{nd}f}"
 
 
-def _rerun_command(run: RunData) -> str:
-    d = run.run_dir
-    return f"stresstest run {d / 'config.resolved.yaml'} --out {d}"
+RERUN_COMMAND = "stresstest run RUN/config.resolved.yaml --out RUN"  # RUN: the run directory (above report/)
 
 
 class _Audio:
@@ -354,9 +352,10 @@ def _record_html(rec: ClinicalRecord) -> str:
 # ------------------------------------------------------------------ pages
 
 
-def _audio_html(href: str | None, label: str, miss_id: str, run: RunData) -> str:
+def _audio_html(href: str | None, label: str, miss_id: str) -> str:
     msg = (f"<div class='miss' id='{miss_id}'>Audio not found here. It lives in the stage cache; render it "
-           f"again (and rebuild these pages) with one command: <code>{esc(_rerun_command(run))}</code></div>")
+           f"again (and rebuild these pages) with one command, RUN being this run's directory (the folder above "
+           f"report/): <code>{esc(RERUN_COMMAND)}</code></div>")
     if href is None:
         return f"<div>{esc(label)}: </div>" + msg.replace("class='miss'", "class='miss' style='display:block'")
     return (f"<div>{esc(label)}: <audio controls preload='metadata' data-miss='{miss_id}'>"
@@ -385,9 +384,9 @@ def _section(run: RunData, it: ItemScore, clean_it: ItemScore | None, audio: _Au
     if it.failed:
         out.append(f"<p class='bad'>Failed: {esc(it.error or 'failed')}</p>")
     href = audio.href(it, base)
-    out.append(_audio_html(href, f"audio of {base}", f"m-{cond}", run))
+    out.append(_audio_html(href, f"audio of {base}", f"m-{cond}"))
     if cond != CLEAN:
-        out.append(_audio_html(clean_href, "clean speech", f"mc-{cond}", run))
+        out.append(_audio_html(clean_href, "clean speech", f"mc-{cond}"))
     if base != cond:
         out.append(f"<p class='sub'>The same audio and ASR transcript as <a href='#c-{esc(base)}'>{esc(base)}</a> "
                    "(aligned there, with its trigger events); this condition differs in its record (the guard).</p>")

@@ -42,7 +42,7 @@ def test_missing_audio_says_the_one_command_that_renders_it(report: ReportPaths,
     page = next((report.report_dir / "items").glob("*.html"))
     text = page.read_text("utf-8")
     assert "Audio not found here" in text
-    assert f"stresstest run {run_dir / 'config.resolved.yaml'} --out {run_dir}" in text
+    assert "stresstest run RUN/config.resolved.yaml --out RUN" in text and str(run_dir) not in text  # copy-proof
 
 
 def test_transcripts_are_escaped_and_events_marked() -> None:
