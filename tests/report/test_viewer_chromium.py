@@ -19,19 +19,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from chromium import NEEDS_CHROMIUM, run_chromium
 
 from stresstest.audio import write_wav
 
-CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium not installed at /usr/bin/chromium "
-                       "(Debian: apt-get install -y chromium)"),
-]
+pytestmark = pytest.mark.integration
 
 TURNS = [
     ("doctor", "What brings you in today?"),
@@ -104,19 +97,13 @@ def viewer_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root / "out", text
 
 
-def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
-    profile.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args],  # noqa: S603
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
 def _dom(page: Path, profile: Path) -> str:
     """The page's DOM after its script ran (and its media had time to load); no console message allowed."""
     return _dom_url(page.resolve().as_uri(), profile)
 
 
 def _dom_url(url: str, profile: Path) -> str:
-    res = _chromium(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=4000", "--dump-dom", url], profile)
+    res = run_chromium(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=4000", "--dump-dom", url], profile)
     assert res.returncode == 0, res.stderr[-2000:]
     console = [ln for ln in res.stderr.splitlines() if ":CONSOLE" in ln]
     assert not console, console
@@ -164,6 +151,7 @@ def test_the_log_of_a_batch_run_shows_what_runs_and_each_stage(viewer_run: tuple
     assert SECRET not in log and "allergies" not in log  # no transcript in the log
 
 
+@NEEDS_CHROMIUM
 def test_viewer_in_chromium(viewer_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from stresstest.cli import main
     from stresstest.results import ItemScore
@@ -221,5 +209,5 @@ def test_viewer_in_chromium(viewer_run: tuple[Path, str], tmp_path: Path, capsys
     assert n_events > 0  # the check above compared something
 
     shot = tmp_path / "item-page.png"
-    res = _chromium([f"--screenshot={shot}", "--window-size=1400,2000", page.resolve().as_uri()], tmp_path / "p3")
+    res = run_chromium([f"--screenshot={shot}", "--window-size=1400,2000", page.resolve().as_uri()], tmp_path / "p3")
     assert res.returncode == 0 and shot.stat().st_size > 10_000, res.stderr[-2000:]
