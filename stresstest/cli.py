@@ -135,7 +135,14 @@ def _read_text(path: str, option: str = "") -> str:
 def _cmd_triggers(a: argparse.Namespace) -> int:
     from stresstest.metrics.triggers import detect_triggers
 
-    events = detect_triggers(_read_text(a.ref, "--ref"), _read_text(a.hyp, "--hyp"))
+    concepts: list[str] = []
+    if a.gold is not None:
+        from stresstest.config import GoldConfig
+        from stresstest.pipeline.score import load_gold_for
+
+        gold = load_gold_for([a.gold], GoldConfig(path=a.gold_dir, required=True))[a.gold]
+        concepts = [c.concept for c in gold.claims]
+    events = detect_triggers(_read_text(a.ref, "--ref"), _read_text(a.hyp, "--hyp"), concepts)
     print(json.dumps([e.model_dump(mode="json") for e in events], indent=2, ensure_ascii=False))
     return 0
 
@@ -235,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("triggers", help="cause-side trigger events between two transcripts (JSON)")
     t.add_argument("--ref", required=True)
     t.add_argument("--hyp", required=True)
+    t.add_argument("--gold", metavar="ENCOUNTER_ID",
+                   help="widen the negation check with this encounter's gold concepts, as a run does")
+    t.add_argument("--gold-dir", help="gold records to read --gold from (default: the shipped set; a run's gold.path)")
     t.set_defaults(func=_cmd_triggers)
 
     rp = sub.add_parser("report", help="(re)build report.html / report.md for a run directory")

@@ -78,7 +78,11 @@ class RunSettings(_Strict):
     cache_dir: str | None = Field(
         default=None, description="Stage cache (default $STRESSTEST_CACHE or ~/.cache/stresstest)."
     )
-    progress: bool = Field(default=True, description="Show progress bars on stderr.")
+    progress: bool = Field(
+        default=True,
+        description="Progress on stderr: tqdm bars on a terminal, plain lines (done/total, rate, ETA; one end "
+        "line per stage) when stderr is a file or pipe; false prints neither.",
+    )
     executor: ExecutorConfig = Field(
         default_factory=ExecutorConfig, description="Where stage tasks run: in process (default) or on Ray."
     )

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from tqdm import tqdm
 
 from stresstest.cache import KeyValueCache, hash_obj
 from stresstest.errors import LLMError
@@ -31,6 +30,7 @@ from stresstest.llm.client import CallResult
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.engine import LLMEngine
 from stresstest.llm.offline import generate_offline
+from stresstest.progress import StageProgress
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -209,13 +209,15 @@ class LLMSession:
 
         with (
             ThreadPoolExecutor(max_workers=self.engine.concurrency) as pool,
-            tqdm(total=len(calls), desc=desc, unit="call", leave=False, disable=None) as bar,  # no bar off a tty
+            # a bar on a terminal, plain lines in a log; none when the run's progress is off
+            StageProgress(desc, len(calls), unit="call", enabled=self.engine.progress) as bar,
         ):
             futures = {pool.submit(one, c): j for j, c in enumerate(calls)}
             try:
                 for fut in as_completed(futures):
-                    done(futures[fut], fut.result())
-                    bar.update(1)
+                    res = fut.result()
+                    done(futures[fut], res)
+                    bar.update(1, failed=int(res.failed))
             except BaseException:
                 # Ctrl-C or a bug: do not start the queued calls; finished ones are already cached.
                 for fut in futures:

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm import tqdm
 
 from stresstest import __version__
 from stresstest.asr.stage import ASRItem
@@ -59,6 +58,7 @@ from stresstest.pipeline.tasks import (
     mix_task,
     speech_task,
 )
+from stresstest.progress import StageProgress, duration, say
 from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
 from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
@@ -105,10 +105,32 @@ def _stage(state: RunState, name: str) -> Iterator[None]:
         state.stage_seconds[name] = round(state.stage_seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
 
-def _bar(state: RunState, total: int, desc: str) -> tqdm:
-    # disable=None: no bar when stderr is not a terminal (logs and pipes get clean one-line messages).
-    return tqdm(total=total, desc=desc, unit="item", disable=None if state.cfg.run.progress else True, file=sys.stderr,
-                dynamic_ncols=True, leave=False)
+def _bar(state: RunState, total: int, desc: str, *, bar: bool = True, unit: str = "item") -> StageProgress:
+    # A tqdm bar on a terminal, plain progress lines in a log (stresstest.progress); none with run.progress false.
+    return StageProgress(desc, total, enabled=state.cfg.run.progress, bar=bar, unit=unit)
+
+
+def _announce(state: RunState, cache: Path) -> None:
+    """The run's first line: what will run (encounters, conditions, audio hours, backends) and the cache hits."""
+    from stresstest.speech import planned_speech
+
+    cfg, grid = state.cfg, state.grid
+    plans = [planned_speech(e, cache, cfg.speech) for e in state.encounters.values()]
+    known = [p.seconds for p in plans if p.seconds is not None]
+    hits = sum(1 for p in plans if p.cached)
+    n_rec = sum(1 for p in plans if p.cached is None)
+    n = len(state.encounters)
+    cached = ", ".join(([f"{hits} of {n - n_rec} TTS renderings in the cache"] if n_rec < n else [])
+                       + ([f"{n_rec} recordings"] if n_rec else []))
+    hours = (f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech" + (
+        "" if len(known) == n else f" known for {len(known)} of {n} encounters")) if known else (
+        "hours of speech known once rendered")
+    st = cfg.structure
+    say(f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
+        f"{cached}; ASR {cfg.asr.backend} "
+        f"{cfg.asr.model or '(bundled model)'}; "
+        f"structure {st.backend}{'' if st.backend == 'rules' else ' ' + (st.server.model or '(bundled model)')}; "
+        f"judge {cfg.judge.backend}; executor {state.executor.kind}", enabled=cfg.run.progress)
 
 
 def _load_encounters(state: RunState) -> None:
@@ -136,9 +158,10 @@ def _load_encounters(state: RunState) -> None:
 
 def _speech_stage(state: RunState, cache: Path) -> None:
     encs = list(state.encounters.values())
-    bar = _bar(state, len(encs), "speech")
+    bar = _bar(state, len(encs), "speech", unit="encounter")
     results: list[SpeechResult] = state.executor.map_tasks(
-        "speech", speech_task, (state.cfg.speech, cache), encs, on_result=lambda i, r: bar.update())
+        "speech", speech_task, (state.cfg.speech, cache), encs,
+        on_result=lambda i, r: bar.update(failed=int(r.speech is None)))
     bar.close()
     for r in results:
         if r.speech is not None:
@@ -161,7 +184,7 @@ def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encount
     bar = _bar(state, sum(len(j.conditions) for j in jobs), "mix")
     results: list[list[MixOutcome]] = state.executor.map_tasks(
         "mix", mix_task, ctx, [(j, state.speech[j.encounter_id]) for j in jobs],
-        on_result=lambda i, r: bar.update(len(r)))
+        on_result=lambda i, r: bar.update(len(r), failed=sum(o.error is not None for o in r)))
     bar.close()
     for job, outcomes in zip(jobs, results, strict=True):
         for o in outcomes:
@@ -182,7 +205,7 @@ def _chain_stage(state: RunState, ctx: MixContext) -> None:
     jobs = [(eid, c.id, list(c.chain or []), sp) for eid, sp in state.speech.items() for c in chained]
     bar = _bar(state, len(jobs), "chain")
     outcomes: list[MixOutcome] = state.executor.map_tasks(
-        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update())
+        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update(failed=int(r.error is not None)))
     bar.close()
     for (eid, *_), o in zip(jobs, outcomes, strict=True):
         key = (eid, o.condition)
@@ -213,7 +236,7 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     shard = -(-state.cfg.run.executor.shard_size // group) * group
     results: list[ASROutcome] = state.executor.map_pool(
         "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus, shard_size=shard,
-        on_result=lambda i, r: bar.update())
+        on_result=lambda i, r: bar.update(failed=int(r.transcript is None)))
     bar.close()
     for r in results:
         it = r.item
@@ -252,10 +275,12 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     # One shard per engine: each structuring call opens an LLM session (a managed server starts once per call).
     # In this process the workers use the run's engine; a Ray actor cannot share it and owns one.
     engine = state.llm_engine if state.executor.kind == "inprocess" else None
+    bar = _bar(state, len(tasks), "structure", bar=False)  # on a terminal the LLM calls have their own bar
     envs: list[RecordEnvelope] = state.executor.map_pool(
         "structure", StructureWorker, StructureInit(state.cfg.structure, cache, state.out / "logs", engine), tasks,
         workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine,
-        shard_size=max(1, -(-len(tasks) // ex.llm_engines)))
+        shard_size=max(1, -(-len(tasks) // ex.llm_engines)), on_result=lambda i, r: bar.update(failed=int(r.failed)))
+    bar.close()
     for env in envs:
         key = (env.encounter_id, env.condition)
         state.records[key] = env
@@ -376,6 +401,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
         try:
             with _stage(state, "corpus"):
                 _load_encounters(state)
+                _announce(state, cache)
                 all_encs = load_corpus(cfg.corpus.kind, cfg.corpus.path) if "babble" in cfg.noise else []
                 for spec in cfg.noise.values():  # a pinned babble id that is missing fails here, not after TTS
                     if spec.bank_encounters is not None:
@@ -411,7 +437,8 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                     mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
                     judge_backend=cfg.judge.backend, structure=cfg.structure, engine=state.llm_engine,
                 )
-                items = score_items(inputs, cache, executor=executor)
+                with _bar(state, len(state.encounters) * len(state.grid), "score", bar=False) as bar:
+                    items = score_items(inputs, cache, executor=executor, progress=bar.update)
             if cfg.judge.note_quality.enabled():
                 checkpoint()
                 with _stage(state, "note_quality"):
@@ -437,7 +464,10 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
         with _stage(state, "report"):
             from stresstest.report import build_report
 
+            t0 = time.perf_counter()
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
+            say(f"report done in {duration(time.perf_counter() - t0)}: {out / 'report' / 'report.html'}, items in "
+                f"{out / 'report' / 'items' / 'index.html'}", enabled=cfg.run.progress)
     checkpoint(completed=True)
     announce_failures(state.ledger.records(), state.ledger.total_items,
                       cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)

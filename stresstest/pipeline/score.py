@@ -9,7 +9,7 @@ unmitigated rows, so the two blocks of Table 2 share one reference.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -302,22 +302,31 @@ def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
 
 
 def score_items(
-    inputs: ScoreInputs, cache: Path, *, executor: Any = None
+    inputs: ScoreInputs, cache: Path, *, executor: Any = None, progress: Callable[[int], None] | None = None
 ) -> list[ItemScore]:
     """One validated row per (encounter, condition) of the grid, failed ones included.
 
     Encounters are scored independently (:func:`score_encounter`), through
     ``executor`` when given (a :class:`~stresstest.pipeline.executor.Executor`);
     the audit detail of each item is written to ``scores/<condition>/<id>.json``
-    and the LLM judge (when configured) runs once over all items afterwards.
+    and the LLM judge (when configured) runs once over all items afterwards. ``progress(n)`` is called
+    with each encounter's item count as it is scored.
     """
     eids = sorted(inputs.encounters)
     outputs = inputs.per_encounter()
     per_enc = [outputs[e] for e in eids]
+    def done(i: int, scored: list[ScoredItem]) -> None:
+        if progress is not None:
+            progress(len(scored))
+
     if executor is None:
-        results = [score_encounter(x, inputs.grid, inputs.judge_backend) for x in per_enc]
+        results = []
+        for i, x in enumerate(per_enc):
+            results.append(score_encounter(x, inputs.grid, inputs.judge_backend))
+            done(i, results[-1])
     else:
-        results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc)
+        results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc,
+                                     on_result=done)
     rows: list[ItemScore] = []
     llm_pairs: list[tuple[int, Any, Any]] = []
     for x, scored in zip(per_enc, results, strict=True):

@@ -38,6 +38,7 @@ from stresstest.report.tables import (
     trigger_rates,
     write_table,
 )
+from stresstest.report.viewer import write_viewer
 from stresstest.results import JudgeInfo
 
 ALPHA = 0.05
@@ -369,6 +370,7 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     atomic_write_text(html_path, render_html(content, rdir))
     atomic_write_text(md_path, render_markdown(content))
     _write_report_json(rdir / "report.json", run, an, content, n_resamples, seed)
+    write_viewer(run, rdir)
     return ReportPaths(
         report_dir=rdir,
         html=html_path,

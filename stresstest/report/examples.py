@@ -194,7 +194,7 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
     return d
 
 
-def _quote_ranges(text: str, quotes: Iterable[str]) -> list[tuple[int, int]]:
+def quote_ranges(text: str, quotes: Iterable[str]) -> list[tuple[int, int]]:
     """Character ranges of every occurrence of each quote in ``text`` (case- and whitespace-insensitive)."""
     out = []
     for q in quotes:
@@ -217,7 +217,7 @@ def explains(ev: TriggerEvent, change: Change, clean_text: str, noisy_text: str)
     for side, text, quotes in (("ref", clean_text, change.clean_quotes), ("hyp", noisy_text, change.noisy_quotes)):
         span = _event_range(ev, side, text)
         if span is not None and span[1] > span[0]:
-            if any(a < span[1] and b > span[0] for a, b in _quote_ranges(text, quotes)):
+            if any(a < span[1] and b > span[0] for a, b in quote_ranges(text, quotes)):
                 return True
     if not change.concepts:
         return False

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from stresstest.mitigation.evidence import FilterReport
 from stresstest.mitigation.guard import GuardReport
 from stresstest.report.rundir import RunData
-from stresstest.results import RecordExtra
+from stresstest.results import ItemScore, RecordExtra
 from stresstest.schema import ClinicalRecord
 
 
@@ -109,14 +109,19 @@ def removals(run: RunData) -> list[Removal]:
     rows: list[Removal] = []
     for c in run.conditions.mitigated():
         for it in sorted(run.ok_items(c.id), key=lambda r: r.encounter_id):
-            got = _reports(it.extra)
-            if got is None:
-                continue
-            # One row per distinct removal: a Draft with two claims under one id makes the reports list it twice.
-            times = Counter(_item_removals(*got))
-            rows += [Removal(c.id, it.encounter_id, item, _what(got[0], item, n), by, why)
-                     for (item, by, why), n in times.items()]
+            rows += item_removals(it) or []
     return rows
+
+
+def item_removals(it: ItemScore) -> list[Removal] | None:
+    """What the Guard and the evidence filter removed from one guard item's Draft; None when not recorded."""
+    got = _reports(it.extra)
+    if got is None:
+        return None
+    # One row per distinct removal: a Draft with two claims under one id makes the reports list it twice.
+    times = Counter(_item_removals(*got))
+    return [Removal(it.condition, it.encounter_id, item, _what(got[0], item, n), by, why)
+            for (item, by, why), n in times.items()]
 
 
 def guard_sentences(run: RunData) -> list[str]:

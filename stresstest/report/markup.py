@@ -20,9 +20,13 @@ def md_table(head: Sequence[str], rows: Sequence[Sequence[str]], text: bool = Fa
     return ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |", *("| " + " | ".join(r) + " |" for r in rows)]
 
 
+class Markup(str):
+    """HTML built (and escaped) by the caller: :func:`esc` passes it through as it is."""
+
+
 def esc(x: object) -> str:
-    """A value as HTML text (quotes escaped too)."""
-    return html.escape(str(x), quote=True)
+    """A value as HTML text (quotes escaped too); a :class:`Markup` value is already HTML."""
+    return x if isinstance(x, Markup) else html.escape(str(x), quote=True)
 
 
 def html_table(head: Sequence[str], rows: Sequence[Sequence[object]], cls: str = "main") -> str:

@@ -18,7 +18,7 @@ from stresstest.report.content import EffectRow, FailureRow, MitigationRow, Repo
 from stresstest.report.error_rates import error_rates_html, error_rates_markdown
 from stresstest.report.examples import Example
 from stresstest.report.guard import REMOVAL_COLUMNS as GUARD_REMOVED_COLUMNS
-from stresstest.report.markup import esc, html_table, md_cell, md_table
+from stresstest.report.markup import Markup, esc, html_table, md_cell, md_table
 from stresstest.report.predictive import PREDICTORS, EndpointResult
 from stresstest.report.silence import probes_html, probes_markdown
 from stresstest.report.tables import (
@@ -31,6 +31,7 @@ from stresstest.report.tables import (
     fmt,
     fmt_ci,
 )
+from stresstest.report.viewer import index_href, item_href
 
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:#1c2833;margin:24px auto;
@@ -113,7 +114,8 @@ def _table2_html(rows: Sequence[Row], caption: str) -> str:
                 + (f"<span class='ci'>{ci}</span>" if ci and v is not None else "")
                 + "</td>"
             )
-        cells.append(f"<td><code>{esc(r.condition)}</code></td>")
+        cells.append(f"<td><a href='{esc(index_href(r.condition))}' title='its items in the item viewer'><code>"
+                     f"{esc(r.condition)}</code></a></td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -184,7 +186,8 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
                 f"<tr><td>{esc(label)}<div class='tag'>{esc(ex.explanation)}</div></td>"
                 f"<td><b>Clean:</b> “{clean}”<br><b>Noisy:</b> “{noisy}”</td>"
                 f"<td><ul class='effects'>{effects}</ul>{link}</td>"
-                f"<td><code>{esc(ex.encounter_id)}</code><br><code>{esc(ex.condition)}</code>"
+                f"<td><a href='{esc(item_href(ex.encounter_id, ex.condition))}' title='open the item'><code>"
+                f"{esc(ex.encounter_id)}</code><br><code>{esc(ex.condition)}</code></a>"
                 + (
                     f"<div class='tag'>records: <a href='../{esc(ex.clean_record_path)}'>clean</a> · "
                     f"<a href='../{esc(ex.record_path)}'>noisy</a></div>"
@@ -257,6 +260,9 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         )
     else:
         parts.append("<p class='sub ok'>✓ Every rate below equals the corresponding summary.csv value.</p>")
+    parts.append(f"<p><a href='{esc(index_href())}'><b>Item viewer</b></a> <span class='sub'>— every (encounter, "
+                 "condition): listen to it, read its aligned transcripts with the trigger events, its record against "
+                 "the clean-ASR one and the judge's verdict; sort and filter the worst.</span></p>")
     parts.append("<h2>Main results</h2>" + _table2_html(c.table2, _caption(c)))
     parts.append(
         "<h2>Cause-side triggers</h2><p class='sub'>Share of items with at least one trigger event of each "
@@ -383,8 +389,15 @@ def _effects_html(rows: Sequence[EffectRow]) -> str:
 
 
 def _simple_table_html(rows: Sequence[Sequence[object]], cols: Sequence[str]) -> str:
-    """A plain table: ``rows`` are the cells of each row in the order of ``cols``."""
-    return html_table(cols, [[_cell(v) for v in r] for r in rows], "main left")
+    """A plain table: ``rows`` are the cells of each row in the order of ``cols``; a table of items (with
+    ``encounter_id`` and ``condition`` columns) links each row to its page in the item viewer."""
+    body: list[list[object]] = [[_cell(v) for v in r] for r in rows]
+    if "encounter_id" in cols and "condition" in cols:
+        e, c = cols.index("encounter_id"), cols.index("condition")
+        links = [Markup(f"<a href='{esc(item_href(str(r[e]), str(r[c])))}'>open</a>") for r in rows]
+        body = [[*b, link] for b, link in zip(body, links, strict=True)]
+        cols = [*cols, "item"]
+    return html_table(cols, body, "main left")
 
 
 def _cell(v: object) -> str:

@@ -90,6 +90,11 @@ def _cache_paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
     return base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
 
 
+def cached_envelope_path(encounter: Encounter, cache_dir: Path, config: TTSConfig) -> Path:
+    """Where the rendering of ``encounter`` under ``config`` has (or will have) its cache metadata."""
+    return _cache_paths(Path(cache_dir), _cache_key(encounter, config))[1]
+
+
 def _read_cached(wav: Path, meta: Path) -> SpeechAudio | None:
     """The cached rendering, verified (WAV size + sha256 as written); damaged → warning + re-render."""
     return read_verified_json(  # type: ignore[no-any-return]

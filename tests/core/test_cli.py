@@ -78,6 +78,26 @@ def test_triggers_command_prints_typed_events(tmp_path, capsys):
         assert {"type", "ref_span", "hyp_span"} <= set(e)
 
 
+def test_triggers_with_gold_concepts_are_the_run_s_events(tmp_path, capsys):
+    # A run passes the encounter's gold concepts to the detector; --gold does the same, so the two agree.
+    from stresstest.gold.model import default_gold_dir, load_gold
+    from stresstest.metrics.triggers import detect_triggers
+
+    ref = "Do you get paroxysmal nocturnal dyspnea? No. And orthopnea? Yes, I am gasping when I lay down."
+    hyp = "Do you get paroxysmal nocturnal dyspnea? And orthopnea? Yes, I am gasping when I lay down."
+    (tmp_path / "r.txt").write_text(ref)
+    (tmp_path / "h.txt").write_text(hyp)
+    assert main(["triggers", "--ref", str(tmp_path / "r.txt"), "--hyp", str(tmp_path / "h.txt"), "--gold",
+                 "CAR0003"]) == 0
+    concepts = [c.concept for c in load_gold(default_gold_dir())["CAR0003"].claims]
+    assert json.loads(capsys.readouterr().out) == [e.model_dump(mode="json") for e in
+                                                   detect_triggers(ref, hyp, concepts)]
+    assert main(["triggers", "--ref", str(tmp_path / "r.txt"), "--hyp", str(tmp_path / "h.txt"), "--gold",
+                 "NOPE0001"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no gold reference for 1 encounter(s): NOPE0001" in err and "\n" not in err
+
+
 def test_triggers_missing_file(tmp_path, capsys):
     assert main(["triggers", "--ref", str(tmp_path / "nope.txt"), "--hyp", str(tmp_path / "nope.txt")]) == 2
     assert "nope.txt: file not found" in capsys.readouterr().err

@@ -17,7 +17,8 @@ PKG = Path(__file__).resolve().parents[2] / "stresstest"
 #: The report sits below the pipeline: it reads a run directory through ``stresstest.results`` and the metrics,
 #: never the runner, and the runner's last stage writes it (as the CLI's ``report`` command does).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("stresstest", "stresstest.errors", "stresstest.ids", "stresstest.console", "stresstest.yamlcfg",
+    ("base", ("stresstest", "stresstest.errors", "stresstest.ids", "stresstest.console", "stresstest.progress",
+              "stresstest.yamlcfg",
               "stresstest.net", "stresstest.cache", "stresstest.audio", "stresstest.records", "stresstest.schema",
               "stresstest.grid", "stresstest.results", "stresstest.textnorm", "stresstest.children")),
     ("clinical", ("stresstest.clinical",)),

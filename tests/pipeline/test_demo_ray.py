@@ -20,12 +20,13 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def _run(config: Path, out: Path, cache: Path, timeout: int = 1500) -> None:
+def _run(config: Path, out: Path, cache: Path, timeout: int = 1500) -> str:
     env = {**os.environ, "STRESSTEST_CACHE": str(cache),
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.run([sys.executable, "-m", "stresstest.cli", "run", str(config), "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
 
 
 def _items(out: Path, cache: Path) -> list[str]:
@@ -55,10 +56,16 @@ report: {enabled: false}
 """
     (tmp_path / "small.yaml").write_text(base)
     (tmp_path / "small-ray.yaml").write_text(
-        "extends: small.yaml\nrun: {executor: {kind: ray, num_cpus: 2, num_gpus: 0, object_store_mb: 96}}\n")
+        "extends: small.yaml\nrun: {progress: true, executor: {kind: ray, num_cpus: 2, num_gpus: 0, "
+        "object_store_mb: 96}}\n")
     c1, c2 = tmp_path / "cache-inproc", tmp_path / "cache-ray"
     _run(tmp_path / "small.yaml", tmp_path / "inproc", c1)
-    _run(tmp_path / "small-ray.yaml", tmp_path / "ray", c2)  # cold: speech, mixing, ASR, scoring on Ray
+    log = _run(tmp_path / "small-ray.yaml", tmp_path / "ray", c2)  # cold: speech, mixing, ASR, scoring on Ray
+    # The workers' items are counted on the driver: its log (stderr, not a terminal) has each stage's end line.
+    for end in ("speech done: 2/2 encounters", "mix done: 2/2 items", "asr done: 3/3 items",
+                "structure done: 4/4 items"):
+        assert f"stresstest: {end} in " in log, log[-3000:]
+    assert "executor ray" in log.splitlines()[0]
     assert (tmp_path / "ray" / "summary.csv").read_bytes() == (tmp_path / "inproc" / "summary.csv").read_bytes()
     assert _items(tmp_path / "ray", c2) == _items(tmp_path / "inproc", c1)
     man = json.loads((tmp_path / "ray" / "manifest.json").read_text())

@@ -59,12 +59,16 @@ report: {{enabled: false}}
 
 
 @pytest.mark.integration
-def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypatch):
+def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypatch, capfd):
     from stresstest.pipeline.runner import run
 
     _write_corpus(tmp_path)
     cfg = _config(tmp_path, max_failures=10)
     out, rows = run(cfg, tmp_path / "out")
+    # run.progress false: no start line, no progress or end line (stderr here is not a terminal)
+    err = capfd.readouterr().err
+    starts = ("stresstest: run:", "stresstest: speech", "stresstest: asr", "stresstest: score")
+    assert not [ln for ln in err.splitlines() if ln.startswith(starts)], err
 
     with open(out / "summary.csv") as fh:
         summary = list(csv.DictReader(fh))
@@ -220,3 +224,20 @@ def test_summary_csv_is_written_from_typed_rows_in_the_fixed_column_order() -> N
     assert (got[1]["snr_db"], got[1]["abstention_rate"], got[1]["quotes_discarded"]) == ("5", "0.3333", "3")
     assert (got[1]["n_dropped"], got[1]["dropped"]) == ("1", "E2")
     assert list(rows[0].cells()) == before
+
+
+def test_the_start_line_names_what_will_run(tmp_path, capsys):
+    from stresstest.config import load_config
+    from stresstest.pipeline.executor import InProcessExecutor
+    from stresstest.pipeline.runner import RunState, _announce, _load_encounters
+
+    for name, structure in (("demo.yaml", "structure rules"), ("demo-llm.yaml", "structure openai (bundled model)")):
+        cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / name)
+        state = RunState(out=tmp_path, cfg=cfg, grid=cfg.grid(), executor=InProcessExecutor())
+        _load_encounters(state)
+        _announce(state, tmp_path / "empty-cache")  # nothing cached: no hours known yet
+        line = capsys.readouterr().err.strip()
+        n, k = len(state.encounters), len(state.grid)
+        assert line.startswith(f"stresstest: run: {n} encounters × {k} conditions = {n * k} items ("), line
+        assert (f"; hours of speech known once rendered; 0 of {n} TTS renderings in the cache; ASR faster-whisper "
+                f"(bundled model); {structure}; judge ") in line, line

@@ -3,45 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
+from chromium import BROWSER_TEST, run_chromium
 
 from stresstest.report import ReportPaths
 
-CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1400, 2400
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="headless Chromium not installed at /usr/bin/chromium (Debian: apt-get install -y chromium)",
-    ),
-]
-
-
-def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
-    profile.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(  # noqa: S603 - fixed binary, arguments built here
-        [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+pytestmark = BROWSER_TEST
 
 
 def test_html_renders_in_chromium(report: ReportPaths, tmp_path: Path) -> None:
@@ -49,7 +20,7 @@ def test_html_renders_in_chromium(report: ReportPaths, tmp_path: Path) -> None:
 
     url = report.html.resolve().as_uri()
     shot = report.report_dir / "screenshot.png"  # kept next to the report for a human look
-    res = _chromium([f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", url], tmp_path / "p1")
+    res = run_chromium([f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", url], tmp_path / "p1")
     assert res.returncode == 0, res.stderr[-2000:]
     img = mpimg.imread(shot)
     assert img.shape[:2] == (HEIGHT, WIDTH)
@@ -59,7 +30,7 @@ def test_html_renders_in_chromium(report: ReportPaths, tmp_path: Path) -> None:
     assert nonwhite > 0.05, nonwhite
     assert len(np.unique((rgb[::4, ::4] * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
 
-    dom = _chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path / "p2")
+    dom = run_chromium(["--enable-logging=stderr", "--v=0", "--dump-dom", url], tmp_path / "p2")
     assert dom.returncode == 0, dom.stderr[-2000:]
     # The page has no script: any console message (a JS error, a blocked resource) is a defect.
     console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln]
