@@ -198,7 +198,7 @@ def run_devset(args: argparse.Namespace) -> int:
             print(f"paired AUROC differences (95% CI, {unit} resampled; * = CI above 0)")
             for d, _, _ in (*DIFFERENCES, *REF_DIFFERENCES):
                 if d in table[ENDPOINTS[0][0]]:
-                    print(f"{d:<26}" + "".join(f"{_fmt_diff(table[ep][d]):<30}" for ep, _ in ENDPOINTS))
+                    print(f"{d:<28}" + "".join(f"{_fmt_diff(table[ep][d]):<30}" for ep, _ in ENDPOINTS))
             if args.misses and split == "dev":
                 for r, risk in zip(part, sc["risk"], strict=True):
                     if (r["label"] == 2 and risk == 0) or (r["label"] == 0 and risk > 0):

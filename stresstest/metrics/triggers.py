@@ -439,6 +439,18 @@ def _spoken_values(tt: TokenizedText, i: int, j: int) -> list[float] | None:
     return spoken_values(tt.original[s:e])
 
 
+def _quantity_values(tt: TokenizedText, i: int, j: int) -> list[tuple[float, float | None, str | None]]:
+    """(value, upper value, unit) of each quantity read from the ORIGINAL text of tokens [i, j).
+
+    Compares numbers by value where the normaliser's digits do not: it folds "ten, ten" into "1010" and
+    leaves "10, 10" as two numbers.
+    """
+    if j <= i:
+        return []
+    s, e = tt.char_span(i, j)
+    return [(q.value, q.value_max, q.unit_canonical) for q in find_quantities(tt.original[s:e])]
+
+
 def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
     """Canonical units of some quantities.
 
@@ -486,6 +498,10 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         rv == _spoken_values(pair.hyp, h0, h1)
     ):
         ref_digits = hyp_digits  # "2 1/2" / "two and a half", "1.5" / "one and a half"
+    if ref_digits != hyp_digits and (rv2 := _quantity_values(pair.ref, r0, r1)) and rv2 == _quantity_values(
+        pair.hyp, h0, h1
+    ):
+        ref_digits = hyp_digits  # the same values read from the texts: "1 to 10, 10" / "one to ten, ten"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
     ref_time = _time_words(pair.ref.words, g.r0, g.r1, _in_terms(ref, g.r0, g.r1))
@@ -695,6 +711,8 @@ def _pollution(
 _NEG_CUES = frozenset({
     "no", "not", "never", "without", "denies", "denied", "deny", "none", "nothing", "nor", "nah", "nope",
 })
+# Hedges: words that qualify a whole answer, no content for a negation cue to bear on ("no, probably").
+_HEDGES = frozenset({"probably", "guess", "maybe", "perhaps", "suppose", "possibly", "mean"})
 # A lost reference word this rare (wordfreq Zipf) and of no known category still counts as clinical content
 # ("macromastia", "hawkins"), with the small rare_word weight.
 _RARE_ZIPF = 3.0
@@ -855,8 +873,8 @@ def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list
     side, ks = (ref, rc) if rc else (hyp, hc)
     words = side.tt.words
     near = words[max(0, ks[0] - 3) : ks[-1] + 4]
-    if not any(_is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES for w in near):
-        return []  # "no, that i can do": a bare answer particle
+    if not any(_is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES | _HEDGES for w in near):
+        return []  # "no, that i can do", "no probably, i guess": a bare answer particle
     lo, hi = ks[0] - 4, ks[-1] + 5
     clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
     what = "lost" if rc else "gained"
