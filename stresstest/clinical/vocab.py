@@ -36,6 +36,7 @@ __all__ = [
     "hesitations",
     "match_terms",
     "number_words",
+    "qualifiers",
     "set_phrases",
     "unit_words",
     "zipf",
@@ -124,6 +125,12 @@ def set_phrases() -> frozenset[tuple[str, ...]]:
     """Phrases of ``set_phrases.tsv`` whose time words are no time anchor, as normalised word tuples."""
     # normalise: the alignment's own normalisation, so the tuples match it
     return frozenset(tuple(normalise(row[0]).split()) for row in read_table("set_phrases.tsv") if row and row[0])
+
+
+@functools.lru_cache(maxsize=1)
+def qualifiers() -> dict[str, tuple[str, str]]:
+    """Qualifier word -> (scale, value) of ``qualifiers.tsv`` ("worse" -> ("course", "worse"))."""
+    return {row[0]: (row[1], row[2]) for row in read_table("qualifiers.tsv") if len(row) >= 3}
 
 
 @functools.lru_cache(maxsize=1)

@@ -77,6 +77,7 @@ from stresstest.clinical.vocab import (
     all_fillers,
     category_weight,
     match_terms,
+    qualifiers,
     set_phrases,
     unit_words,
     zipf,
@@ -711,6 +712,9 @@ def _pollution(
 _NEG_CUES = frozenset({
     "no", "not", "never", "without", "denies", "denied", "deny", "none", "nothing", "nor", "nah", "nope",
 })
+# Negation cues that are also bare answer particles: they negate a verb only with content near them.
+# "not" / "never" always negate what follows ("it's been ongoing" -> "it's not going").
+_ANSWER_PARTICLES = frozenset({"no", "nope", "nah"})
 # Hedges: words that qualify a whole answer, no content for a negation cue to bear on ("no, probably").
 _HEDGES = frozenset({"probably", "guess", "maybe", "perhaps", "suppose", "possibly", "mean"})
 # A lost reference word this rare (wordfreq Zipf) and of no known category still counts as clinical content
@@ -873,8 +877,13 @@ def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list
     side, ks = (ref, rc) if rc else (hyp, hc)
     words = side.tt.words
     near = words[max(0, ks[0] - 3) : ks[-1] + 4]
-    if not any(_is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES | _HEDGES for w in near):
+    particles = all(words[k] in _ANSWER_PARTICLES for k in ks)
+    if particles and not any(
+        _is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES | _HEDGES for w in near
+    ):
         return []  # "no, that i can do", "no probably, i guess": a bare answer particle
+    if not particles and ks[-1] + 1 >= len(words):
+        return []  # a trailing "not" negates nothing said
     lo, hi = ks[0] - 4, ks[-1] + 5
     clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
     what = "lost" if rc else "gained"
@@ -938,6 +947,46 @@ def _negation_events(
             ref_start=m.ref_start, ref_end=m.ref_end, hyp_start=m.hyp_start, hyp_end=m.hyp_end,
             concept=m.concept,
         ))
+    return out
+
+
+# --- qualifiers: course, severity, frequency words (entity_substitution / clinical_omission) ------------
+
+# Course and severity words whose loss to other words changes the statement ("getting worse" -> "getting first").
+_LOSABLE_SCALES = frozenset({"course", "severity"})
+
+
+def _qualifier_changes(pair: AlignedPair, g: _Region, taken: Sequence[TriggerEvent]) -> list[TriggerEvent]:
+    """A qualifier heard as another value of its scale ("worse" -> "better", "mild" -> "severe"):
+    entity_substitution; a course or severity word lost to other words: clinical_omission."""
+    table = qualifiers()
+    rq = [(k, *table[w]) for k in range(g.r0, g.r1) if (w := pair.ref.words[k]) in table]
+    if not rq:
+        return []
+    hq = [(k, *table[w]) for k in range(g.h0, g.h1) if (w := pair.hyp.words[k]) in table]
+    out: list[TriggerEvent] = []
+    for k, scale, value in rq:
+        rs, re_ = pair.ref.char_span(k, k + 1)
+        if any(e.ref_start < re_ and e.ref_end > rs for e in taken):
+            continue  # already an event of its own ("constant" of "constant pain")
+        same_scale = [v for _, sc, v in hq if sc == scale]
+        word = pair.ref.words[k]
+        if same_scale and value not in same_scale:
+            why = f"{scale} word {word!r} heard as {'/'.join(sorted(set(same_scale)))!r}"
+            ev = _event("entity_substitution", pair, g, why, scale, weight=category_weight("qualifier"))
+        elif not same_scale and scale in _LOSABLE_SCALES and g.h1 > g.h0:
+            pi, pj = pair.hyp_range_for_ref(k, k + 1)
+            window = pair.hyp.words[max(0, pi - 1) : pj + 1]
+            if word in window or any(_ratio(word, h) >= _CLOSE for h in window):
+                continue
+            near = pair.hyp.words[max(0, pi - 4) : pj + 4]
+            if any(table.get(h, ("",))[0] == scale for h in near):
+                continue  # "any better or any worse" -> "any better or any world": still asks the course
+            why = f"{scale} word {word!r} does not survive in the hypothesis"
+            ev = _event("clinical_omission", pair, g, why, scale, weight=category_weight("qualifier_lost"))
+        else:
+            continue
+        out.append(ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]}))
     return out
 
 
@@ -1147,6 +1196,7 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
         lost = {e.concept for e in subs if e.concept}
         omitted = _omissions(pair, g, ref, hyp, lost | flipped_concepts)
         events += omitted
+        events += _qualifier_changes(pair, g, [*subs, *omitted])
         # A lost negation is a negation_flip unless its target went with it (then it is that omission's).
         if not any("(negated)" in e.explanation for e in omitted) and not flipped(g):
             events += _negation_cue(pair, g, ref, hyp)
