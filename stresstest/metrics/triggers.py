@@ -328,9 +328,14 @@ def _found(text: str) -> tuple[list[Mention], list[ClinicalToken]]:
 
 
 def clinical_mentions(text: str) -> list[Mention]:
-    """The clinical terms of ``text`` as the detector sees them: lexicon and drug mentions, minus dictionary
-    hits on ordinary words (what ``clinical_omission`` and the clinical-term WER count as clinical)."""
-    return _found(text)[0]
+    """The clinical terms of ``text`` as the detector sees them (what ``clinical_omission`` and the
+    clinical-term WER count as clinical): lexicon and drug mentions, minus dictionary hits on ordinary words,
+    then the terms of the vocabulary (``medwer`` list + the project's overlay,
+    :func:`~stresstest.clinical.vocab.term_vocabulary`) that overlap none of them; in text order."""
+    found, toks = _found(text)
+    spans = [(m.start, m.end) for m in found]
+    extra = [t for t in match_terms(text, toks) if not any(a < t.end and b > t.start for a, b in spans)]
+    return sorted([*found, *extra], key=lambda m: (m.start, m.end))
 
 
 def _plausible(m: Mention) -> bool:
