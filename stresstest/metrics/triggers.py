@@ -1128,7 +1128,10 @@ def _lost_answers(pair: AlignedPair, g: _Region, ref: _Side, taken: list[tuple[i
         overlaps = any(a < re_ and b > rs for a, b in taken)
         # With no question in view a bare "yeah" is a backchannel; a bare "no" / "I don't think so" still answers.
         backchannel = q is None and not content and polarity == "yes"
-        if kept_polarity or kept_content or overlaps or backchannel:
+        lead = [w for w in words[k:end] if w not in _FILLERS]
+        # ... and a "No," that opens a statement ("No, that I can do") answers nothing in view.
+        opener = q is None and len(lead) > 2 and lead[0] in _NO and not any(w in _NEG_CUES for w in lead[1:])
+        if kept_polarity or kept_content or overlaps or backchannel or opener:
             k = end
             continue
         key = _question_topic(pair, ref, q)
@@ -1212,8 +1215,16 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
         # Function-word-only regions carry no trigger but a lost or gained negation ("didn't help" -> "did it help").
         if not flipped(g):
             events += _negation_cue(pair, g, ref, hyp)
-    taken = [(e.ref_start, e.ref_end) for e in events if e.type in ("clinical_omission", "negation_flip")]
-    for g in all_regions:
-        events += _lost_answers(pair, g, ref, taken)
+    # A lost answer is the omission of what it answered; a bare cue lost with it ("I don't think so" ->
+    # "okay") is that answer, not a separate negation_flip.
+    cue_only = [e for e in events if e.type == "negation_flip" and e.explanation.startswith("negation cue")]
+    taken = [(e.ref_start, e.ref_end) for e in events if e.type in ("clinical_omission", "negation_flip")
+             and not any(e is c for c in cue_only)]
+    answers = [a for g in all_regions for a in _lost_answers(pair, g, ref, taken)]
+    if answers:
+        events = [e for e in events if not any(
+            e is c and any(a.ref_start <= c.ref_start and c.ref_end <= a.ref_end for a in answers) for c in cue_only
+        )]
+    events += answers
     unique = {(e.type, e.ref_start, e.ref_end, e.hyp_start, e.hyp_end): e for e in events}
     return sorted(unique.values(), key=lambda e: (e.ref_start, e.hyp_start, TRIGGER_TYPES.index(e.type)))
