@@ -10,7 +10,9 @@ content (SPEC §6, §10):
     lost, gained or moved off its target ("I don't see the rash" -> "I see the
     rash"), or a "no" answer to a symptom question dropped. Same decision as
     NegErr (:mod:`stresstest.metrics.negation`), so given the same gold
-    concepts the two always agree.
+    concepts the two always agree. A "not"/"never" gained or lost with no
+    cue word on the other side counts too ("it's been ongoing" -> "it's not
+    going").
 ``number_unit_conflict``
     A number, dose, count, measure or frequency changes value or unit ("3 or 4
     flights of stairs" -> "three or four steps", "twice a day" -> "twice a
@@ -28,7 +30,9 @@ content (SPEC §6, §10):
     One clinical entity replaced by a different one of the same kind (drug ->
     other drug, symptom -> other symptom, body site -> other site), a
     laterality swap (left <-> right) or a hypo-/hyper- swap; failing those, a
-    clinical term heard as one of another kind ("Eucrisa" -> "elbow"). Trade
+    clinical term heard as one of another kind ("Eucrisa" -> "elbow"); a
+    course / severity / frequency qualifier heard as another value of its
+    scale ("worse" -> "better", "mild" -> "severe"). Trade
     and generic names of one drug are the same entity; losing a word of a term
     ("chest pain" -> "chest") is not a substitution.
 ``nonspeech_pollution``
@@ -39,6 +43,12 @@ content (SPEC §6, §10):
     at least three inserted words of which at least three are content words
     the reference does not have within 40 words. (A like-for-like
     misrecognition such as "mess" -> "mass" is not pollution.)
+
+``clinical_omission``
+    A clinical term of the reference (lexicon, drug dictionary, the medwer
+    term list behind the project's overlay) lost or turned into other words;
+    a short yes/no answer lost with its content, weighted by what the question
+    before it asked; a course or severity word lost.
 
 Benign differences produce no event: they vanish in normalisation (casing,
 punctuation, contractions, British/American spelling, number words vs digits,
