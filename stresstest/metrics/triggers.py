@@ -38,7 +38,7 @@ content (SPEC §6, §10):
 ``nonspeech_pollution``
     Content absent from the reference appears in the hypothesis (a background
     talker, a hallucinated phrase): where the hypothesis has more words than
-    the reference, or replaces only function words, either a clinical entity
+    the reference, either a clinical entity
     or drug that the reference does not mention within 40 words, or a run of
     at least three inserted words of which at least three are content words
     the reference does not have within 40 words. (A like-for-like
@@ -409,7 +409,8 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool
         tok = tt.tokens[k]
         surface = tt.original[tok.start : tok.end]
         rank = ranks and _ordinal(tt.words, k)
-        n = None if surface.lower() in ("o", "oh") or rank else comparable_number(tt.words[k], roman=roman)
+        glued = _glued_to_word(surface)
+        n = None if surface.lower() in ("o", "oh") or rank or glued else comparable_number(tt.words[k], roman=roman)
         if n is None:
             prev = None
             continue
@@ -429,6 +430,22 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool
             out.append(n)
         prev = (tok.start, tok.end)
     return out
+
+
+# Words a number may be hyphenated to and stay a quantity ("5-day", "20-year-old", "two-fold").
+_HYPHEN_QUANTITY = frozenset({"old", "fold", "times", "odd", "ish"})
+
+
+def _glued_to_word(surface: str) -> bool:
+    """A number hyphenated to an ordinary word is part of a garbled word, not a quantity ("90-catcher");
+    "5-day", "20-year-old", "10-mg", "4-5" stay quantities."""
+    parts = surface.lower().split("-")
+    if len(parts) < 2:
+        return False
+    words = [w for w in parts if w.isalpha()]
+    return bool(words) and not all(
+        w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS or w in unit_words() or w in _HYPHEN_QUANTITY for w in words
+    )
 
 
 _MONTHS = frozenset(
@@ -520,8 +537,16 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         ref_digits = hyp_digits  # the same values read from the texts: "1 to 10, 10" / "one to ten, ten"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
-    ref_time = _time_words(pair.ref.words, g.r0, g.r1, _in_terms(ref, g.r0, g.r1))
-    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, _in_terms(hyp, g.h0, g.h1))
+    ref_terms, hyp_terms = _in_terms(ref, g.r0, g.r1), _in_terms(hyp, g.h0, g.h1)
+    ref_time = _time_words(pair.ref.words, g.r0, g.r1, ref_terms)
+    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, hyp_terms)
+    # A time word of a clinical term on one side ("night sweats") is no anchor gained on the other ("nights").
+    for own, other, words, skip in ((ref_time, hyp_time, pair.ref.words, ref_terms),
+                                    (hyp_time, ref_time, pair.hyp.words, hyp_terms)):
+        for k in skip:
+            base = words[k][:-1] if words[k].endswith("s") and words[k][:-1] in _TIME_WORDS else words[k]
+            if base in other and base not in own:
+                del other[base]
     inserted = len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS
     if inserted and not ref_digits and not ref_units and not ref_time:
         return []  # numbers inside a long inserted run are that run's content: see nonspeech_pollution
@@ -704,6 +729,16 @@ def _pollution(
         if isinstance(a.item, Mention) and a.item.category != "body_site"
         and a.item.concept not in ref_concepts and a.item.concept not in explained
     ]
+    if new_entities and n_ins <= 0:
+        # Same number of words, only function words replaced: a misrecognition, not inserted material
+        # ("pain felt" -> "pain fell"): an ordinary word heard as a clinical term.
+        names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
+        return [_event(
+            "entity_substitution", pair, g,
+            f"ordinary words heard as clinical content absent from the reference: {names}",
+            new_entities[0].item.concept if isinstance(new_entities[0].item, Mention) else None,
+            weight=category_weight("nonspeech_clinical"),
+        )]
     if new_entities:
         names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
         return [_event(

@@ -144,3 +144,24 @@ def test_clinical_term_wer_and_the_detector_share_the_vocabulary() -> None:
     assert [e.type for e in detect_triggers("pain in my buttock area", "pain in my button area")] == [
         "clinical_omission"
     ]
+
+
+# --- the demo report's mined examples: the event type shown --------------------------------------------
+
+
+def test_an_ordinary_word_heard_as_a_clinical_one_is_a_substitution_not_pollution() -> None:
+    ref = "how much would you rate the pain felt and 10 being the worst"
+    assert [t for t, _ in _kinds(ref, ref.replace("felt", "fell"))] == ["entity_substitution"]
+
+
+def test_a_time_word_of_a_clinical_term_is_no_anchor_on_the_other_side() -> None:
+    kinds = _kinds("has he been having chills or night sweats. Um, nothing like that",
+                   "has been having. choice for nights what nothing like that")
+    assert [t for t, _ in kinds] == ["clinical_omission", "clinical_omission"]
+
+
+def test_a_number_glued_to_a_word_is_no_quantity() -> None:
+    kinds = _kinds("up at nine in the middle of the night to catch your breath. No.",
+                   "up at 9 in the middle of the 90-catcher breath? No.")
+    assert "number_unit_conflict" not in [t for t, _ in kinds]
+    assert [t for t, _ in _kinds("a 20-year-old man", "a 30-year-old man")] == ["number_unit_conflict"]
