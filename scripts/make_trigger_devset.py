@@ -8,17 +8,20 @@ turns first, as in primary-care error studies; ``--all`` appends every other dif
 JSON lines WITHOUT labels; labels were added by hand following ``docs/trigger_labelling.md`` and the split by
 encounter fixed before tuning: the result is ``data/trigger_devset/pairs.jsonl`` (see its README).
 
-``--run DIR`` cuts the same way the items of a stresstest run over OSCE encounters (the project's TTS -> noise
--> ASR: another ASR, another corpus): each item's reference text, speakers taken from the transcript, against its
-ASR transcript. Sentences under 3 words (a bare "No.") are joined to the sentence before them instead of
-dropped, so a lost short answer is judged with its question. ``--n`` pairs are drawn with an equal share per
-condition (identical reference/hypothesis texts once) and each encounter is assigned ``dev``/``test`` by a
-seeded shuffle (``--split-seed``) at cutting time, before labelling: ``data/trigger_devset_osce/pairs.jsonl``.
+``--run DIR`` cuts the same way the items of a stresstest run over OSCE or PriMock57 encounters (the project's
+TTS -> noise -> ASR: another ASR, another corpus): each item's reference text, speakers taken from the transcript
+(``--corpus-kind``, ``--corpus``), against its ASR transcript. Sentences under 3 words (a bare "No.") are joined
+to the sentence before them instead of dropped, so a lost short answer is judged with its question. ``--n``
+pairs are drawn with an equal share per condition (``--conditions``: only these; identical reference/hypothesis
+texts once) and each encounter is assigned ``dev``/``test`` by a seeded shuffle (``--split-seed``) at cutting
+time, before labelling: ``data/trigger_devset_osce/pairs.jsonl``, ``data/trigger_devset_primock/pairs.jsonl``.
 
 Usage::
 
     python scripts/make_trigger_devset.py --out /tmp/unlabelled.jsonl [--n 300] [--seed 10] [--all]
     python scripts/make_trigger_devset.py --run RUN_DIR --out /tmp/osce.jsonl [--n 300] [--seed 10] [--split-seed 0]
+    python scripts/make_trigger_devset.py --run RUN_DIR --corpus-kind primock57 --corpus ../shared/corpora/primock57 \
+        --conditions ambient0,babble10 --prefix m --out /tmp/primock.jsonl
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from pathlib import Path
 
 from validate_triggers import load_pairs  # scripts/ is on sys.path when this runs as a script
 
+from stresstest.corpus import load_corpus
 from stresstest.corpus.osce import parse_osce_file
+from stresstest.errors import CorpusError
 from stresstest.metrics.align import AlignedPair, align
 from stresstest.records import Encounter
 
@@ -155,15 +160,44 @@ def _turn_spans(enc: Encounter, reference: str, where: str) -> list[tuple[str, i
     return spans
 
 
-def run_utterance_pairs(run_dir: Path, corpus_dir: Path) -> list[dict[str, object]]:
-    """Every differing pair of a stresstest run over OSCE encounters: each (non-mitigated) item's reference
-    text (speakers from the transcript in ``corpus_dir``) against its ASR transcript; short answers are
-    joined to the sentence before them (:func:`_sentences`). ``source`` is the item's condition."""
+class _Transcripts:
+    """The reference transcripts of a run's encounters, by id: an OSCE ``<id>.txt`` file each (read on demand),
+    or any other corpus kind :func:`stresstest.corpus.load_corpus` reads (the folder loaded once)."""
+
+    def __init__(self, kind: str, corpus_dir: Path) -> None:
+        self.kind, self.corpus_dir = kind, corpus_dir
+        self._by_id: dict[str, Encounter] = {}
+        self._loaded = False
+
+    def get(self, eid: str, where: str) -> Encounter:
+        if eid in self._by_id:
+            return self._by_id[eid]
+        if self.kind == "osce":
+            path = self.corpus_dir / f"{eid}.txt"
+            if not path.is_file():
+                raise SystemExit(f"{where}: transcript of {eid} not found: expected {path}")
+            self._by_id[eid] = parse_osce_file(path)
+        elif not self._loaded:
+            try:
+                self._by_id = {e.encounter_id: e for e in load_corpus(self.kind, self.corpus_dir)}
+            except CorpusError as exc:
+                raise SystemExit(f"error: --corpus {self.corpus_dir} ({self.kind}): {exc}") from None
+            self._loaded = True
+        if eid not in self._by_id:
+            raise SystemExit(f"{where}: transcript of {eid} not found in the {self.kind} corpus {self.corpus_dir}")
+        return self._by_id[eid]
+
+
+def run_utterance_pairs(run_dir: Path, corpus_dir: Path, kind: str = "osce") -> list[dict[str, object]]:
+    """Every differing pair of a stresstest run over ``kind`` encounters (``osce``, ``primock57``): each
+    (non-mitigated) item's reference text (speakers from the transcripts in ``corpus_dir``) against its ASR
+    transcript; short answers are joined to the sentence before them (:func:`_sentences`). ``source`` is the
+    item's condition."""
     items_path = run_dir / "items.jsonl"
     if not items_path.is_file():
         raise SystemExit(f"error: {items_path} not found (expected a stresstest run directory)")
     out: list[dict[str, object]] = []
-    encounters: dict[str, Encounter] = {}
+    transcripts = _Transcripts(kind, corpus_dir)
     for n, line in enumerate(items_path.read_text(encoding="utf-8").splitlines(), 1):
         item = json.loads(line)
         where = f"{items_path}:{n}"
@@ -175,12 +209,8 @@ def run_utterance_pairs(run_dir: Path, corpus_dir: Path) -> list[dict[str, objec
             )
         except KeyError as exc:
             raise SystemExit(f"{where}: expected key {exc.args[0]!r} in the item") from None
-        if eid not in encounters:
-            path = corpus_dir / f"{eid}.txt"
-            if not path.is_file():
-                raise SystemExit(f"{where}: transcript of {eid} not found: expected {path}")
-            encounters[eid] = parse_osce_file(path)
-        for p in cut_pairs(ref, hyp, _turn_spans(encounters[eid], ref, where), join_short=True):
+        turns = _turn_spans(transcripts.get(eid, where), ref, where)
+        for p in cut_pairs(ref, hyp, turns, join_short=True):
             out.append({"source": cond, "encounter_id": eid, **p})
     return out
 
@@ -217,20 +247,43 @@ def main(argv: list[str] | None = None) -> int:
         "--run",
         type=Path,
         default=None,
-        help="a stresstest run directory over OSCE encounters instead of ACI-BENCH (TTS -> ASR pairs)",
+        help="a stresstest run directory over OSCE or PriMock57 encounters instead of ACI-BENCH (TTS -> ASR pairs)",
+    )
+    ap.add_argument(
+        "--corpus-kind",
+        choices=("osce", "primock57"),
+        default="osce",
+        help="--run: the corpus the run's encounters come from",
     )
     ap.add_argument(
         "--corpus",
         type=Path,
-        default=_ROOT / "data" / "osce" / "transcripts",
-        help="--run: the OSCE transcripts folder (speakers of the reference turns)",
+        default=None,
+        help="--run: the transcripts (speakers of the reference turns): the OSCE transcripts folder "
+        "(default data/osce/transcripts) or the PriMock57 folder (required for primock57)",
     )
+    ap.add_argument(
+        "--conditions",
+        default=None,
+        help="--run: comma-separated conditions to draw from (default: every condition of the run)",
+    )
+    ap.add_argument("--prefix", default="o", help="--run: pair_id prefix (o: OSCE set, m: PriMock57 set)")
     ap.add_argument("--split-seed", type=int, default=0, help="--run: seed of the dev/test shuffle of encounters")
     args = ap.parse_args(argv)
     if args.run is not None:
-        pairs = run_utterance_pairs(args.run, args.corpus)
+        if args.corpus is None and args.corpus_kind != "osce":
+            ap.error(f"--corpus-kind {args.corpus_kind} needs --corpus (the corpus folder)")
+        corpus = args.corpus or _ROOT / "data" / "osce" / "transcripts"
+        pairs = run_utterance_pairs(args.run, corpus, args.corpus_kind)
+        if args.conditions is not None:
+            keep = [c.strip() for c in args.conditions.split(",") if c.strip()]
+            have = sorted({str(p["source"]) for p in pairs})
+            unknown = sorted(set(keep) - set(have))
+            if unknown or not keep:
+                ap.error(f"--conditions: {unknown or keep} not among the run's differing conditions {have}")
+            pairs = [p for p in pairs if p["source"] in keep]
         sample = sample_run_pairs(pairs, args.n, args.seed, args.split_seed)
-        _write(args.out, sample, "o")
+        _write(args.out, sample, args.prefix)
         print(f"{len(pairs)} differing utterance pairs in {args.run}; wrote {len(sample)} to {args.out}")
         return 0
     pairs = utterance_pairs()

@@ -2,9 +2,10 @@
 
 Default mode scores the in-repo development set ``data/trigger_devset/pairs.jsonl`` (491 real ACI-BENCH
 ASR/human utterance pairs labelled 0 none / 1 minimal / 2 significant by ``docs/trigger_labelling.md``,
-split dev/test by encounter), or each set given to ``--pairs`` (e.g. ``data/trigger_devset_osce/pairs.jsonl``:
-another ASR, another corpus). For each set and split it prints AUROC with bootstrap 95% CIs (pairs resampled,
-2000 replicates, seed 0) for two endpoints, "significant vs rest" and "any impact vs none", of three scores:
+split dev/test by encounter), or each set given to ``--pairs`` (e.g. ``data/trigger_devset_osce/pairs.jsonl``
+and ``data/trigger_devset_primock/pairs.jsonl``: another ASR, other corpora). For each set and split it prints
+AUROC with bootstrap 95% CIs (pairs resampled, 2000 replicates, seed 0) for two endpoints, "significant vs
+rest" and "any impact vs none", of three scores:
 
 * **trigger risk**: the sum of the weights of ``stresstest triggers`` events (SPEC §6, §10);
 * **WER** of the pair (%);
@@ -312,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=None,
         help="labelled pair sets (JSON lines), each scored by split (default: the ACI-BENCH set; "
-        "data/trigger_devset_osce/pairs.jsonl is the OSCE TTS -> tiny.en set)",
+        "data/trigger_devset_osce/pairs.jsonl is the OSCE TTS -> tiny.en set, "
+        "data/trigger_devset_primock/pairs.jsonl the PriMock57 one)",
     )
     ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which split(s) to score")
     ap.add_argument(
