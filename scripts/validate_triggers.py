@@ -11,13 +11,21 @@ rest" and "any impact vs none", of three scores:
 * **WER** of the pair (%);
 * **content-word errors**: reference content words the hypothesis deletes or substitutes (a crude baseline).
 
+Below each table it prints paired bootstrap 95% CIs of the AUROC differences trigger risk − WER and trigger risk −
+content-word errors (the same replicates for both scores of a difference; pairs resampled, or encounters with
+``--resample encounters``). ``--split dev`` scores the dev split only (what tuning may look at). ``--dump-scores
+FILE`` writes every pair's trigger risk as JSON (``{set folder: {pair_id: risk}}``); run with
+``PYTHONPATH=/work/main`` (another checkout's code) it records a reference detector, which ``--reference FILE`` then
+prints beside this one ("old trigger risk", with its own differences and new − old).
+
 ``--encounters`` instead runs the detector over the whole ACI-BENCH encounter pairs in ``../shared`` (event
 counts by type and a sample of events to read; every encounter must go through). That data is not shipped:
 without it the mode says so and exits 0.
 
 Usage::
 
-    python scripts/validate_triggers.py [--pairs FILE [FILE ...]] [--resamples 2000] [--misses]
+    python scripts/validate_triggers.py [--pairs FILE [FILE ...]] [--split dev|test|all] [--resamples 2000]
+        [--resample pairs|encounters] [--reference OLD.json] [--dump-scores OUT.json] [--misses]
     python scripts/validate_triggers.py --encounters [--data DIR] [--per-type 5] [--json OUT.jsonl]
 
 ACI-BENCH (Yim et al., Scientific Data 10, 586, 2023) is CC BY 4.0.
@@ -89,20 +97,59 @@ def score_pairs(rows: list[dict[str, object]]) -> dict[str, np.ndarray]:
     return {k: np.array(v, float) for k, v in out.items()}
 
 
-def auroc_table(scores: dict[str, np.ndarray], resamples: int, seed: int) -> dict[str, dict[str, tuple]]:
-    """{endpoint: {score: (auroc, (lo, hi) | None)}} with a pair bootstrap."""
+#: Paired AUROC differences printed under each table: (name, minuend, subtrahend).
+DIFFERENCES = (
+    ("trigger − WER", "risk", "wer"),
+    ("trigger − content-word", "risk", "content"),
+)
+REF_DIFFERENCES = (
+    ("old trigger − WER", "old", "wer"),
+    ("old trigger − content-word", "old", "content"),
+    ("new − old trigger", "risk", "old"),
+)
+
+
+def _clusters(encounters: list[str] | None, n: int) -> list[np.ndarray]:
+    """Bootstrap units: one per pair, or the pairs of each encounter (sorted ids) when ``encounters`` is given."""
+    if encounters is None:
+        return [np.array([k]) for k in range(n)]
+    by: dict[str, list[int]] = {}
+    for k, e in enumerate(encounters):
+        by.setdefault(e, []).append(k)
+    return [np.array(by[e]) for e in sorted(by)]
+
+
+def auroc_table(
+    scores: dict[str, np.ndarray], resamples: int, seed: int, encounters: list[str] | None = None
+) -> dict[str, dict[str, tuple]]:
+    """{endpoint: {score or difference: (value, (lo, hi) | None)}} with a paired bootstrap.
+
+    Every score and every difference of :data:`DIFFERENCES` (and :data:`REF_DIFFERENCES` when ``scores`` has a
+    reference detector's ``old``) is computed on the same replicates, so a difference's CI is paired. Pairs are
+    resampled, or whole encounters when ``encounters`` (one id per pair) is given.
+    """
     table: dict[str, dict[str, tuple]] = {}
+    names = [s for s, _ in (*SCORES, ("count", ""), ("old", "")) if s in scores]
+    diffs = [d for d in (*DIFFERENCES, *REF_DIFFERENCES) if d[1] in scores and d[2] in scores]
     for ep, _ in ENDPOINTS:
         y = (scores["label"] == 2) if ep == "significant" else (scores["label"] >= 1)
         y = y.astype(float)
 
         def stat(ix: np.ndarray, y: np.ndarray = y) -> dict[str, float]:
-            return {s: auroc(scores[s][ix], y[ix]) for s, _ in (*SCORES, ("count", ""))}
+            a = {s: auroc(scores[s][ix], y[ix]) for s in names}
+            return {**a, **{d: a[x] - a[z] for d, x, z in diffs}}
 
-        clusters = [np.array([k]) for k in range(len(y))]
-        point, cis = bootstrap_statistic(clusters, stat, resamples, seed=seed)
+        point, cis = bootstrap_statistic(_clusters(encounters, len(y)), stat, resamples, seed=seed)
         table[ep] = {s: (point[s], cis[s]) for s in point}
     return table
+
+
+def _fmt_diff(v: tuple) -> str:
+    a, ci = v
+    if not ci:
+        return f"{a:+.3f}"
+    mark = " *" if ci[0] > 0 else ""
+    return f"{a:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]{mark}"
 
 
 def _fmt(v: tuple) -> str:
@@ -116,27 +163,43 @@ def run_devset(args: argparse.Namespace) -> int:
     if missing:
         print(f"error: labelled pairs not found: expected {missing[0]}", file=sys.stderr)
         return 2
+    reference = _read_reference(args.reference) if args.reference else None
+    dumped: dict[str, dict[str, float]] = {}
     t0 = time.perf_counter()
     for path in paths:
         rows = read_devset(path)
         if len(paths) > 1:
             print(f"\n##### {path}")
-        for split in ("dev", "test"):
+        splits = ("dev", "test") if args.split == "all" else (args.split,)
+        for split in splits:
             part = [r for r in rows if r["split"] == split]
             if not part:
                 print(f"\n== {split}: no pairs")
                 continue
             sc = score_pairs(part)
+            if args.dump_scores is not None:
+                dumped.setdefault(path.parent.name, {}).update(
+                    {str(r["pair_id"]): float(v) for r, v in zip(part, sc["risk"], strict=True)}
+                )
+            if reference is not None:
+                sc["old"] = _reference_scores(reference, path, part, args.reference)
             n2, n1 = int((sc["label"] == 2).sum()), int((sc["label"] == 1).sum())
             with_event = int((sc["count"] > 0).sum())
             print(
                 f"\n== {split}: {len(part)} pairs ({n2} significant, {n1} minimal); {with_event} pairs with ≥ 1 "
                 f"event ({int((sc['count'][sc['label'] == 2] > 0).sum())}/{n2} significant)"
             )
-            table = auroc_table(sc, args.resamples, args.seed)
+            encounters = [str(r["encounter_id"]) for r in part] if args.resample == "encounters" else None
+            table = auroc_table(sc, args.resamples, args.seed, encounters)
             print(f"{'AUROC (95% CI)':<22}" + "".join(f"{lab:<28}" for _, lab in ENDPOINTS))
-            for s, lab in (*SCORES, ("count", "trigger count")):
+            rows_out = (*SCORES, ("count", "trigger count"), *((("old", "old trigger risk"),) if "old" in sc else ()))
+            for s, lab in rows_out:
                 print(f"{lab:<22}" + "".join(f"{_fmt(table[ep][s]):<28}" for ep, _ in ENDPOINTS))
+            unit = "encounters" if encounters is not None else "pairs"
+            print(f"paired AUROC differences (95% CI, {unit} resampled; * = CI above 0)")
+            for d, _, _ in (*DIFFERENCES, *REF_DIFFERENCES):
+                if d in table[ENDPOINTS[0][0]]:
+                    print(f"{d:<28}" + "".join(f"{_fmt_diff(table[ep][d]):<30}" for ep, _ in ENDPOINTS))
             if args.misses and split == "dev":
                 for r, risk in zip(part, sc["risk"], strict=True):
                     if (r["label"] == 2 and risk == 0) or (r["label"] == 0 and risk > 0):
@@ -144,8 +207,31 @@ def run_devset(args: argparse.Namespace) -> int:
                             f"  {'MISS' if r['label'] == 2 else 'FP  '} {r['pair_id']} risk={risk:.1f}\n"
                             f"      R: {r['reference']}\n      H: {r['hypothesis']}"
                         )
+    if args.dump_scores is not None:
+        args.dump_scores.write_text(json.dumps(dumped, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote the trigger risk of {sum(len(v) for v in dumped.values())} pairs to {args.dump_scores}")
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
+
+
+def _read_reference(path: Path) -> dict[str, dict[str, float]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert isinstance(data, dict) and all(isinstance(v, dict) for v in data.values())
+    except (OSError, ValueError, AssertionError) as exc:
+        raise SystemExit(f"{path}: expected JSON {{set folder: {{pair_id: risk}}}} ({exc!r})") from None
+    return data
+
+
+def _reference_scores(
+    reference: dict[str, dict[str, float]], path: Path, part: list[dict[str, object]], ref_path: Path
+) -> np.ndarray:
+    """The reference detector's risk of each pair of ``part`` (one line naming the first pair it lacks)."""
+    scores = reference.get(path.parent.name, {})
+    missing = [str(r["pair_id"]) for r in part if str(r["pair_id"]) not in scores]
+    if missing:
+        raise SystemExit(f"{ref_path}: no score for {path.parent.name}/{missing[0]} ({len(missing)} pairs missing)")
+    return np.array([float(scores[str(r["pair_id"])]) for r in part], float)
 
 
 def _read(path: Path) -> dict[str, str]:
@@ -230,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         "data/trigger_devset_osce/pairs.jsonl is the OSCE TTS -> tiny.en set, "
         "data/trigger_devset_primock/pairs.jsonl the PriMock57 one)",
     )
+    ap.add_argument("--split", choices=("dev", "test", "all"), default="all", help="which split(s) to score")
+    ap.add_argument(
+        "--resample", choices=("pairs", "encounters"), default="pairs", help="bootstrap unit (default pairs)"
+    )
+    ap.add_argument("--reference", type=Path, default=None, help="a reference detector's scores (--dump-scores)")
+    ap.add_argument("--dump-scores", type=Path, default=None, help="write each pair's trigger risk here (JSON)")
     ap.add_argument("--resamples", type=int, default=2000, help="bootstrap replicates")
     ap.add_argument("--seed", type=int, default=0, help="bootstrap / sampling seed")
     ap.add_argument("--misses", action="store_true", help="print dev-split misses and false positives")

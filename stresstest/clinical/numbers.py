@@ -242,8 +242,8 @@ def _parse_number(ws: list[_W], i: int) -> tuple[float, int] | None:
         if w in _SMALL:
             if seen and current % 10 != 0 and current != 0:
                 break  # "three four" is two numbers, not 34
-            if seen and current >= 20 and current % 10 == 0 and _SMALL[w] >= 10:
-                break
+            if seen and _SMALL[w] >= 10 and current % 100 != 0:
+                break  # "ten, ten" / "twenty eleven" are two numbers ("one hundred ten" is one)
             current += _SMALL[w]
         elif w in _TENS:
             if seen and current % 100 != 0:

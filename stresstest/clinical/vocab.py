@@ -35,8 +35,11 @@ __all__ = [
     "discourse_fillers",
     "hesitations",
     "match_terms",
+    "medwer_terms",
     "number_words",
+    "qualifiers",
     "set_phrases",
+    "term_vocabulary",
     "unit_words",
     "zipf",
 ]
@@ -46,6 +49,11 @@ TERM_CATEGORIES: tuple[str, ...] = (
     "symptom", "finding", "history", "test", "procedure", "body_site", "habit", "contraception", "family",
     "family_member", "device", "medication",
 )
+#: Category of a term of the ``medwer`` list that the project's overlay does not type.
+MEDWER_CATEGORY = "medical_term"
+#: A one-word ``medwer`` entry this common in English (wordfreq Zipf) is an ordinary word in conversation
+#: ("water", "wife", "fall", "caught", "stairs"), not a clinical term: left out.
+MEDWER_COMMON_ZIPF = 4.0
 
 
 def hesitations() -> frozenset[str]:
@@ -95,17 +103,48 @@ def clinical_terms() -> dict[tuple[str, ...], str]:
 
 
 @functools.lru_cache(maxsize=1)
+def medwer_terms() -> dict[tuple[str, ...], str]:
+    """The ``medwer`` package's fixed medical term list (ICD-10-CM + Health Canada drug products, 19,373
+    entries, read through its own loader), as token tuples -> :data:`MEDWER_CATEGORY`.
+
+    Entries with digits or symbols (product strengths such as "0.9% sodium chloride injection"), one-word
+    entries of Zipf >= :data:`MEDWER_COMMON_ZIPF` and units ("gram") are left out.
+    """
+    import medwer  # the dependency that owns the list; imported on first use
+
+    entries, _ = medwer.load_terms(medwer.default_terms_path())
+    out: dict[tuple[str, ...], str] = {}
+    for entry in sorted(entries):
+        key = tuple(norm_phrase(entry).split())
+        if not key or not all(w.replace("'", "").isalpha() for w in key):
+            continue
+        if len(key) == 1 and (zipf(key[0]) >= MEDWER_COMMON_ZIPF or key[0] in unit_words()):
+            continue  # an ordinary word, or a unit ("gram": number_unit_conflict's business)
+        out[key] = MEDWER_CATEGORY
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def term_vocabulary() -> dict[tuple[str, ...], str]:
+    """Every clinical term the trigger detector and the clinical-term WER match: the ``medwer`` list, with the
+    project's own overlay (``clinical_terms.tsv``: colloquial symptoms, body sites, habits...) typing the
+    terms it lists and adding the ones medwer lacks."""
+    return {**medwer_terms(), **clinical_terms()}
+
+
+@functools.lru_cache(maxsize=1)
 def _term_prefixes() -> frozenset[tuple[str, ...]]:
-    return prefix_set(clinical_terms())
+    return prefix_set(term_vocabulary())
 
 
 def match_terms(text: str, tokens: list[Token] | None = None) -> list[Mention]:
-    """Longest-match lookup of ``clinical_terms.tsv`` in ``text`` (concept = the normalised term).
+    """Longest-match lookup of :func:`term_vocabulary` in ``text`` (concept = the normalised term); a
+    multi-word term is one unit.
 
     A plural "-s" falls back to the singular when only that is listed ("lumps" -> "lump").
     """
     toks = tokenize(text) if tokens is None else tokens
-    table = clinical_terms()
+    table = term_vocabulary()
     keys = []
     for t in toks:
         w = t.norm
@@ -124,6 +163,12 @@ def set_phrases() -> frozenset[tuple[str, ...]]:
     """Phrases of ``set_phrases.tsv`` whose time words are no time anchor, as normalised word tuples."""
     # normalise: the alignment's own normalisation, so the tuples match it
     return frozenset(tuple(normalise(row[0]).split()) for row in read_table("set_phrases.tsv") if row and row[0])
+
+
+@functools.lru_cache(maxsize=1)
+def qualifiers() -> dict[str, tuple[str, str]]:
+    """Qualifier word -> (scale, value) of ``qualifiers.tsv`` ("worse" -> ("course", "worse"))."""
+    return {row[0]: (row[1], row[2]) for row in read_table("qualifiers.tsv") if len(row) >= 3}
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,9 +20,10 @@ interpreter) enters neither split (only the overall WER).
 ``wer_<speaker> = 100 · Σ_i (S+D+I attributed to the speaker) / Σ_i N_i(speaker)``, micro-averaged as
 WER is. Summed over clinician, patient and other, the errors and reference words equal WER's.
 
-**Clinical terms of the reference** are the mentions of the project's lexicon and drug names in r_i
-(:func:`stresstest.metrics.triggers.clinical_mentions`: the terms the trigger detector's
-``clinical_omission`` watches); a reference token is clinical when it overlaps one.
+**Clinical terms of the reference** are the mentions of the project's lexicon, drug names and term vocabulary
+(the ``medwer`` list behind the project's overlay) in r_i (:func:`stresstest.metrics.triggers.clinical_mentions`:
+the terms the trigger detector's ``clinical_omission`` watches); a reference token is clinical when it overlaps
+one.
 ``clinical_wer = 100 · Σ_i (S+D on clinical tokens) / Σ_i N_i(clinical)``: the share of the reference's
 clinical words that did not come through. Insertions are not counted: no reference term owns them
 (inserted content is what InsRate and the ``nonspeech_pollution`` trigger measure). The same with the

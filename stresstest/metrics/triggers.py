@@ -10,7 +10,9 @@ content (SPEC §6, §10):
     lost, gained or moved off its target ("I don't see the rash" -> "I see the
     rash"), or a "no" answer to a symptom question dropped. Same decision as
     NegErr (:mod:`stresstest.metrics.negation`), so given the same gold
-    concepts the two always agree.
+    concepts the two always agree. A "not"/"never" gained or lost with no
+    cue word on the other side counts too ("it's been ongoing" -> "it's not
+    going").
 ``number_unit_conflict``
     A number, dose, count, measure or frequency changes value or unit ("3 or 4
     flights of stairs" -> "three or four steps", "twice a day" -> "twice a
@@ -28,17 +30,25 @@ content (SPEC §6, §10):
     One clinical entity replaced by a different one of the same kind (drug ->
     other drug, symptom -> other symptom, body site -> other site), a
     laterality swap (left <-> right) or a hypo-/hyper- swap; failing those, a
-    clinical term heard as one of another kind ("Eucrisa" -> "elbow"). Trade
+    clinical term heard as one of another kind ("Eucrisa" -> "elbow"); a
+    course / severity / frequency qualifier heard as another value of its
+    scale ("worse" -> "better", "mild" -> "severe"). Trade
     and generic names of one drug are the same entity; losing a word of a term
     ("chest pain" -> "chest") is not a substitution.
 ``nonspeech_pollution``
     Content absent from the reference appears in the hypothesis (a background
     talker, a hallucinated phrase): where the hypothesis has more words than
-    the reference, or replaces only function words, either a clinical entity
+    the reference, either a clinical entity
     or drug that the reference does not mention within 40 words, or a run of
     at least three inserted words of which at least three are content words
     the reference does not have within 40 words. (A like-for-like
     misrecognition such as "mess" -> "mass" is not pollution.)
+
+``clinical_omission``
+    A clinical term of the reference (lexicon, drug dictionary, the medwer
+    term list behind the project's overlay) lost or turned into other words;
+    a short yes/no answer lost with its content, weighted by what the question
+    before it asked; a course or severity word lost.
 
 Benign differences produce no event: they vanish in normalisation (casing,
 punctuation, contractions, British/American spelling, number words vs digits,
@@ -77,6 +87,7 @@ from stresstest.clinical.vocab import (
     all_fillers,
     category_weight,
     match_terms,
+    qualifiers,
     set_phrases,
     unit_words,
     zipf,
@@ -327,9 +338,14 @@ def _found(text: str) -> tuple[list[Mention], list[ClinicalToken]]:
 
 
 def clinical_mentions(text: str) -> list[Mention]:
-    """The clinical terms of ``text`` as the detector sees them: lexicon and drug mentions, minus dictionary
-    hits on ordinary words (what ``clinical_omission`` and the clinical-term WER count as clinical)."""
-    return _found(text)[0]
+    """The clinical terms of ``text`` as the detector sees them (what ``clinical_omission`` and the
+    clinical-term WER count as clinical): lexicon and drug mentions, minus dictionary hits on ordinary words,
+    then the terms of the vocabulary (``medwer`` list + the project's overlay,
+    :func:`~stresstest.clinical.vocab.term_vocabulary`) that overlap none of them; in text order."""
+    found, toks = _found(text)
+    spans = [(m.start, m.end) for m in found]
+    extra = [t for t in match_terms(text, toks) if not any(a < t.end and b > t.start for a, b in spans)]
+    return sorted([*found, *extra], key=lambda m: (m.start, m.end))
 
 
 def _plausible(m: Mention) -> bool:
@@ -393,7 +409,8 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool
         tok = tt.tokens[k]
         surface = tt.original[tok.start : tok.end]
         rank = ranks and _ordinal(tt.words, k)
-        n = None if surface.lower() in ("o", "oh") or rank else comparable_number(tt.words[k], roman=roman)
+        glued = _glued_to_word(surface)
+        n = None if surface.lower() in ("o", "oh") or rank or glued else comparable_number(tt.words[k], roman=roman)
         if n is None:
             prev = None
             continue
@@ -413,6 +430,22 @@ def _numbers(tt: TokenizedText, i: int, j: int, roman: bool = False, ranks: bool
             out.append(n)
         prev = (tok.start, tok.end)
     return out
+
+
+# Words a number may be hyphenated to and stay a quantity ("5-day", "20-year-old", "two-fold").
+_HYPHEN_QUANTITY = frozenset({"old", "fold", "times", "odd", "ish"})
+
+
+def _glued_to_word(surface: str) -> bool:
+    """A number hyphenated to an ordinary word is part of a garbled word, not a quantity ("90-catcher");
+    "5-day", "20-year-old", "10-mg", "4-5" stay quantities."""
+    parts = surface.lower().split("-")
+    if len(parts) < 2:
+        return False
+    words = [w for w in parts if w.isalpha()]
+    return bool(words) and not all(
+        w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS or w in unit_words() or w in _HYPHEN_QUANTITY for w in words
+    )
 
 
 _MONTHS = frozenset(
@@ -437,6 +470,18 @@ def _spoken_values(tt: TokenizedText, i: int, j: int) -> list[float] | None:
         return None
     s, e = tt.char_span(i, j)
     return spoken_values(tt.original[s:e])
+
+
+def _quantity_values(tt: TokenizedText, i: int, j: int) -> list[tuple[float, float | None, str | None]]:
+    """(value, upper value, unit) of each quantity read from the ORIGINAL text of tokens [i, j).
+
+    Compares numbers by value where the normaliser's digits do not: it folds "ten, ten" into "1010" and
+    leaves "10, 10" as two numbers.
+    """
+    if j <= i:
+        return []
+    s, e = tt.char_span(i, j)
+    return [(q.value, q.value_max, q.unit_canonical) for q in find_quantities(tt.original[s:e])]
 
 
 def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
@@ -486,10 +531,22 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         rv == _spoken_values(pair.hyp, h0, h1)
     ):
         ref_digits = hyp_digits  # "2 1/2" / "two and a half", "1.5" / "one and a half"
+    if ref_digits != hyp_digits and (rv2 := _quantity_values(pair.ref, r0, r1)) and rv2 == _quantity_values(
+        pair.hyp, h0, h1
+    ):
+        ref_digits = hyp_digits  # the same values read from the texts: "1 to 10, 10" / "one to ten, ten"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
     hyp_units = _units(hq, pair.ref.words[max(0, r0 - 1) : r1 + 2])
-    ref_time = _time_words(pair.ref.words, g.r0, g.r1, _in_terms(ref, g.r0, g.r1))
-    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, _in_terms(hyp, g.h0, g.h1))
+    ref_terms, hyp_terms = _in_terms(ref, g.r0, g.r1), _in_terms(hyp, g.h0, g.h1)
+    ref_time = _time_words(pair.ref.words, g.r0, g.r1, ref_terms)
+    hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, hyp_terms)
+    # A time word of a clinical term on one side ("night sweats") is no anchor gained on the other ("nights").
+    for own, other, words, skip in ((ref_time, hyp_time, pair.ref.words, ref_terms),
+                                    (hyp_time, ref_time, pair.hyp.words, hyp_terms)):
+        for k in skip:
+            base = words[k][:-1] if words[k].endswith("s") and words[k][:-1] in _TIME_WORDS else words[k]
+            if base in other and base not in own:
+                del other[base]
     inserted = len(g.hyp_words) - len(g.ref_words) >= _POLLUTION_MIN_WORDS
     if inserted and not ref_digits and not ref_units and not ref_time:
         return []  # numbers inside a long inserted run are that run's content: see nonspeech_pollution
@@ -672,6 +729,16 @@ def _pollution(
         if isinstance(a.item, Mention) and a.item.category != "body_site"
         and a.item.concept not in ref_concepts and a.item.concept not in explained
     ]
+    if new_entities and n_ins <= 0:
+        # Same number of words, only function words replaced: a misrecognition, not inserted material
+        # ("pain felt" -> "pain fell"): an ordinary word heard as a clinical term.
+        names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
+        return [_event(
+            "entity_substitution", pair, g,
+            f"ordinary words heard as clinical content absent from the reference: {names}",
+            new_entities[0].item.concept if isinstance(new_entities[0].item, Mention) else None,
+            weight=category_weight("nonspeech_clinical"),
+        )]
     if new_entities:
         names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
         return [_event(
@@ -695,6 +762,11 @@ def _pollution(
 _NEG_CUES = frozenset({
     "no", "not", "never", "without", "denies", "denied", "deny", "none", "nothing", "nor", "nah", "nope",
 })
+# Negation cues that are also bare answer particles: they negate a verb only with content near them.
+# "not" / "never" always negate what follows ("it's been ongoing" -> "it's not going").
+_ANSWER_PARTICLES = frozenset({"no", "nope", "nah"})
+# Hedges: words that qualify a whole answer, no content for a negation cue to bear on ("no, probably").
+_HEDGES = frozenset({"probably", "guess", "maybe", "perhaps", "suppose", "possibly", "mean"})
 # A lost reference word this rare (wordfreq Zipf) and of no known category still counts as clinical content
 # ("macromastia", "hawkins"), with the small rare_word weight.
 _RARE_ZIPF = 3.0
@@ -855,8 +927,13 @@ def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list
     side, ks = (ref, rc) if rc else (hyp, hc)
     words = side.tt.words
     near = words[max(0, ks[0] - 3) : ks[-1] + 4]
-    if not any(_is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES for w in near):
-        return []  # "no, that i can do": a bare answer particle
+    particles = all(words[k] in _ANSWER_PARTICLES for k in ks)
+    if particles and not any(
+        _is_content(w) and w.isalpha() and len(w) > 2 and w not in _NEG_CUES | _HEDGES for w in near
+    ):
+        return []  # "no, that i can do", "no probably, i guess": a bare answer particle
+    if not particles and ks[-1] + 1 >= len(words):
+        return []  # a trailing "not" negates nothing said
     lo, hi = ks[0] - 4, ks[-1] + 5
     clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
     what = "lost" if rc else "gained"
@@ -923,6 +1000,196 @@ def _negation_events(
     return out
 
 
+# --- qualifiers: course, severity, frequency words (entity_substitution / clinical_omission) ------------
+
+# Course and severity words whose loss to other words changes the statement ("getting worse" -> "getting first").
+_LOSABLE_SCALES = frozenset({"course", "severity"})
+
+
+def _qualifier_changes(pair: AlignedPair, g: _Region, taken: Sequence[TriggerEvent]) -> list[TriggerEvent]:
+    """A qualifier heard as another value of its scale ("worse" -> "better", "mild" -> "severe"):
+    entity_substitution; a course or severity word lost to other words: clinical_omission."""
+    table = qualifiers()
+    rq = [(k, *table[w]) for k in range(g.r0, g.r1) if (w := pair.ref.words[k]) in table]
+    if not rq:
+        return []
+    hq = [(k, *table[w]) for k in range(g.h0, g.h1) if (w := pair.hyp.words[k]) in table]
+    out: list[TriggerEvent] = []
+    for k, scale, value in rq:
+        rs, re_ = pair.ref.char_span(k, k + 1)
+        if any(e.ref_start < re_ and e.ref_end > rs for e in taken):
+            continue  # already an event of its own ("constant" of "constant pain")
+        same_scale = [v for _, sc, v in hq if sc == scale]
+        word = pair.ref.words[k]
+        if same_scale and value not in same_scale:
+            why = f"{scale} word {word!r} heard as {'/'.join(sorted(set(same_scale)))!r}"
+            ev = _event("entity_substitution", pair, g, why, scale, weight=category_weight("qualifier"))
+        elif not same_scale and scale in _LOSABLE_SCALES and g.h1 > g.h0:
+            pi, pj = pair.hyp_range_for_ref(k, k + 1)
+            window = pair.hyp.words[max(0, pi - 1) : pj + 1]
+            if word in window or any(_ratio(word, h) >= _CLOSE for h in window):
+                continue
+            near = pair.hyp.words[max(0, pi - 4) : pj + 4]
+            if any(table.get(h, ("",))[0] == scale for h in near):
+                continue  # "any better or any worse" -> "any better or any world": still asks the course
+            why = f"{scale} word {word!r} does not survive in the hypothesis"
+            ev = _event("clinical_omission", pair, g, why, scale, weight=category_weight("qualifier_lost"))
+        else:
+            continue
+        out.append(ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": pair.ref.original[rs:re_]}))
+    return out
+
+
+# --- lost answers (clinical_omission of the answered fact) ------------------------------------------
+
+_YES = frozenset({"yes", "yeah", "yep", "yup", "mhm", "correct", "sure", "absolutely", "definitely"})
+_NO = frozenset({"no", "nope", "nah", "never"})
+# Characters between two tokens that end a sentence or a turn ("[patient]", "Patient:").
+_BOUNDARY = frozenset(".?!]:\n")
+_BARE_ANSWER_MAX = 6  # tokens of a sentence that is only an answer ("I I don't think so", "No, not really")
+_QUESTION_MAX = 30  # tokens of a question looked back over
+# What a question asks, in order of precedence: (weight key, cue words). Clinical terms in the question
+# make it a symptom (or medication) question when no cue word decides.
+_QUESTION_TOPICS = (
+    ("answer_allergy", frozenset({"allergy", "allergies", "allergic", "reaction", "reactions"})),
+    ("answer_medication", frozenset({
+        "medication", "medications", "medicine", "medicines", "pill", "pills", "tablet", "tablets", "drug",
+        "drugs", "prescription", "inhaler", "dose",
+    })),
+    ("answer_severity", frozenset({
+        "scale", "severe", "severity", "bad", "worse", "worst", "better", "rate", "intense", "intensity",
+        "mild", "much",
+    })),
+)
+_DURATION_CUES = frozenset({"long", "since", "start", "started", "ago", "often", "frequently", "lasted"})
+
+
+def _boundary_before(tt: TokenizedText, k: int) -> bool:
+    """Does a sentence or turn end right before token ``k`` (or is ``k`` the first token)?"""
+    if k == 0:
+        return True
+    gap = tt.original[tt.tokens[k - 1].end : tt.tokens[k].start]
+    return any(c in _BOUNDARY for c in gap)
+
+
+def _speaker_label(tt: TokenizedText, k: int) -> bool:
+    """Is token ``k`` a speaker label ("Patient:", "[doctor]")?"""
+    end = tt.tokens[k].end
+    return tt.words[k] in _SPEAKERS and tt.original[end : end + 1] in (":", "]")
+
+
+_SPEAKERS = frozenset({"doctor", "patient", "clinician", "nurse", "dr", "pt"})
+
+
+def _sentence_end(tt: TokenizedText, k: int) -> int:
+    """First token index after the sentence that holds token ``k``."""
+    j = k + 1
+    while j < len(tt) and not _boundary_before(tt, j):
+        j += 1
+    return j
+
+
+def _question_before(tt: TokenizedText, k: int) -> tuple[int, int] | None:
+    """Tokens [i, j) of the question that ends right before token ``k`` (a "?" in the gap), if any."""
+    while k > 0 and _speaker_label(tt, k - 1):
+        k -= 1  # "Do you smoke? Patient: No."
+    if k == 0 or "?" not in tt.original[tt.tokens[k - 1].end : tt.tokens[k].start]:
+        return None
+    i = k - 1
+    while i > 0 and k - i < _QUESTION_MAX and not _boundary_before(tt, i):
+        i -= 1
+    return i, k
+
+
+def _question_topic(pair: AlignedPair, ref: _Side, q: tuple[int, int] | None) -> str:
+    """Weight key of what the question [i, j) asks (symptom, duration, severity, allergy, medication)."""
+    if q is None:
+        return "answer"
+    words = set(pair.ref.words[q[0] : q[1]])
+    for key, cues in _QUESTION_TOPICS:
+        if words & cues:
+            return key
+    found = [a.item for a in (*ref.mentions.overlapping(*q), *ref.terms.overlapping(*q)) if isinstance(a.item, Mention)]
+    if any(m.category == "medication" for m in found):
+        return "answer_medication"
+    if found:
+        return "answer_symptom"
+    return "answer_duration" if words & _DURATION_CUES else "answer"
+
+
+def _answer_polarity(words: Sequence[str]) -> str | None:
+    """"yes" / "no" when the words open with an answer particle or are a bare negative answer ("I don't
+    think so", "not really"); else None."""
+    lead = [w for w in words if w not in _FILLERS or w in _YES]
+    if not lead:
+        return None
+    if lead[0] in _YES:
+        return "yes"
+    if lead[0] in _NO:
+        return "no"
+    content = [w for w in lead if _is_content(w) and w not in _HEDGES]
+    if len(words) <= _BARE_ANSWER_MAX and not content and any(w in _NEG_CUES for w in lead):
+        return "no"
+    return None
+
+
+def _lost_answers(pair: AlignedPair, g: _Region, ref: _Side, taken: list[tuple[int, int]]) -> list[TriggerEvent]:
+    """Short answers of the reference in region ``g`` lost in the hypothesis: clinical_omission of the answered
+    fact, weighted by what the question before it asked.
+
+    An answer is a sentence that opens with a yes/no particle ("Yeah, yeah", "No.") or is a bare negative
+    ("I don't think so"). It is lost when the hypothesis, over the sentence's aligned stretch, has no word of
+    the same polarity and none of the sentence's content words ("Yeah, it's creamy yellow" -> "okay, okay").
+    Its question is the sentence ending in "?" right before it; an answer with no question in view counts
+    only when the sentence is nothing but the answer.
+    """
+    out: list[TriggerEvent] = []
+    tt, words = pair.ref, pair.ref.words
+    k = g.r0
+    while k < g.r1:
+        if not _boundary_before(tt, k):
+            k += 1
+            continue
+        if _speaker_label(tt, k):
+            k += 1
+            continue
+        end = _sentence_end(tt, k)
+        polarity = _answer_polarity(words[k:end])
+        if polarity is None:
+            k = end
+            continue
+        while end < len(tt) and _answer_polarity(words[end : (nxt := _sentence_end(tt, end))]) == polarity and not any(
+            _is_content(w) for w in words[end:nxt]
+        ):
+            end = nxt  # "Yeah. Yeah": one answer said twice
+        q = _question_before(tt, k)
+        content = [w for w in words[k:end] if _is_content(w) and w not in _HEDGES and w not in _NEG_CUES]
+        pi, pj = pair.hyp_range_for_ref(k, end)
+        window = pair.hyp.words[max(0, pi - 1) : pj + 1]
+        kept_polarity = any(w in (_YES if polarity == "yes" else _NEG_CUES) for w in window)
+        stems = {_stem(h) for h in window}
+        kept_content = any(w in window or _stem(w) in stems for w in content)
+        rs, re_ = tt.char_span(k, end)
+        overlaps = any(a < re_ and b > rs for a, b in taken)
+        # With no question in view a bare "yeah" is a backchannel; a bare "no" / "I don't think so" still answers.
+        backchannel = q is None and not content and polarity == "yes"
+        lead = [w for w in words[k:end] if w not in _FILLERS]
+        # ... and a "No," that opens a statement ("No, that I can do") answers nothing in view.
+        opener = q is None and len(lead) > 2 and lead[0] in _NO and not any(w in _NEG_CUES for w in lead[1:])
+        if kept_polarity or kept_content or overlaps or backchannel or opener:
+            k = end
+            continue
+        key = _question_topic(pair, ref, q)
+        asked = f" to {tt.original[slice(*tt.char_span(*q))]!r}" if q else ""
+        what = key.replace("answer_", "") if key != "answer" else ("no clinical topic" if q else "question out of view")
+        why = f"{polarity!r} answer{asked} ({what}) does not survive in the hypothesis"
+        region = _Region(k, end, pi, pj)
+        ev = _event("clinical_omission", pair, region, why, f"answer:{polarity}", weight=category_weight(key))
+        out.append(ev.model_copy(update={"ref_start": rs, "ref_end": re_, "ref_span": tt.original[rs:re_]}))
+        k = end
+    return out
+
+
 def _ref_start(pair: AlignedPair, g: _Region) -> int:
     return pair.ref.char_span(*_widen(pair, g))[0]
 
@@ -982,6 +1249,7 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
         lost = {e.concept for e in subs if e.concept}
         omitted = _omissions(pair, g, ref, hyp, lost | flipped_concepts)
         events += omitted
+        events += _qualifier_changes(pair, g, [*subs, *omitted])
         # A lost negation is a negation_flip unless its target went with it (then it is that omission's).
         if not any("(negated)" in e.explanation for e in omitted) and not flipped(g):
             events += _negation_cue(pair, g, ref, hyp)
@@ -992,5 +1260,16 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
         # Function-word-only regions carry no trigger but a lost or gained negation ("didn't help" -> "did it help").
         if not flipped(g):
             events += _negation_cue(pair, g, ref, hyp)
+    # A lost answer is the omission of what it answered; a bare cue lost with it ("I don't think so" ->
+    # "okay") is that answer, not a separate negation_flip.
+    cue_only = [e for e in events if e.type == "negation_flip" and e.explanation.startswith("negation cue")]
+    taken = [(e.ref_start, e.ref_end) for e in events if e.type in ("clinical_omission", "negation_flip")
+             and not any(e is c for c in cue_only)]
+    answers = [a for g in all_regions for a in _lost_answers(pair, g, ref, taken)]
+    if answers:
+        events = [e for e in events if not any(
+            e is c and any(a.ref_start <= c.ref_start and c.ref_end <= a.ref_end for a in answers) for c in cue_only
+        )]
+    events += answers
     unique = {(e.type, e.ref_start, e.ref_end, e.hyp_start, e.hyp_end): e for e in events}
     return sorted(unique.values(), key=lambda e: (e.ref_start, e.hyp_start, TRIGGER_TYPES.index(e.type)))

@@ -30,7 +30,8 @@ HEADERS: dict[str, str] = {
 }
 EXPLANATION = (
     "Read off the same word alignment as WER. Clinical-term WER: substituted or deleted reference words "
-    "inside a clinical term (the project's lexicon and drug names) over all such words — insertions are not "
+    "inside a clinical term (the project's lexicon, drug names and the medwer term list behind its overlay) "
+    "over all such words — insertions are not "
     "counted, no term owns them. Speaker split: a reference word belongs to its turn's speaker (doctor = "
     "clinician); an inserted word belongs to the reference word it follows, so what the ASR writes in the "
     "pause after a turn counts against that turn's speaker. Other speakers enter neither split. All "

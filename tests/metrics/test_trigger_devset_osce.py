@@ -140,6 +140,45 @@ def test_validate_triggers_scores_each_set(tmp_path: Path, capsys: pytest.Captur
         vt.main(["--pairs", str(bad)])
 
 
+def test_validate_triggers_split_differences_and_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        ("Any chest pain? No.", "Any chest pain?", 2, "E1"),
+        ("I get chest pain when I walk.", "I get chess pain when I walk.", 2, "E1"),
+        ("Okay, good morning to you.", "Okay, good morning.", 0, "E2"),
+        ("So I was like, well, okay.", "So I was, well, okay.", 0, "E2"),
+        ("It was a lovely day out.", "It was a lovely day.", 0, "E3"),
+        ("I take 15 milligrams a day.", "I take 50 milligrams a day.", 2, "E3"),
+    ]
+    pairs = tmp_path / "set" / "pairs.jsonl"
+    pairs.parent.mkdir()
+    pairs.write_text(
+        "".join(
+            json.dumps({"pair_id": f"q{k}", "encounter_id": e, "reference": r, "hypothesis": h, "label": y,
+                        "split": "dev" if k < 4 else "test"}) + "\n"
+            for k, (r, h, y, e) in enumerate(rows)
+        ),
+        encoding="utf-8",
+    )
+    dump = tmp_path / "old.json"
+    assert vt.main(["--pairs", str(pairs), "--split", "dev", "--resamples", "30", "--dump-scores", str(dump)]) == 0
+    out = capsys.readouterr().out
+    assert "== dev: 4 pairs" in out and "== test" not in out  # --split dev never scores the test split
+    assert "trigger − WER" in out and "trigger − content-word" in out and "pairs resampled" in out
+    old = json.loads(dump.read_text())
+    assert sorted(old["set"]) == ["q0", "q1", "q2", "q3"]
+    old["set"] = {k: 0.0 for k in old["set"]}  # a reference detector that never fires
+    dump.write_text(json.dumps(old))
+    argv = ["--pairs", str(pairs), "--split", "dev", "--resamples", "30", "--reference", str(dump)]
+    assert vt.main([*argv, "--resample", "encounters"]) == 0
+    out = capsys.readouterr().out
+    assert "old trigger risk      0.500" in out and "new − old trigger           +0.500" in out
+    assert "encounters resampled" in out
+    with pytest.raises(SystemExit, match=r"old.json: no score for set/q4"):
+        vt.main(["--pairs", str(pairs), "--split", "test", "--reference", str(dump)])
+
+
 #: The commit that added the labels, before validate_triggers.py first ran on the set
 #: (data/trigger_devset_osce/README.md), and the SHA-256 of its
 #: [pair_id, encounter_id, split, reference, hypothesis, label] rows.
@@ -188,13 +227,15 @@ def test_the_osce_labels_equal_the_labelling_commit() -> None:
 
 
 def test_validate_triggers_reproduces_the_recorded_osce_auroc(capsys: pytest.CaptureFixture[str]) -> None:
-    assert vt.main(["--pairs", str(OSCE_SET)]) == 0  # 2000 resamples, seed 0: the numbers in BENCHMARKS.md
+    # 2000 resamples, seed 0: the numbers in BENCHMARKS.md (issue 34's detector; the old one's are in
+    # data/trigger_risk_before_issue34.json)
+    assert vt.main(["--pairs", str(OSCE_SET)]) == 0
     out = capsys.readouterr().out
     dev, test = out.split("== test:")
-    assert "== dev: 132 pairs (39 significant, 21 minimal); 52 pairs with ≥ 1 event (32/39 significant)" in dev
-    assert "trigger risk          0.822 [0.738, 0.894]        0.870 [0.809, 0.922]" in dev
+    assert "== dev: 132 pairs (39 significant, 21 minimal); 59 pairs with ≥ 1 event (38/39 significant)" in dev
+    assert "trigger risk          0.903 [0.846, 0.951]        0.955 [0.918, 0.987]" in dev
     assert "WER                   0.767 [0.674, 0.850]        0.782 [0.702, 0.854]" in dev
-    assert " 108 pairs (17 significant, 25 minimal); 36 pairs with ≥ 1 event (13/17 significant)" in test
-    assert "trigger risk          0.831 [0.695, 0.946]        0.847 [0.774, 0.916]" in test
+    assert " 108 pairs (17 significant, 25 minimal); 39 pairs with ≥ 1 event (15/17 significant)" in test
+    assert "trigger risk          0.881 [0.769, 0.968]        0.867 [0.797, 0.931]" in test
     assert "content-word errors   0.860 [0.731, 0.964]        0.868 [0.798, 0.928]" in test
     assert "WER                   0.799 [0.698, 0.886]        0.782 [0.683, 0.866]" in test
