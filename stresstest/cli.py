@@ -188,7 +188,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
     confine_tool_dirs(cache)
     out = Path(a.out) if a.out else Path("runs") / Path(a.config).stem
-    findings = run_checks(cfg, out=out, cache=cache, deep=not a.quick)
+    findings = run_checks(cfg, out=out, cache=cache, deep=not a.quick, config_path=a.config)
     for f in findings:
         print(f, file=sys.stdout if f.ok else sys.stderr, flush=True)
     bad = sum(not f.ok for f in findings)
