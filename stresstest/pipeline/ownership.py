@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import atomic_write_json, hash_obj
 from stresstest.errors import RunError
+from stresstest.ids import confined_path
 from stresstest.results import read_manifest
 
 #: Marker file a run writes into its directory; its presence makes the directory a stresstest run.
@@ -165,14 +166,18 @@ def out_problem(out: Path, cache: Path, inputs: Mapping[str, str | None], sectio
                 replace: bool = False) -> str | None:
     """Why ``run --out OUT`` would be refused, or ``None``: the one test ``run`` and ``check`` both apply.
 
-    A file in the way, an ``--out`` that is or holds the cache or an input, a foreign non-empty folder, a finished
+    A file in the way, an ``--out`` that is or holds the cache or an input, a folder the run writes (``report/``,
+    ``records/``, ``logs/``...) that is a symlink leading out of ``out``, a foreign non-empty folder, a finished
     run of another config (without ``replace``); a symlink loop is named as such.
     """
-    from stresstest.pipeline.housekeeping import check_out_dir
+    from stresstest.pipeline.housekeeping import PER_ITEM_DIRS, check_out_dir
+    from stresstest.report.build import REPORT_DIRS
 
     try:
         check_out_dir(out)
         check_no_overlap(out, cache, inputs)
+        for sub in (*((d,) for d in PER_ITEM_DIRS), ("logs",), *REPORT_DIRS):  # folders a run writes
+            confined_path(out, *sub)
     except RunError as exc:
         return str(exc)
     return _ownership_problem(out, sections, replace)

@@ -10,6 +10,7 @@ from typing import Any
 
 from stresstest.cache import atomic_write_text
 from stresstest.console import text_table
+from stresstest.ids import confined_path
 from stresstest.metrics.bootstrap import bootstrap_cis, paired_differences
 from stresstest.metrics.summary import METRIC_COLUMNS, QUALITY_COLUMNS, abstention, aggregate
 from stresstest.metrics.triggers import trigger_risk
@@ -337,6 +338,10 @@ class _Analysis:
     probes: ProbeSection
 
 
+#: The report's folders, relative to the run directory (each must stay inside it).
+REPORT_DIRS: tuple[tuple[str, ...], ...] = (("report",), ("report", "plots"), ("report", "tables"))
+
+
 def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> ReportPaths:
     """Write ``RUN_DIR/report/`` and return its paths.
 
@@ -354,6 +359,8 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     if seed is None:
         s = run.manifest.seed
         seed = int(s) if isinstance(s, int) and not isinstance(s, bool) else 0
+    for sub in REPORT_DIRS:  # a symlinked report/, plots/ or tables/ would take every file out of the run
+        confined_path(run_dir, *sub)
     rdir = Path(run_dir) / "report"
     _clear_outputs(rdir)
     an = _analyse(run, n_resamples, seed)
@@ -386,7 +393,8 @@ def _clear_outputs(rdir: Path) -> None:
     for d, suffixes in ((rdir / "plots", {".png"}), (rdir / "tables", {".csv", ".parquet"})):
         if d.is_dir():
             for p in d.iterdir():
-                if p.is_file() and p.suffix in suffixes:
+                # A link is removed too: matplotlib writes through a (dangling) symlink to wherever it points.
+                if (p.is_file() and p.suffix in suffixes) or p.is_symlink():
                     p.unlink()
 
 
