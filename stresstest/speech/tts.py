@@ -215,9 +215,9 @@ def synthesize(
     Raises:
         SpeechError: when piper fails.
     """
+    v = load_voice(voice)  # first: it imports piper (and onnxruntime, which writes $TMPDIR/.ses) in tool_tmpdir
     from piper import SynthesisConfig
 
-    v = load_voice(voice)
     syn = SynthesisConfig(
         length_scale=speaker.length_scale,
         noise_scale=speaker.noise_scale,
