@@ -31,7 +31,14 @@ from tqdm import tqdm
 
 from stresstest import __version__
 from stresstest.asr.stage import ASRItem
-from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
+from stresstest.cache import (
+    REJECTED,
+    atomic_write_json,
+    atomic_write_text,
+    confine_tool_dirs,
+    default_cache_dir,
+    rejected_entries,
+)
 from stresstest.config import RunConfig, load_config
 from stresstest.console import text_table
 from stresstest.corpus import load_corpus
@@ -343,6 +350,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
     from stresstest.pipeline.preflight import preflight
     from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, judge_note_quality, score_items
 
+    REJECTED.clear()  # this invocation's count of refused cache entries (recorded in the manifest)
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
     preflight(cfg, out=out, cache=cache)  # models, CUDA libraries, folders, disk: fail now, not hours in
     clock = WallClock(out)
@@ -364,6 +372,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
             state.stage_seconds["total"] = clock.total()
             state.extra_manifest["invocations"] = clock.invocations(completed)
             state.extra_manifest["completed"] = completed
+            state.extra_manifest["cache_rejected"] = rejected_entries()
             _write_manifest(state, executor_info)
 
         try:
