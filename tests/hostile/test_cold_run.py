@@ -48,8 +48,8 @@ def _run(root: Path, cfg: Path, out: Path, private_ns: bool) -> tuple[subprocess
         script = (
             'set -e; cd "$ROOT"; mount -t tmpfs tmpfs /tmp; mkdir -p "$ROOT"; '
             'mount --no-canonicalize --bind . "$ROOT"; cd "$ROOT"; set +e; "$@"; rc=$?; '
-            'find /tmp -mindepth 1 | while read -r p; do case "$ROOT/" in "$p"/*) ;; *) case "$p" in "$ROOT"|"$ROOT"/*) ;; '
-            '*) echo "$p";; esac;; esac; done > "$ROOT/tmp-listing.txt"; exit $rc'
+            'find /tmp -mindepth 1 | while read -r p; do case "$ROOT/" in "$p"/*) ;; *) '
+            'case "$p" in "$ROOT"|"$ROOT"/*) ;; *) echo "$p";; esac;; esac; done > "$ROOT/tmp-listing.txt"; exit $rc'
         )
         env["ROOT"] = str(root)
         cmd = ["unshare", "-rm", "sh", "-c", script, "sh", *cmd]
