@@ -563,6 +563,8 @@ def serve(
         The (stopped, when foreground) :class:`ServerProcess`.
     """
     cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
+    if cfg.server.port and (problem := port_problem(cfg.server.port)):  # before anything loads
+        raise LLMError(problem)
     root = Path(log_dir) if log_dir is not None else default_log_dir()
     cfg, _ = resolve_gpu_memory(cfg)
     proc = ServerProcess(cfg, root).start(progress=sys.stderr)
