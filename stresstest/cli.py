@@ -154,7 +154,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     from stresstest.report import cli_compare
 
     try:
-        print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None))
+        print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None, strict=a.strict))
     except ReportError as exc:
         if not a.pairwise:
             raise
@@ -245,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("run_a")
     c.add_argument("run_b")
     c.add_argument("--out")
+    c.add_argument("--strict", action="store_true",
+                   help="refuse runs that are not paired (a condition of one name defined differently, another "
+                        "corpus, max_turns, reference text or encounter set) instead of warning")
     c.add_argument("--pairwise", action="store_true",
                    help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
     c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")
