@@ -23,7 +23,7 @@ from stresstest.report.content import EffectRow, FailureRow, Headline, Mitigatio
 from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, error_rate_section
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
-from stresstest.report.rundir import CLEAN, RunData, load_run
+from stresstest.report.rundir import CLEAN, RunData, items_vs_manifest, load_run
 from stresstest.report.silence import ProbeSection, probe_section
 from stresstest.report.tables import (
     METRIC_HEADERS,
@@ -401,7 +401,7 @@ def _clear_outputs(rdir: Path) -> None:
 def _analyse(run: RunData, n_resamples: int, seed: int) -> _Analysis:
     """Every number of the report, each checked against summary.csv where that has it."""
     rows = table2_rows(run, _cis(run, n_resamples, seed))
-    problems = check_against_summary(run, rows)
+    problems = items_vs_manifest(run) + check_against_summary(run, rows)
     trig = trigger_rates(run, n_resamples, seed, ALPHA)
     problems += check_trigger_rates(run, trig)
     examples = ex_mod.mine_examples(run)
@@ -516,10 +516,15 @@ def _write_report_json(path: Path, run: RunData, an: _Analysis, content: ReportC
 
 def cli_report(run_dir: str | Path, *, n_resamples: int = 1000, seed: int | None = None) -> str:
     """Build the report and return the text the CLI prints (table, finding, paths)."""
+    from stresstest.console import warn
+
     paths = build_report(Path(run_dir), n_resamples=n_resamples, seed=seed)
+    for p in paths.problems:  # also on stderr, one line each: a report built on inconsistent files is not silent
+        warn(f"report: {p}")
     lines = [paths.text_table, "", f"Does WER predict safety? {paths.summary_sentence}"]
     if paths.problems:
-        lines += ["", f"WARNING: {len(paths.problems)} disagreement(s) with summary.csv:"]
+        lines += ["", f"WARNING: {len(paths.problems)} disagreement(s) between items.jsonl, manifest.json and "
+                      "summary.csv:"]
         lines += [f"  - {p}" for p in paths.problems[:20]]
     lines += ["", f"report: {paths.html}", f"        {paths.markdown}"]
     return "\n".join(lines)
