@@ -116,12 +116,12 @@ MAX_TRIGGER_TEXT_BYTES = 10_000_000
 
 def _read_text(path: str, option: str = "") -> str:
     from stresstest.errors import MetricError
+    from stresstest.paths import input_problem
 
     p = Path(path)
-    if p.is_dir():
-        raise MetricError(f"{p}: is a directory; expected a UTF-8 text file")
-    if not p.is_file():
-        raise MetricError(f"{p}: file not found")
+    problem = input_problem(p, "a UTF-8 text file")  # a FIFO or a symlink loop is named, not "not found"
+    if problem is not None:
+        raise MetricError(problem)
     size = p.stat().st_size
     if size > MAX_TRIGGER_TEXT_BYTES:
         raise MetricError(f"{option + ' ' if option else ''}{p}: is {size / 1e6:.1f} MB; expected a transcript of at "

@@ -358,11 +358,27 @@ CASES: list[Case] = [
                                      "empty.wav")),
     # --- triggers
     Case("triggers_ref_missing", lambda r: (["triggers", "--ref", str(r / "in" / "no.txt"), "--hyp",
-                                             str(_text(r, "h.txt", b"hi"))], "no.txt: file not found")),
+                                             str(_text(r, "h.txt", b"hi"))], "no.txt: not found")),
     Case("triggers_ref_dir", lambda r: (["triggers", "--ref", str(_osce(r)), "--hyp", str(_text(r, "h.txt", b"hi"))],
                                         "is a directory")),
     Case("triggers_hyp_binary", lambda r: (["triggers", "--ref", str(_text(r, "r.txt", b"hi")), "--hyp",
                                             str(_text(r, "h.txt", b"\xff\xfe\xfa"))], "h.txt: expected UTF-8")),
+    Case("triggers_ref_fifo", lambda r: (["triggers", "--ref", str(_fifo(r / "in" / "ref.txt")), "--hyp",
+                                          str(_text(r, "h.txt", b"hi"))], "ref.txt: is a FIFO (named pipe)")),
+    Case("triggers_ref_symlink_loop", lambda r: (["triggers", "--ref", str(_loop(r / "in" / "ref.txt")), "--hyp",
+                                                  str(_text(r, "h.txt", b"hi"))], "ref.txt: is a symlink loop")),
+    # --- symlink loops as the run directory or the cache (issue 37: were "internal error", exit 3)
+    Case("out_symlink_loop", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out", str(_loop(r / "out" / "run"))],
+                                        "--out")),
+    Case("cache_symlink_loop", lambda r: (_run(r, f"{{corpus}}\nrun: {{cache_dir: {_loop(r / 'cache' / 'c')}}}\n"),
+                                          "symlink loop")),
+    # --- gold
+    Case("gold_check_nothing_matched", lambda r: (["gold", "check", str(_cfg(r, "{corpus}\n")), "--gold",
+                                                   str(_mkdir(r / "in" / "gold"))], "matches an encounter")),
+    Case("gold_audit_fifo", lambda r: (["gold", "audit", str(_fifo(r / "in" / "CAR0001.yaml")), "--by", "Dr A"],
+                                       "CAR0001.yaml: is a FIFO")),
+    Case("gold_audit_symlink_loop", lambda r: (["gold", "audit", str(_loop(r / "in" / "CAR0001.yaml")), "--by",
+                                                "Dr A"], "CAR0001.yaml: is a symlink loop")),
     # --- report
     Case("report_missing_dir", lambda r: (["report", str(r / "out" / "none")], "does not exist")),
     Case("report_on_a_file", lambda r: (["report", str(_text(r, "../out/f.txt", b"x"))], "is a file")),
@@ -387,6 +403,20 @@ CASES: list[Case] = [
                                             str(_run_dir(r, "b", ["clean"])), "--out",
                                             str(_text(r, "../out/f.txt", b"x"))], "f.txt")),
 ]
+
+
+def _fifo(p: Path) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(p)
+    return p
+
+
+def _loop(p: Path) -> Path:
+    """``p`` → ``p.loop`` → ``p``: a symlink loop."""
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.symlink_to(p.with_name(p.name + ".loop"))
+    p.with_name(p.name + ".loop").symlink_to(p)
+    return p
 
 
 def _mkdir(p: Path) -> Path:
