@@ -28,7 +28,7 @@ def input_problem(path: str | Path, expected: str = "a regular file") -> str | N
             return f"{p}: is a symlink to {os.readlink(p)}, which does not exist; expected {expected}"
         if exc.errno == errno.EACCES:
             return f"{p}: permission denied; expected {expected} you can read"
-        return f"{p}: not found; expected {expected}"
+        return f"{p}: file not found; expected {expected}"
     if stat.S_ISREG(st.st_mode):
         return None
     if stat.S_ISDIR(st.st_mode):

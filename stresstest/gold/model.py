@@ -152,6 +152,8 @@ def gold_files(path: str | Path) -> list[Path]:
     if p.is_dir():
         # Every entry with a gold suffix: a FIFO, a dangling link or a loop is an error naming it, not skipped.
         return sorted(f for f in p.iterdir() if f.suffix in GOLD_SUFFIXES)
+    if not p.exists() and not p.is_symlink():
+        raise GoldError(f"{p}: no such gold file or directory")
     problem = input_problem(p, "a gold YAML file or a folder of them")
     if problem is not None:
         raise GoldError(problem)

@@ -358,7 +358,7 @@ CASES: list[Case] = [
                                      "empty.wav")),
     # --- triggers
     Case("triggers_ref_missing", lambda r: (["triggers", "--ref", str(r / "in" / "no.txt"), "--hyp",
-                                             str(_text(r, "h.txt", b"hi"))], "no.txt: not found")),
+                                             str(_text(r, "h.txt", b"hi"))], "no.txt: file not found")),
     Case("triggers_ref_dir", lambda r: (["triggers", "--ref", str(_osce(r)), "--hyp", str(_text(r, "h.txt", b"hi"))],
                                         "is a directory")),
     Case("triggers_hyp_binary", lambda r: (["triggers", "--ref", str(_text(r, "r.txt", b"hi")), "--hyp",
