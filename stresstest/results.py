@@ -52,6 +52,10 @@ TriggerType = Literal[
 TRIGGER_TYPES: tuple[TriggerType, ...] = get_args(TriggerType)
 
 
+#: The report's folders, relative to the run directory: each must stay inside it (``ids.confined_path``).
+REPORT_DIRS: tuple[tuple[str, ...], ...] = (("report",), ("report", "plots"), ("report", "tables"))
+
+
 class TriggerEvent(BaseModel):
     """One typed cause-side distortion with quotes of both texts.
 

@@ -171,7 +171,7 @@ def out_problem(out: Path, cache: Path, inputs: Mapping[str, str | None], sectio
     run of another config (without ``replace``); a symlink loop is named as such.
     """
     from stresstest.pipeline.housekeeping import PER_ITEM_DIRS, check_out_dir
-    from stresstest.report.build import REPORT_DIRS
+    from stresstest.results import REPORT_DIRS
 
     try:
         check_out_dir(out)

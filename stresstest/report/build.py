@@ -39,7 +39,7 @@ from stresstest.report.tables import (
     trigger_rates,
     write_table,
 )
-from stresstest.results import JudgeInfo
+from stresstest.results import REPORT_DIRS, JudgeInfo
 
 ALPHA = 0.05
 
@@ -336,10 +336,6 @@ class _Analysis:
     removed: list[guard_mod.Removal]
     error_rates: ErrorRateSection
     probes: ProbeSection
-
-
-#: The report's folders, relative to the run directory (each must stay inside it).
-REPORT_DIRS: tuple[tuple[str, ...], ...] = (("report",), ("report", "plots"), ("report", "tables"))
 
 
 def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> ReportPaths:
