@@ -13,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -272,27 +274,27 @@ def test_check_and_run_agree_on_every_out_refusal(tmp_path: Path, monkeypatch: p
     assert not (tmp_path / "elsewhere").exists() or list((tmp_path / "elsewhere").iterdir()) == []
 
 
+class _Ok(BaseHTTPRequestHandler):
+    """Another local server: answers 200 to everything, listing a model that is not ours."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b'{"data": [{"id": "someone-elses-model"}]}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_a_fixed_llm_port_in_use_is_refused_before_the_server_starts(tmp_path: Path) -> None:
     """Issue 37: ``llm serve`` on a port another local server answers on said "ready" (any HTTP 200 counted)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
     from stresstest.errors import LLMError
     from stresstest.llm.config import LLMConfig
     from stresstest.llm.served import port_problem, serve
 
-    class Ok(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = b'{"data": [{"id": "someone-elses-model"}]}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    other = HTTPServer(("127.0.0.1", 0), Ok)
+    other = HTTPServer(("127.0.0.1", 0), _Ok)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     port = other.server_address[1]
     try:
@@ -301,6 +303,31 @@ def test_a_fixed_llm_port_in_use_is_refused_before_the_server_starts(tmp_path: P
         with pytest.raises(LLMError, match="in use by another process"):
             serve(cfg, foreground=False, log_dir=tmp_path / "logs")
         assert not (tmp_path / "logs").exists()  # nothing was started
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+@pytest.mark.integration
+def test_a_managed_server_is_recognised_by_the_name_it_was_given(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another server that takes the port after the free-port check (a race) answers 200 too: the real llama.cpp
+    server is only "ready" when /v1/models lists the name it was started with. The port check is bypassed here
+    (it is tested for real above) so that the other server is there when the probe comes."""
+    pytest.importorskip("llama_cpp")
+    from stresstest.errors import LLMError
+    from stresstest.llm import served
+    from stresstest.llm.config import LLMConfig
+
+    other = HTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    monkeypatch.setattr(served, "port_problem", lambda port: None)
+    try:
+        cfg = LLMConfig.model_validate({"backend": "openai", "server": {"port": other.server_address[1]}})
+        proc = served.ServerProcess(cfg, tmp_path / "logs")
+        with pytest.raises(LLMError, match="another server answers on .* not '"):
+            proc.start()
+        assert proc.proc is not None and proc.proc.poll() is not None  # ours was stopped
     finally:
         other.shutdown()
         other.server_close()
