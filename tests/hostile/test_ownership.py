@@ -322,12 +322,13 @@ def test_a_managed_server_is_recognised_by_the_name_it_was_given(tmp_path: Path,
     other = HTTPServer(("127.0.0.1", 0), _Ok)
     threading.Thread(target=other.serve_forever, daemon=True).start()
     monkeypatch.setattr(served, "port_problem", lambda port: None)
+    cfg = LLMConfig.model_validate({"backend": "openai", "server": {"port": other.server_address[1]}})
+    proc = served.ServerProcess(cfg, tmp_path / "logs")
     try:
-        cfg = LLMConfig.model_validate({"backend": "openai", "server": {"port": other.server_address[1]}})
-        proc = served.ServerProcess(cfg, tmp_path / "logs")
         with pytest.raises(LLMError, match="another server answers on .* not '"):
             proc.start()
         assert proc.proc is not None and proc.proc.poll() is not None  # ours was stopped
     finally:
+        proc.stop()
         other.shutdown()
         other.server_close()
