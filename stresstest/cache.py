@@ -403,14 +403,6 @@ def read_verified_json(
             if problem is not None:
                 _reject("file mismatch", f"cache entry {p}: {problem}; recomputing it")
                 return None
-    for field, want in (expect or {}).items():
-        got = value.get(field) if isinstance(value, dict) else None
-        if got != want:
-            if legacy:
-                return None
-            _reject("answers another question", f"cache entry {p} records {field} {short(got)}, the question asked "
-                    f"has {short(want)}; recomputing it")
-            return None
     raw = value
     if validate is not None:
         try:
@@ -420,6 +412,14 @@ def read_verified_json(
                 return None
             _reject("wrong shape", f"cache entry {p} has the wrong shape ({type(exc).__name__}: "
                     f"{one_line(exc)[:160]}); recomputing it")
+            return None
+    for field, want in (expect or {}).items():  # after the shape: a wrong-shape entry is reported as such
+        got = raw.get(field) if isinstance(raw, dict) else None
+        if got != want:
+            if legacy:
+                return None
+            _reject("answers another question", f"cache entry {p} records {field} {short(got)}, the question asked "
+                    f"has {short(want)}; recomputing it")
             return None
     if legacy:
         try:
