@@ -9,13 +9,15 @@ Cache directory: ``$STRESSTEST_CACHE`` if set, else ``~/.cache/stresstest``
 (the one documented place outside a run directory that the tool writes to).
 
 Reads are verified (:func:`write_verified_json` / :func:`read_verified_json`):
-every entry is an envelope ``{"cache_format": 2, "sha256": H, "value": V,
-"files": {name: {"size", "sha256"}}}`` where ``H`` hashes the canonical JSON of
-``V`` and ``files`` records the size and content hash of each file the entry
-vouches for (a cached WAV). On read the hash, the shape (a validator given by
-the stage) and every file are checked; any mismatch prints one warning naming
-the file and the entry is treated as missing, so the stage recomputes and
-overwrites it. Envelopes live in ``*.c2.json`` files (:data:`ENVELOPE_SUFFIX`),
+every entry is an envelope ``{"cache_format": 2, "key": K, "sha256": H, "value": V,
+"files": {name: {"size", "sha256"}}}`` where ``K`` is the key the entry was written
+for (its file name), ``H`` hashes the canonical JSON of ``V`` and ``files`` records
+the size and content hash of each file the entry vouches for (a cached WAV). On read
+the key, the hash, the shape (a validator given by the stage), the key's inputs the
+value records (``expect``: a transcript's audio hash, model and decoding) and every
+file are checked; any mismatch prints one warning naming the file, is counted
+(:func:`rejected_entries`, recorded in the run's manifest) and the entry is treated
+as missing, so the stage recomputes and overwrites it. Envelopes live in ``*.c2.json`` files (:data:`ENVELOPE_SUFFIX`),
 next to, never over, the plain ``*.json`` entries older versions wrote, so an
 older checkout sharing the cache keeps working. A plain entry is accepted only
 when it vouches for no file and its shape validates; it is then copied into an
@@ -290,10 +292,41 @@ def file_problem(path: str | Path, digest: Mapping[str, Any]) -> str | None:
     return None
 
 
+def entry_key(path: str | Path) -> str:
+    """The key an envelope file answers for: its name without :data:`ENVELOPE_SUFFIX` (``<key>.c2.json``)."""
+    name = Path(path).name
+    return name[: -len(ENVELOPE_SUFFIX)] if name.endswith(ENVELOPE_SUFFIX) else name
+
+
+#: Entries read and refused in this process, by reason ("damaged", "answers another key", ...): the run's
+#: manifest records them (``cache_rejected``), each was also warned about, naming the file.
+REJECTED: dict[str, int] = {}
+_REJECTED_LOCK = threading.Lock()
+
+
+def _reject(reason: str, msg: str) -> None:
+    from stresstest.console import warn
+
+    with _REJECTED_LOCK:
+        REJECTED[reason] = REJECTED.get(reason, 0) + 1
+    warn(msg)
+
+
+def rejected_entries() -> dict[str, int]:
+    """A copy of :data:`REJECTED` (cache entries refused in this process, by reason)."""
+    with _REJECTED_LOCK:
+        return dict(sorted(REJECTED.items()))
+
+
 def write_verified_json(path: str | Path, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
-    """Write a cache entry envelope for ``value`` and the files it vouches for (see module doc)."""
+    """Write a cache entry envelope for ``value`` and the files it vouches for (see module doc).
+
+    The envelope records the key it answers for (its file name, :func:`entry_key`): a read compares it, so an
+    entry moved or copied under another key (two transcripts swapped) is a miss, not someone else's answer.
+    """
     env = {
         "cache_format": CACHE_FORMAT,
+        "key": entry_key(path),
         "sha256": hash_obj(value),
         "value": value,
         "files": {name: file_digest(f) for name, f in (files or {}).items()},
@@ -301,11 +334,18 @@ def write_verified_json(path: str | Path, value: Any, files: Mapping[str, str | 
     atomic_write_json(path, env)
 
 
+def short(value: Any, limit: int = 24) -> str:
+    """A bounded repr for cache messages (hashes are cut, not printed whole)."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 1] + "…"
+
+
 def read_verified_json(
     path: str | Path,
     validate: Callable[[Any], Any] | None = None,
     files: Mapping[str, str | Path] | None = None,
     legacy_path: str | Path | None = None,
+    expect: Mapping[str, Any] | None = None,
 ) -> Any | None:
     """Read a cache entry envelope; ``None`` (with one warning naming the file) when it cannot be trusted.
 
@@ -318,11 +358,15 @@ def read_verified_json(
         legacy_path: a pre-envelope plain JSON entry to fall back on when ``path`` is
             missing (accepted only without ``files`` and when it validates; then
             copied into ``path``).
+        expect: ``field -> value`` the entry's value must hold: the inputs its key was computed from that the
+            value records (a transcript's audio hash, model and decoding), compared with those asked for. An
+            envelope's recorded key is always compared with its file name (entries written before keys were
+            recorded have only this check).
 
     Returns:
         The (validated) value, or ``None`` for a miss, a damaged entry, or a file mismatch.
     """
-    from stresstest.console import one_line, warn
+    from stresstest.console import one_line
 
     p = Path(path)
     legacy = False
@@ -338,14 +382,18 @@ def read_verified_json(
         try:
             data = json.loads(p.read_bytes().decode("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            warn(f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
+            _reject("damaged", f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
             return None
         if not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT and "value" in data):
-            warn(f"cache entry {p} is not a stresstest cache envelope; recomputing it")
+            _reject("not an envelope", f"cache entry {p} is not a stresstest cache envelope; recomputing it")
             return None
         value = data["value"]
         if data.get("sha256") != hash_obj(value):
-            warn(f"cache entry {p} does not match its recorded content hash; recomputing it")
+            _reject("content hash", f"cache entry {p} does not match its recorded content hash; recomputing it")
+            return None
+        if "key" in data and data["key"] != entry_key(p):
+            _reject("answers another key", f"cache entry {p} was written for key {str(data['key'])[:16]}…, not for "
+                    "its own; recomputing it")
             return None
         recorded_raw = data.get("files")
         recorded: dict[str, Any] = recorded_raw if isinstance(recorded_raw, dict) else {}
@@ -353,7 +401,7 @@ def read_verified_json(
             digest = recorded.get(name)
             problem = "no digest recorded" if not isinstance(digest, dict) else file_problem(f, digest)
             if problem is not None:
-                warn(f"cache entry {p}: {problem}; recomputing it")
+                _reject("file mismatch", f"cache entry {p}: {problem}; recomputing it")
                 return None
     raw = value
     if validate is not None:
@@ -362,8 +410,16 @@ def read_verified_json(
         except Exception as exc:
             if legacy:
                 return None
-            warn(f"cache entry {p} has the wrong shape ({type(exc).__name__}: {one_line(exc)[:160]}); "
-                 "recomputing it")
+            _reject("wrong shape", f"cache entry {p} has the wrong shape ({type(exc).__name__}: "
+                    f"{one_line(exc)[:160]}); recomputing it")
+            return None
+    for field, want in (expect or {}).items():  # after the shape: a wrong-shape entry is reported as such
+        got = raw.get(field) if isinstance(raw, dict) else None
+        if got != want:
+            if legacy:
+                return None
+            _reject("answers another question", f"cache entry {p} records {field} {short(got)}, the question asked "
+                    f"has {short(want)}; recomputing it")
             return None
     if legacy:
         try:
@@ -392,10 +448,11 @@ class KeyValueCache:
         return self.root / key[:2] / f"{key}{suffix}"
 
     def get(
-        self, key: str, validate: Callable[[Any], Any] | None = None, files: Mapping[str, str | Path] | None = None
+        self, key: str, validate: Callable[[Any], Any] | None = None, files: Mapping[str, str | Path] | None = None,
+        expect: Mapping[str, Any] | None = None,
     ) -> Any | None:
         """The verified value for ``key`` or ``None`` (see :func:`read_verified_json`)."""
-        return read_verified_json(self.path(key), validate, files, legacy_path=self.legacy_path(key))
+        return read_verified_json(self.path(key), validate, files, legacy_path=self.legacy_path(key), expect=expect)
 
     def put(self, key: str, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
         write_verified_json(self.path(key), value, files)

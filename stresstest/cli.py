@@ -116,12 +116,12 @@ MAX_TRIGGER_TEXT_BYTES = 10_000_000
 
 def _read_text(path: str, option: str = "") -> str:
     from stresstest.errors import MetricError
+    from stresstest.paths import input_problem
 
     p = Path(path)
-    if p.is_dir():
-        raise MetricError(f"{p}: is a directory; expected a UTF-8 text file")
-    if not p.is_file():
-        raise MetricError(f"{p}: file not found")
+    problem = input_problem(p, "a UTF-8 text file")  # a FIFO or a symlink loop is named, not "not found"
+    if problem is not None:
+        raise MetricError(problem)
     size = p.stat().st_size
     if size > MAX_TRIGGER_TEXT_BYTES:
         raise MetricError(f"{option + ' ' if option else ''}{p}: is {size / 1e6:.1f} MB; expected a transcript of at "
@@ -161,7 +161,7 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     from stresstest.report import cli_compare
 
     try:
-        print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None))
+        print(cli_compare(Path(a.run_a), Path(a.run_b), Path(a.out) if a.out else None, strict=a.strict))
     except ReportError as exc:
         if not a.pairwise:
             raise
@@ -195,7 +195,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
     confine_tool_dirs(cache)
     out = Path(a.out) if a.out else Path("runs") / Path(a.config).stem
-    findings = run_checks(cfg, out=out, cache=cache, deep=not a.quick)
+    findings = run_checks(cfg, out=out, cache=cache, deep=not a.quick, config_path=a.config)
     for f in findings:
         print(f, file=sys.stdout if f.ok else sys.stderr, flush=True)
     bad = sum(not f.ok for f in findings)
@@ -255,6 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("run_a")
     c.add_argument("run_b")
     c.add_argument("--out")
+    c.add_argument("--strict", action="store_true",
+                   help="refuse runs that are not paired (a condition of one name defined differently, another "
+                        "corpus, max_turns, reference text or encounter set) instead of warning")
     c.add_argument("--pairwise", action="store_true",
                    help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
     c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")

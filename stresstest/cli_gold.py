@@ -40,7 +40,9 @@ def gold_command(a: argparse.Namespace) -> int:
         from stresstest.gold.workflow import mark_audited
 
         rec = mark_audited(a.file, a.by)
-        print(f"{a.file}: audited by {rec.provenance.audited_by} on {rec.provenance.date}")
+        link = Path(a.file)
+        via = f" (a symlink: written through it to {link.resolve()})" if link.is_symlink() else ""
+        print(f"{a.file}: audited by {rec.provenance.audited_by} on {rec.provenance.date}{via}")
         return 0
 
     from stresstest.config import load_config
@@ -65,6 +67,10 @@ def gold_command(a: argparse.Namespace) -> int:
                 print(f"{eid}: {issue}")
             n_err += sum(1 for i in issues if i.severity == "error")
         checked = sum(1 for e in gold if e in by_id)
+        if checked == 0:  # "0 errors" would read as a pass
+            raise GoldError(f"{root}: none of its {len(gold)} gold file(s) matches an encounter of the corpus "
+                            f"({len(encs)} encounter(s) in {cfg.corpus.path}); expected files named "
+                            "<encounter_id>.yaml")
         print(f"checked {checked} gold file(s) in {root}: {n_err} error(s)")
         return 1 if n_err else 0
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from stresstest.errors import CorpusError
+from stresstest.errors import CorpusError, RunError
 
 #: Longest accepted id: leaves room for a suffix within the usual 255-byte file-name limit.
 MAX_ID_LENGTH = 200
@@ -99,4 +99,26 @@ def id_path(root: str | Path, *parts: str, suffix: str = "") -> Path:
         p.resolve().relative_to(root.resolve())
     except ValueError as exc:  # a symlinked folder pointing elsewhere
         raise IdError(f"refusing to write {p}: it resolves outside {root}") from exc
+    return p
+
+
+def confined_path(root: str | Path, *parts: str) -> Path:
+    """``root/part1/.../partN`` (fixed names such as ``report``, ``plots``), refused when it resolves outside ``root``.
+
+    Every writer of a run directory goes through this or :func:`id_path`: a folder or file inside the run that
+    is a symlink to somewhere else would make the writer write (or delete) outside the run.
+
+    Raises:
+        RunError: the path leads outside ``root``, or is a symlink loop.
+    """
+    root = Path(root)
+    p = root.joinpath(*parts)
+    try:
+        target = p.resolve()
+        target.relative_to(root.resolve())
+    except ValueError as exc:
+        raise RunError(f"refusing to write {p}: it is a symlink that leads outside {root} (to {target}); remove "
+                       "the link, a run writes only inside its run directory") from exc
+    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError("Symlink loop from ...")
+        raise RunError(f"refusing to write {p}: it cannot be resolved ({' '.join(str(exc).split())})") from exc
     return p

@@ -52,6 +52,12 @@ TriggerType = Literal[
 TRIGGER_TYPES: tuple[TriggerType, ...] = get_args(TriggerType)
 
 
+#: The report's folders, relative to the run directory: each must stay inside it (``ids.confined_path``).
+REPORT_DIRS: tuple[tuple[str, ...], ...] = (
+    ("report",), ("report", "plots"), ("report", "tables"), ("report", "items"), ("report", "items", "audio")
+)
+
+
 class TriggerEvent(BaseModel):
     """One typed cause-side distortion with quotes of both texts.
 
@@ -433,6 +439,9 @@ class RunManifest(BaseModel):
     invocations: list[Invocation] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
     pairing: PairingInfo | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
+    cache_rejected: dict[str, int] = Field(
+        default_factory=dict, description="Cache entries this invocation read and refused (damaged, or the answer "
+        "to another question), by reason; each was recomputed and warned about (stresstest.cache.REJECTED).")
     note_quality: NoteQualityInfo | None = Field(
         default=None, description="SPEC §8 judges: model, prompt/ontology hashes, calibration, adequacy, failures."
     )

@@ -10,6 +10,11 @@ Python object is built (:func:`load_yaml_bounded`):
 * a key repeated in one mapping is an error (YAML would silently keep the last);
 * the file must be UTF-8 text.
 
+Config files (:func:`read_yaml_mapping`) also read numbers the YAML 1.2 way: ``1e7``, ``1.0e7`` and ``1E-3`` are
+numbers (YAML 1.1, PyYAML's default, reads them as strings, which a number field would refuse with a misleading
+"expected a number"), and a NaN or infinite value (``.nan``, ``.inf``, ``1e999``) is refused with its key and line:
+no config value means anything when it is not finite.
+
 Validation is strict (:func:`load_yaml_model`): values are checked the way a
 JSON document would be in pydantic's strict mode, so ``seed: true`` or
 ``n_resamples: "100"`` are errors instead of being coerced to ``1`` / ``100``.
@@ -19,6 +24,8 @@ Errors are reported as ``FILE:LINE: key.path: what was expected (got VALUE)``.
 from __future__ import annotations
 
 import json
+import math
+import re
 import reprlib
 from collections.abc import Callable
 from pathlib import Path
@@ -122,7 +129,18 @@ def read_text_file(path: str | Path, what: str = "config file") -> str:
         raise ConfigError(f"{p}: expected a UTF-8 YAML {what}, got undecodable bytes at offset {exc.start}") from exc
 
 
-def load_yaml_bounded(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+class _Yaml12NumbersLoader(yaml.SafeLoader):
+    """``SafeLoader`` that also resolves YAML 1.2 floats without a dot or an exponent sign (``1e7``, ``1.0e7``)."""
+
+
+_Yaml12NumbersLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def load_yaml_bounded(text: str, source: str, *, yaml12_numbers: bool = False) -> tuple[Any, yaml.Node | None]:
     """Parse one YAML document with ``SafeLoader`` under the rules of the module doc.
 
     Returns:
@@ -133,7 +151,7 @@ def load_yaml_bounded(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     """
     if len(text) > MAX_BYTES:
         raise ConfigError(f"{source}: YAML text is larger than {MAX_BYTES} bytes")
-    loader = yaml.SafeLoader(text)
+    loader = (_Yaml12NumbersLoader if yaml12_numbers else yaml.SafeLoader)(text)
     try:
         try:
             root = loader.get_single_node()
@@ -236,6 +254,18 @@ def _nul_problem(value: Any, loc: tuple[Any, ...] = ()) -> tuple[Any, ...] | Non
     return None
 
 
+def _non_finite(value: Any, loc: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], float] | None:
+    """(key path, value) of the first NaN or infinite number in ``value``, or ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return loc, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _non_finite(v, (*loc, k))
+        if found is not None:
+            return found
+    return None
+
+
 def read_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], yaml.Node | None]:
     """Read ``path`` with the bounded safe loader; the top level must be a mapping.
 
@@ -247,7 +277,7 @@ def read_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], yaml.Node | Non
     """
     p = Path(path)
     text = read_text_file(p)
-    raw, root = load_yaml_bounded(text, str(p))
+    raw, root = load_yaml_bounded(text, str(p), yaml12_numbers=True)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -258,6 +288,12 @@ def read_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], yaml.Node | Non
         key = ".".join(str(k) for k in nul) or "(top level)"
         raise ConfigError(f"{p}{f':{line}' if line else ''}: {key}: contains a NUL character (\\0), which no "
                           "path or name may hold")
+    bad = _non_finite(raw)
+    if bad is not None:  # NaN passes every range check (all comparisons are false); inf overflows the engines
+        line = _line_of(root, bad[0])
+        key = ".".join(str(k) for k in bad[0]) or "(top level)"
+        raise ConfigError(f"{p}{f':{line}' if line else ''}: {key}: expected a finite number, got {bad[1]!r} "
+                          "(.nan and .inf are not values any setting can take)")
     return raw, root
 
 

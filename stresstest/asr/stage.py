@@ -177,7 +177,10 @@ def _transcribe_items(
             on_done(it, None, f"{it.audio_path}: cannot read audio ({exc})")
             continue
         key = transcript_key(digest, backend.model_id, opts, runtime)
-        t = cache.get(key, validate=Transcript.model_validate)  # damaged/wrong shape: warned, recomputed
+        # Damaged, wrong shape, or the answer to another question (other audio, model or decoding): warned,
+        # counted and recomputed.
+        t = cache.get(key, validate=Transcript.model_validate,
+                      expect={"audio_sha256": digest, "model": backend.model_id, "decoding": opts.model_dump()})
         if t is not None:
             on_done(it, t.model_copy(update={"encounter_id": it.encounter_id, "condition": it.condition}), None)
         else:

@@ -117,6 +117,11 @@ def read_gold_file(path: str | Path) -> GoldRecord:
         GoldError: the file is missing, is not YAML, or does not validate.
     """
     p = Path(path)
+    from stresstest.paths import input_problem
+
+    problem = input_problem(p, "a gold YAML file")  # a FIFO would block the read; a loop is not "not found"
+    if problem is not None:
+        raise GoldError(problem)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -141,12 +146,18 @@ def read_gold_file(path: str | Path) -> GoldRecord:
 
 def gold_files(path: str | Path) -> list[Path]:
     """The gold files under a directory (sorted), or the one file given."""
+    from stresstest.paths import input_problem
+
     p = Path(path)
     if p.is_dir():
-        return sorted(f for f in p.iterdir() if f.is_file() and f.suffix in GOLD_SUFFIXES)
-    if p.is_file():
-        return [p]
-    raise GoldError(f"{p}: no such gold file or directory")
+        # Every entry with a gold suffix: a FIFO, a dangling link or a loop is an error naming it, not skipped.
+        return sorted(f for f in p.iterdir() if f.suffix in GOLD_SUFFIXES)
+    if not p.exists() and not p.is_symlink():
+        raise GoldError(f"{p}: no such gold file or directory")
+    problem = input_problem(p, "a gold YAML file or a folder of them")
+    if problem is not None:
+        raise GoldError(problem)
+    return [p]
 
 
 def load_gold(path_or_dir: str | Path) -> dict[str, GoldRecord]:

@@ -216,7 +216,10 @@ def mark_audited(path: str | Path, auditor: str, *, date: str | None = None) -> 
     p = Path(path)
     if not auditor.strip():
         raise GoldError(f"{p}: expected the auditor's name, got an empty string")
-    rec = read_gold_file(p)
+    rec = read_gold_file(p)  # a symlink loop, FIFO or missing file is a one-line error here
+    # A symlink (a gold file shared between folders) is written through: the shared file is the one audited,
+    # and the link stays a link (an atomic write on the link's path would replace it with a copy).
+    p = p.resolve()
     if rec.provenance.audited:
         raise GoldError(f"{p}: already audited by {rec.provenance.audited_by!r} on {rec.provenance.date}")
     when = date or today()

@@ -197,7 +197,7 @@ class DecodingConfig(_Strict):
     (greedy) ``top_p``/``top_k``/``min_p`` do not change the argmax, but the penalties do.
     """
 
-    temperature: float = Field(default=0.0, ge=0.0, description="0 = greedy (the study's setting).")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 = greedy (the study's setting); 0 to 2.")
     seed: int = Field(default=1234, description="Sampling seed sent with every request and to the server.")
     max_tokens: int = Field(default=1536, ge=16, description="Upper bound on generated tokens per call.")
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="Nucleus mass (1.0 = off).")
@@ -242,7 +242,8 @@ class LLMConfig(_Strict):
         f"{VLLM_GPU_CONCURRENCY}, or server.max_num_seqs when set; anything else (llama.cpp, vLLM on a CPU, an "
         f"external server) {DEFAULT_CONCURRENCY}. The value used is in the manifest (llm_engines[].concurrency).",
     )
-    timeout_s: float = Field(default=300.0, gt=0, description="Per-request timeout (read/write/connect).")
+    timeout_s: float = Field(default=300.0, gt=0, le=86_400,
+                             description="Per-request timeout (read/write/connect), at most a day.")
     max_retries: int = Field(
         default=3,
         ge=0,
@@ -252,7 +253,7 @@ class LLMConfig(_Strict):
         "(at 0 it would come back identical).",
     )
     backoff_s: float = Field(
-        default=0.5, ge=0.0, description="First retry delay; doubles on every further retry."
+        default=0.5, ge=0.0, le=600.0, description="First retry delay; doubles on every further retry (0 to 600 s)."
     )
     prompt_version: str = Field(
         default="v2",

@@ -180,6 +180,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_problem(port: int) -> str | None:
+    """Why a server could not listen on 127.0.0.1:``port`` right now (another process holds it), or ``None``.
+
+    Bound the way uvicorn binds (``SO_REUSEADDR``), so a port left in TIME_WAIT by a stopped server counts as free.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return (f"structure.server.port {port}: 127.0.0.1:{port} is in use by another process "
+                    f"({exc.strerror or exc}); choose another port, or 0 for a free one")
+    return None
+
+
 def server_python(config: LLMConfig) -> str:
     """The interpreter that runs a managed server: ``server.python``, else the one running stresstest."""
     py = config.server.python
@@ -346,6 +361,15 @@ def _last_log_line(path: Path, limit: int = 160) -> str:
     return parts[-1][:limit] if parts else ""
 
 
+def _listed_models(resp: httpx.Response) -> list[str]:
+    """Model ids of a ``/v1/models`` answer ([] when it is not that shape)."""
+    try:
+        data = resp.json().get("data", [])
+        return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
+    except (ValueError, AttributeError, TypeError):
+        return []
+
+
 class ServerProcess:
     """A managed server child process bound to 127.0.0.1."""
 
@@ -388,6 +412,10 @@ class ServerProcess:
         """
         timeout = self.config.server.resolved_startup_timeout_s()
         engine = self.config.server.engine
+        if self.config.server.port:  # a fixed port: a server already there would answer in our place
+            problem = port_problem(self.port)
+            if problem:
+                raise LLMError(problem)
         log.info("starting %s server on %s (log: %s)", engine, self.base_url, self.log_path)
         if progress is not None:
             print(
@@ -418,7 +446,16 @@ class ServerProcess:
                 raise LLMError(f"{dead}; it did not become ready: {' '.join(self.cmd[:6])} ...")
             try:
                 # Loopback: never through HTTP_PROXY (the probe would wait out the whole timeout).
-                if httpx.get(f"{self.base_url}/v1/models", timeout=2.0, trust_env=False).status_code == 200:
+                resp = httpx.get(f"{self.base_url}/v1/models", timeout=2.0, trust_env=False)
+                if resp.status_code == 200:
+                    # Ours only when it lists the name we gave it (--model_alias / --served-model-name): any
+                    # other server on this port answers 200 too.
+                    listed = _listed_models(resp)
+                    if self.model not in listed:
+                        self.stop()
+                        raise LLMError(f"another server answers on {self.base_url} (it lists {listed[:3]}, not "
+                                       f"{self.model!r}, the name this server was started with); choose "
+                                       "another structure.server.port, or 0 for a free one")
                     ready = time.monotonic() - t0
                     log.info("server ready on %s (pid %s) after %.1fs", self.base_url, self.pid, ready)
                     if progress is not None:
@@ -526,6 +563,8 @@ def serve(
         The (stopped, when foreground) :class:`ServerProcess`.
     """
     cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
+    if cfg.server.port and (problem := port_problem(cfg.server.port)):  # before anything loads
+        raise LLMError(problem)
     root = Path(log_dir) if log_dir is not None else default_log_dir()
     cfg, _ = resolve_gpu_memory(cfg)
     proc = ServerProcess(cfg, root).start(progress=sys.stderr)

@@ -105,6 +105,37 @@ class SilenceStep(_Strict):
         default="floor", description="floor: the recording's own non-speech samples; zeros: digital silence.")
 
 
+#: Largest room side (m) accepted for a simulated room.
+MAX_ROOM_DIM_M = 50.0
+#: Highest image-source order simulated. pyroomacoustics keeps every image up to this order (about
+#: 4/3·π·order³ of them) in memory: order 200 (RT60 1.5 s in the default 6 × 5 × 3 m room) peaked at 2.7 GB and
+#: took 31 s on one core; order 400 (3 s there) does not finish in two minutes, and a 2 m cube at 3 s (order 727)
+#: dies with std::bad_alloc.
+MAX_IMAGE_ORDER = 200
+
+
+def shoebox_problem(rt60_s: float, room_dim_m: Sequence[float]) -> str | None:
+    """Why pyroomacoustics cannot simulate this room, or ``None`` (its ``inverse_sabine`` arithmetic, no import).
+
+    A room too large for the RT60 needs wall absorption above 1; a small room with a long RT60 needs more images
+    than :data:`MAX_IMAGE_ORDER` allows (memory grows with the order's cube).
+    """
+    x, y, z = (float(d) for d in room_dim_m)
+    volume, surface = x * y * z, 2.0 * (x * y + x * z + y * z)
+    absorption = 24.0 * math.log(10.0) * volume / (SPEED_OF_SOUND_M_S * surface * rt60_s)
+    if absorption > 1.0:
+        return (f"rt60_s {rt60_s:g} is too short for a {x:g} × {y:g} × {z:g} m room (Sabine needs wall absorption "
+                f"{absorption:.2f} > 1): choose a smaller room or a longer rt60_s")
+    r_min = min(a * b / math.hypot(a, b) for a, b in ((x, y), (x, z), (y, z)))
+    order = math.ceil(SPEED_OF_SOUND_M_S * rt60_s / r_min - 1)
+    if order > MAX_IMAGE_ORDER:
+        longest = (MAX_IMAGE_ORDER + 1) * r_min / SPEED_OF_SOUND_M_S
+        return (f"rt60_s {rt60_s:g} in a {x:g} × {y:g} × {z:g} m room needs image sources up to order {order} "
+                f"(memory grows with its cube; at most {MAX_IMAGE_ORDER}, about 2.7 GB): choose rt60_s <= "
+                f"{math.floor(longest * 100) / 100:g} for this room, a larger room, or a measured ir")
+    return None
+
+
 class RoomStep(_Strict):
     """Reverberation: a simulated shoebox room (``rt60_s``, ``distance_m``) or a measured impulse response."""
 
@@ -117,8 +148,15 @@ class RoomStep(_Strict):
     def _one_source(self) -> RoomStep:
         if (self.rt60_s is None) == (self.ir is None):
             raise ValueError("expected either rt60_s (a simulated room) or ir (a measured impulse response)")
-        if min(self.room_dim_m) < 2.0:
-            raise ValueError(f"expected every room dimension >= 2 m, got {list(self.room_dim_m)}")
+        if not all(math.isfinite(d) for d in self.room_dim_m):
+            raise ValueError(f"expected finite room dimensions in m, got {list(self.room_dim_m)}")
+        if min(self.room_dim_m) < 2.0 or max(self.room_dim_m) > MAX_ROOM_DIM_M:
+            raise ValueError(f"expected every room dimension between 2 and {MAX_ROOM_DIM_M:g} m, "
+                             f"got {list(self.room_dim_m)}")
+        if self.rt60_s is not None:
+            problem = shoebox_problem(self.rt60_s, self.room_dim_m)
+            if problem is not None:
+                raise ValueError(problem)
         if self.ir is None and self.distance_m > self.room_dim_m[0] - 1.0:
             raise ValueError(f"distance_m {self.distance_m:g} does not fit in a {self.room_dim_m[0]:g} m room "
                              "with 0.5 m to each wall")
@@ -542,6 +580,34 @@ def speech_turn_ids(speech: Any) -> list[int] | None:
         return None
     ids = [int(pl["turn"]) for pl in placements if isinstance(pl, dict) and "start_s" in pl]
     return ids if len(ids) == len(speech.segments_s) else None
+
+
+def ir_problem(ir: str) -> str | None:
+    """Why the measured impulse response ``ir`` (a WAV/FLAC file or a folder of them) cannot be used, or ``None``.
+
+    Checked before the first stage (``stresstest check`` and ``run``'s pre-flight), not per item after the ASR.
+    """
+    import soundfile as sf
+
+    path = Path(ir)
+    try:
+        if path.is_dir():
+            files = sorted(q for q in path.iterdir() if q.suffix.lower() in (".wav", ".flac"))
+            if not files:
+                return f"{path}: no .wav or .flac impulse response in this folder"
+        elif path.is_file():
+            files = [path]
+        elif path.exists():
+            return f"{path}: not a regular file or folder; expected a WAV/FLAC impulse response or a folder of them"
+        else:
+            return f"{path}: impulse response not found (expected a WAV/FLAC file or a folder of them)"
+        for f in files:
+            info = sf.info(str(f))
+            if info.frames == 0:
+                return f"{f}: the impulse response holds no samples"
+    except (OSError, RuntimeError) as exc:  # soundfile raises LibsndfileError (a RuntimeError) on non-audio
+        return f"{path}: cannot read the impulse response ({' '.join(str(exc).split())})"
+    return None
 
 
 def _ir_files(steps: Sequence[Step]) -> list[Path]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import atomic_write_json, hash_obj
 from stresstest.errors import RunError
+from stresstest.ids import confined_path
 from stresstest.results import read_manifest
 
 #: Marker file a run writes into its directory; its presence makes the directory a stresstest run.
@@ -140,6 +141,48 @@ def _inside(child: Path, parent: Path) -> bool:
     return True
 
 
+def _resolved(path: Path, what: str) -> Path:
+    """``path.resolve()``, with a symlink loop (or an unreadable link) as a one-line user error."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError("Symlink loop from ...")
+        raise RunError(f"{what} {path}: cannot be resolved ({' '.join(str(exc).split())}); a symlink loop? "
+                       "give a real folder") from exc
+
+
+def config_inputs(cfg: Any, config_path: str | Path) -> dict[str, str | None]:
+    """Config key → input path of a :class:`~stresstest.config.RunConfig`, for the ``--out`` overlap check."""
+    inputs: dict[str, str | None] = {"the config file": str(config_path), "corpus.path": cfg.corpus.path,
+                                     "gold.path": cfg.gold.path}
+    inputs.update({f"noise.{fam}.root": spec.root for fam, spec in cfg.noise.items()})
+    for name, steps, _ in cfg.chains.expand():
+        for s in steps:
+            if s.room is not None and s.room.ir is not None:
+                inputs[f"chains: {name}: room.ir"] = s.room.ir
+    return inputs
+
+
+def out_problem(out: Path, cache: Path, inputs: Mapping[str, str | None], sections: Mapping[str, str], *,
+                replace: bool = False) -> str | None:
+    """Why ``run --out OUT`` would be refused, or ``None``: the one test ``run`` and ``check`` both apply.
+
+    A file in the way, an ``--out`` that is or holds the cache or an input, a folder the run writes (``report/``,
+    ``records/``, ``logs/``...) that is a symlink leading out of ``out``, a foreign non-empty folder, a finished
+    run of another config (without ``replace``); a symlink loop is named as such.
+    """
+    from stresstest.pipeline.housekeeping import PER_ITEM_DIRS, check_out_dir
+    from stresstest.results import REPORT_DIRS
+
+    try:
+        check_out_dir(out)
+        check_no_overlap(out, cache, inputs)
+        for sub in (*((d,) for d in PER_ITEM_DIRS), ("logs",), *REPORT_DIRS):  # folders a run writes
+            confined_path(out, *sub)
+    except RunError as exc:
+        return str(exc)
+    return _ownership_problem(out, sections, replace)
+
+
 def check_no_overlap(out: Path, cache: Path, inputs: Mapping[str, str | None]) -> None:
     """Refuse an ``--out`` that is (or lies inside) an input or the cache, or that contains the cache.
 
@@ -151,8 +194,8 @@ def check_no_overlap(out: Path, cache: Path, inputs: Mapping[str, str | None]) -
     Raises:
         RunError: naming the key whose path ``--out`` collides with.
     """
-    o = out.resolve()
-    c = cache.resolve()
+    o = _resolved(out, "--out")
+    c = _resolved(cache, "the cache directory")
     if o == c or _inside(o, c):
         raise RunError(f"--out {out}: is {'the' if o == c else 'inside the'} cache directory {cache}; a run "
                        "directory must lie outside it (the cache holds entries of every config)")
@@ -161,7 +204,7 @@ def check_no_overlap(out: Path, cache: Path, inputs: Mapping[str, str | None]) -
     for key, value in inputs.items():
         if not value:
             continue
-        i = Path(value).resolve()
+        i = _resolved(Path(value), key)
         if o == i or _inside(o, i):
             raise RunError(f"--out {out}: is {'the input' if o == i else 'inside the input'} {key} ({value}); "
                            "choose a run directory outside the inputs")

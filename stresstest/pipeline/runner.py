@@ -30,11 +30,18 @@ import yaml
 
 from stresstest import __version__
 from stresstest.asr.stage import ASRItem
-from stresstest.cache import atomic_write_json, atomic_write_text, confine_tool_dirs, default_cache_dir
+from stresstest.cache import (
+    REJECTED,
+    atomic_write_json,
+    atomic_write_text,
+    confine_tool_dirs,
+    default_cache_dir,
+    rejected_entries,
+)
 from stresstest.config import RunConfig, load_config
 from stresstest.console import text_table
 from stresstest.corpus import load_corpus
-from stresstest.errors import CorpusError
+from stresstest.errors import CorpusError, RunError
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
@@ -328,14 +335,6 @@ def format_table(rows: list[SummaryRow]) -> str:
     return text_table(heads, body)
 
 
-def _inputs(cfg: RunConfig, config_path: str | Path) -> dict[str, str | None]:
-    """Config key → input path, for the ``--out`` overlap check."""
-    inputs: dict[str, str | None] = {"the config file": str(config_path), "corpus.path": cfg.corpus.path,
-                                     "gold.path": cfg.gold.path}
-    inputs.update({f"noise.{fam}.root": spec.root for fam, spec in cfg.noise.items()})
-    return inputs
-
-
 def run(config_path: str | Path, out_dir: str | Path | None = None, *,
         replace: bool = False) -> tuple[Path, list[SummaryRow]]:
     """Run a whole sweep; returns (run dir, summary rows).
@@ -350,15 +349,16 @@ def run(config_path: str | Path, out_dir: str | Path | None = None, *,
             run directory that is not this run's...) and when more items fail
             than ``run.max_failures`` allows.
     """
-    from stresstest.pipeline.housekeeping import check_out_dir
-    from stresstest.pipeline.ownership import check_no_overlap, claim_run_dir, config_sections
+    from stresstest.pipeline.ownership import claim_run_dir, config_inputs, config_sections, out_problem
 
     cfg = load_config(config_path)
     out = Path(out_dir) if out_dir else Path("runs") / Path(config_path).stem
-    check_out_dir(out)
     cache = Path(cfg.run.cache_dir) if cfg.run.cache_dir else default_cache_dir()
-    check_no_overlap(out, cache, _inputs(cfg, config_path))
-    claim = claim_run_dir(out, config_sections(cfg.model_dump(mode="json")), replace=replace)
+    sections = config_sections(cfg.model_dump(mode="json"))
+    problem = out_problem(out, cache, config_inputs(cfg, config_path), sections, replace=replace)  # as `check` does
+    if problem:
+        raise RunError(problem)
+    claim = claim_run_dir(out, sections, replace=replace)
     committed: list[bool] = []
     try:
         return _run_claimed(cfg, out, cache, claim, committed)
@@ -375,6 +375,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
     from stresstest.pipeline.preflight import preflight
     from stresstest.pipeline.score import ScoreInputs, extra_summary_columns, judge_note_quality, score_items
 
+    REJECTED.clear()  # this invocation's count of refused cache entries (recorded in the manifest)
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
     preflight(cfg, out=out, cache=cache)  # models, CUDA libraries, folders, disk: fail now, not hours in
     clock = WallClock(out)
@@ -396,6 +397,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
             state.stage_seconds["total"] = clock.total()
             state.extra_manifest["invocations"] = clock.invocations(completed)
             state.extra_manifest["completed"] = completed
+            state.extra_manifest["cache_rejected"] = rejected_entries()
             _write_manifest(state, executor_info)
 
         try:

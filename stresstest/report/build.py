@@ -10,6 +10,7 @@ from typing import Any
 
 from stresstest.cache import atomic_write_text
 from stresstest.console import text_table
+from stresstest.ids import confined_path
 from stresstest.metrics.bootstrap import bootstrap_cis, paired_differences
 from stresstest.metrics.summary import METRIC_COLUMNS, QUALITY_COLUMNS, abstention, aggregate
 from stresstest.metrics.triggers import trigger_risk
@@ -22,7 +23,7 @@ from stresstest.report.content import EffectRow, FailureRow, Headline, Mitigatio
 from stresstest.report.error_rates import ErrorRateSection, error_rate_plot, error_rate_section
 from stresstest.report.quality import QualitySection, quality_section, write_quality_tables
 from stresstest.report.render import render_html, render_markdown
-from stresstest.report.rundir import CLEAN, RunData, load_run
+from stresstest.report.rundir import CLEAN, RunData, items_vs_manifest, load_run
 from stresstest.report.silence import ProbeSection, probe_section
 from stresstest.report.tables import (
     METRIC_HEADERS,
@@ -39,7 +40,7 @@ from stresstest.report.tables import (
     write_table,
 )
 from stresstest.report.viewer import write_viewer
-from stresstest.results import JudgeInfo
+from stresstest.results import REPORT_DIRS, JudgeInfo
 
 ALPHA = 0.05
 
@@ -355,6 +356,8 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     if seed is None:
         s = run.manifest.seed
         seed = int(s) if isinstance(s, int) and not isinstance(s, bool) else 0
+    for sub in REPORT_DIRS:  # a symlinked report/, plots/ or tables/ would take every file out of the run
+        confined_path(run_dir, *sub)
     rdir = Path(run_dir) / "report"
     _clear_outputs(rdir)
     an = _analyse(run, n_resamples, seed)
@@ -388,14 +391,15 @@ def _clear_outputs(rdir: Path) -> None:
     for d, suffixes in ((rdir / "plots", {".png"}), (rdir / "tables", {".csv", ".parquet"})):
         if d.is_dir():
             for p in d.iterdir():
-                if p.is_file() and p.suffix in suffixes:
+                # A link is removed too: matplotlib writes through a (dangling) symlink to wherever it points.
+                if (p.is_file() and p.suffix in suffixes) or p.is_symlink():
                     p.unlink()
 
 
 def _analyse(run: RunData, n_resamples: int, seed: int) -> _Analysis:
     """Every number of the report, each checked against summary.csv where that has it."""
     rows = table2_rows(run, _cis(run, n_resamples, seed))
-    problems = check_against_summary(run, rows)
+    problems = items_vs_manifest(run) + check_against_summary(run, rows)
     trig = trigger_rates(run, n_resamples, seed, ALPHA)
     problems += check_trigger_rates(run, trig)
     examples = ex_mod.mine_examples(run)
@@ -510,10 +514,15 @@ def _write_report_json(path: Path, run: RunData, an: _Analysis, content: ReportC
 
 def cli_report(run_dir: str | Path, *, n_resamples: int = 1000, seed: int | None = None) -> str:
     """Build the report and return the text the CLI prints (table, finding, paths)."""
+    from stresstest.console import warn
+
     paths = build_report(Path(run_dir), n_resamples=n_resamples, seed=seed)
+    for p in paths.problems:  # also on stderr, one line each: a report built on inconsistent files is not silent
+        warn(f"report: {p}")
     lines = [paths.text_table, "", f"Does WER predict safety? {paths.summary_sentence}"]
     if paths.problems:
-        lines += ["", f"WARNING: {len(paths.problems)} disagreement(s) with summary.csv:"]
+        lines += ["", f"WARNING: {len(paths.problems)} disagreement(s) between items.jsonl, manifest.json and "
+                      "summary.csv:"]
         lines += [f"  - {p}" for p in paths.problems[:20]]
     lines += ["", f"report: {paths.html}", f"        {paths.markdown}"]
     return "\n".join(lines)

@@ -2,6 +2,12 @@
 
 When the two grids differ, the comparison covers the shared conditions and
 says so first (text, HTML and Markdown): which conditions only one run has.
+Pairing is checked too (:func:`pairing_problems`): a condition of the same name
+defined differently (other chain steps) is left out, and a different corpus,
+``corpus.max_turns``, reference text or encounter set is named, one line each
+(on stderr as well); ``strict`` (``compare --strict``) refuses such runs instead.
+Model and decoding differences, what a comparison usually measures, are named in
+one line.
 
 For every condition both runs have, the SPEC §6 metrics of A and B are
 aggregated on the encounters that have a non-failed item in *both* runs, and
@@ -90,8 +96,96 @@ def _verdict(metric: str, diff: float | None, ci: tuple[float, float] | None) ->
     return "n.s."
 
 
+#: Manifest facts whose difference is what a comparison usually measures (two ASR models, two prompts): named in
+#: one warning line, never a refusal.
+MODEL_KEYS: tuple[str, ...] = ("asr.model", "asr.decoding", "structure.model", "structure.prompt_hash",
+                               "structure.decoding")
+
+
+def _few(names: list[str], limit: int = 5) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _max_turns(run: RunData) -> Any:
+    """``corpus.max_turns`` of the run's resolved config (None when unset or unreadable)."""
+    import yaml
+
+    try:
+        cfg = yaml.safe_load((run.run_dir / "config.resolved.yaml").read_text("utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    return _get(cfg, "corpus.max_turns")
+
+
+def _encounters(run: RunData) -> list[str]:
+    return sorted({it.encounter_id for it in run.items})
+
+
+def _references(run: RunData) -> dict[str, str]:
+    """Encounter → its reference text (as the items carry it)."""
+    refs: dict[str, str] = {}
+    for it in run.items:
+        if it.reference_text is not None:
+            refs.setdefault(it.encounter_id, it.reference_text)
+    return refs
+
+
+def pairing_problems(a: RunData, b: RunData, common: list[str]) -> tuple[list[str], list[str]]:
+    """What makes A and B not paired, one line each, and the shared condition names that must be left out.
+
+    A condition of the same name whose definition differs (family, SNR, chain steps: RT60 0.3 vs 1.5 s) is not
+    the same condition; a different corpus, ``corpus.max_turns`` or reference text means the encounters paired
+    by id are not the same dialogues; encounters outside the intersection are named.
+    """
+    problems: list[str] = []
+    excluded: list[str] = []
+    defs_a = {c.id: c for c in a.conditions}
+    defs_b = {c.id: c for c in b.conditions}
+    for cid in common:
+        da = defs_a[cid].model_dump(mode="json", exclude={"axes"})
+        db = defs_b[cid].model_dump(mode="json", exclude={"axes"})
+        if da != db:
+            excluded.append(cid)
+            keys = sorted(k for k in da if da.get(k) != db.get(k))
+            shown = "; ".join(f"{k} A: {_s(da.get(k))} B: {_s(db.get(k))}" for k in keys)
+            problems.append(f"condition {cid} is defined differently in the two runs ({shown}); left out")
+    man_a, man_b = a.manifest.to_json(), b.manifest.to_json()
+    for key in ("corpus.kind", "corpus.path"):
+        va, vb = _s(_get(man_a, key)), _s(_get(man_b, key))
+        if va != vb:
+            problems.append(f"{key} differs (A: {va}, B: {vb}); encounters are paired by id, check they are the "
+                            "same dialogues")
+    mt_a, mt_b = _max_turns(a), _max_turns(b)
+    if mt_a != mt_b:
+        problems.append(f"corpus.max_turns differs (A: {_s(mt_a)}, B: {_s(mt_b)}): the runs score different "
+                        "reference texts")
+    enc_a, enc_b = _encounters(a), _encounters(b)
+    only_a = [e for e in enc_a if e not in set(enc_b)]
+    only_b = [e for e in enc_b if e not in set(enc_a)]
+    if only_a or only_b:
+        problems.append(f"only the {len(set(enc_a) & set(enc_b))} shared encounter(s) are compared (only in A: "
+                        f"{_few(only_a) or 'none'}; only in B: {_few(only_b) or 'none'})")
+    refs_a, refs_b = _references(a), _references(b)
+    differ = sorted(e for e in set(refs_a) & set(refs_b) if refs_a[e] != refs_b[e])
+    if differ and mt_a == mt_b:
+        problems.append(f"the reference text differs for {len(differ)} shared encounter(s) ({_few(differ)}): "
+                        "they are not the same dialogues")
+    return problems, excluded
+
+
+def model_differences(a: RunData, b: RunData) -> str | None:
+    """One line naming the model/decoding facts that differ (what B − A then includes), or None."""
+    man_a, man_b = a.manifest.to_json(), b.manifest.to_json()
+    keys = [k for k in MODEL_KEYS if _s(_get(man_a, k)) != _s(_get(man_b, k))]
+    if not keys:
+        return None
+    return "the runs differ in " + "; ".join(f"{k} (A: {_s(_get(man_a, k))}, B: {_s(_get(man_b, k))})"
+                                             for k in keys) + ": every difference B − A includes them"
+
+
 def compare_runs(
-    run_a: Path, run_b: Path, out: Path | None = None, *, n_resamples: int = 1000, seed: int = 0
+    run_a: Path, run_b: Path, out: Path | None = None, *, n_resamples: int = 1000, seed: int = 0,
+    strict: bool = False,
 ) -> CompareResult:
     """Compare run B against run A; writes compare.html, compare.md and tables/compare.{csv,parquet}.
 
@@ -101,16 +195,25 @@ def compare_runs(
         out: output directory (default ``RUN_B/compare/vs_<A's name>``).
         n_resamples: bootstrap resamples.
         seed: bootstrap seed.
+        strict: refuse (ReportError) instead of warning when the runs are not paired (:func:`pairing_problems`).
 
     Raises:
-        ReportError: a run directory is malformed, or the runs share no condition or no encounter.
+        ReportError: a run directory is malformed, or the runs share no condition or no encounter, or (with
+            ``strict``) they are not paired.
     """
     a, b = load_run(run_a), load_run(run_b)
     conds_a = a.conditions.ids
     conds_b = set(b.conditions.ids)
-    common = [c for c in a.conditions if c.id in conds_b]
+    problems, excluded = pairing_problems(a, b, [c for c in conds_a if c in conds_b])
+    if strict and problems:
+        raise ReportError(f"compare: runs {run_a} and {run_b} are not paired: {problems[0]}"
+                          + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""))
+    common = [c for c in a.conditions if c.id in conds_b and c.id not in excluded]
     only_a = [c for c in conds_a if c not in conds_b]
     only_b = [c for c in b.conditions.ids if c not in set(conds_a)]
+    if not common and excluded:
+        raise ReportError(f"compare: runs {run_a} and {run_b} share no condition defined the same way: "
+                          f"{problems[0]}")
     if not common:
         raise ReportError(
             f"compare: runs {run_a} and {run_b} share no condition (A has "
@@ -152,12 +255,12 @@ def compare_runs(
         raise ReportError(f"compare: runs {run_a} and {run_b} have no encounter in common (by encounter_id)")
     man_a, man_b = a.manifest.to_json(), b.manifest.to_json()
     facts = [(key, _s(_get(man_a, key)), _s(_get(man_b, key))) for key in FACT_KEYS]
-    # Pairing is by encounter id: it only means "same dialogue" when both runs read the same corpus.
-    warnings = [
-        f"{key} differs (A: {va}, B: {vb}); encounters are paired by id, check they are the same dialogues"
-        for key, va, vb in facts
-        if key in ("corpus.kind", "corpus.path") and va != vb
-    ]
+    # Pairing is by encounter id: it only means "same dialogue" when both runs read the same corpus, the same
+    # turns and the same references; a condition is only itself when its definition is the same.
+    warnings = list(problems)
+    models = model_differences(a, b)
+    if models is not None:
+        warnings.append(models)
     if only_a or only_b:
         # Different grids: say so, never compare a subset silently.
         warnings.insert(0, (
@@ -280,8 +383,14 @@ def _markdown(
 
 
 def cli_compare(
-    a: str | Path, b: str | Path, out: str | Path | None = None, *, n_resamples: int = 1000, seed: int = 0
+    a: str | Path, b: str | Path, out: str | Path | None = None, *, n_resamples: int = 1000, seed: int = 0,
+    strict: bool = False,
 ) -> str:
-    """Run :func:`compare_runs` and return the text the CLI prints."""
-    res = compare_runs(Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed)
+    """Run :func:`compare_runs` and return the text the CLI prints (each warning also on stderr, one line)."""
+    from stresstest.console import warn
+
+    res = compare_runs(Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed,
+                       strict=strict)
+    for w in res.warnings:
+        warn(f"compare: {w}")
     return f"{res.text}\n\ncompare: {res.html}\n         {res.markdown}"

@@ -256,7 +256,7 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         items = "".join(f"<li>{esc(p)}</li>" for p in c.problems)
         parts.append(
             "<div class='warn'><b>Consistency check failed</b> — the numbers below are recomputed from "
-            f"items.jsonl and could not be matched with summary.csv:<ul>{items}</ul></div>"
+            f"items.jsonl, which does not match manifest.json or summary.csv:<ul>{items}</ul></div>"
         )
     else:
         parts.append("<p class='sub ok'>✓ Every rate below equals the corresponding summary.csv value.</p>")
@@ -440,8 +440,8 @@ def render_markdown(c: ReportContent) -> str:
     out = [f"# {c.title}", ""]
     if c.problems:
         out += [
-            "> **Consistency check failed** — numbers recomputed from items.jsonl could not be matched with "
-            "summary.csv:",
+            "> **Consistency check failed** — numbers recomputed from items.jsonl, which does not match "
+            "manifest.json or summary.csv:",
             ">",
         ]
         out += [f"> - {p}" for p in c.problems]

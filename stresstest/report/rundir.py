@@ -192,3 +192,32 @@ def _read_items(path: Path) -> list[ItemScore]:
     if not items:
         raise ReportError(f"{path}: no item rows; expected one per (encounter, condition)")
     return items
+
+
+def items_vs_manifest(run: RunData) -> list[str]:
+    """Where ``items.jsonl`` and ``manifest.json`` disagree, one line each ([] when they agree).
+
+    The runner writes one item per (encounter, condition) of the manifest's corpus and grid: a missing item (a
+    lost line) or an item of an encounter or condition the manifest does not list (another run's items) means
+    the files are not one run's.
+    """
+    listed = run.manifest.corpus.encounter_ids
+    # A manifest without the encounter list (older runs): every encounter of the items, in every condition.
+    encounters = listed or sorted({it.encounter_id for it in run.items})
+    expected = {(e, c.id) for e in encounters for c in run.conditions}
+    have = {it.key for it in run.items}
+    out = []
+    n = run.manifest.corpus.n_encounters
+    if not listed and n is not None and len(encounters) != n:
+        out.append(f"items.jsonl holds {len(encounters)} encounter(s), manifest.json says {n}")
+    missing = sorted(expected - have)
+    if missing:
+        shown = ", ".join(f"{e}/{c}" for e, c in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        out.append(f"items.jsonl lacks {len(missing)} of the {len(expected)} items manifest.json lists ({shown}); "
+                   "the numbers cover only the items present")
+    extra = sorted(have - expected)
+    if extra:
+        shown = ", ".join(f"{e}/{c}" for e, c in extra[:5]) + (" ..." if len(extra) > 5 else "")
+        out.append(f"items.jsonl holds {len(extra)} item(s) of encounters or conditions manifest.json does not "
+                   f"list ({shown}): items of another run?")
+    return out

@@ -32,6 +32,9 @@ from stresstest.errors import SpeechError
 #: Bumped whenever a change here or in ``render.py`` changes the audio produced.
 CODE_VERSION = "tts-1"
 
+#: Longest pause, lead-in or tail (s): every second of silence is held in memory per turn and per condition.
+MAX_PAUSE_S = 60.0
+
 #: Frame used to trim piper's leading/trailing silence (10 ms at 16 kHz).
 _TRIM_FRAME = 160
 
@@ -86,13 +89,16 @@ class TTSConfig(BaseModel):
         description="Variant for any third speaker (relatives, interpreters).",
     )
     gap_min_s: float = Field(
-        default=0.25, ge=0.0, description="Shortest pause between turns without timings."
+        default=0.25, ge=0.0, le=MAX_PAUSE_S, description="Shortest pause between turns without timings."
     )
-    gap_max_s: float = Field(default=0.7, ge=0.0, description="Longest pause between turns without timings.")
-    lead_in_s: float = Field(default=0.3, ge=0.0, description="Silence before the first turn (no timings).")
-    tail_s: float = Field(default=0.3, ge=0.0, description="Silence after the last turn.")
+    gap_max_s: float = Field(default=0.7, ge=0.0, le=MAX_PAUSE_S,
+                             description="Longest pause between turns without timings.")
+    lead_in_s: float = Field(default=0.3, ge=0.0, le=MAX_PAUSE_S,
+                             description="Silence before the first turn (no timings).")
+    tail_s: float = Field(default=0.3, ge=0.0, le=MAX_PAUSE_S, description="Silence after the last turn.")
     trim_db: float = Field(
         default=-40.0,
+        ge=-120.0,
         lt=0.0,
         description="Per-turn trim threshold: 10-ms frames below this (dB re loudest frame).",
     )
@@ -209,9 +215,9 @@ def synthesize(
     Raises:
         SpeechError: when piper fails.
     """
+    v = load_voice(voice)  # first: it imports piper (and onnxruntime, which writes $TMPDIR/.ses) in tool_tmpdir
     from piper import SynthesisConfig
 
-    v = load_voice(voice)
     syn = SynthesisConfig(
         length_scale=speaker.length_scale,
         noise_scale=speaker.noise_scale,

@@ -147,3 +147,16 @@ def test_mark_audited_rewrites_when_lines_are_not_plain(tmp_path: Path) -> None:
     p = _write(tmp_path, "E1.yaml", flow)
     rec = mark_audited(p, "Dr C", date="2026-02-03")
     assert rec.provenance.audited and read_gold_file(p) == rec
+
+
+def test_mark_audited_writes_through_a_symlink(tmp_path: Path) -> None:
+    """Issue 37: auditing a symlinked gold file replaced the link with an audited copy and left the shared file
+    unaudited. The shared file is audited, the link stays a link."""
+    (tmp_path / "shared").mkdir()
+    shared = _write(tmp_path / "shared", "E1.yaml", GOOD)
+    (tmp_path / "mine").mkdir()
+    link = tmp_path / "mine" / "E1.yaml"
+    link.symlink_to(shared)
+    mark_audited(link, "Dr A. Smith (GP)", date="2026-02-03")
+    assert link.is_symlink() and link.resolve() == shared.resolve()
+    assert read_gold_file(shared).provenance.audited_by == "Dr A. Smith (GP)"

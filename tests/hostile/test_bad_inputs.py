@@ -205,12 +205,38 @@ CASES: list[Case] = [
     Case("snr_negative_zero_is_zero", lambda r: (_run(r, "{corpus}\nsnr_db: [-0.0, 0]\n"),
                                                  "SNR 0 dB appears twice")),
     Case("snr_empty", lambda r: (_run(r, "{corpus}\nsnr_db: []\n"), "cfg.yaml:2: snr_db: expected at least one")),
-    Case("snr_nan", lambda r: (_run(r, "{corpus}\nsnr_db: [.nan]\n"), "snr_db: expected finite")),
-    Case("snr_inf", lambda r: (_run(r, "{corpus}\nsnr_db: [5, .inf]\n"), "snr_db: expected finite")),
+    Case("snr_nan", lambda r: (_run(r, "{corpus}\nsnr_db: [.nan]\n"), "snr_db.0: expected a finite number")),
+    Case("snr_inf", lambda r: (_run(r, "{corpus}\nsnr_db: [5, .inf]\n"), "snr_db.1: expected a finite number")),
     Case("snr_duplicate", lambda r: (_run(r, "{corpus}\nsnr_db: [5, 5.0]\n"), "appears twice")),
     Case("snr_out_of_range", lambda r: (_run(r, "{corpus}\nsnr_db: [200]\n"), "between -20 and 50 dB")),
     Case("snr_not_a_list", lambda r: (_run(r, "{corpus}\nsnr_db: '5'\n"), "snr_db")),
     Case("snr_string_items", lambda r: (_run(r, "{corpus}\nsnr_db: ['5']\n"), "snr_db.0")),
+    # --- every number has a domain, checked at load with key and line (issue 37)
+    Case("asr_window_negative", lambda r: (_run(r, "{corpus}\nasr:\n  decoding: {window_s: -30}\n"),
+                                           "cfg.yaml:3: asr.decoding.window_s")),
+    Case("asr_window_zero", lambda r: (_run(r, "{corpus}\nasr:\n  decoding: {window_s: 0}\n"),
+                                       "cfg.yaml:3: asr.decoding.window_s")),
+    Case("asr_temperature_nan", lambda r: (_run(r, "{corpus}\nasr:\n  decoding:\n    temperature: .nan\n"),
+                                           "cfg.yaml:4: asr.decoding.temperature: expected a finite number")),
+    Case("llm_temperature_nan", lambda r: (_run(r, "{corpus}\nstructure:\n  decoding: {temperature: .nan}\n"),
+                                           "cfg.yaml:3: structure.decoding.temperature: expected a finite number")),
+    Case("room_dim_nan", lambda r: (_run(r, "{corpus}\nchains:\n  conditions:\n    r: [{room: {rt60_s: 0.3, "
+                                            "room_dim_m: [.nan, 5, 3]}}]\n"), "expected a finite number")),
+    Case("room_dim_inf", lambda r: (_run(r, "{corpus}\nchains:\n  conditions:\n    r: [{room: {rt60_s: 0.3, "
+                                            "room_dim_m: [6, .inf, 3]}}]\n"), "expected a finite number")),
+    Case("room_small_with_long_rt60", lambda r: (_run(r, "{corpus}\nchains:\n  conditions:\n    r: [{room: "
+                                                         "{rt60_s: 3.0, distance_m: 0.5, room_dim_m: [2, 2, 2]}}]\n"),
+                                                 "needs image sources up to order 727")),
+    Case("tail_s_huge", lambda r: (_run(r, "{corpus}\nspeech:\n  tail_s: 1.0e+7\n"), "cfg.yaml:3: speech.tail_s")),
+    Case("tail_s_yaml11_exponent", lambda r: (_run(r, "{corpus}\nspeech:\n  tail_s: 1.0e7\n"),
+                                              "cfg.yaml:3: speech.tail_s: Input should be less than or equal to 60")),
+    Case("ir_missing", lambda r: (_run(r, "{corpus}\nsnr_db: []\nchains:\n  conditions:\n    r: [{room: "
+                                          "{ir: no-such-ir.wav}}]\n"), "impulse response not found")),
+    Case("ir_not_audio", lambda r: (_run(r, "{corpus}\nsnr_db: []\nchains:\n  conditions:\n    r: [{room: "
+                                           f"{{ir: {_text(r, 'ir.wav', b'not a wav file')}}}}}]\n"),
+                                    "cannot read the impulse response")),
+    Case("gold_path_missing", lambda r: (_run(r, "{corpus}\ngold: {path: no-gold-here}\n"),
+                                         "gold.path")),
     # --- other sections
     Case("n_resamples_unbounded", lambda r: (_run(r, "{corpus}\nreport: {n_resamples: 1000000000000}\n"),
                                              "report.n_resamples")),
@@ -337,6 +363,22 @@ CASES: list[Case] = [
                                         "is a directory")),
     Case("triggers_hyp_binary", lambda r: (["triggers", "--ref", str(_text(r, "r.txt", b"hi")), "--hyp",
                                             str(_text(r, "h.txt", b"\xff\xfe\xfa"))], "h.txt: expected UTF-8")),
+    Case("triggers_ref_fifo", lambda r: (["triggers", "--ref", str(_fifo(r / "in" / "ref.txt")), "--hyp",
+                                          str(_text(r, "h.txt", b"hi"))], "ref.txt: is a FIFO (named pipe)")),
+    Case("triggers_ref_symlink_loop", lambda r: (["triggers", "--ref", str(_loop(r / "in" / "ref.txt")), "--hyp",
+                                                  str(_text(r, "h.txt", b"hi"))], "ref.txt: is a symlink loop")),
+    # --- symlink loops as the run directory or the cache (issue 37: were "internal error", exit 3)
+    Case("out_symlink_loop", lambda r: (["run", str(_cfg(r, "{corpus}\n")), "--out", str(_loop(r / "out" / "run"))],
+                                        "--out")),
+    Case("cache_symlink_loop", lambda r: (_run(r, f"{{corpus}}\nrun: {{cache_dir: {_loop(r / 'cache' / 'c')}}}\n"),
+                                          "symlink loop")),
+    # --- gold
+    Case("gold_check_nothing_matched", lambda r: (["gold", "check", str(_cfg(r, "{corpus}\n")), "--gold",
+                                                   str(_mkdir(r / "in" / "gold"))], "matches an encounter")),
+    Case("gold_audit_fifo", lambda r: (["gold", "audit", str(_fifo(r / "in" / "CAR0001.yaml")), "--by", "Dr A"],
+                                       "CAR0001.yaml: is a FIFO")),
+    Case("gold_audit_symlink_loop", lambda r: (["gold", "audit", str(_loop(r / "in" / "CAR0001.yaml")), "--by",
+                                                "Dr A"], "CAR0001.yaml: is a symlink loop")),
     # --- report
     Case("report_missing_dir", lambda r: (["report", str(r / "out" / "none")], "does not exist")),
     Case("report_on_a_file", lambda r: (["report", str(_text(r, "../out/f.txt", b"x"))], "is a file")),
@@ -361,6 +403,20 @@ CASES: list[Case] = [
                                             str(_run_dir(r, "b", ["clean"])), "--out",
                                             str(_text(r, "../out/f.txt", b"x"))], "f.txt")),
 ]
+
+
+def _fifo(p: Path) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(p)
+    return p
+
+
+def _loop(p: Path) -> Path:
+    """``p`` → ``p.loop`` → ``p``: a symlink loop."""
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.symlink_to(p.with_name(p.name + ".loop"))
+    p.with_name(p.name + ".loop").symlink_to(p)
+    return p
 
 
 def _mkdir(p: Path) -> Path:

@@ -13,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -227,3 +229,106 @@ def test_mix_out_may_not_be_an_input(tmp_path: Path) -> None:
                              "--out", out), f"is the {opt} input")
     assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("home")} == \
         {k: v for k, v in before.items() if not k.startswith("home")}
+
+
+@pytest.mark.parametrize("kind", ["user_folder", "cache", "inside_corpus", "a_file", "finished_other_config",
+                                  "report_links_out", "symlink_loop"])
+def test_check_and_run_agree_on_every_out_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  kind: str) -> None:
+    """Issue 37: ``check --out DIR`` said "ready" where ``run --out DIR`` was refused. Both now apply
+    ``ownership.out_problem``: the check's finding is the run's error, word for word."""
+    from stresstest.config import load_config
+    from stresstest.errors import RunError
+    from stresstest.pipeline.preflight import run_checks
+    from stresstest.pipeline.runner import run
+
+    monkeypatch.setenv("STRESSTEST_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    cfg_path = _config(tmp_path, "snr_db: [10]\nnoise: {ambient: {family: ambient}}\n", name="b.yaml")
+    if kind == "user_folder":
+        out = _project(tmp_path / "project")
+    elif kind == "cache":
+        out = tmp_path / "cache"
+    elif kind == "inside_corpus":
+        out = tmp_path / "osce" / "run"
+    elif kind == "a_file":
+        out = tmp_path / "afile"
+        out.write_text("x")
+    elif kind == "finished_other_config":
+        out = _finished_run(tmp_path, _config(tmp_path, "snr_db: [5]\nnoise: {ambient: {family: ambient}}\n",
+                                              name="a.yaml"))
+    elif kind == "report_links_out":
+        out = _finished_run(tmp_path, cfg_path)
+        (tmp_path / "elsewhere").mkdir()
+        (out / "report").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    else:
+        out = tmp_path / "loop"
+        out.symlink_to(tmp_path / "loop")
+    cfg = load_config(cfg_path)
+    finding = next(f for f in run_checks(cfg, out=out, cache=tmp_path / "cache", deep=False, config_path=cfg_path)
+                   if f.check == "run dir")
+    assert not finding.ok, finding
+    with pytest.raises(RunError) as err:
+        run(cfg_path, out)
+    assert str(err.value) == finding.line
+    assert not (tmp_path / "elsewhere").exists() or list((tmp_path / "elsewhere").iterdir()) == []
+
+
+class _Ok(BaseHTTPRequestHandler):
+    """Another local server: answers 200 to everything, listing a model that is not ours."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = b'{"data": [{"id": "someone-elses-model"}]}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_fixed_llm_port_in_use_is_refused_before_the_server_starts(tmp_path: Path) -> None:
+    """Issue 37: ``llm serve`` on a port another local server answers on said "ready" (any HTTP 200 counted)."""
+    from stresstest.errors import LLMError
+    from stresstest.llm.config import LLMConfig
+    from stresstest.llm.served import port_problem, serve
+
+    other = HTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    port = other.server_address[1]
+    try:
+        assert port_problem(port) is not None and f"127.0.0.1:{port} is in use" in str(port_problem(port))
+        cfg = LLMConfig.model_validate({"backend": "openai", "server": {"port": port}})
+        with pytest.raises(LLMError, match="in use by another process"):
+            serve(cfg, foreground=False, log_dir=tmp_path / "logs")
+        assert not (tmp_path / "logs").exists()  # nothing was started
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+@pytest.mark.integration
+def test_a_managed_server_is_recognised_by_the_name_it_was_given(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another server that takes the port after the free-port check (a race) answers 200 too: the real llama.cpp
+    server is only "ready" when /v1/models lists the name it was started with. The port check is bypassed here
+    (it is tested for real above) so that the other server is there when the probe comes."""
+    pytest.importorskip("llama_cpp")
+    from stresstest.errors import LLMError
+    from stresstest.llm import served
+    from stresstest.llm.config import LLMConfig
+
+    other = HTTPServer(("127.0.0.1", 0), _Ok)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    monkeypatch.setattr(served, "port_problem", lambda port: None)
+    cfg = LLMConfig.model_validate({"backend": "openai", "server": {"port": other.server_address[1]}})
+    proc = served.ServerProcess(cfg, tmp_path / "logs")
+    try:
+        with pytest.raises(LLMError, match="another server answers on .* not '"):
+            proc.start()
+        assert proc.proc is not None and proc.proc.poll() is not None  # ours was stopped
+    finally:
+        proc.stop()
+        other.shutdown()
+        other.server_close()

@@ -417,3 +417,19 @@ def test_a_turn_limit_cuts_the_recording_with_the_reference(tmp_path: Path) -> N
     assert cut.segments_s == ((0.1, 0.8),)
     assert any("cut at 0.8 s" in w for w in cut.recipe["warnings"])  # type: ignore[union-attr]
     assert "warnings" not in whole.recipe
+
+
+def test_yaml12_exponents_are_numbers_and_non_finite_values_are_refused(tmp_path: Path) -> None:
+    """Issue 37: PyYAML (YAML 1.1) read ``1.0e7`` as the string '1.0e7' and accepted ``.nan``/``.inf`` anywhere."""
+    from stresstest.config import load_config
+    from stresstest.errors import ConfigError
+
+    corpus = tmp_path / "osce"
+    corpus.mkdir()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"corpus: {{kind: osce, path: {corpus}}}\nsnr_db: [1e1, 5.0e0]\nspeech: {{tail_s: 2e-1}}\n")
+    c = load_config(cfg)
+    assert c.snr_db == [10.0, 5.0] and c.speech.tail_s == 0.2
+    cfg.write_text(f"corpus: {{kind: osce, path: {corpus}}}\nrun:\n  max_failures: .inf\n")
+    with pytest.raises(ConfigError, match=r"c.yaml:3: run.max_failures: expected a finite number, got inf"):
+        load_config(cfg)

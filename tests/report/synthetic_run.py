@@ -580,7 +580,8 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
         "created": "2026-11-30T10:00:00Z",
         "stresstest_version": "0.1.0",
         "seed": seed,
-        "corpus": {"kind": "osce", "path": "corpora/synthetic", "n_encounters": n_encounters},
+        "corpus": {"kind": "osce", "path": "corpora/synthetic", "n_encounters": n_encounters,
+                   "encounter_ids": [f"enc{e:03d}" for e in range(n_encounters)]},
         "asr": {
             "backend": "faster-whisper",
             "model": asr_model,

@@ -362,3 +362,46 @@ def test_rebuild_drops_stale_outputs(tmp_path: Path, run_dir: Path) -> None:
     keep.write_text("mine", "utf-8")
     build_report(copy, n_resamples=20)
     assert not stale.exists() and keep.exists()
+
+
+@pytest.mark.parametrize("link", [("report",), ("report", "plots"), ("report", "tables"), ("report", "items")])
+def test_report_never_writes_through_a_symlink_leaving_the_run(tmp_path: Path, run_dir: Path,
+                                                               link: tuple[str, ...]) -> None:
+    """Issue 37: ``RUN/report -> elsewhere`` (or its plots/tables folder) is refused, by ``report`` and by a
+    re-run's ``--out`` check, before anything is written or cleared there."""
+    from stresstest.errors import RunError
+    from stresstest.pipeline.ownership import out_problem
+
+    copy = shutil.copytree(run_dir, tmp_path / "r", ignore=shutil.ignore_patterns("report"))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "old.png").write_bytes(b"not ours")  # what _clear_outputs would have deleted
+    target = copy.joinpath(*link)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(RunError, match="symlink that leads outside"):
+        build_report(copy, n_resamples=20)
+    assert sorted(p.name for p in outside.iterdir()) == ["old.png"]
+    problem = out_problem(copy, tmp_path / "cache", {}, {})
+    assert problem is not None and "/".join(link) in problem and "leads outside" in problem
+
+
+
+@pytest.mark.parametrize("damage", ["lost_line", "another_runs_items"])
+def test_report_on_items_that_disagree_with_the_manifest_warns(tmp_path: Path, run_dir: Path, damage: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37: a report rebuilt from an items.jsonl that lost a line, or holds another run's items, exited 0
+    with nothing on stderr."""
+    copy = shutil.copytree(run_dir, tmp_path / "r", ignore=shutil.ignore_patterns("report"))
+    lines = (copy / "items.jsonl").read_text("utf-8").splitlines()
+    if damage == "lost_line":
+        lines = lines[:-1]
+    else:
+        lines = [ln.replace('"enc0', '"other0') for ln in lines]  # same shape, another corpus's encounters
+    (copy / "items.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    cli_report(copy, n_resamples=20)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("stresstest: warning: report: items")]
+    assert len(err) >= 1, err
+    want = "lacks 1 of the" if damage == "lost_line" else "manifest.json does not list"
+    assert any(want in ln for ln in err), err
+    assert want in (copy / "report" / "report.md").read_text("utf-8")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from synthetic_run import make_run
@@ -91,3 +95,66 @@ def test_different_corpora_warn(tmp_path: Path) -> None:
     assert "WARNING: corpus.path differs" in res.text
     assert "corpus.path differs" in res.markdown.read_text("utf-8")
     assert "corpus.path differs" in res.html.read_text("utf-8")
+
+
+def _with_manifest(src: Path, dst: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("report", "compare"))
+    man = json.loads((dst / "manifest.json").read_text("utf-8"))
+    edit(man)
+    (dst / "manifest.json").write_text(json.dumps(man), "utf-8")
+    return dst
+
+
+def _chain(rt60: float) -> Callable[[dict[str, Any]], None]:
+    def edit(man: dict[str, Any]) -> None:
+        man["conditions"].append({"condition": "rt", "family": "chain", "snr_db": None, "mitigated": False,
+                                  "chain": [{"room": {"rt60_s": rt60, "distance_m": 1.0}}]})
+    return edit
+
+
+def _items_for_rt(run: Path) -> None:
+    """Give the run a chain condition ``rt`` whose items are the clean ones (so the two runs' rt rows equal)."""
+    lines = (run / "items.jsonl").read_text("utf-8").splitlines()
+    extra = [json.dumps({**json.loads(ln), "condition": "rt"}) for ln in lines
+             if json.loads(ln)["condition"] == "clean"]
+    (run / "items.jsonl").write_text("\n".join(lines + extra) + "\n", "utf-8")
+
+
+def test_a_condition_of_one_name_with_other_steps_is_not_paired(run_dir: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37: RT60 0.3 vs 1.5 s under one chain name showed a "paired" difference, only run_id differing."""
+    a = _with_manifest(run_dir, tmp_path / "a", _chain(0.3))
+    b = _with_manifest(run_dir, tmp_path / "b", _chain(1.5))
+    _items_for_rt(a)
+    _items_for_rt(b)
+    res = compare_runs(a, b, tmp_path / "cmp", n_resamples=100, seed=0)
+    assert "rt" not in [r["condition"] for r in res.rows]
+    lines = [w for w in res.warnings if w.startswith("condition rt is defined differently")]
+    assert len(lines) == 1 and "1.5" in lines[0] and "0.3" in lines[0] and "\n" not in lines[0]
+    assert lines[0] in res.markdown.read_text("utf-8")
+    cli_compare(a, b, tmp_path / "cmp2", n_resamples=100)
+    assert "stresstest: warning: compare: condition rt is defined differently" in capsys.readouterr().err
+    with pytest.raises(ReportError, match="not paired: condition rt is defined differently"):
+        compare_runs(a, b, tmp_path / "cmp3", n_resamples=100, strict=True)
+
+
+def test_other_max_turns_references_and_encounters_are_named(run_dir: Path, tmp_path: Path) -> None:
+    a = _with_manifest(run_dir, tmp_path / "a", lambda m: None)
+    b = _with_manifest(run_dir, tmp_path / "b", lambda m: None)
+    (a / "config.resolved.yaml").write_text("corpus: {kind: osce, path: x, max_turns: 4}\n", "utf-8")
+    (b / "config.resolved.yaml").write_text("corpus: {kind: osce, path: x, max_turns: 8}\n", "utf-8")
+    rows = [json.loads(ln) for ln in (b / "items.jsonl").read_text("utf-8").splitlines()]
+    first = rows[0]["encounter_id"]
+    rows = [r for r in rows if r["encounter_id"] != first]  # B lacks one encounter
+    (b / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    res = compare_runs(a, b, tmp_path / "cmp", n_resamples=100, seed=0)
+    assert any(w.startswith("corpus.max_turns differs (A: 4, B: 8)") for w in res.warnings), res.warnings
+    assert any(w.startswith("only the ") and f"only in A: {first}" in w for w in res.warnings), res.warnings
+    # the same max_turns but another reference text: named as well
+    (b / "config.resolved.yaml").write_text("corpus: {kind: osce, path: x, max_turns: 4}\n", "utf-8")
+    second = rows[0]["encounter_id"]
+    rows = [{**r, "reference_text": "another dialogue"} if r["encounter_id"] == second else r for r in rows]
+    (b / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    res = compare_runs(a, b, tmp_path / "cmp2", n_resamples=100, seed=0)
+    assert any(w.startswith("the reference text differs for 1 shared encounter(s)") and second in w
+               for w in res.warnings), res.warnings
