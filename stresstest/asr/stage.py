@@ -109,6 +109,8 @@ def _decode(backend: ASRBackend, windows: list, opts: DecodingOptions, batch_siz
     decode = getattr(backend, "decode_windows", None)
     if callable(decode):
         return list(decode(windows, opts))
+    if batch_size > 1 and callable(getattr(backend, "decode_windows_batched", None)):
+        return list(backend.decode_windows_batched(windows, opts, batch_size))  # type: ignore[attr-defined]
     batched = getattr(backend, "transcribe_windows_batched", None)
     if batch_size > 1 and callable(batched):
         texts = batched(windows, opts, batch_size)
