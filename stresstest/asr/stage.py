@@ -104,7 +104,9 @@ def transcript_key(
     return hash_obj("transcript", ASR_CODE_VERSION, audio_sha256, model_id, decoding.model_dump(), runtime or {})
 
 
-def _decode(backend: ASRBackend, windows: list, opts: DecodingOptions, batch_size: int) -> list[WindowResult]:
+def decode_windows(
+    backend: ASRBackend, windows: list, opts: DecodingOptions, batch_size: int
+) -> list[WindowResult]:
     """Route to the backend's best path: its own seek-loop decoder, the batched pass, or sequential."""
     decode = getattr(backend, "decode_windows", None)
     if callable(decode):
@@ -236,7 +238,7 @@ def _transcribe_items(
                 continue
             t0 = time.perf_counter()
             try:
-                results = _decode(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
+                results = decode_windows(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
             except ASRError:
                 raise  # configuration/install problems stop the run with a clear message
             except Exception as exc:
