@@ -445,6 +445,8 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
 
 
 def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
+    from stresstest.provenance import environment
+
     cfg = state.cfg
     from stresstest.structure.stage import structure_fingerprint
 
@@ -476,6 +478,7 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
         llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
         asr_released_at=state.asr_released_at,
         executor=executor_info,
+        environment=environment(),
         conditions=list(state.grid),
         noise={fam: NoiseInfo.model_validate(spec.model_dump(mode="json")) for fam, spec in cfg.noise.items()},
         mixtures=[
