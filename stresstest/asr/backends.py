@@ -192,7 +192,8 @@ class FasterWhisperBackend:
                            f"asr.batch_size: 1")
         out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides,
                              mel_device=self._log_mel_device())
-        return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h) for t, d, n, h in out]
+        return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h, decode_tokens=dt)
+                for t, d, n, h, dt in out]
 
 
 def _cuda_available() -> bool:
@@ -250,6 +251,7 @@ class WindowResult:
     n_decodes: int = 1
     n_tokens: int = 0
     token_limit_hits: int = 0
+    decode_tokens: tuple[int, ...] = ()  # tokens of each decode, in order (the seek-loop decoders only)
 
 
 def _package_version(name: str) -> str:
@@ -407,7 +409,7 @@ class OpenAIWhisperBackend:
                              input_stride, time_precision)
         return [
             WindowResult(text=tokenizer.decode(st.tokens).strip(), n_decodes=st.decodes, n_tokens=st.sampled,
-                         token_limit_hits=st.limit_hits)
+                         token_limit_hits=st.limit_hits, decode_tokens=tuple(st.decode_tokens))
             for st in states
         ]
 

@@ -51,7 +51,7 @@ def decode_batched(
     model: Any, windows: list[np.ndarray], options: DecodingOptions, batch_size: int,
     skip: Callable[[float, float, DecodingOptions], bool], overrides: dict[str, Any] | None = None,
     mel_device: str | None = None,
-) -> list[tuple[str, int, int, int]]:
+) -> list[tuple[str, int, int, int, tuple[int, ...]]]:
     """Decode ``windows`` with the sequential seek rule, ``batch_size`` decodes per model call.
 
     Args:
@@ -67,7 +67,7 @@ def decode_batched(
             computation as faster-whisper's numpy extractor); None = faster-whisper's own numpy path on the CPU.
 
     Returns:
-        Per window: (text, decodes, sampled tokens, decodes that hit the token limit).
+        Per window: (text, decodes, sampled tokens, decodes that hit the token limit, tokens of each decode).
     """
     from faster_whisper.audio import pad_or_trim
     from faster_whisper.tokenizer import Tokenizer
@@ -121,4 +121,4 @@ def decode_batched(
                 if seg["start"] != seg["end"] and text.strip():
                     st.texts.append(text.strip())
             st.advance(seek, size)  # a pair of timestamps at 0.00 s would seek by zero (faster-whisper loops)
-    return [(" ".join(st.texts), st.decodes, st.sampled, st.limit_hits) for st in states]
+    return [(" ".join(st.texts), st.decodes, st.sampled, st.limit_hits, tuple(st.decode_tokens)) for st in states]

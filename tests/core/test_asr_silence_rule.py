@@ -114,7 +114,7 @@ def test_ct2_caps_a_decode_at_224_tokens_and_the_fast_path_counts_those_hits(whi
     be.decode_overrides = {"suppress_tokens": [-1, eot], "max_new_tokens": 60}
     (short,) = be.decode_windows_batched([window], DecodingOptions(no_speech_threshold=None), batch_size=2)
     assert short.n_decodes >= 1 and short.n_tokens == 30 * short.n_decodes
-    assert short.token_limit_hits == short.n_decodes
+    assert short.token_limit_hits == short.n_decodes and short.decode_tokens == (30,) * short.n_decodes
     be.decode_overrides = {"suppress_tokens": [-1, eot]}
     (full,) = be.decode_windows_batched([window], DecodingOptions(no_speech_threshold=None), batch_size=2)
     assert full.n_tokens == 224 * full.n_decodes and full.token_limit_hits == full.n_decodes >= 1
