@@ -6,10 +6,15 @@ Two modes.
 "voiced" bursts at a syllable rate over a noise floor, numpy, seeded) and randomly initialised models of
 large-v3's shape (d_model 1280, 32 encoder + 32 decoder layers, 20 heads, 128 mel bins, vocabulary 51866;
 ``--device cpu`` uses a tiny shape of the same vocabulary). Random weights make greedy decoding emit arbitrary
-tokens, so every implementation is forced to run exactly ``--tokens`` decoder steps per window (default 100,
-about a 30-s window's transcript): end-of-text and the timestamp tokens are suppressed and the sample length is
-capped at that number. The work per window is then the same everywhere; the table is THROUGHPUT ONLY.
-It needs only torch and numpy; each implementation runs when its package imports and says why not otherwise:
+tokens, so every implementation is forced to the real fast path's decode shape (:class:`DecodeShape`, measured on
+the demo's own audio by ``--measure-shape`` into ``scripts/bench_gpu_shape.json``): per window a first decode of
+its measured length, then the seek loop's remainder decodes (each re-encodes its 30 s) at theirs; end-of-text
+and the timestamp tokens are suppressed and the sample length is capped. ``--tokens N`` forces one decode of N
+steps instead. The work per window is then the same everywhere; the table is THROUGHPUT ONLY.
+Each row runs as its own process, killed after ``--row-timeout-s`` (and dying with the benchmark); its line is
+appended to ``OUT.md`` and its JSON to ``OUT.jsonl`` the moment it ends, so a time limit loses only the row it
+stops. It needs only torch and numpy; each implementation runs when its package imports and says why not
+otherwise:
 
 - ``openai-whisper as written (b16)``: the reference backend as it was before issue 11 (float32 weights cast
   to float16 inside every ``Linear`` call, log-Mel on the CPU, one ``whisper.decode`` per batch of 16);
@@ -22,7 +27,9 @@ It needs only torch and numpy; each implementation runs when its package imports
   compilation of the decode step (``CompileConfig``: ``torch.compile``, ``mode="reduce-overhead"``, CUDA graphs);
   ``--compile auto`` compiles on CUDA only.
 - ``ctranslate2 (bN)``: CTranslate2's Whisper on the same weight shapes, when it imports and, on CUDA, its
-  CUDA 12 cuBLAS loads (:mod:`stresstest.asr.cudalibs`; a CUDA-13-only machine says so in the row).
+  CUDA 12 cuBLAS loads (:mod:`stresstest.asr.cudalibs`). On a machine with CUDA 13's cuBLAS only, the row's process
+  gets pip's ``nvidia/cu13/lib`` libraries linked under the CUDA 12 names on its ``LD_LIBRARY_PATH``
+  (:func:`cublas13_as_12`; ``--cublas13-as-12 off`` disables it) and the row's name says so.
 
 Adding an implementation (e.g. vLLM) is one function ``def impl(b: RandomBench) -> Row`` (build the model,
 then ``return b.run(name, decode_one_batch, ...)``) and one ``rows.append(b.timed(name, impl))`` in
@@ -58,7 +65,8 @@ product measured on the lent machine), BW = 4.8 TB/s. large-v3, T = 100: F_enc â
 
 Usage::
 
-    python scripts/bench_gpu.py --random --out bench_gpu      # any CUDA machine, â‰¤ 8 min, nothing downloaded
+    python scripts/bench_gpu.py --random --out bench_gpu      # any CUDA machine, < 9 min, nothing downloaded
+    python scripts/bench_gpu.py --measure-shape 30            # re-measure the decode shape (CPU, demo audio)
     python scripts/bench_gpu.py --random --device cpu         # CPU smoke (tiny shape, a few windows)
     python scripts/bench_gpu.py                               # real large-v3 weights on the pipeline's audio
     python scripts/bench_gpu.py --device cpu --tiny           # smoke of that mode (bundled tiny.en)
@@ -383,13 +391,17 @@ class RandomBench:
     def run(self, name: str, fn: Callable[[list[np.ndarray], int], list[Any]], *, chunk: int | None = None,
             note: str = "", warmup_calls: int = 1) -> Row:
         """Time ``fn(windows, steps)`` on the shared windows in the decode shape: per chunk (default ``batch``
-        windows) one call at the first decode's length, then the chunk's remainder decodes at theirs."""
+        windows) one call at the first decode's length, then the chunk's share of remainder decodes at theirs
+        (in calls of at most a chunk; a fraction left over is owed to the next chunk)."""
         shape = self.shape
+        owed = [0.0]  # remainder decodes carried between chunks, so every chunk size gives the measured rate
 
         def shaped(ws: list[np.ndarray]) -> list[WindowResult]:
             out = [WindowResult(n_tokens=r.n_tokens, token_limit_hits=r.token_limit_hits)
                    for r in fn(ws, shape.first_tokens)]
-            n_rem = round(shape.remainders_per_window * len(ws))
+            owed[0] += shape.remainders_per_window * len(ws)
+            n_rem = int(owed[0] + 1e-9)
+            owed[0] -= n_rem
             for i in range(n_rem):  # window i % len(ws) gets one more decode (content is irrelevant: random weights)
                 out[i % len(ws)].n_decodes += 1
             for i in range(0, n_rem, len(ws)):
