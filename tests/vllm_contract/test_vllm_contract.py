@@ -43,7 +43,7 @@ from stresstest.llm import offline as vllm_offline  # noqa: E402
 from stresstest.llm.client import ChatClient, Endpoint, phi_payload  # noqa: E402
 from stresstest.llm.config import LLMConfig  # noqa: E402
 from stresstest.llm.served import server_command, server_env, vllm_serve_args  # noqa: E402
-from stresstest.llm.vllm_cli import VllmCli, installed_vllm_cli  # noqa: E402
+from stresstest.llm.vllm_cli import VllmCli  # noqa: E402
 from stresstest.metrics.judge_llm import JudgeVerdict  # noqa: E402
 from stresstest.schema import record_json_schema  # noqa: E402
 
@@ -110,8 +110,12 @@ def test_pinned_versions() -> None:
     if dist == "vllm":  # the rest of the GPU stack; the CPU venv carries the core dependencies' own pins
         for name in ("openai-whisper", "faster-whisper", "ctranslate2"):
             assert md.version(name) == pins[name], name
-    required_torch = [r for r in md.requires(dist) or [] if re.match(r"torch\s*==", r)]
-    assert [r.split(";")[0].replace(" ", "") for r in required_torch] == [f"torch=={pins['torch']}"], required_torch
+    from packaging.requirements import Requirement
+
+    reqs = [Requirement(r) for r in md.requires(dist) or []]
+    required_torch = [str(r.specifier) for r in reqs
+                      if r.name == "torch" and (r.marker is None or r.marker.evaluate({"extra": ""}))]
+    assert required_torch == [f"=={pins['torch']}"], required_torch  # the one that applies to this platform
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -197,11 +201,11 @@ def test_serve_args_parse_with_the_real_parser() -> None:
 
 def test_server_command_is_the_api_server_module_with_flags_its_parser_knows() -> None:
     """The managed server starts as ``PYTHON -m vllm.entrypoints.openai.api_server --model MODEL ...`` (a module both
-    distributions ship); the options the project's probe reads (a subprocess of this interpreter, what a run
-    does) are the ones this parser knows, and every flag of the command is among them."""
+    distributions ship) and every flag of the command is one its parser knows. (The project's own probe of those
+    options, a subprocess, runs whenever a managed vLLM starts: tests/llm/test_vllm_cpu_served.py.)"""
     cfg = CONFIGS["served"]
-    cli = installed_vllm_cli(sys.executable)
-    assert cli.version == vllm.__version__ and cli.options == _cli().options
+    cli = _cli()
+    assert cli.version == vllm.__version__ and {"--model", "--port", "--host"} <= cli.options
     cmd = server_command(cfg, 8123, cli)
     assert cmd[:5] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", MODEL], cmd[:5]
     assert importlib.util.find_spec("vllm.entrypoints.openai.api_server") is not None
