@@ -463,26 +463,41 @@ def _advance(
         st.tokens.extend(piece)
 
 
-def release_asr_models() -> None:
+def live_asr_models() -> int:
+    """CTranslate2 (faster-whisper) models still referenced somewhere: their memory is not free."""
+    return len(_live_faster_whisper)
+
+
+def release_asr_models() -> dict[str, int]:
     """Free every cached ASR model (host and GPU memory) so the next stage starts on a free card.
 
     Clears the loader caches (CTranslate2 models are unloaded explicitly first),
     runs the garbage collector, and empties torch's CUDA cache when torch is loaded.
+
+    Returns what really happened to the CTranslate2 models: ``unloaded`` (``model_is_loaded`` false after
+    ``unload_model``), ``still_loaded`` (``unload_model`` returned early, e.g. while a batch was still counted
+    active: their memory is freed only when the object is collected), and ``alive`` (objects something still
+    references after the collection, whose memory is therefore not free).
     """
+    report = {"unloaded": 0, "still_loaded": 0, "alive": 0}
     for model in list(_live_faster_whisper):
         try:
             model.model.unload_model()
+            report["still_loaded" if model.model.model_is_loaded else "unloaded"] += 1
         except Exception:  # pragma: no cover - unloading is best effort before dropping the reference
-            pass
+            report["still_loaded"] += 1
+        del model
     _load_faster_whisper.cache_clear()
     _load_openai_whisper.cache_clear()
     vllm_asr = sys.modules.get("stresstest.asr.vllm_backend")  # loaded only when asr.backend 'vllm' ran
     if vllm_asr is not None:
         vllm_asr.release_vllm_asr()
     gc.collect()
+    report["alive"] = live_asr_models()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
+    return report
 
 
 class OpenAICompatibleASR:

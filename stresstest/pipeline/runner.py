@@ -234,12 +234,23 @@ def _release_asr(state: RunState) -> None:
     import gc
     from importlib import import_module
 
+    report = None
     for module in ("stresstest.asr", "stresstest.asr.backends"):
         release = getattr(import_module(module), "release_asr_models", None)
         if callable(release):
-            release()
+            report = release()
             break
     gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
+    from stresstest.asr.backends import live_asr_models
+
+    alive = live_asr_models()
+    if alive or (isinstance(report, dict) and report.get("still_loaded")):
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "ASR release: %d CTranslate2 model(s) returned from unload_model still loaded, %d still referenced; "
+            "their memory is freed only when collected, so the LLM engine may find less free GPU memory",
+            (report or {}).get("still_loaded", 0), alive)
     state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
