@@ -351,12 +351,16 @@ def _decode_configured_path(be: Any, window: np.ndarray, opts: Any, batch_size: 
 
 
 def longest_encounter(cfg: RunConfig) -> tuple[str, str]:
-    """(id, reference text) of the grid's encounter with the most words: the longest prompt each role will get
-    (an ASR transcript of it is about as long)."""
+    """(id, reference text) of the grid's encounter with the most words, cut as the run cuts it (a gold record's
+    scope_turns first, else corpus.max_turns): the longest prompt each role will get (an ASR transcript of it is
+    about as long)."""
     from stresstest.corpus import load_corpus
+    from stresstest.pipeline.score import load_gold_for
 
     c = cfg.corpus
-    encs = [e.truncated(c.max_turns) for e in load_corpus(c.kind, c.path or "", ids=c.ids, limit=c.limit)]
+    encs = load_corpus(c.kind, c.path or "", ids=c.ids, limit=c.limit)
+    gold = load_gold_for([e.encounter_id for e in encs], cfg.gold)
+    encs = [e.truncated(getattr(gold.get(e.encounter_id), "scope_turns", None) or c.max_turns) for e in encs]
     enc = max(encs, key=lambda e: (len(e.reference_text().split()), e.encounter_id))
     return enc.encounter_id, enc.reference_text()
 

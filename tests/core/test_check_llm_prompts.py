@@ -87,3 +87,15 @@ def test_role_prompts_are_counted_by_the_engine_and_a_too_small_context_fails_in
     assert rc == 2 and len(problems) == 1, problems
     assert "llm prompt structuring" in problems[0] and "n_ctx" in problems[0], problems[0]
     assert "longest encounter" in problems[0] and "structure.server.n_ctx" in problems[0]
+
+
+def test_the_longest_encounter_is_cut_as_the_run_cuts_it(tmp_path: Path) -> None:
+    """A gold record's scope_turns wins over corpus.max_turns in the run (pipeline.runner), so in the check too:
+    these three encounters have 40-turn gold, and max_turns 10 does not shorten what the LLM will read."""
+    cfg = load_config(_config(tmp_path, corpus={"kind": "osce", "path": str(REPO / "data/osce/transcripts"),
+                                                "ids": IDS, "max_turns": 10}))
+    from stresstest.corpus import load_corpus
+
+    encs = {e.encounter_id: e for e in load_corpus("osce", REPO / "data/osce/transcripts", ids=IDS)}
+    eid, text = longest_encounter(cfg)
+    assert text == encs[eid].truncated(40).reference_text() != encs[eid].truncated(10).reference_text()
