@@ -19,7 +19,8 @@ PKG = Path(__file__).resolve().parents[2] / "stresstest"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("stresstest", "stresstest.errors", "stresstest.ids", "stresstest.console", "stresstest.yamlcfg",
               "stresstest.net", "stresstest.cache", "stresstest.audio", "stresstest.records", "stresstest.schema",
-              "stresstest.grid", "stresstest.results", "stresstest.textnorm", "stresstest.children")),
+              "stresstest.grid", "stresstest.results", "stresstest.textnorm", "stresstest.children",
+              "stresstest.provenance")),
     ("clinical", ("stresstest.clinical",)),
     ("stages", ("stresstest.corpus", "stresstest.speech", "stresstest.noise", "stresstest.asr", "stresstest.llm",
                 "stresstest.gold", "stresstest.structure", "stresstest.mitigation")),
