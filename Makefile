@@ -120,7 +120,8 @@ $(VLLM_CPU_STAMP): pyproject.toml
 # Contract check against the real, pinned vLLM (docs/vllm-contract.md): a separate venv (.venv-vllm, several GB:
 # vLLM brings its own CUDA torch build) with the GPU stack from constraints-gpu.txt; the tests build every
 # SamplingParams / structured-output / LLM(...) / `vllm serve` argument list the project produces against the
-# real classes and `vllm serve --help`. Needs no GPU. Never part of `make test` / CI.
+# real classes and parsers. Needs no GPU. `make test` runs the same module in every vLLM venv it finds (the CPU
+# build's included: tests/llm/test_vllm_contract_venvs.py).
 VLLM_VENV ?= .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.stamp-vllm
 $(VLLM_STAMP): pyproject.toml constraints-gpu.txt

@@ -6,10 +6,15 @@ Two modes.
 "voiced" bursts at a syllable rate over a noise floor, numpy, seeded) and randomly initialised models of
 large-v3's shape (d_model 1280, 32 encoder + 32 decoder layers, 20 heads, 128 mel bins, vocabulary 51866;
 ``--device cpu`` uses a tiny shape of the same vocabulary). Random weights make greedy decoding emit arbitrary
-tokens, so every implementation is forced to run exactly ``--tokens`` decoder steps per window (default 100,
-about a 30-s window's transcript): end-of-text and the timestamp tokens are suppressed and the sample length is
-capped at that number. The work per window is then the same everywhere; the table is THROUGHPUT ONLY.
-It needs only torch and numpy; each implementation runs when its package imports and says why not otherwise:
+tokens, so every implementation is forced to the real fast path's decode shape (:class:`DecodeShape`, measured on
+the demo's own audio by ``--measure-shape`` into ``scripts/bench_gpu_shape.json``): per window a first decode of
+its measured length, then the seek loop's remainder decodes (each re-encodes its 30 s) at theirs; end-of-text
+and the timestamp tokens are suppressed and the sample length is capped. ``--tokens N`` forces one decode of N
+steps instead. The work per window is then the same everywhere; the table is THROUGHPUT ONLY.
+Each row runs as its own process, killed after ``--row-timeout-s`` (and dying with the benchmark); its line is
+appended to ``OUT.md`` and its JSON to ``OUT.jsonl`` the moment it ends, so a time limit loses only the row it
+stops. It needs only torch and numpy; each implementation runs when its package imports and says why not
+otherwise:
 
 - ``openai-whisper as written (b16)``: the reference backend as it was before issue 11 (float32 weights cast
   to float16 inside every ``Linear`` call, log-Mel on the CPU, one ``whisper.decode`` per batch of 16);
@@ -22,7 +27,9 @@ It needs only torch and numpy; each implementation runs when its package imports
   compilation of the decode step (``CompileConfig``: ``torch.compile``, ``mode="reduce-overhead"``, CUDA graphs);
   ``--compile auto`` compiles on CUDA only.
 - ``ctranslate2 (bN)``: CTranslate2's Whisper on the same weight shapes, when it imports and, on CUDA, its
-  CUDA 12 cuBLAS loads (:mod:`stresstest.asr.cudalibs`; a CUDA-13-only machine says so in the row).
+  CUDA 12 cuBLAS loads (:mod:`stresstest.asr.cudalibs`). On a machine with CUDA 13's cuBLAS only, the row's process
+  gets pip's ``nvidia/cu13/lib`` libraries linked under the CUDA 12 names on its ``LD_LIBRARY_PATH``
+  (:func:`cublas13_as_12`; ``--cublas13-as-12 off`` disables it) and the row's name says so.
 
 Adding an implementation (e.g. vLLM) is one function ``def impl(b: RandomBench) -> Row`` (build the model,
 then ``return b.run(name, decode_one_batch, ...)``) and one ``rows.append(b.timed(name, impl))`` in
@@ -58,7 +65,8 @@ product measured on the lent machine), BW = 4.8 TB/s. large-v3, T = 100: F_enc �
 
 Usage::
 
-    python scripts/bench_gpu.py --random --out bench_gpu      # any CUDA machine, ≤ 8 min, nothing downloaded
+    python scripts/bench_gpu.py --random --out bench_gpu      # any CUDA machine, < 9 min, nothing downloaded
+    python scripts/bench_gpu.py --measure-shape 30            # re-measure the decode shape (CPU, demo audio)
     python scripts/bench_gpu.py --random --device cpu         # CPU smoke (tiny shape, a few windows)
     python scripts/bench_gpu.py                               # real large-v3 weights on the pipeline's audio
     python scripts/bench_gpu.py --device cpu --tiny           # smoke of that mode (bundled tiny.en)
@@ -108,6 +116,7 @@ class WindowResult:
     text: str = ""
     n_tokens: int = 0
     token_limit_hits: int = 0
+    n_decodes: int = 1
 
 
 @dataclass
@@ -170,12 +179,13 @@ def floor_parts(dims: dict, tokens: float) -> tuple[float, float, float]:
     return f_enc, f_tok, b_tok
 
 
-def floor_seconds(dims: dict, tokens: float, peaks: tuple[float, float] | None) -> float | None:
-    """Roofline lower bound (seconds) for one 30-s window decoded to ``tokens`` tokens (module docstring)."""
+def floor_seconds(dims: dict, tokens: float, peaks: tuple[float, float] | None, decodes: float = 1.0) -> float | None:
+    """Roofline lower bound (seconds) for one 30-s window decoded to ``tokens`` tokens in ``decodes`` decodes (each
+    decode encodes its 30 s again; module docstring)."""
     if peaks is None or tokens <= 0:
         return None
-    f_enc, f_tok, b_tok = floor_parts(dims, tokens)
-    return f_enc / peaks[0] + tokens * max(f_tok / peaks[0], b_tok / peaks[1])
+    f_enc, f_tok, b_tok = floor_parts(dims, tokens / decodes)
+    return decodes * f_enc / peaks[0] + tokens * max(f_tok / peaks[0], b_tok / peaks[1])
 
 
 def agreement(ref: list[str], hyp: list[str]) -> float:
@@ -257,6 +267,94 @@ def synthetic_windows(n: int, seed: int = 0, distinct: int = 16) -> list[np.ndar
     return [base[i % len(base)] for i in range(n)]
 
 
+# ------------------------------------------------------------------------- random mode: the decode shape
+
+SHAPE_FILE = ROOT / "scripts" / "bench_gpu_shape.json"
+
+
+@dataclass(frozen=True)
+class DecodeShape:
+    """How many decoder steps a window costs on the real fast path: a first decode of ``first_tokens``, then on
+    average ``remainders_per_window`` further decodes (the seek loop's remainders after the last timestamp pair)
+    of ``remainder_tokens`` each. Measured on the demo's audio (``--measure-shape``), or forced (``--tokens``)."""
+
+    first_tokens: int
+    remainders_per_window: float
+    remainder_tokens: int
+    source: str
+
+    @classmethod
+    def load(cls, path: Path = SHAPE_FILE) -> DecodeShape:
+        d = json.loads(path.read_text())
+        return cls(int(d["first_tokens"]), float(d["remainders_per_window"]), int(d["remainder_tokens"]),
+                   str(d["source"]))
+
+    @classmethod
+    def forced(cls, tokens: int) -> DecodeShape:
+        return cls(tokens, 0.0, 0, f"forced: {tokens} decoder steps per window, one decode")
+
+    def describe(self) -> str:
+        if not self.remainders_per_window:
+            return self.source
+        return (f"{self.first_tokens} decoder steps per window, then {self.remainders_per_window:.2f} remainder "
+                f"decodes per window of {self.remainder_tokens} steps ({self.source})")
+
+
+def measure_shape(config: Path, n_windows: int, batch: int, out: Path) -> DecodeShape:
+    """The fast path (faster-whisper's seek loop, batched, bundled tiny.en int8 on the CPU) on the pipeline's own
+    clean / babble 5 dB / ambient 5 dB windows of ``config``: tokens of each window's first decode and of its
+    remainders, written to ``out``. Token counts follow the text, so tiny.en stands in for large-v3 here."""
+    from stresstest.asr.backends import FasterWhisperBackend, release_asr_models
+    from stresstest.asr.base import DecodingOptions
+
+    windows = config_windows(config, n_windows)
+    res = FasterWhisperBackend(device="cpu", compute_type="int8").decode_windows_batched(
+        windows, DecodingOptions(), batch)
+    release_asr_models()
+    firsts = [r.decode_tokens[0] for r in res if r.decode_tokens]
+    rests = [t for r in res for t in r.decode_tokens[1:]]
+    shape = DecodeShape(round(float(np.mean(firsts))), len(rests) / max(len(res), 1),
+                        round(float(np.mean(rests))) if rests else 0,
+                        f"measured on {len(res)} windows of {config.name}'s own audio (its clean speech and "
+                        f"mixtures), faster-whisper's batched seek loop, tiny.en")
+    out.write_text(json.dumps({**shape.__dict__, "decode_tokens": [list(r.decode_tokens) for r in res]}) + "\n")
+    return shape
+
+
+def config_windows(config: Path, n_windows: int) -> list[np.ndarray]:
+    """The first ``n_windows`` 30-s windows of a config's own audio, encounter by encounter: its clean speech and
+    every family × SNR mixture, made exactly as the run makes them (so a run of the config has them cached)."""
+    from stresstest.asr.base import split_windows
+    from stresstest.audio import read_wav_exact
+    from stresstest.cache import default_cache_dir
+    from stresstest.config import load_config
+    from stresstest.corpus import load_corpus
+    from stresstest.noise import make_noise_source
+    from stresstest.noise.stage import MixJob, build_mixtures
+    from stresstest.speech import speech_for
+
+    cfg, cache = load_config(config), default_cache_dir()
+    c = cfg.corpus
+    all_encs = load_corpus(c.kind, c.path)
+    sources = {f: make_noise_source(spec, encounters=all_encs, cache_dir=cache) for f, spec in cfg.noise.items()}
+    snrs = tuple(float(x) for x in cfg.snr_db)
+    out: list[np.ndarray] = []
+    for enc in load_corpus(c.kind, c.path, ids=c.ids, limit=c.limit):
+        speech = speech_for(enc.truncated(c.max_turns), cache, cfg.speech)
+        paths = [Path(speech.path)]
+        for fam, spec in cfg.noise.items():
+            got: list[Path] = []
+            build_mixtures(MixJob(enc.encounter_id, fam, snrs, tuple(f"{fam}_{x:g}db" for x in snrs)), speech,
+                           sources[fam], spec.model_dump(mode="json"), seed=cfg.run.seed, cache_dir=cache,
+                           on_done=lambda cond, p, info, err, got=got: got.append(Path(p)) if err is None else None)
+            paths += got
+        for p in paths:
+            out += split_windows(read_wav_exact(p))
+        if len(out) >= n_windows:
+            break
+    return out[:n_windows]
+
+
 # ----------------------------------------------------------------------- random mode: the implementations
 
 
@@ -267,7 +365,7 @@ class RandomBench:
     device: str
     dims: dict
     windows: list[np.ndarray]
-    tokens: int
+    shape: DecodeShape
     batch: int
     budget_s: float
     deadline_s: float
@@ -285,10 +383,35 @@ class RandomBench:
         """End-of-text and every timestamp token: decoding runs to exactly ``tokens`` steps."""
         return [EOT, *range(TIMESTAMP_BEGIN, self.dims["n_vocab"])]
 
-    def run(self, name: str, fn: Callable[[list[np.ndarray]], list[Any]], *, chunk: int | None = None,
+    @property
+    def tokens(self) -> int:
+        """The longest forced decode (sizes caches and sample lengths)."""
+        return max(self.shape.first_tokens, self.shape.remainder_tokens)
+
+    def run(self, name: str, fn: Callable[[list[np.ndarray], int], list[Any]], *, chunk: int | None = None,
             note: str = "", warmup_calls: int = 1) -> Row:
-        """Time ``fn`` (one call per chunk of windows, default ``batch``) on the shared windows."""
-        return run_impl(name, fn, self.windows, self.device, self.budget_s, chunk or self.batch, note,
+        """Time ``fn(windows, steps)`` on the shared windows in the decode shape: per chunk (default ``batch``
+        windows) one call at the first decode's length, then the chunk's share of remainder decodes at theirs
+        (in calls of at most a chunk; a fraction left over is owed to the next chunk)."""
+        shape = self.shape
+        owed = [0.0]  # remainder decodes carried between chunks, so every chunk size gives the measured rate
+
+        def shaped(ws: list[np.ndarray]) -> list[WindowResult]:
+            out = [WindowResult(n_tokens=r.n_tokens, token_limit_hits=r.token_limit_hits)
+                   for r in fn(ws, shape.first_tokens)]
+            owed[0] += shape.remainders_per_window * len(ws)
+            n_rem = int(owed[0] + 1e-9)
+            owed[0] -= n_rem
+            for i in range(n_rem):  # window i % len(ws) gets one more decode (content is irrelevant: random weights)
+                out[i % len(ws)].n_decodes += 1
+            for i in range(0, n_rem, len(ws)):
+                rem = fn([ws[j % len(ws)] for j in range(i, min(n_rem, i + len(ws)))], shape.remainder_tokens)
+                for j, r in zip(range(i, min(n_rem, i + len(ws))), rem, strict=True):
+                    out[j % len(ws)].n_tokens += r.n_tokens
+                    out[j % len(ws)].token_limit_hits += r.token_limit_hits
+            return out
+
+        return run_impl(name, shaped, self.windows, self.device, self.budget_s, chunk or self.batch, note,
                         warmup_calls=warmup_calls)
 
     def timed(self, name: str, impl: Callable[[RandomBench], Row]) -> Row:
@@ -325,6 +448,28 @@ def _missing(name: str, hint: str) -> str:
     return f"not installed ({hint})" + (f": {err[:100]}" if other else "")
 
 
+def _numba_stand_in() -> None:
+    """openai-whisper imports numba at import time for its word-timestamp DTW only, which this benchmark never
+    runs; on a machine without numba (the device image; the bundle leaves its ~45 MiB out) a module whose ``jit``
+    returns the function unchanged stands in."""
+    import types
+
+    try:
+        import numba  # noqa: F401
+        return
+    except ImportError:
+        pass
+    stub = types.ModuleType("numba")
+
+    def jit(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return lambda f: f
+
+    stub.jit = jit  # type: ignore[attr-defined]
+    sys.modules["numba"] = stub
+
+
 def _random_openai_whisper(b: RandomBench, fp16_weights: bool) -> Any:
     """openai-whisper's model class with random weights, built on the device (a large-v3 init takes seconds)."""
     import torch
@@ -341,30 +486,30 @@ def _random_openai_whisper(b: RandomBench, fp16_weights: bool) -> Any:
     return model
 
 
-def _whisper_forced_options(b: RandomBench) -> Any:
+def _whisper_forced_options(b: RandomBench, tokens: int) -> Any:
     import whisper
 
     return whisper.DecodingOptions(task="transcribe", language="en", temperature=0.0, without_timestamps=True,
-                                   sample_len=b.tokens, suppress_tokens=b.suppress, fp16=b.fp16)
+                                   sample_len=tokens, suppress_tokens=b.suppress, fp16=b.fp16)
 
 
 def ow_as_written(b: RandomBench) -> Row:
     """openai-whisper as the backend was written before issue 11: float32 weights, CPU log-Mel, batch 16."""
     name = "openai-whisper as written (b16)"
+    _numba_stand_in()
     whisper = _import("whisper")
     if whisper is None:
         return Row(name, skipped=_missing("whisper", "pip install openai-whisper; on the device: the bundle"))
     import torch
 
     model = _random_openai_whisper(b, fp16_weights=False)
-    dec = _whisper_forced_options(b)
 
-    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+    def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         mels = torch.stack([whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w)),
                                                         n_mels=b.dims["n_mels"]) for w in ws]).to(b.device)
         with torch.inference_mode():
-            res = whisper.decode(model, mels, dec)
-        return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= b.tokens)) for r in res]
+            res = whisper.decode(model, mels, _whisper_forced_options(b, tokens))
+        return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= tokens)) for r in res]
 
     return b.run(name, fn, chunk=16, note="fp32 weights, CPU log-Mel")
 
@@ -372,23 +517,23 @@ def ow_as_written(b: RandomBench) -> Row:
 def ow_reference(b: RandomBench) -> Row:
     """openai-whisper with float16 weights and log-Mel on the device (the reference backend's loading)."""
     name = f"openai-whisper reference fp16 (b{b.batch})" if b.fp16 else f"openai-whisper reference (b{b.batch})"
+    _numba_stand_in()
     whisper = _import("whisper")
     if whisper is None:
         return Row(name, skipped=_missing("whisper", "pip install openai-whisper; on the device: the bundle"))
     import torch
 
     model = _random_openai_whisper(b, fp16_weights=b.fp16)
-    dec = _whisper_forced_options(b)
 
-    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+    def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         with torch.inference_mode():
             mels = torch.stack([
                 whisper.pad_or_trim(whisper.log_mel_spectrogram(torch.from_numpy(w).to(b.device), b.dims["n_mels"]),
                                     N_FRAMES)
                 for w in ws
             ])
-            res = whisper.decode(model, mels.half() if b.fp16 else mels, dec)
-        return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= b.tokens)) for r in res]
+            res = whisper.decode(model, mels.half() if b.fp16 else mels, _whisper_forced_options(b, tokens))
+        return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= tokens)) for r in res]
 
     return b.run(name, fn)
 
@@ -422,23 +567,23 @@ def _random_hf_whisper(b: RandomBench) -> Any:
     return model
 
 
-def _hf_decode_fn(b: RandomBench, model: Any) -> Callable[[list[np.ndarray]], list[WindowResult]]:
+def _hf_decode_fn(b: RandomBench, model: Any) -> Callable[[list[np.ndarray], int], list[WindowResult]]:
     import torch
 
     from stresstest.asr.mel import log_mel_torch
 
     dtype = next(model.parameters()).dtype
 
-    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+    def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         with torch.inference_mode():
             feats = torch.stack([f[:, :N_FRAMES] for f in log_mel_torch(ws, b.dims["n_mels"], b.device)]).to(dtype)
             seqs = model.generate(input_features=feats, language="en", task="transcribe", do_sample=False,
-                                  num_beams=1, min_new_tokens=b.tokens, max_new_tokens=b.tokens)
+                                  num_beams=1, min_new_tokens=tokens, max_new_tokens=tokens)
         seqs = seqs.sequences if hasattr(seqs, "sequences") else seqs
         out = []
         for s in seqs.tolist():
             n = len(s) - len(PROMPT) if s[: len(PROMPT)] == PROMPT else len(s)  # some versions return the prompt
-            out.append(WindowResult(n_tokens=n, token_limit_hits=int(n >= b.tokens)))
+            out.append(WindowResult(n_tokens=n, token_limit_hits=int(n >= tokens)))
         return out
 
     return fn
@@ -565,8 +710,10 @@ def ct2_whisper(b: RandomBench) -> Row:
 
         try:
             preload_cuda_libraries()
-        except Exception as exc:  # the CUDA-13-only device: cuBLAS 12 is not there
+        except Exception as exc:  # the CUDA-13-only device without the fallback: cuBLAS 12 is not there
             return Row(name, skipped=f"not run: {str(exc)[:150]}")
+        if os.environ.get("BENCH_GPU_CUBLAS13_AS_12"):
+            name += ", cuBLAS 13 as 12"
     from stresstest.asr.convert import openai_to_ct2
     from stresstest.asr.mel import log_mel_numpy_batch, torch_cuda_available
 
@@ -577,62 +724,179 @@ def ct2_whisper(b: RandomBench) -> Row:
     model = ctranslate2.models.Whisper(str(path), device=b.device, compute_type=compute,
                                        intra_threads=b.threads or 0)
     mel_device = "cuda" if b.device == "cuda" and torch_cuda_available() else "cpu"
-    # CTranslate2's Whisper generates at most max_length / 2 tokens whatever the prompt (measured: 104 → 52,
-    # 200 → 100, 448 → 224: its default 448 is openai-whisper's sample length of 224).
-    max_length = 2 * b.tokens
+    # CTranslate2's Whisper samples at most min(max_length / 2, max_length - prompt + 1) tokens
+    # (src/models/whisper.cc; stresstest.asr.fw_batched.ct2_token_cap): 2 T caps a decode at T.
 
-    def fn(ws: list[np.ndarray]) -> list[WindowResult]:
+    def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         feats = np.stack([f[:, :N_FRAMES] for f in log_mel_numpy_batch(ws, b.dims["n_mels"], mel_device)])
         enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)), to_cpu=False)
-        res = model.generate(enc, [list(PROMPT) for _ in ws], max_length=max_length, beam_size=1,
+        res = model.generate(enc, [list(PROMPT) for _ in ws], max_length=2 * tokens, beam_size=1,
                              suppress_tokens=b.suppress, suppress_blank=True, return_scores=False)
         return [WindowResult(n_tokens=len(r.sequences_ids[0]), token_limit_hits=int(len(r.sequences_ids[0])
-                                                                                     >= b.tokens)) for r in res]
+                                                                                     >= tokens)) for r in res]
 
     return b.run(name, fn, note=f"ctranslate2 {ctranslate2.__version__}; log-Mel torch on {mel_device}")
 
 
-def run_random(args: argparse.Namespace, t_start: float) -> tuple[list[Row], dict, str]:
-    """The device benchmark (module docstring): synthetic windows, random weights, forced decode lengths."""
-    import torch
+#: The random mode's rows, in order; the compiled one last (its compilation is the least predictable cost).
+RANDOM_IMPLS: tuple[tuple[str, Callable[[RandomBench], Row]], ...] = (
+    ("openai-whisper as written", ow_as_written), ("openai-whisper reference", ow_reference),
+    ("transformers sdpa", hf_sdpa), ("ctranslate2", ct2_whisper), ("transformers static", hf_static_compiled))
 
-    device = args.device
-    dims = dict(LARGE_V3 if (args.shape or ("large-v3" if device == "cuda" else "tiny")) == "large-v3"
-                else TINY_RANDOM)
-    batch = args.batch or (32 if device == "cuda" else 2)
-    n = args.windows or (256 if device == "cuda" else 2 * batch)
-    n = math.ceil(n / batch) * batch  # whole batches only: a static cache / CUDA graph has one batch size
-    tokens = args.tokens
-    if not 1 <= tokens <= dims["n_text_ctx"] // 2:
-        raise SystemExit(f"bench_gpu: --tokens {tokens} is over Whisper's sample length {dims['n_text_ctx'] // 2}")
-    compile_ = args.compile == "on" or (args.compile == "auto" and device == "cuda")
-    cache = Path(os.environ.get("STRESSTEST_CACHE") or tempfile.gettempdir())
-    tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-", dir=cache if cache.is_dir() else None))
-    b = RandomBench(device=device, dims=dims, windows=synthetic_windows(n, seed=0), tokens=tokens, batch=batch,
-                    budget_s=args.budget_s or 30.0, deadline_s=args.deadline_s or 330.0, compile=compile_, tmp=tmp,
-                    threads=torch.get_num_threads() if device == "cpu" else 0, t_start=t_start)
-    only = [s.strip().lower() for s in (args.only or "").split(",") if s.strip()]
 
-    def want(name: str) -> bool:
-        return not only or any(s in name.lower() for s in only)
+@dataclass(frozen=True)
+class RandomSetup:
+    """What the parent and every row process agree on (derived from the same arguments)."""
 
-    rows: list[Row] = []
-    # One line per implementation; the compiled one last (its compilation is the least predictable cost).
-    for label, impl in (("openai-whisper as written", ow_as_written), ("openai-whisper reference", ow_reference),
-                        ("transformers sdpa", hf_sdpa), ("ctranslate2", ct2_whisper),
-                        ("transformers static", hf_static_compiled)):
-        if want(label):
-            rows.append(b.timed(label, impl))
+    device: str
+    dims: dict
+    batch: int
+    n: int
+    shape: DecodeShape
+    compile: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RandomSetup:
+        device = args.device
+        dims = dict(LARGE_V3 if (args.shape or ("large-v3" if device == "cuda" else "tiny")) == "large-v3"
+                    else TINY_RANDOM)
+        batch = args.batch or (32 if device == "cuda" else 2)
+        n = args.windows or (256 if device == "cuda" else 2 * batch)
+        n = math.ceil(n / batch) * batch  # whole batches only: a static cache / CUDA graph has one batch size
+        shape = DecodeShape.forced(args.tokens) if args.tokens else DecodeShape.load(args.decode_shape)
+        longest = max(shape.first_tokens, shape.remainder_tokens)
+        if not 1 <= longest <= dims["n_text_ctx"] // 2:
+            raise SystemExit(f"bench_gpu: a decode of {longest} steps is over Whisper's sample length "
+                             f"{dims['n_text_ctx'] // 2}")
+        compile_ = args.compile == "on" or (args.compile == "auto" and device == "cuda")
+        return cls(device, dims, batch, n, shape, compile_)
+
+    def header(self) -> str:
+        import torch
+
+        d = self.dims
+        kind = "large-v3" if d == LARGE_V3 else "tiny"
+        return (f"model: random-init {kind}-shaped (d={d['n_audio_state']}, {d['n_audio_layer']}+{d['n_text_layer']}"
+                f" layers, {d['n_audio_head']} heads, {d['n_mels']} mels, vocabulary {d['n_vocab']}); {self.n} "
+                f"synthetic 30-s windows; decode shape: {self.shape.describe()} (end-of-text and timestamps "
+                f"suppressed); batch {self.batch} (as-written: 16); torch {torch.__version__}. THROUGHPUT ONLY "
+                f"(random weights, forced decode lengths)")
+
+
+def run_random_row(args: argparse.Namespace, label: str, t_start: float) -> Row:
+    """One row of the random mode, in this process (a row process: ``--row LABEL``)."""
     import shutil
 
-    shutil.rmtree(tmp, ignore_errors=True)
-    shape = "large-v3" if dims == LARGE_V3 else "tiny"
-    header = (f"model: random-init {shape}-shaped (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
-              f"{dims['n_text_layer']} layers, {dims['n_audio_head']} heads, {dims['n_mels']} mels, vocabulary "
-              f"{dims['n_vocab']}); {n} synthetic 30-s windows; every implementation forced to {tokens} decoder "
-              f"steps per window (end-of-text and timestamps suppressed); batch {batch} (as-written: 16); "
-              f"torch {torch.__version__}. THROUGHPUT ONLY (random weights, forced decode lengths)")
-    return rows, dims, header
+    import torch
+
+    setup = RandomSetup.from_args(args)
+    cache = Path(os.environ.get("STRESSTEST_CACHE") or tempfile.gettempdir())
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-", dir=cache if cache.is_dir() else None))
+    b = RandomBench(device=setup.device, dims=setup.dims, windows=synthetic_windows(setup.n, seed=0),
+                    shape=setup.shape, batch=setup.batch, budget_s=args.budget_s or 30.0, deadline_s=float("inf"),
+                    compile=setup.compile, tmp=tmp, threads=torch.get_num_threads() if setup.device == "cpu" else 0,
+                    t_start=t_start)
+    try:
+        return b.timed(label, dict(RANDOM_IMPLS)[label])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _row_to_json(r: Row) -> dict:
+    return {"name": r.name, "note": r.note, "windows": r.windows, "audio_s": r.audio_s, "wall_s": r.wall_s,
+            "mem": r.mem, "skipped": r.skipped,
+            "results": [[x.n_tokens, x.token_limit_hits, getattr(x, "n_decodes", 1)] for x in r.results]}
+
+
+def _row_from_json(d: dict) -> Row:
+    return Row(d["name"], d["note"], d["windows"], d["audio_s"], d["wall_s"],
+               [WindowResult(n_tokens=t, token_limit_hits=h, n_decodes=k) for t, h, k in d["results"]], d["mem"],
+               d["skipped"])
+
+
+def cublas13_as_12(tmp: Path) -> Path | None:
+    """The fallback for a machine with CUDA 13's cuBLAS only (the CTranslate2 wheel is a CUDA 12 build that opens
+    ``libcublas.so.12`` / ``libcublasLt.so.12`` by name): a folder of links under those names to pip's CUDA 13
+    libraries (``nvidia/cu13/lib``), for the CTranslate2 row's ``LD_LIBRARY_PATH``. None when cuBLAS 12 loads (no
+    fallback needed) or no CUDA 13 cuBLAS is there. Untested on a GPU: if the libraries' symbol versions or ABI
+    differ, the row fails with the loader's own message and the other rows are unaffected."""
+    from stresstest.asr.cudalibs import CUBLAS12, preload_cuda_libraries
+
+    try:
+        preload_cuda_libraries(CUBLAS12)
+        return None
+    except Exception:
+        pass
+    for p in sys.path:
+        lib = Path(p) / "nvidia" / "cu13" / "lib"
+        if (lib / "libcublas.so.13").is_file() and (lib / "libcublasLt.so.13").is_file():
+            d = tmp / "cublas13-as-12"
+            d.mkdir(parents=True, exist_ok=True)
+            for name in ("libcublas", "libcublasLt"):
+                link = d / f"{name}.so.12"
+                if not link.exists():
+                    link.symlink_to(lib / f"{name}.so.13")
+            return d
+    return None
+
+
+def _row_process(argv: list[str], label: str, timeout_s: float, tmp: Path, env: dict[str, str]) -> Row | None:
+    """Run one row as its own process, bounded by ``timeout_s``: None when it did not finish in time (killed)."""
+    import signal
+    import subprocess
+
+    out = tmp / f"row-{abs(hash(label))}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--row", label, "--row-json", str(out)]
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)  # noqa: S603 - fixed argument list
+    try:
+        proc.wait(timeout=max(1.0, timeout_s))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    if not out.is_file():
+        return Row(label, skipped=f"failed: the row process exited {proc.returncode} without a result")
+    return _row_from_json(json.loads(out.read_text()))
+
+
+def run_random(args: argparse.Namespace, t_start: float, argv: list[str],
+               sink: Callable[[Row], None]) -> tuple[list[Row], dict, str]:
+    """The device benchmark (module docstring): each row a separate process bounded in time, its result handed to
+    ``sink`` as soon as it is measured (a row that times out or crashes loses only itself)."""
+    import shutil
+
+    setup = RandomSetup.from_args(args)
+    only = [s.strip().lower() for s in (args.only or "").split(",") if s.strip()]
+    deadline = args.deadline_s or (330.0 if setup.device == "cuda" else float("inf"))
+    total = args.total_s or (510.0 if setup.device == "cuda" else float("inf"))
+    row_limit = args.row_timeout_s or (240.0 if setup.device == "cuda" else 900.0)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-rows-"))
+    rows: list[Row] = []
+    try:
+        for label, _ in RANDOM_IMPLS:
+            if only and not any(o in label.lower() for o in only):
+                continue
+            elapsed = time.perf_counter() - t_start
+            env = dict(os.environ)
+            if elapsed > deadline:
+                row: Row | None = Row(label, skipped=f"skipped: past the {deadline:.0f}-s deadline")
+            else:
+                limit = min(row_limit, total - elapsed)
+                if label == "ctranslate2" and setup.device == "cuda" and args.cublas13_as_12 == "auto":
+                    links = cublas13_as_12(tmp)
+                    if links is not None:
+                        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(links),
+                                                                                env.get("LD_LIBRARY_PATH")]))
+                        env["BENCH_GPU_CUBLAS13_AS_12"] = str(links)
+                row = _row_process(argv, label, limit, tmp, env)
+                if row is None:
+                    row = Row(label, skipped=f"timed out: killed after {limit:.0f} s (its own process; the other "
+                                             f"rows are unaffected)")
+            rows.append(row)
+            sink(row)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows, setup.dims, setup.header()
 
 
 # ----------------------------------------------------------------------------- pipeline mode (real weights)
@@ -902,46 +1166,105 @@ def _vllm_row(args: argparse.Namespace, device: str, windows: list[np.ndarray], 
 
 def _row_json(r: Row, dims: dict, peaks: tuple[float, float] | None) -> dict:
     toks = np.mean([x.n_tokens for x in r.results]) if r.results else 0.0
+    decodes = float(np.mean([getattr(x, "n_decodes", 1) for x in r.results])) if r.results else 1.0
     return {"name": r.name, "note": r.note, "windows": r.windows, "audio_s": r.audio_s, "wall_s": r.wall_s,
-            "mem_gib": r.mem, "tokens_per_window": float(toks), "skipped": r.skipped,
-            "floor_s_per_window": floor_seconds(dims, float(toks), peaks)}
+            "mem_gib": r.mem, "tokens_per_window": float(toks), "decodes_per_window": decodes, "skipped": r.skipped,
+            "floor_s_per_window": floor_seconds(dims, float(toks), peaks, decodes)}
+
+
+def _peaks_text(peaks: tuple[float, float] | None) -> str:
+    return f"{peaks[0] / 1e12:.0f} TFLOP/s, {peaks[1] / 1e12:.2f} TB/s" if peaks else "n/a"
 
 
 def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: str, header: str,
            random_mode: bool, total_s: float) -> str:
     """The one table: a header line, then one row per implementation (measured, or why not)."""
+    base, ref = _baseline(rows)
+    lines = [f"Device: {gpu}; {header}; floor peaks: {_peaks_text(peaks)}; total {total_s:.0f} s.", "", TABLE_HEAD]
+    lines += [row_line(r, base, ref, dims, peaks, random_mode) for r in rows]
+    notes = [f"- {r.name}: {r.note}" for r in rows if r.note and not r.skipped]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+TABLE_HEAD = ("| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "
+              "with reference | floor ms/window | efficiency vs floor | vs as-written |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def _baseline(rows: list[Row]) -> tuple[Row | None, Row | None]:
     base = next((r for r in rows if r.name.startswith("openai-whisper as written") and not r.skipped
                  and r.windows), None)
     ref = next((r for r in rows if r.name.startswith("openai-whisper reference") and not r.skipped), None)
-    peak_s = f"{peaks[0] / 1e12:.0f} TFLOP/s, {peaks[1] / 1e12:.2f} TB/s" if peaks else "n/a"
-    lines = [
-        f"Device: {gpu}; {header}; floor peaks: {peak_s}; total {total_s:.0f} s.",
-        "",
-        "| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "
-        "with reference | floor ms/window | efficiency vs floor | vs as-written |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        if r.skipped or not r.windows:
-            lines.append(f"| {r.name} | {r.skipped or 'no windows'} | | | | | | | | |")
-            continue
-        rtf = r.audio_s / r.wall_s
-        toks = float(np.mean([x.n_tokens for x in r.results]))
-        known = [x.token_limit_hits for x in r.results if x.token_limit_hits >= 0]
-        limit = f"{np.mean([k > 0 for k in known]):.1%}" if len(known) == len(r.results) else "n/a"
-        tok_s = f"{toks:.0f}" if not r.name.startswith("faster-whisper") else f"≥{toks:.0f}"
-        agree = "n/a"
-        if ref is not None and not random_mode:
-            n = min(len(ref.results), len(r.results))
-            agree = f"{agreement([x.text for x in ref.results[:n]], [x.text for x in r.results[:n]]):.3f}"
-        fl = floor_seconds(dims, toks, peaks)
-        per = r.wall_s / r.windows
-        vs = f"{(base.wall_s / base.windows) / per:.2f}×" if base is not None else "–"
-        lines.append(
-            f"| {r.name} | {rtf:,.1f} | {r.windows / r.wall_s:.2f} | {tok_s} | {limit} | {r.mem} | {agree} | "
+    return base, ref
+
+
+def row_line(r: Row, base: Row | None, ref: Row | None, dims: dict, peaks: tuple[float, float] | None,
+             random_mode: bool) -> str:
+    """One table row: measured, or why not."""
+    if r.skipped or not r.windows:
+        return f"| {r.name} | {r.skipped or 'no windows'} | | | | | | | | |"
+    rtf = r.audio_s / r.wall_s
+    toks = float(np.mean([x.n_tokens for x in r.results]))
+    known = [x.token_limit_hits for x in r.results if x.token_limit_hits >= 0]
+    limit = f"{np.mean([k > 0 for k in known]):.1%}" if len(known) == len(r.results) else "n/a"
+    tok_s = f"{toks:.0f}" if not r.name.startswith("faster-whisper") else f"≥{toks:.0f}"
+    agree = "n/a"
+    if ref is not None and not random_mode:
+        n = min(len(ref.results), len(r.results))
+        agree = f"{agreement([x.text for x in ref.results[:n]], [x.text for x in r.results[:n]]):.3f}"
+    decodes = float(np.mean([getattr(x, "n_decodes", 1) for x in r.results]))
+    fl = floor_seconds(dims, toks, peaks, decodes)
+    per = r.wall_s / r.windows
+    vs = f"{(base.wall_s / base.windows) / per:.2f}×" if base is not None else "–"
+    return (f"| {r.name} | {rtf:,.1f} | {r.windows / r.wall_s:.2f} | {tok_s} | {limit} | {r.mem} | {agree} | "
             f"{'%.1f' % (fl * 1e3) if fl else 'n/a'} | {'%.1f%%' % (100 * fl / per) if fl else 'n/a'} | {vs} |")
-    notes = [f"- {r.name}: {r.note}" for r in rows if r.note and not r.skipped]
-    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def _die_with_parent() -> None:
+    """A row process dies with the benchmark that started it (Linux: PR_SET_PDEATHSIG), so killing the benchmark
+    leaves no row running on the device."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+class _AppendOnlyTable:
+    """The random mode's results as they come: each row's line appended to ``OUT.md`` and its JSON to
+    ``OUT.jsonl`` (flushed, fsynced) the moment its process ends, and echoed on stderr; a run killed half-way
+    leaves every finished row on disk."""
+
+    def __init__(self, out: Path | None, head: str, dims: dict, peaks: tuple[float, float] | None) -> None:
+        self.out, self.dims, self.peaks = out, dims, peaks
+        self.rows: list[Row] = []
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.with_suffix(".jsonl").write_text("")
+            self._append(".md", f"{head}\n\n{TABLE_HEAD}\n", new=True)
+
+    def _append(self, suffix: str, text: str, new: bool = False) -> None:
+        assert self.out is not None
+        with open(self.out.with_suffix(suffix), "w" if new else "a", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def __call__(self, row: Row) -> None:
+        self.rows.append(row)
+        line = row_line(row, *_baseline(self.rows), self.dims, self.peaks, True)
+        print(f"bench_gpu: row done: {line}", file=sys.stderr, flush=True)
+        if self.out is not None:
+            self._append(".jsonl", json.dumps({**_row_json(row, self.dims, self.peaks), "line": line}) + "\n")
+            self._append(".md", line + "\n")
+
+    def finish(self, rows: list[Row], total_s: float) -> None:
+        if self.out is not None:
+            notes = [f"- {r.name}: {r.note}" for r in rows if r.note and not r.skipped]
+            self._append(".md", "\n".join(["", f"Total {total_s:.0f} s.", *notes]) + "\n")
 
 
 # -------------------------------------------------------------------------------------------------- main
@@ -957,7 +1280,25 @@ def main(argv: list[str] | None = None) -> int:
                     help="number of windows (random: default 256 on CUDA, 2 batches on CPU; pipeline: minimum, "
                     "default 128, tiny 3)")
     ap.add_argument("--batch", type=int, default=None, help="random mode: windows per call (default 32; CPU 2)")
-    ap.add_argument("--tokens", type=int, default=100, help="random mode: forced decoder steps per window")
+    ap.add_argument("--tokens", type=int, default=None,
+                    help="random mode: force this many decoder steps per window in one decode (default: the "
+                    "decode shape measured on the demo's audio, --decode-shape)")
+    ap.add_argument("--decode-shape", type=Path, default=SHAPE_FILE,
+                    help="random mode: the measured decode shape (first decode's steps, remainder decodes per "
+                    "window and their steps); written by --measure-shape")
+    ap.add_argument("--measure-shape", type=int, default=None, metavar="N",
+                    help="measure the decode shape on N windows of --config's audio (the fast path, tiny.en, CPU) "
+                    "and write --decode-shape")
+    ap.add_argument("--row-timeout-s", type=float, default=None,
+                    help="random mode: each row runs as its own process, killed after this many seconds (default "
+                    "240 on CUDA, 900 on CPU); a killed row loses only itself")
+    ap.add_argument("--total-s", type=float, default=None,
+                    help="random mode: no row runs past this many seconds in all (default 510 on CUDA)")
+    ap.add_argument("--cublas13-as-12", choices=["auto", "off"], default="auto",
+                    help="random mode, CUDA, no cuBLAS 12: run the CTranslate2 row with pip's CUDA 13 cuBLAS "
+                    "linked under the CUDA 12 names (BENCHMARKS.md; may fail with the loader's message)")
+    ap.add_argument("--row", default=None, help=argparse.SUPPRESS)  # a row process (run_random)
+    ap.add_argument("--row-json", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--shape", choices=["large-v3", "tiny"], default=None,
                     help="random mode: model shape (default large-v3 on CUDA, tiny on CPU)")
     ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
@@ -980,10 +1321,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-threads", type=int, default=None,
                     help="torch / CTranslate2 CPU threads (default: 1 on CPU smoke runs, else the libraries')")
     ap.add_argument("--out", type=Path, default=None, help="also write the table (.md) and rows (.json) here")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
+    for name in filter(None, os.environ.get("BENCH_GPU_HIDE_MODULES", "").split(",")):
+        sys.modules[name] = None  # type: ignore[assignment]  # tests: a machine without these packages
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if args.measure_shape:  # the fast path on the CPU: no torch needed
+        shape = measure_shape(args.config, args.measure_shape, args.batch or 8, args.decode_shape)
+        print(f"bench_gpu: {shape.describe()} -> {args.decode_shape}")
+        return 0
     try:
         import torch
     except ImportError:
@@ -997,22 +1345,38 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cuda" and not torch.cuda.is_available():
         print("bench_gpu: --device cuda but torch sees no CUDA device; use --device cpu (smoke)", file=sys.stderr)
         return 2
+    if args.row:  # one row of the random mode, in its own process: the result goes to --row-json
+        _die_with_parent()
+        if os.environ.get("BENCH_GPU_TEST_HANG_ROW") == args.row:  # tests of the time bound: a row that hangs
+            time.sleep(3600)
+        row = run_random_row(args, args.row, t_start)
+        args.row_json.write_text(json.dumps(_row_to_json(row)))
+        return 0
     random_mode = args.random
     if not random_mode and not args.tiny and not _large_v3_available(args.ow_model, args.fw_model):
         print("bench_gpu: no large-v3 weights found; running --random", file=sys.stderr)
         random_mode = True
-    rows, dims, header = (run_random if random_mode else run_pipeline)(args, t_start)
+        argv.append("--random")
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
     peaks = None
     if args.peak_tflops and args.peak_tbps:
         peaks = (args.peak_tflops * 1e12, args.peak_tbps * 1e12)
     elif device == "cuda":
         peaks = next((p for k, p in PEAKS.items() if k in gpu), None)
+    if random_mode:
+        setup = RandomSetup.from_args(args)
+        sink = _AppendOnlyTable(args.out, f"Device: {gpu}; {setup.header()}; floor peaks: {_peaks_text(peaks)}.",
+                                setup.dims, peaks)
+        rows, dims, header = run_random(args, t_start, argv, sink)
+        sink.finish(rows, time.perf_counter() - t_start)
+    else:
+        rows, dims, header = run_pipeline(args, t_start)
     table = render(rows, dims, peaks, gpu, header, random_mode, time.perf_counter() - t_start)
     print(table)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".md").write_text(table + "\n")
+        if not random_mode:  # the random mode's .md was written row by row
+            args.out.with_suffix(".md").write_text(table + "\n")
         args.out.with_suffix(".json").write_text(json.dumps([_row_json(r, dims, peaks) for r in rows], indent=1))
     # Rows that could not run here (not installed, no CUDA libraries, past the deadline) are not failures.
     return 0 if all(not r.skipped or r.skipped.startswith(("not ", "no HF", "skipped")) for r in rows) else 1

@@ -1,24 +1,27 @@
 """Build the device bundle: the wheels ``scripts/bench_gpu.py --random`` needs beyond a bare GPU machine's image.
 
-The lent GPU machine (one H200, CUDA 13, Python 3.12, x86-64, no network) already has torch (CUDA build),
-transformers, numpy, tiktoken, numba, tqdm and triton. What the benchmark's openai-whisper rows need besides is
-pure Python:
+The lent GPU machine (one GPU, CUDA 13, Python 3.12, x86-64, no network) has torch (CUDA build), transformers,
+numpy, tqdm and triton. What the benchmark needs besides:
 
 - ``openai-whisper==20250625``: published as a source archive only; built here into a ``py3-none-any`` wheel
   (its tokenizer vocabularies and mel filters ride inside it, so nothing is fetched at run time);
-- ``more-itertools``: the one dependency of openai-whisper that image lacks.
-
-Not in the bundle by default: ``ctranslate2==4.8.5`` (the CUDA wheel, 40.8 MiB, fits), because that build opens
-CUDA 12's cuBLAS (``libcublas.so.12``) and the machine has CUDA 13 only; ``nvidia-cublas-cu12`` is 581 MB, far
-over the 64 MiB a call may carry. ``--with-ctranslate2`` adds it anyway (the benchmark's CTranslate2 row then
-reports exactly which library is missing instead of "not installed").
+- ``more-itertools`` and ``tiktoken`` (cp312 wheel; its ``regex`` dependency comes with transformers): what
+  openai-whisper imports. Its third import, ``numba``, serves only word timestamps, which the benchmark never
+  computes: ``bench_gpu.py`` stands in a no-op ``numba.jit`` when numba is missing (numba + llvmlite are ~45 MiB);
+- ``ctranslate2==4.8.5`` (the CUDA wheel, 40.8 MiB; ``--without-ctranslate2`` leaves it out): the engine of the
+  fast path. It is a CUDA 12 build that opens ``libcublas.so.12`` / ``libcublasLt.so.12``; ``nvidia-cublas-cu12``
+  is 581 MB, far over the 64 MiB a call may carry, so on a CUDA-13-only machine the benchmark's CTranslate2 row
+  runs with pip's CUDA 13 cuBLAS (``nvidia/cu13/lib``) linked under the CUDA 12 names on its own process's
+  ``LD_LIBRARY_PATH`` (``bench_gpu.py --cublas13-as-12 auto``, the default; BENCHMARKS.md). Whether CTranslate2
+  runs on it is what that row finds out: if the loader refuses (symbol versions) or a kernel fails, the row says
+  so and only that row is lost.
 
 The whole working tree travels with every call too, so the check is bundle + tracked files ≤ 64 MiB.
 
 Usage::
 
     python scripts/build_device_bundle.py                 # -> bundle/*.whl, sizes, total; exit 1 if over
-    python scripts/build_device_bundle.py --with-ctranslate2
+    python scripts/build_device_bundle.py --without-ctranslate2
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ LIMIT_BYTES = 64 * 2**20
 #: Built from source (no wheel on PyPI), pure Python.
 SOURCE_ONLY = ["openai-whisper==20250625"]
 #: Downloaded as wheels for the device (CPython 3.12, manylinux x86-64).
-WHEELS = ["more-itertools==11.2.1"]
+WHEELS = ["more-itertools==11.2.1", "tiktoken==0.14.0"]
 CTRANSLATE2 = "ctranslate2==4.8.5"
 PLATFORM = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
             "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
@@ -86,14 +89,15 @@ def _installable(f: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dest", type=Path, default=ROOT / "bundle", help="output folder (git-ignored)")
-    ap.add_argument("--with-ctranslate2", action="store_true", help=f"add {CTRANSLATE2} (40.8 MiB; see above)")
+    ap.add_argument("--without-ctranslate2", action="store_true",
+                    help=f"leave out {CTRANSLATE2} (40.8 MiB; see above)")
     args = ap.parse_args(argv)
     dest: Path = args.dest
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("*.whl"):  # one version of each package: two would stop the install on the device
         old.unlink()
     _pip("download", "--no-deps", *PLATFORM, "-d", str(dest), *WHEELS,
-         *([CTRANSLATE2] if args.with_ctranslate2 else []))
+         *([] if args.without_ctranslate2 else [CTRANSLATE2]))
     _pip("wheel", "--no-deps", "-w", str(dest), *SOURCE_ONLY)
     text, ok = summarise(dest, tree_bytes())
     print(text)

@@ -20,6 +20,7 @@ from stresstest.errors import ConfigError
 from stresstest.grid import Condition, ConditionGrid
 from stresstest.ids import id_problem
 from stresstest.llm.config import LLMConfig
+from stresstest.llm.gpu import needs_gpu_memory
 from stresstest.noise import NoiseSpec
 from stresstest.noise.chain import Step, check_chain
 from stresstest.speech import TTSConfig
@@ -62,7 +63,8 @@ class ExecutorConfig(BaseModel):
     asr_gpus_per_worker: float = Field(default=1.0, ge=0, description="GPUs each ASR actor holds (when GPUs exist).")
     llm_engines: int = Field(default=1, ge=1, description="LLM structurer actors (data-parallel engines).")
     llm_gpus_per_engine: float = Field(
-        default=0.0, ge=0, description="GPUs each LLM engine actor holds (its tensor-parallel size for vLLM)."
+        default=0.0, ge=0, description="GPUs each LLM engine actor holds: for a vLLM engine at least its "
+        "tensor_parallel_size × data_parallel_size (a config error otherwise, unless num_gpus is 0)."
     )
     shard_size: int = Field(default=8, ge=1, description="Items per pool shard (progress and load balance).")
 
@@ -294,6 +296,28 @@ class RunConfig(_Strict):
                 "judge.note_quality asks for LLM judges, but structure.backend is 'rules' (no LLM in this run); "
                 "expected structure.backend 'openai' or 'vllm-offline', or turn judge.note_quality off"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _ray_engine_holds_its_gpus(self) -> RunConfig:
+        """On Ray an actor sees only the GPUs it holds: a vLLM engine actor holding fewer than the engine shards
+        over would start ``vllm serve`` with no GPU, after the whole ASR stage. A local cluster started with
+        ``num_gpus: 0`` (vLLM's CPU build) holds none by design."""
+        ex = self.run.executor
+        if ex.kind != "ray" or ex.num_gpus == 0 or not needs_gpu_memory(self.structure):
+            return self
+        srv = self.structure.server
+        served = self.structure.backend == "openai"
+        size = srv.tensor_parallel_size * (srv.data_parallel_size if served else 1)
+        if ex.llm_gpus_per_engine < size:
+            what = ("tensor_parallel_size × data_parallel_size = "
+                    f"{srv.tensor_parallel_size} × {srv.data_parallel_size}" if served
+                    else f"tensor_parallel_size = {srv.tensor_parallel_size}")
+            raise ValueError(
+                f"run.executor.llm_gpus_per_engine is {ex.llm_gpus_per_engine:g}, but each vLLM engine runs on "
+                f"{size} GPU(s) (structure.server.{what}) and Ray hides every GPU an actor does not hold: "
+                f"expected run.executor.llm_gpus_per_engine: {size} (or run.executor.num_gpus: 0 for vLLM's CPU "
+                "build)")
         return self
 
     @model_validator(mode="after")

@@ -429,6 +429,11 @@ class RunManifest(BaseModel):
         default=None, description="UTC time the ASR model was released, before any LLM engine started."
     )
     executor: dict[str, Any] = Field(default_factory=dict, description="How the stage tasks ran (kind, workers).")
+    environment: dict[str, Any] = Field(
+        default_factory=dict, description="What produced the numbers besides the config: CPU model and the "
+        "instruction set the engines dispatch to, GPU / driver / CUDA / cuBLAS, engine package versions "
+        "(stresstest.provenance; empty in manifests written before it)."
+    )
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
     noise: dict[str, NoiseInfo | str] = Field(default_factory=dict, description="Noise source per family.")
     mixtures: list[dict[str, Any]] = Field(default_factory=list, description="Per-item MixInfo (with recipes).")

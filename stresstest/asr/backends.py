@@ -45,12 +45,12 @@ def bundled_tiny_en_path() -> Path:
 
 
 def _skip_window(no_speech_prob: float, avg_logprob: float, options: DecodingOptions) -> bool:
-    """Whisper's silence rule, applied identically by every backend and path."""
-    if options.no_speech_threshold is None:
+    """Whisper's silence rule, as ``whisper.transcribe`` and faster-whisper's ``generate_segments`` apply it to
+    each decode: skip it (its whole segment, no text kept) when the no-speech probability is above
+    ``no_speech_threshold`` unless the average log-probability is above ``log_prob_threshold``."""
+    if options.no_speech_threshold is None or no_speech_prob <= options.no_speech_threshold:
         return False
-    if no_speech_prob <= options.no_speech_threshold:
-        return False
-    return options.log_prob_threshold is None or avg_logprob < options.log_prob_threshold
+    return options.log_prob_threshold is None or not avg_logprob > options.log_prob_threshold
 
 
 _live_faster_whisper: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -87,7 +87,8 @@ class FasterWhisperBackend:
     """faster-whisper (CTranslate2), the fast path. Default: the bundled tiny.en, int8 on CPU.
 
     ``compute_type="auto"`` is float16 on CUDA and int8 on CPU. Both paths use
-    the same decoding arguments (:meth:`_kwargs`) and the same silence rule.
+    the same decoding arguments (:meth:`_kwargs`) and the reference's silence rule: a decode meeting it is
+    skipped whole (faster-whisper's own loop on the sequential path, :func:`_skip_window` on the batched one).
     """
 
     name = "faster-whisper"
@@ -117,6 +118,8 @@ class FasterWhisperBackend:
         out: dict[str, object] = {
             "device": self.device, "compute_type": self.compute_type, "batch_size": batch_size,
             "faster-whisper": _package_version("faster-whisper"), "ctranslate2": _package_version("ctranslate2"),
+            # 2: a no-speech decode is skipped whole on both paths (before: its text dropped, the seek kept)
+            "silence_rule": 2,
         }
         if batch_size > 1:  # 2: the sequential seek loop, batched (fw_batched); transcripts of 1 are not reused
             out["batched_decoder"] = 2
@@ -145,8 +148,10 @@ class FasterWhisperBackend:
             language=options.language, beam_size=options.beam_size, best_of=options.best_of,
             temperature=[options.temperature], condition_on_previous_text=options.condition_on_previous_text,
             without_timestamps=options.without_timestamps, suppress_blank=options.suppress_blank,
-            # Silence skipping is applied by _skip_window so both paths share one rule.
-            no_speech_threshold=None, log_prob_threshold=None, compression_ratio_threshold=None,
+            # faster-whisper's loop skips a no-speech decode whole, as whisper.transcribe; with one temperature the
+            # log-prob threshold triggers no fallback (all_results holds the one decode).
+            no_speech_threshold=options.no_speech_threshold, log_prob_threshold=options.log_prob_threshold,
+            compression_ratio_threshold=None,
             **self.decode_overrides,
         )
 
@@ -156,9 +161,7 @@ class FasterWhisperBackend:
         out = []
         for w in windows:
             segments, _ = model.transcribe(w.astype(np.float32), vad_filter=False, **self._kwargs(options))
-            segs = list(segments)
-            keep = [s.text for s in segs if not _skip_window(s.no_speech_prob, s.avg_logprob, options)]
-            out.append(" ".join(t.strip() for t in keep))
+            out.append(" ".join(s.text.strip() for s in segments))
         return out
 
     def transcribe_windows_batched(
@@ -189,7 +192,8 @@ class FasterWhisperBackend:
                            f"asr.batch_size: 1")
         out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides,
                              mel_device=self._log_mel_device())
-        return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h) for t, d, n, h in out]
+        return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h, decode_tokens=dt)
+                for t, d, n, h, dt in out]
 
 
 def _cuda_available() -> bool:
@@ -247,6 +251,7 @@ class WindowResult:
     n_decodes: int = 1
     n_tokens: int = 0
     token_limit_hits: int = 0
+    decode_tokens: tuple[int, ...] = ()  # tokens of each decode, in order (the seek-loop decoders only)
 
 
 def _package_version(name: str) -> str:
@@ -404,7 +409,7 @@ class OpenAIWhisperBackend:
                              input_stride, time_precision)
         return [
             WindowResult(text=tokenizer.decode(st.tokens).strip(), n_decodes=st.decodes, n_tokens=st.sampled,
-                         token_limit_hits=st.limit_hits)
+                         token_limit_hits=st.limit_hits, decode_tokens=tuple(st.decode_tokens))
             for st in states
         ]
 
@@ -458,26 +463,41 @@ def _advance(
         st.tokens.extend(piece)
 
 
-def release_asr_models() -> None:
+def live_asr_models() -> int:
+    """CTranslate2 (faster-whisper) models still referenced somewhere: their memory is not free."""
+    return len(_live_faster_whisper)
+
+
+def release_asr_models() -> dict[str, int]:
     """Free every cached ASR model (host and GPU memory) so the next stage starts on a free card.
 
     Clears the loader caches (CTranslate2 models are unloaded explicitly first),
     runs the garbage collector, and empties torch's CUDA cache when torch is loaded.
+
+    Returns what really happened to the CTranslate2 models: ``unloaded`` (``model_is_loaded`` false after
+    ``unload_model``), ``still_loaded`` (``unload_model`` returned early, e.g. while a batch was still counted
+    active: their memory is freed only when the object is collected), and ``alive`` (objects something still
+    references after the collection, whose memory is therefore not free).
     """
+    report = {"unloaded": 0, "still_loaded": 0, "alive": 0}
     for model in list(_live_faster_whisper):
         try:
             model.model.unload_model()
+            report["still_loaded" if model.model.model_is_loaded else "unloaded"] += 1
         except Exception:  # pragma: no cover - unloading is best effort before dropping the reference
-            pass
+            report["still_loaded"] += 1
+        del model
     _load_faster_whisper.cache_clear()
     _load_openai_whisper.cache_clear()
     vllm_asr = sys.modules.get("stresstest.asr.vllm_backend")  # loaded only when asr.backend 'vllm' ran
     if vllm_asr is not None:
         vllm_asr.release_vllm_asr()
     gc.collect()
+    report["alive"] = live_asr_models()
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
+    return report
 
 
 class OpenAICompatibleASR:

@@ -6,7 +6,9 @@ features differ from the same frames of the whole window), and has no seek loop.
 ``WhisperModel.generate_segments`` with this project's pinned options (greedy, temperature 0, no prompt, no
 fallback): the window's log-Mel is computed once; a decode covers the 30 s from the current seek; when its output
 does not end with a single timestamp the unfinished segment is dropped and decoding resumes from the last
-timestamp (``WhisperModel._split_segments_by_timestamps`` decides, the same function the sequential loop calls).
+timestamp (``WhisperModel._split_segments_by_timestamps`` decides, the same function the sequential loop calls);
+a decode that meets the no-speech rule is skipped whole: none of its text is kept and the window moves on by the
+full segment, as ``generate_segments`` (and ``whisper.transcribe``) do.
 The difference is only in scheduling: a queue of (window, seek) decodes is served ``batch_size`` at a time, so
 remainders share batches with other windows' first decodes. Pinned to faster-whisper 1.2.1 (private helpers).
 """
@@ -28,6 +30,17 @@ from stresstest.errors import ASRError
 FASTER_WHISPER_VERSION = "1.2.1"
 
 
+def ct2_token_cap(max_length: int, prompt_length: int) -> int:
+    """The most tokens CTranslate2's Whisper ``generate`` samples in one decode.
+
+    ``src/models/whisper.cc`` (CTranslate2 4.x) decodes at most ``min(max_length / 2, max_length - start_step)``
+    steps, ``start_step`` being the prompt tokens fed before the first sampled one (all but the last of a prompt
+    without previous text): 224 for faster-whisper's ``max_length`` of 448, whatever the prompt. A decode that
+    samples this many tokens was cut by the limit (end-of-text is not counted in the sequence).
+    """
+    return min(max_length // 2, max_length - max(prompt_length - 1, 0))
+
+
 @dataclass
 class _Window(SeekWindow):
     features: np.ndarray
@@ -38,7 +51,7 @@ def decode_batched(
     model: Any, windows: list[np.ndarray], options: DecodingOptions, batch_size: int,
     skip: Callable[[float, float, DecodingOptions], bool], overrides: dict[str, Any] | None = None,
     mel_device: str | None = None,
-) -> list[tuple[str, int, int, int]]:
+) -> list[tuple[str, int, int, int, tuple[int, ...]]]:
     """Decode ``windows`` with the sequential seek rule, ``batch_size`` decodes per model call.
 
     Args:
@@ -46,14 +59,15 @@ def decode_batched(
         windows: 16 kHz float32 windows (≤ 30 s each).
         options: the pinned decoding options.
         batch_size: decodes per encoder/decoder call.
-        skip: the silence rule ``(no_speech_prob, avg_logprob, options) → drop this decode's text``.
+        skip: the silence rule ``(no_speech_prob, avg_logprob, options) → skip this decode``: its text is
+            dropped and the window seeks past the whole decoded segment.
         overrides: benchmark hooks only (``max_new_tokens``, ``suppress_tokens``: forced decode lengths of
             random-init models), as faster-whisper's ``transcribe`` arguments of the same names.
         mel_device: compute the log-Mel features with torch on this device (:mod:`stresstest.asr.mel`, the same
             computation as faster-whisper's numpy extractor); None = faster-whisper's own numpy path on the CPU.
 
     Returns:
-        Per window: (text, decodes, sampled tokens, decodes that hit the token limit).
+        Per window: (text, decodes, sampled tokens, decodes that hit the token limit, tokens of each decode).
     """
     from faster_whisper.audio import pad_or_trim
     from faster_whisper.tokenizer import Tokenizer
@@ -70,6 +84,7 @@ def decode_batched(
     prompt = model.get_prompt(tokenizer, [], without_timestamps=options.without_timestamps)
     suppress = get_suppressed_tokens(tokenizer, over.get("suppress_tokens", [-1]))
     max_length = len(prompt) + over["max_new_tokens"] if "max_new_tokens" in over else model.max_length
+    token_cap = ct2_token_cap(max_length, len(prompt))
     max_initial = int(round(1.0 / model.time_precision))  # faster-whisper's default max_initial_timestamp
     n_frames = model.feature_extractor.nb_max_frames
     fps = model.frames_per_second
@@ -92,16 +107,18 @@ def decode_batched(
         for (st, size), res in zip(batch, results, strict=True):
             tokens = list(res.sequences_ids[0])
             avg_logprob = res.scores[0] * len(tokens) / (len(tokens) + 1)
-            st.count_decode(len(tokens), max_length - len(prompt))
+            st.count_decode(len(tokens), token_cap)
+            if skip(res.no_speech_prob, avg_logprob, options):
+                st.advance(st.seek + size, size)  # generate_segments: "fast-forward to the next segment boundary"
+                continue
             segments, seek, _ = model._split_segments_by_timestamps(
                 tokenizer=tokenizer, tokens=tokens, time_offset=st.seek / fps, segment_size=size,
                 segment_duration=size / fps, seek=st.seek,
             )
-            drop = skip(res.no_speech_prob, avg_logprob, options)
             for seg in segments:
                 text = tokenizer.decode(seg["tokens"])
                 # generate_segments yields no empty or zero-length segment
-                if seg["start"] != seg["end"] and text.strip() and not drop:
+                if seg["start"] != seg["end"] and text.strip():
                     st.texts.append(text.strip())
             st.advance(seek, size)  # a pair of timestamps at 0.00 s would seek by zero (faster-whisper loops)
-    return [(" ".join(st.texts), st.decodes, st.sampled, st.limit_hits) for st in states]
+    return [(" ".join(st.texts), st.decodes, st.sampled, st.limit_hits, tuple(st.decode_tokens)) for st in states]

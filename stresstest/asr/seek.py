@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 
@@ -25,11 +25,13 @@ class SeekWindow:
     decodes: int = 0
     sampled: int = 0
     limit_hits: int = 0
+    decode_tokens: list[int] = field(default_factory=list)  # tokens sampled by each decode, in order
 
     def count_decode(self, n_tokens: int, token_limit: int) -> None:
         """Count one decode of ``n_tokens`` sampled tokens; ``token_limit`` or more is a limit hit."""
         self.decodes += 1
         self.sampled += n_tokens
+        self.decode_tokens.append(n_tokens)
         if n_tokens >= token_limit:
             self.limit_hits += 1
 

@@ -104,11 +104,15 @@ def transcript_key(
     return hash_obj("transcript", ASR_CODE_VERSION, audio_sha256, model_id, decoding.model_dump(), runtime or {})
 
 
-def _decode(backend: ASRBackend, windows: list, opts: DecodingOptions, batch_size: int) -> list[WindowResult]:
+def decode_windows(
+    backend: ASRBackend, windows: list, opts: DecodingOptions, batch_size: int
+) -> list[WindowResult]:
     """Route to the backend's best path: its own seek-loop decoder, the batched pass, or sequential."""
     decode = getattr(backend, "decode_windows", None)
     if callable(decode):
         return list(decode(windows, opts))
+    if batch_size > 1 and callable(getattr(backend, "decode_windows_batched", None)):
+        return list(backend.decode_windows_batched(windows, opts, batch_size))  # type: ignore[attr-defined]
     batched = getattr(backend, "transcribe_windows_batched", None)
     if batch_size > 1 and callable(batched):
         texts = batched(windows, opts, batch_size)
@@ -237,7 +241,7 @@ def _transcribe_items(
                 continue
             t0 = time.perf_counter()
             try:
-                results = _decode(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
+                results = decode_windows(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)
             except ASRError:
                 raise  # configuration/install problems stop the run with a clear message
             except Exception as exc:

@@ -74,18 +74,38 @@ _OPENAI_NAMES = re.compile(r"^(tiny|base|small|medium|large)(\.en|-v[123]|-v3-tu
 _COMPUTE_TYPES = ("auto", "float32", "float16", "bfloat16")
 
 
+#: The GPU memory fraction the vLLM ASR engine takes by default on CUDA.
+GPU_ASR_MEMORY = 0.85
+
+
 class VLLMASROptions(BaseModel):
     """Engine options of ``asr.backend: vllm`` (``asr.vllm`` in the run config)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_num_seqs: int = Field(default=16, ge=1, description="Windows the engine decodes concurrently.")
-    enforce_eager: bool = Field(default=True, description="No CUDA graphs / torch.compile (repeatable, quick start).")
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, description="Windows the engine decodes concurrently; None = 16 on the CPU build, 256 "
+        "on CUDA (a GPU decodes many windows per step)."
+    )
+    enforce_eager: bool | None = Field(
+        default=None, description="No CUDA graphs / torch.compile; None = true on the CPU build (quick start), "
+        "false on CUDA (CUDA graphs: the decode steps of a Whisper window are many and short)."
+    )
     cpu_kv_cache_gib: float = Field(default=1.0, gt=0, description="CPU build: KV-cache size (GiB).")
-    gpu_memory_utilization: float = Field(
-        default=0.5, gt=0, le=1, description="CUDA build: fraction of GPU memory the ASR engine may take."
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="CUDA build: fraction of GPU memory the ASR engine may take; None = "
+        f"{GPU_ASR_MEMORY} (the ASR stage has the card to itself: the LLM engine starts after it is released)."
     )
     seed: int = Field(default=0, description="Engine seed (greedy decoding samples nothing; recorded anyway).")
+
+    def resolved(self, device: str) -> dict[str, Any]:
+        """The engine options for ``device`` ('cpu' or 'cuda'): set values as given, unset ones by device."""
+        gpu = device == "cuda"
+        return {
+            "max_num_seqs": self.max_num_seqs or (256 if gpu else 16),
+            "enforce_eager": self.enforce_eager if self.enforce_eager is not None else not gpu,
+            "gpu_memory_utilization": self.gpu_memory_utilization or GPU_ASR_MEMORY,
+        }
 
 
 def check_config(backend: str, compute_type: str, decoding: DecodingOptions) -> None:
@@ -248,16 +268,17 @@ class VLLMWhisperBackend:
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``vllm.LLM`` (recorded in the runtime)."""
         _, folder, _ = self._model()
+        opts = self.options.resolved(self.device())
         kw: dict[str, Any] = {
-            "model": folder, "tokenizer": folder, "dtype": self.dtype(), "enforce_eager": self.options.enforce_eager,
-            "max_num_seqs": self.options.max_num_seqs, "seed": self.options.seed, "generation_config": "vllm",
+            "model": folder, "tokenizer": folder, "dtype": self.dtype(), "enforce_eager": opts["enforce_eager"],
+            "max_num_seqs": opts["max_num_seqs"], "seed": self.options.seed, "generation_config": "vllm",
             "limit_mm_per_prompt": {"audio": 1}, "logprobs_mode": "processed_logprobs",
             "max_logprobs": NO_SPEECH_TOP_K,
         }
         if self.device() == "cpu":
             kw["kv_cache_memory_bytes"] = int(self.options.cpu_kv_cache_gib * (1 << 30))
         else:
-            kw["gpu_memory_utilization"] = self.options.gpu_memory_utilization
+            kw["gpu_memory_utilization"] = opts["gpu_memory_utilization"]
         return kw
 
     def runtime(self, batch_size: int) -> dict[str, object]:

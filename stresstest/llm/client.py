@@ -298,6 +298,28 @@ class ChatClient:
             **_usage_fields(usage),
         )
 
+    def prompt_tokens(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any]) -> int:
+        """The prompt tokens the server counts for this exact request (chat template, schema and φ included),
+        read from ``usage`` of one call capped at a single output token.
+
+        Raises:
+            LLMError: the server refused the request (e.g. a prompt longer than its context) or sent no usage;
+                the message holds the server's own reason.
+        """
+        from stresstest.errors import LLMError
+
+        body = {**self.request_body(messages, schema_name, schema), "max_tokens": 1}
+        try:
+            resp = self._http.post("/v1/chat/completions", json=body)
+        except httpx.HTTPError as exc:
+            raise LLMError(f"{self.endpoint.base_url}: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code != 200:
+            raise LLMError(f"HTTP {resp.status_code}: {' '.join(resp.text[:300].split())}")
+        try:
+            return int(resp.json()["usage"]["prompt_tokens"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LLMError(f"{self.endpoint.base_url} sent no usage.prompt_tokens") from exc
+
     def _dead_suffix(self) -> str:
         probe = self.endpoint.health
         why = probe() if probe else None

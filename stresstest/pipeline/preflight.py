@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,8 @@ class _Context:
     audio_s: float = 0.0
     window_s_measured: float | None = None
     llm_call_s: float | None = None
+    role_prompt_s: dict[str, float] = field(default_factory=dict)  # measured per LLM role (check_llm_prompts)
+    stage_s: dict[str, float] = field(default_factory=dict)  # estimated seconds of the stages _stage_estimates adds
 
 
 def _one_line(exc: BaseException) -> str:
@@ -326,38 +328,41 @@ def check_decode(ctx: _Context) -> Finding:
     rng = np.random.default_rng(0)
     window = (0.01 * rng.standard_normal(int(30 * 16_000))).astype(np.float32)  # a full, near-silent window
     opts: DecodingOptions = ctx.cfg.asr.decoding
-    be.transcribe_windows([window], opts)  # loads the model (not timed)
+    path = _decode_configured_path(be, window, opts, ctx.cfg.asr.batch_size)  # loads the model (not timed)
     t0 = time.perf_counter()
-    be.transcribe_windows([window], opts)
+    _decode_configured_path(be, window, opts, ctx.cfg.asr.batch_size)
     ctx.window_s_measured = time.perf_counter() - t0
-    return Finding("asr decode", True, f"one 30-s window in {ctx.window_s_measured:.2f} s ({be.model_id})")
+    return Finding("asr decode", True, f"one 30-s window in {ctx.window_s_measured:.2f} s ({be.model_id}, {path})")
 
 
 class _Probe(BaseModel):
     ok: bool
 
 
-def check_llm_call(ctx: _Context) -> Finding:
+def check_llm_call(ctx: _Context) -> Finding | list[Finding]:
     s = ctx.cfg.structure
     if s.backend == "rules":
         return Finding("llm call", True, "structure.backend rules: no LLM")
     with _check_engine(ctx) as engine:
         engine.start()
+        sizes = check_llm_prompts(ctx, engine)
+        if not all(f.ok for f in sizes):
+            return sizes
         if s.backend == "vllm-offline":
-            return Finding("llm call", True, f"vLLM offline engine started in {engine.ready_s} s")
+            return [*sizes, Finding("llm call", True, f"vLLM offline engine started in {engine.ready_s} s")]
         msgs = [{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}]
         t0 = time.perf_counter()
         res = engine.client().complete(msgs, _Probe, schema_name="check")
         ctx.llm_call_s = time.perf_counter() - t0
         if res.failed or res.parsed is None:
-            return Finding("llm call", False, f"{engine.engine_name} {engine.model_id} gave no schema-valid answer "
-                                              f"({getattr(res, 'error', '') or 'invalid JSON'}); see {engine.log_path}")
-        return Finding("llm call", True, f"{engine.engine_name} {engine.model_id}: started in {engine.ready_s} s, "
-                                         f"one schema-valid call in {ctx.llm_call_s:.2f} s")
+            return [*sizes, Finding("llm call", False, f"{engine.engine_name} {engine.model_id} gave no schema-valid "
+                                    f"answer ({getattr(res, 'error', '') or 'invalid JSON'}); see {engine.log_path}")]
+        return [*sizes, Finding("llm call", True, f"{engine.engine_name} {engine.model_id}: started in "
+                                f"{engine.ready_s} s, one schema-valid call in {ctx.llm_call_s:.2f} s")]
 
 
 def estimate(ctx: _Context) -> Finding:
-    """Whole-grid time from the measured window and call (sequential decode: an upper bound when batched)."""
+    """Whole-grid time per stage from what was measured (a single-window decode: an upper bound when batched)."""
     n_audio = _n_audio_conditions(ctx.cfg)
     windows = ctx.n_encounters * n_audio * max(1, math.ceil(ctx.audio_s / max(ctx.n_encounters, 1) / 30))
     parts = []
@@ -366,17 +371,144 @@ def estimate(ctx: _Context) -> Finding:
         asr = windows * ctx.window_s_measured
         total += asr
         parts.append(f"ASR {windows} windows × {ctx.window_s_measured:.2f} s = {asr / 60:.0f} min")
-    if ctx.llm_call_s is not None:
+    if ctx.llm_call_s is not None and not ctx.role_prompt_s:  # else per role, below
         calls = ctx.n_encounters * len(ctx.cfg.grid())
         in_flight = resolve_concurrency(ctx.cfg.structure)[0]
         llm = calls * ctx.llm_call_s / in_flight
         total += llm
         parts.append(f"LLM {calls} records × {ctx.llm_call_s:.1f} s / {in_flight} in flight "
                      f"= {llm / 60:.0f} min")
+    parts += _stage_estimates(ctx)
+    total += sum(ctx.stage_s.values())
     if not parts:
         return Finding("estimate", True, "nothing measured")
     return Finding("estimate", True, f"~{total / 3600:.1f} h ({'; '.join(parts)}; a single-window probe, so an "
-                                     f"upper bound for batched decoding; TTS and scoring not included)")
+                                     f"upper bound for batched decoding; scoring not included)")
+
+
+# ------------------------------------------------- what the run will send (issue 39): the ASR path, each LLM role
+
+
+def _decode_configured_path(be: Any, window: np.ndarray, opts: Any, batch_size: int) -> str:
+    """Decode ``window`` the way the ASR stage will (the batched seek loop when ``batch_size > 1``); says which."""
+    from stresstest.asr.stage import decode_windows
+
+    batched = batch_size > 1 and callable(getattr(be, "decode_windows_batched", None))
+    decode_windows(be, [window], opts, batch_size)
+    return f"batched path, batch_size {batch_size}" if batched else "sequential path"
+
+
+def longest_encounter(cfg: RunConfig) -> tuple[str, str]:
+    """(id, reference text) of the grid's encounter with the most words, cut as the run cuts it (a gold record's
+    scope_turns first, else corpus.max_turns): the longest prompt each role will get (an ASR transcript of it is
+    about as long)."""
+    from stresstest.corpus import load_corpus
+    from stresstest.pipeline.score import load_gold_for
+
+    c = cfg.corpus
+    encs = load_corpus(c.kind, c.path or "", ids=c.ids, limit=c.limit)
+    gold = load_gold_for([e.encounter_id for e in encs], cfg.gold)
+    encs = [e.truncated(getattr(gold.get(e.encounter_id), "scope_turns", None) or c.max_turns) for e in encs]
+    enc = max(encs, key=lambda e: (len(e.reference_text().split()), e.encounter_id))
+    return enc.encounter_id, enc.reference_text()
+
+
+def llm_role_requests(cfg: RunConfig, text: str) -> list[tuple[str, list[dict[str, str]], str, dict[str, Any]]]:
+    """(role, messages, schema name, schema) of every LLM role the run will call, on transcript ``text``, built
+    by the roles' own prompt code. Where a role reads a record (the Guard's draft, the judge's record and gold),
+    the rule extractor's record of ``text`` stands in for it."""
+    from stresstest.cache import canonical_json
+    from stresstest.structure import rules
+    from stresstest.structure.contract import output_contract
+    from stresstest.structure.stage import structure_prompt
+
+    s = cfg.structure
+    contract = output_contract(s.prompt_version)
+    out = [("structuring", contract.messages(structure_prompt(s), transcript=text), contract.schema_name,
+            contract.schema)]
+    record = canonical_json(rules.extract_record(text).model_dump(mode="json"))
+    if cfg.mitigation.conditions:
+        from stresstest.mitigation.agent import role_prompts
+        from stresstest.mitigation.views import dual_view
+
+        draft_p, guard_p = role_prompts(s)
+        view = dual_view(text)
+        out.append(("draft", contract.messages(draft_p, raw=view.raw, clean=view.clean), contract.schema_name,
+                    contract.schema))
+        out.append(("guard", contract.messages(guard_p, raw=view.raw, draft=record), contract.schema_name,
+                    contract.schema))
+    if cfg.judge.backend == "llm":
+        from stresstest.metrics.judge_llm import JudgeVerdict, judge_prompt
+
+        out.append(("judge", judge_prompt().messages(record=record, gold=record), "JudgeVerdict",
+                    JudgeVerdict.model_json_schema()))
+    return out
+
+
+def _count_prompt_tokens(engine: LLMEngine, messages: list[dict[str, str]], name: str, schema: dict[str, Any]) -> int:
+    if engine.config.backend == "vllm-offline":  # the engine's own tokenizer and chat template, in process
+        ids = engine.llm().get_tokenizer().apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        return len(ids)
+    return engine.client().prompt_tokens(messages, name, schema)
+
+
+def check_llm_prompts(ctx: _Context, engine: LLMEngine) -> list[Finding]:
+    """Each LLM role's real prompt on the grid's longest encounter, counted by the started engine, against its
+    context: a prompt that leaves less than ``max_tokens`` of ``n_ctx`` for the answer fails here, in one line."""
+    from stresstest.errors import LLMError
+
+    s = ctx.cfg.structure
+    eid, text = longest_encounter(ctx.cfg)
+    n_ctx = s.server.n_ctx if not (s.backend == "openai" and s.server.mode == "external") else None
+    max_tokens = s.decoding.max_tokens
+    out = []
+    for role, messages, name, schema in llm_role_requests(ctx.cfg, text):
+        t0 = time.perf_counter()
+        try:
+            n = _count_prompt_tokens(engine, messages, name, schema)
+        except LLMError as exc:
+            out.append(Finding(f"llm prompt {role}", False, f"the {role} prompt on {eid} (longest encounter) was "
+                               f"refused by {engine.engine_name}: {_one_line(exc)}; raise structure.server.n_ctx "
+                               f"(now {s.server.n_ctx}) or shorten the encounters (corpus.max_turns)"))
+            continue
+        ctx.role_prompt_s[role] = time.perf_counter() - t0
+        if n_ctx is None:
+            out.append(Finding(f"llm prompt {role}", True, f"{n} prompt tokens on {eid} (longest encounter); the "
+                                                           f"external server's context is not known here"))
+        elif n + max_tokens > n_ctx:
+            out.append(Finding(f"llm prompt {role}", False, f"{n} prompt tokens on {eid} (longest encounter) + "
+                               f"max_tokens {max_tokens} > n_ctx {n_ctx}: set structure.server.n_ctx ≥ "
+                               f"{n + max_tokens}, or lower structure.decoding.max_tokens / corpus.max_turns"))
+        else:
+            out.append(Finding(f"llm prompt {role}", True, f"{n} prompt tokens on {eid} (longest encounter) + "
+                                                           f"max_tokens {max_tokens} ≤ n_ctx {n_ctx}"))
+    return out
+
+
+def _stage_estimates(ctx: _Context) -> list[str]:
+    """TTS measured on one turn; each LLM role's calls at its measured prompt time plus the probe call."""
+    from stresstest.speech import SpeakerVoice, synthesize
+
+    parts = []
+    words = "The patient reports chest pain for two hours, worse on exertion, and takes aspirin daily."
+    synthesize("Hello.", SpeakerVoice())  # loads the voice (not timed)
+    t0 = time.perf_counter()
+    audio = synthesize(words, SpeakerVoice())
+    rate = (time.perf_counter() - t0) / max(audio.size / 16_000, 1e-3)  # seconds per second of speech
+    ctx.stage_s["tts"] = ctx.audio_s * rate
+    parts.append(f"TTS {ctx.audio_s / 60:.0f} min of speech × {rate:.3f} = {ctx.stage_s['tts'] / 60:.0f} min "
+                 f"(rendered once, shared by every condition)")
+    if ctx.role_prompt_s and ctx.llm_call_s is not None:
+        grid = ctx.cfg.grid()
+        calls = {"structuring": ctx.n_encounters * len(grid),
+                 "draft": ctx.n_encounters * len(grid.mitigated()), "guard": ctx.n_encounters * len(grid.mitigated()),
+                 "judge": ctx.n_encounters * len(grid)}
+        in_flight = resolve_concurrency(ctx.cfg.structure)[0]
+        for role, prompt_s in ctx.role_prompt_s.items():
+            ctx.stage_s[f"llm {role}"] = calls[role] * (prompt_s + ctx.llm_call_s) / in_flight
+            parts.append(f"LLM {role} {calls[role]} calls × ({prompt_s:.1f} s prompt + {ctx.llm_call_s:.1f} s "
+                         f"probe answer) / {in_flight} = {ctx.stage_s[f'llm {role}'] / 60:.0f} min")
+    return parts
 
 
 DEEP: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (check_decode, check_llm_call, estimate)

@@ -264,12 +264,23 @@ def _release_asr(state: RunState) -> None:
     import gc
     from importlib import import_module
 
+    report = None
     for module in ("stresstest.asr", "stresstest.asr.backends"):
         release = getattr(import_module(module), "release_asr_models", None)
         if callable(release):
-            release()
+            report = release()
             break
     gc.collect()  # the in-process ASR worker that held the model is unreferenced by now
+    from stresstest.asr.backends import live_asr_models
+
+    alive = live_asr_models()
+    if alive or (isinstance(report, dict) and report.get("still_loaded")):
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "ASR release: %d CTranslate2 model(s) returned from unload_model still loaded, %d still referenced; "
+            "their memory is freed only when collected, so the LLM engine may find less free GPU memory",
+            (report or {}).get("still_loaded", 0), alive)
     state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -477,6 +488,8 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
 
 
 def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
+    from stresstest.provenance import environment
+
     cfg = state.cfg
     from stresstest.structure.stage import structure_fingerprint
 
@@ -508,6 +521,7 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
         llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
         asr_released_at=state.asr_released_at,
         executor=executor_info,
+        environment=environment(),
         conditions=list(state.grid),
         noise={fam: NoiseInfo.model_validate(spec.model_dump(mode="json")) for fam, spec in cfg.noise.items()},
         mixtures=[

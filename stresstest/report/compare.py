@@ -28,6 +28,7 @@ from stresstest.console import text_table
 from stresstest.errors import ReportError
 from stresstest.metrics.bootstrap import paired_differences
 from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS
+from stresstest.provenance import environment_differences
 from stresstest.report.markup import esc, md_table
 from stresstest.report.render import CSS
 from stresstest.report.rundir import CLEAN, RunData, load_run
@@ -261,6 +262,9 @@ def compare_runs(
     models = model_differences(a, b)
     if models is not None:
         warnings.append(models)
+    env = environment_differences(man_a.get("environment"), man_b.get("environment"))
+    if env:
+        warnings.append(env)
     if only_a or only_b:
         # Different grids: say so, never compare a subset silently.
         warnings.insert(0, (

@@ -256,3 +256,15 @@ def test_reference_wer_within_one_point_of_faster_whisper_on_demo_audio(tmp_path
             errs[name][1] += e.ref_words
     wer = {k: v[0] / v[1] for k, v in errs.items()}
     assert wer["fw"] < 0.4 and abs(wer["ow"] - wer["fw"]) <= 0.01, wer
+
+
+def test_release_reports_what_ctranslate2_really_unloaded():
+    """The release says how many CTranslate2 models were unloaded, returned still loaded, or stay referenced."""
+    be = FasterWhisperBackend()
+    held = be._model()  # a reference that outlives the release: its object stays alive
+    report = release_asr_models()
+    assert report["unloaded"] == 1 and report["still_loaded"] == 0 and report["alive"] == 1, report
+    assert not held.model.model_is_loaded  # unload_model really freed the weights
+    del held
+    gc.collect()
+    assert backends.live_asr_models() == 0 and release_asr_models() == {"unloaded": 0, "still_loaded": 0, "alive": 0}

@@ -26,7 +26,7 @@ from stresstest.asr.base import DecodingOptions
 from stresstest.asr.convert import ct2_whisper_openai_arrays
 from stresstest.asr.hf_convert import hf_checkpoint_for_ct2, hf_to_openai_name, openai_to_hf_name
 from stresstest.asr.stage import ASRConfig, make_backend
-from stresstest.asr.vllm_backend import NO_SPEECH_TOP_K, VLLMWhisperBackend, _no_speech_prob
+from stresstest.asr.vllm_backend import NO_SPEECH_TOP_K, VLLMASROptions, VLLMWhisperBackend, _no_speech_prob
 from stresstest.config import load_config
 from stresstest.errors import ASRError, ConfigError
 
@@ -142,7 +142,7 @@ def test_config_requires_no_timestamps_and_a_vllm_dtype() -> None:
                                                                   "no_speech_threshold": 0.01}})
     cfg = ASRConfig.model_validate({"backend": "vllm", "decoding": {"without_timestamps": True},
                                     "vllm": {"max_num_seqs": 4}})
-    assert cfg.vllm.max_num_seqs == 4 and cfg.vllm.enforce_eager is True
+    assert cfg.vllm.max_num_seqs == 4 and cfg.vllm.resolved("cpu")["enforce_eager"] is True
     # The other backends keep their defaults (timestamps on) and never see these rules.
     assert ASRConfig.model_validate({"compute_type": "int8"}).decoding.without_timestamps is False
 
@@ -257,3 +257,12 @@ def test_no_speech_probability_from_prompt_logprobs() -> None:
     assert _no_speech_prob([None, top], 50361) == pytest.approx(0.04)
     with pytest.raises(ASRError, match="no prompt log-probs"):
         _no_speech_prob(None, 50361)
+
+
+def test_vllm_asr_engine_defaults_follow_the_device() -> None:
+    """Unset engine options are CPU-oriented on the CPU build and GPU-appropriate on CUDA; set ones win."""
+    opts = VLLMASROptions()
+    assert opts.resolved("cpu") == {"max_num_seqs": 16, "enforce_eager": True, "gpu_memory_utilization": 0.85}
+    assert opts.resolved("cuda") == {"max_num_seqs": 256, "enforce_eager": False, "gpu_memory_utilization": 0.85}
+    mine = VLLMASROptions(max_num_seqs=8, enforce_eager=True, gpu_memory_utilization=0.4).resolved("cuda")
+    assert mine == {"max_num_seqs": 8, "enforce_eager": True, "gpu_memory_utilization": 0.4}

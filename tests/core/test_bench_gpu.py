@@ -4,10 +4,13 @@ formula against the models' own weight shapes, and the device bundle's size chec
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,20 +26,24 @@ from vllm_cpu import require_vllm_python  # noqa: E402
 
 # What the lent GPU machine lacks of this project's dependencies (it has torch, transformers, numpy, yaml, httpx);
 # the random mode must run without them, so its smoke test runs with them made unimportable.
-NOT_ON_DEVICE = ("pydantic", "soundfile", "jiwer", "faster_whisper", "vllm")
-_DEVICE_LIKE = ("import runpy, sys\n"
-                f"for m in {NOT_ON_DEVICE!r}: sys.modules[m] = None\n"
-                "sys.argv = sys.argv[1:]\n"
-                "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+NOT_ON_DEVICE = ("pydantic", "soundfile", "jiwer", "faster_whisper", "vllm", "numba")
+# The random mode's rows run in their own processes; the variable hides these modules in each of them.
+DEVICE_LIKE_ENV = {"BENCH_GPU_HIDE_MODULES": ",".join(NOT_ON_DEVICE)}
 
 
-def _run(*extra: str, python: str | Path = sys.executable, tiny: bool = True) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    mode = ["--tiny"] if tiny else []
-    launcher = [] if tiny else ["-c", _DEVICE_LIKE]
-    p = subprocess.run([str(python), *launcher, str(ROOT / "scripts" / "bench_gpu.py"), "--device", "cpu", *mode,
-                        *extra], capture_output=True, text=True, env=env, timeout=1200, cwd=ROOT)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+def _cmd(*extra: str, python: str | Path = sys.executable, tiny: bool = True) -> list[str]:
+    return [str(python), str(ROOT / "scripts" / "bench_gpu.py"), "--device", "cpu", *(["--tiny"] if tiny else []),
+            *extra]
+
+
+def _env(tiny: bool, **more: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), **({} if tiny else DEVICE_LIKE_ENV), **more}
+
+
+def _run(*extra: str, python: str | Path = sys.executable, tiny: bool = True, rc: int = 0, **env: str) -> str:
+    p = subprocess.run(_cmd(*extra, python=python, tiny=tiny), capture_output=True, text=True, env=_env(tiny, **env),
+                       timeout=1200, cwd=ROOT)
+    assert p.returncode == rc, p.stdout[-2000:] + p.stderr[-3000:]
     return p.stdout
 
 
@@ -103,7 +110,7 @@ def test_random_cpu_smoke_runs_every_installed_implementation():
     table = _table(out)
     assert [r[0] for r in table] == list(RANDOM_ROWS), out
     assert all(len(r) == 10 for r in table)
-    assert "THROUGHPUT ONLY" in out and "4 synthetic 30-s windows" in out and "forced to 12 decoder steps" in out
+    assert "THROUGHPUT ONLY" in out and "4 synthetic 30-s windows" in out and "forced: 12 decoder steps" in out
     rows = {r[0]: r[1:] for r in table}
     for name, module in RANDOM_ROWS.items():
         if find_spec(module) is not None:
@@ -177,6 +184,67 @@ def test_device_bundle_size_check(tmp_path):
     assert ok and "fits" in text and "openai_whisper-20250625-py3-none-any.whl" in text
     _, ok = build_device_bundle.summarise(tmp_path, tree=64 * 2**20)  # the tree travels too
     assert not ok
+    wheel("ctranslate2-4.8.5-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl", 40_800_000)
+    text, ok = build_device_bundle.summarise(tmp_path, tree=4 * 2**20)
+    assert ok, text  # the default bundle, CTranslate2 included, fits 64 MiB with the tree
     wheel("ctranslate2-4.8.5-cp311-cp311-manylinux_2_28_x86_64.whl", 1000)  # wrong Python for the device
     text, ok = build_device_bundle.summarise(tmp_path, tree=0)
     assert not ok and "ctranslate2-4.8.5-cp311" in text
+
+
+# ------------------------------------------------------------------ rows as bounded processes, results on disk
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.is_file() else []
+
+
+def test_random_rows_are_on_disk_when_the_benchmark_is_killed_half_way(tmp_path: Path) -> None:
+    """The CTranslate2 row finishes and is on disk (its line in the .md, its JSON in the .jsonl) before the next
+    row (made to hang) ends; killing the benchmark then leaves it there, and the hanging row process dies too."""
+    out = tmp_path / "b"
+    cmd = _cmd("--random", "--tokens", "4", "--only", "ctranslate2,transformers static", "--out", str(out),
+               tiny=False)
+    proc = subprocess.Popen(cmd, env=_env(False, BENCH_GPU_TEST_HANG_ROW="transformers static"), cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not _jsonl(out.with_suffix(".jsonl")) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        time.sleep(2)  # the next row's process is running (hanging) now
+        assert proc.poll() is None, "the benchmark ended before it was killed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    (row,) = _jsonl(out.with_suffix(".jsonl"))
+    assert row["name"].startswith("ctranslate2") and row["windows"] == 4 and row["tokens_per_window"] == 4
+    md = out.with_suffix(".md").read_text()
+    assert md.startswith("Device: cpu;") and row["line"] in md.splitlines() and "Total" not in md
+    time.sleep(1)  # the row process was in its own session: it dies with its parent (PR_SET_PDEATHSIG)
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    assert str(out) not in ps, ps
+
+
+def test_a_row_past_its_time_limit_is_killed_and_the_others_still_run(tmp_path: Path) -> None:
+    out = tmp_path / "b"
+    stdout = _run("--random", "--tokens", "4", "--only", "ctranslate2,as written", "--row-timeout-s", "15",
+                  "--out", str(out), tiny=False, rc=1, BENCH_GPU_TEST_HANG_ROW="openai-whisper as written")
+    rows = {r[0]: r[1:] for r in _table(stdout)}
+    assert rows["openai-whisper as written"][0].startswith("timed out: killed after 15 s"), rows
+    assert float(next(v for k, v in rows.items() if k.startswith("ctranslate2"))[0].replace(",", "")) > 0
+    assert [r["name"] for r in _jsonl(out.with_suffix(".jsonl"))][0] == "openai-whisper as written"
+    assert "Total" in out.with_suffix(".md").read_text()
+
+
+def test_the_decode_shape_is_the_measured_one_by_default(tmp_path: Path) -> None:
+    """Without --tokens every row decodes in the shape measured on the demo's audio (first decode, then the
+    remainders): tokens and decodes per window follow scripts/bench_gpu_shape.json."""
+    shape = bench_gpu.DecodeShape.load()
+    assert 50 <= shape.first_tokens <= 224 and 0 < shape.remainders_per_window <= 2 and shape.remainder_tokens > 0
+    small = tmp_path / "shape.json"
+    small.write_text(json.dumps({"first_tokens": 6, "remainders_per_window": 0.5, "remainder_tokens": 3,
+                                 "source": "test"}))
+    out = _run("--random", "--decode-shape", str(small), "--only", "ctranslate2", "--windows", "4", tiny=False)
+    (row,) = _table(out)
+    assert row[3] == "8" and row[4] == "100.0%", row  # 6 + 0.5 × 3 ... per window: 4 windows, 2 remainders of 3
+    assert "6 decoder steps per window, then 0.50 remainder decodes per window of 3 steps (test)" in out

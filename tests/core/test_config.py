@@ -97,3 +97,37 @@ def test_an_empty_snr_grid_is_for_chain_conditions_only(tmp_path):
     assert [c.id for c in cfg.grid()] == ["clean", "dry"]  # the ambient family is configured, but no SNR row
     with pytest.raises(ConfigError, match=r"c\.yaml:\d+: snr_db: expected at least one SNR"):
         load_config(_write(tmp_path, BASE.replace("snr_db: [15, 5]", "snr_db: []")))
+
+
+RAY_VLLM = BASE.replace("run:\n  seed: 1\n", "run:\n  seed: 1\n  executor:\n    kind: ray\n{executor}") + """\
+structure:
+  backend: {backend}
+  server:
+    engine: vllm
+    model: Qwen/Qwen2.5-7B-Instruct
+    tensor_parallel_size: 2
+    data_parallel_size: {dp}
+"""
+
+
+@pytest.mark.parametrize(("executor", "backend", "dp", "size"), [
+    ("", "openai", 2, 4),                                     # the default llm_gpus_per_engine: 0
+    ("    llm_gpus_per_engine: 2\n", "openai", 2, 4),          # tensor parallel only: still too few
+    ("    llm_gpus_per_engine: 1\n", "vllm-offline", 1, 2),    # offline: tensor parallel size
+])
+def test_ray_vllm_engine_without_its_gpus_is_a_config_error(tmp_path, executor, backend, dp, size):
+    text = RAY_VLLM.format(executor=executor, backend=backend, dp=dp)
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, text))
+    msg = str(err.value)
+    assert "\n" not in msg and "run.executor.llm_gpus_per_engine" in msg and f"on {size} GPU(s)" in msg, msg
+    assert f"expected run.executor.llm_gpus_per_engine: {size}" in msg
+
+
+def test_ray_vllm_engine_holding_its_gpus_or_on_a_cpu_cluster_is_accepted(tmp_path):
+    ok = RAY_VLLM.format(executor="    llm_gpus_per_engine: 4\n", backend="openai", dp=2)
+    assert load_config(_write(tmp_path, ok)).run.executor.llm_gpus_per_engine == 4
+    cpu = RAY_VLLM.format(executor="    num_gpus: 0\n", backend="openai", dp=1)  # vLLM's CPU build, local cluster
+    assert load_config(_write(tmp_path, cpu)).run.executor.num_gpus == 0
+    inproc = RAY_VLLM.format(executor="", backend="openai", dp=2).replace("kind: ray", "kind: inprocess")
+    assert load_config(_write(tmp_path, inproc)).run.executor.llm_gpus_per_engine == 0

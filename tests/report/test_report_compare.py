@@ -158,3 +158,25 @@ def test_other_max_turns_references_and_encounters_are_named(run_dir: Path, tmp_
     res = compare_runs(a, b, tmp_path / "cmp2", n_resamples=100, seed=0)
     assert any(w.startswith("the reference text differs for 1 shared encounter(s)") and second in w
                for w in res.warnings), res.warnings
+
+
+def test_different_environments_are_one_warning_line(tmp_path: Path) -> None:
+    """Two runs made with different engine versions or CPUs: compare says so in one line naming each entry."""
+    import json
+
+    from stresstest.provenance import environment
+
+    env = environment()
+    a = make_run(tmp_path / "a", n_encounters=3, seed=1, failed=())
+    b = make_run(tmp_path / "b", n_encounters=3, seed=1, failed=())
+    for run, ct2, cpu in ((a, "4.8.5", "CPU A"), (b, "4.7.1", "CPU B")):
+        man = json.loads((run / "manifest.json").read_text())
+        man["environment"] = {**env, "cpu": {**env["cpu"], "model": cpu},
+                              "packages": {**env["packages"], "ctranslate2": ct2}}
+        (run / "manifest.json").write_text(json.dumps(man))
+    res = compare_runs(a, b, tmp_path / "o", n_resamples=10)
+    (line,) = [w for w in res.warnings if "engine versions" in w]
+    assert "packages.ctranslate2 (A: 4.8.5, B: 4.7.1)" in line and "cpu.model (A: CPU A, B: CPU B)" in line
+    assert "\n" not in line and f"WARNING: {line}" in res.text
+    same = compare_runs(a, a, tmp_path / "s", n_resamples=10)
+    assert not [w for w in same.warnings if "engine versions" in w]

