@@ -472,7 +472,7 @@ def _spoken_values(tt: TokenizedText, i: int, j: int) -> list[float] | None:
     return spoken_values(tt.original[s:e])
 
 
-def _quantity_values(tt: TokenizedText, i: int, j: int) -> list[tuple[float, float | None, str | None]]:
+def _quantity_values(tt: TokenizedText, i: int, j: int) -> list[tuple[float | None, float | None, str | None]]:
     """(value, upper value, unit) of each quantity read from the ORIGINAL text of tokens [i, j).
 
     Compares numbers by value where the normaliser's digits do not: it folds "ten, ten" into "1010" and
