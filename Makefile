@@ -74,11 +74,18 @@ demo-ray: $(RAY)
 demo-vllm: $(CORE) install-vllm
 	$(BIN)/stresstest run configs/demo-vllm.yaml --out runs/demo-vllm
 
+# The suite on both cores (docs/testing.md): the unit tests spread over two xdist workers, every `integration`
+# test (a real engine / model / server) on one worker, one at a time (--dist loadgroup; tests/conftest.py), so two
+# engines never compete for the 2 cores. pytest names the 25 slowest tests (pyproject: --durations=25); the last
+# line is the line coverage of stresstest/ (`$(BIN)/python -m coverage report` for the per-file table).
+PYTEST_PAR := -n 2 --dist loadgroup
 test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
-	$(BIN)/python -m pytest -q
+	@rm -f .coverage .coverage.*
+	@$(BIN)/python -m pytest -q $(PYTEST_PAR) --cov --cov-report= ; rc=$$?; \
+	  echo "coverage: line coverage of stresstest/ $$($(BIN)/python -m coverage report --format=total)%"; exit $$rc
 
 test-fast: $(CORE)
-	$(BIN)/python -m pytest -q -m "not integration and not slow"
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not integration and not slow"
 
 lint: $(CORE)
 	$(BIN)/ruff check stresstest tests scripts
@@ -137,4 +144,4 @@ check-vllm: $(VLLM_STAMP)
 	  '(torch', m.version('torch') + ')')" 2>/dev/null
 
 clean:
-	rm -rf runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

@@ -107,3 +107,61 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line(f"  {line}", red=True)
     if bad:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --- The suite's budget (issue 35, docs/testing.md) ---------------------------------------------------------------
+# `make test` runs pytest on two xdist workers with --dist loadgroup: every `integration` test (a real engine, a
+# real model or a real local server) is put in one xdist group, so they run one at a time on one worker while the
+# unit tests use the other core; two engines never compete for the 2 cores. `demo_scale` tests (a whole shipped
+# demo config) are left out of the default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
+
+ENGINE_GROUP = "engines"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--demo-scale", action="store_true", default=False,
+                     help="also run the demo_scale tests (whole shipped demo configs; docs/testing.md)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import os
+
+    for item in items:
+        if item.get_closest_marker("integration") is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
+    if config.getoption("--demo-scale") or os.environ.get("STRESSTEST_DEMO_SCALE"):
+        return
+    kept = [it for it in items if it.get_closest_marker("demo_scale") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[it for it in items if it.get_closest_marker("demo_scale") is not None])
+        items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory):
+    """The session's managed llama.cpp servers, one per server config: ``llama_server(cfg)`` starts the server
+    ``cfg.server`` describes the first time it is asked for and returns the same running
+    :class:`~stresstest.llm.served.ServerProcess` afterwards (a start costs seconds to tens of seconds on 2 busy
+    cores). Send a test's requests there with ``server.mode: external`` and the returned server's ``base_url``.
+    The start-up timeout is not part of the key.
+    Tests whose subject is a server's own life (start failures, SIGKILL, SIGTERM, one engine per run) start their
+    own and say why."""
+    from stresstest.llm.config import LLMConfig
+    from stresstest.llm.served import ServerProcess
+
+    servers: dict[str, ServerProcess] = {}
+
+    def get(cfg: LLMConfig) -> ServerProcess:
+        key = cfg.server.model_dump_json(exclude={"startup_timeout_s"})
+        if key not in servers:
+            logs = tmp_path_factory.mktemp("llama-server-logs")
+            servers[key] = ServerProcess(cfg, logs).start()
+        return servers[key]
+
+    try:
+        yield get
+    finally:
+        for proc in servers.values():
+            proc.stop()
+
