@@ -165,3 +165,24 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory):
         for proc in servers.values():
             proc.stop()
 
+
+
+DEMO_AUDIO_IDS = ("CAR0001", "RES0002")
+DEMO_AUDIO_TURNS = 40
+
+
+@pytest.fixture(scope="session")
+def demo_speech():
+    """The demo's audio at demo scale, rendered once per session: the first 40 turns of two shipped OSCE
+    encounters (CAR0001, RES0002), piper TTS, in the stresstest cache (content-addressed and written atomically,
+    so xdist workers and the demo share it). Returns ``[(encounter, SpeechAudio), ...]``."""
+    from pathlib import Path
+
+    from stresstest.cache import default_cache_dir
+    from stresstest.corpus import load_corpus
+    from stresstest.speech.render import render_encounter
+
+    repo = Path(__file__).resolve().parents[1]
+    encs = load_corpus("osce", repo / "data" / "osce" / "transcripts", ids=list(DEMO_AUDIO_IDS))
+    cache = default_cache_dir()
+    return [(enc, render_encounter(enc, cache)) for enc in (e.truncated(DEMO_AUDIO_TURNS) for e in encs)]
