@@ -110,12 +110,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 # --- The suite's budget (issue 35, docs/testing.md) ---------------------------------------------------------------
-# `make test` runs pytest on two xdist workers with --dist loadgroup: every `integration` test (a real engine, a
-# real model or a real local server) is put in one xdist group, so they run one at a time on one worker while the
-# unit tests use the other core; two engines never compete for the 2 cores. `demo_scale` tests (a whole shipped
-# demo config) are left out of the default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
-
-ENGINE_GROUP = "engines"
+# `make test` runs the unit tests on two xdist workers, then every `integration` test (a real engine, a real model or
+# a real local server) in one process, one at a time: two engines never compete for the 2 cores, and a session
+# fixture that starts an engine starts it once. `demo_scale` tests (a whole shipped demo config) are left out of
+# the default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -123,13 +121,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="also run the demo_scale tests (whole shipped demo configs; docs/testing.md)")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import os
 
-    for item in items:
-        if item.get_closest_marker("integration") is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
     if config.getoption("--demo-scale") or os.environ.get("STRESSTEST_DEMO_SCALE"):
         return
     kept = [it for it in items if it.get_closest_marker("demo_scale") is None]

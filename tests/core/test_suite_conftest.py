@@ -1,5 +1,4 @@
-"""The suite's own plumbing (tests/conftest.py, issue 35): `demo_scale` tests are left out of the default run, and
-every `integration` test lands in the one xdist group that keeps engines off each other's cores."""
+"""The suite's own plumbing (tests/conftest.py, issue 35): `demo_scale` tests are left out of the default run."""
 
 from __future__ import annotations
 
@@ -15,13 +14,13 @@ SUITE = '''
 import pytest
 
 
-def test_unit(request):
-    assert request.node.get_closest_marker("xdist_group") is None
+def test_unit():
+    pass
 
 
 @pytest.mark.integration
-def test_engine(request):
-    assert request.node.get_closest_marker("xdist_group").args == ("engines",)
+def test_engine():
+    pass
 
 
 @pytest.mark.integration
@@ -39,7 +38,7 @@ def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> su
     )
 
 
-def test_demo_scale_is_deselected_and_integration_is_grouped(tmp_path: Path) -> None:
+def test_demo_scale_is_deselected_unless_asked_for(tmp_path: Path) -> None:
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_suite.py").write_text(SUITE)
     env = {k: v for k, v in os.environ.items() if k not in ("STRESSTEST_DEMO_SCALE", "CI")}
