@@ -160,7 +160,6 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory):
             proc.stop()
 
 
-
 DEMO_AUDIO_IDS = ("CAR0001", "RES0002")
 DEMO_AUDIO_TURNS = 40
 
