@@ -74,11 +74,21 @@ demo-ray: $(RAY)
 demo-vllm: $(CORE) install-vllm
 	$(BIN)/stresstest run configs/demo-vllm.yaml --out runs/demo-vllm
 
+# The suite on both cores (docs/testing.md), in two phases: the unit tests spread over two xdist workers, then
+# every `integration` test (a real engine / model / server) in one process, one at a time, so two engines never
+# compete for the 2 cores. (Not one run with xdist's --dist loadgroup: pytest 9.2 ignores the node id suffix
+# pytest-xdist 3.8 puts the group in, so the groups are not kept together.) pytest names the 25 slowest tests of
+# each phase (pyproject: --durations=25); the last line is the line coverage of stresstest/ over both phases
+# (`$(BIN)/python -m coverage report` for the per-file table).
 test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
-	$(BIN)/python -m pytest -q
+	@rm -f .coverage .coverage.*
+	@$(BIN)/python -m pytest -q -n 2 -m "not integration" --cov --cov-report= ; unit=$$?; \
+	  $(BIN)/python -m pytest -q -m integration --cov --cov-append --cov-report= ; engines=$$?; \
+	  echo "coverage: line coverage of stresstest/ $$($(BIN)/python -m coverage report --format=total)%"; \
+	  test $$unit -eq 0 -a $$engines -eq 0
 
 test-fast: $(CORE)
-	$(BIN)/python -m pytest -q -m "not integration and not slow"
+	$(BIN)/python -m pytest -q -n 2 -m "not integration and not slow"
 
 lint: $(CORE)
 	$(BIN)/ruff check stresstest tests scripts
@@ -138,4 +148,4 @@ check-vllm: $(VLLM_STAMP)
 	  '(torch', m.version('torch') + ')')" 2>/dev/null
 
 clean:
-	rm -rf runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

@@ -107,3 +107,75 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line(f"  {line}", red=True)
     if bad:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --- The suite's budget (issue 35, docs/testing.md) ---------------------------------------------------------------
+# `make test` runs the unit tests on two xdist workers, then every `integration` test (a real engine, a real model or
+# a real local server) in one process, one at a time: two engines never compete for the 2 cores, and a session
+# fixture that starts an engine starts it once. `demo_scale` tests (a whole shipped demo config) are left out of
+# the default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--demo-scale", action="store_true", default=False,
+                     help="also run the demo_scale tests (whole shipped demo configs; docs/testing.md)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import os
+
+    if config.getoption("--demo-scale") or os.environ.get("STRESSTEST_DEMO_SCALE"):
+        return
+    kept = [it for it in items if it.get_closest_marker("demo_scale") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[it for it in items if it.get_closest_marker("demo_scale") is not None])
+        items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory):
+    """The session's managed llama.cpp servers, one per server config: ``llama_server(cfg)`` starts the server
+    ``cfg.server`` describes the first time it is asked for and returns the same running
+    :class:`~stresstest.llm.served.ServerProcess` afterwards (a start costs seconds to tens of seconds on 2 busy
+    cores). Send a test's requests there with ``server.mode: external`` and the returned server's ``base_url``.
+    The start-up timeout is not part of the key.
+    Tests whose subject is a server's own life (start failures, SIGKILL, SIGTERM, one engine per run) start their
+    own and say why."""
+    from stresstest.llm.config import LLMConfig
+    from stresstest.llm.served import ServerProcess
+
+    servers: dict[str, ServerProcess] = {}
+
+    def get(cfg: LLMConfig) -> ServerProcess:
+        key = cfg.server.model_dump_json(exclude={"startup_timeout_s"})
+        if key not in servers:
+            logs = tmp_path_factory.mktemp("llama-server-logs")
+            servers[key] = ServerProcess(cfg, logs).start()
+        return servers[key]
+
+    try:
+        yield get
+    finally:
+        for proc in servers.values():
+            proc.stop()
+
+
+DEMO_AUDIO_IDS = ("CAR0001", "RES0002")
+DEMO_AUDIO_TURNS = 40
+
+
+@pytest.fixture(scope="session")
+def demo_speech():
+    """The demo's audio at demo scale, rendered once per session: the first 40 turns of two shipped OSCE
+    encounters (CAR0001, RES0002), piper TTS, in the stresstest cache (content-addressed and written atomically,
+    so xdist workers and the demo share it). Returns ``[(encounter, SpeechAudio), ...]``."""
+    from pathlib import Path
+
+    from stresstest.cache import default_cache_dir
+    from stresstest.corpus import load_corpus
+    from stresstest.speech.render import render_encounter
+
+    repo = Path(__file__).resolve().parents[1]
+    encs = load_corpus("osce", repo / "data" / "osce" / "transcripts", ids=list(DEMO_AUDIO_IDS))
+    cache = default_cache_dir()
+    return [(enc, render_encounter(enc, cache)) for enc in (e.truncated(DEMO_AUDIO_TURNS) for e in encs)]

@@ -255,24 +255,20 @@ def test_openai_api_concurrency_is_configurable():
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_batched_text_equals_sequential_on_demo_audio():
+def test_batched_text_equals_sequential_on_demo_audio(demo_speech):
     """16 windows of the demo's audio (two OSCE encounters, their first 40 turns, clean and at 5 dB of built-in
     ambient noise): the batched fast path says what the sequential decoder says in at least 15."""
+    import soundfile as sf
+
     from stresstest.cache import default_cache_dir
-    from stresstest.corpus import load_corpus
     from stresstest.noise.factory import NoiseSpec, make_noise_source
     from stresstest.noise.mix import active_mask, item_rng, mix
-    from stresstest.speech.render import render_encounter
 
     cache = default_cache_dir()  # renders are cached by content hash, shared with the demo
-    repo = Path(__file__).resolve().parents[2]
-    encs = [e.truncated(40) for e in load_corpus("osce", repo / "data/osce/transcripts", ids=["CAR0001", "RES0002"])]
+    encs = [enc for enc, _ in demo_speech]  # the session's rendered demo audio (tests/conftest.py)
     noise = make_noise_source(NoiseSpec(family="ambient"), encounters=encs, cache_dir=cache)
     windows: list[np.ndarray] = []
-    for enc in encs:
-        sp = render_encounter(enc, cache)
-        import soundfile as sf
-
+    for enc, sp in demo_speech:
         clean, _ = sf.read(sp.path, dtype="float32")
         seg = noise.for_encounter(enc.encounter_id).segment(sp.duration_s, item_rng(1234, enc.encounter_id, "amb"))
         noisy = mix(clean, seg.audio, active_mask(clean.size, sp.segments_s), 5.0)[0]

@@ -1,8 +1,10 @@
 """Fault injection between the client and a REAL llama.cpp server (SmolLM2-135M on 127.0.0.1).
 
-A proxy (``faultproxy.py``) answers 20% of the chat requests with a fault —
+A proxy (``faultproxy.py``) answers every other chat request with a fault —
 HTTP 503, a dropped connection, a body that is not JSON, the real body cut in
-half, a request held past the client's timeout — rotating through all five.
+half, a request held past the client's timeout — rotating through all five
+(10 requests: each kind once, between real answers; the smallest input on
+which every kind is injected, issue 35).
 Promise checked: every item ends either structured (a record valid against the
 schema) or recorded as failed with its reason; none is lost or duplicated, and
 each injected fault shows up as a failure naming what happened.
@@ -16,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.served import ServerProcess
 from stresstest.schema import ClinicalRecord
 from stresstest.structure.stage import StructureItem, structure_many
 
@@ -34,7 +35,8 @@ SNIPPETS = [
     "Doctor: Any medicines? Patient: I take metformin 500 mg twice a day.",
     "Doctor: How long have you had the cough? Patient: About three weeks, with some green phlegm.",
 ]
-N_ITEMS = 25  # 25 requests at 20% = 5 faults, one of each kind
+PERIOD = 2  # every other request is faulted (k % 2 == 1) ...
+N_ITEMS = 10  # ... so 10 requests = 5 faults, one of each kind, each after a real answer
 HOLD_S = 22.0  # longer than the client timeout (20 s), which a 64-token answer on 2 busy CPU cores stays under
 # Answers are capped at 64 tokens to keep the suite in CI's budget: most real answers are then cut at max_tokens
 # and recorded as failed with that reason — exactly the path a server fault takes, which is what is tested.
@@ -50,17 +52,9 @@ def _cfg(**kw: object) -> LLMConfig:
     return LLMConfig.model_validate(base)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    proc = ServerProcess(_cfg(timeout_s=600), tmp_path_factory.mktemp("llm-logs")).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-def test_every_item_is_structured_or_a_recorded_failure(server, tmp_path: Path) -> None:
-    proxy = FaultProxy(server.base_url, hold_s=HOLD_S).start()
+def test_every_item_is_structured_or_a_recorded_failure(llama_server, tmp_path: Path) -> None:
+    server = llama_server(_cfg())  # the session's llama.cpp server (tests/conftest.py)
+    proxy = FaultProxy(server.base_url, period=PERIOD, hold_s=HOLD_S).start()
     try:
         cfg = _cfg(server={"mode": "external", "base_url": proxy.base_url, "model": server.model})
         items = [StructureItem(encounter_id=f"E{i:02d}", condition="clean",
@@ -70,7 +64,7 @@ def test_every_item_is_structured_or_a_recorded_failure(server, tmp_path: Path) 
         proxy.stop()
     faults = [(k, kind) for k, kind in proxy.log if kind != "ok"]
     assert {kind for _, kind in faults} == set(FAULT_KINDS), proxy.log  # every kind was injected
-    assert proxy.n_posts == N_ITEMS and len(faults) == N_ITEMS // 5
+    assert proxy.n_posts == N_ITEMS and len(faults) == N_ITEMS // PERIOD == len(FAULT_KINDS)
     # None lost, none duplicated, same order.
     assert [(e.encounter_id, e.condition) for e in envs] == [(i.encounter_id, i.condition) for i in items]
     for env in envs:

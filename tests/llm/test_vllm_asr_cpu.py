@@ -29,10 +29,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 VLLM_PY = require_vllm_python()
 
-#: Largest word error rate of vLLM's text against faster-whisper's, pooled over the speech windows. Measured:
-#: 0.0 on these two windows (identical texts); the multilingual prompt (``<|en|><|transcribe|>`` added) on
-#: tiny.en gives 0.53 against the right one (it stops after the first sentence), and a one-token prompt has no
-#: prompt log-probs, so the no-speech probability cannot be read (an error).
+#: Largest word error rate of vLLM's text against faster-whisper's, pooled over the speech windows (one full
+#: 30-s window since issue 35: with the near-silence that is still two windows in one ``generate`` call, so an
+#: order mix-up shows as speech text on the silence). Measured: 0.0 on the first two windows (identical
+#: texts); the multilingual prompt (``<|en|><|transcribe|>`` added) on tiny.en gives 0.53 against the right
+#: one (it stops after the first sentence), and a one-token prompt has no prompt log-probs, so the no-speech
+#: probability cannot be read (an error).
 BOUND_WER = 0.05
 #: Largest differences in what Whisper's silence rule reads (no-speech probability, average log-prob).
 BOUND_NO_SPEECH = 0.05
@@ -103,7 +105,7 @@ def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     done = subprocess.run(  # noqa: S603 - fixed argument list
-        [str(VLLM_PY), str(script), str(ROOT / "data" / "osce" / "transcripts"), "30", "2", str(ROOT), str(tmp_path)],
+        [str(VLLM_PY), str(script), str(ROOT / "data" / "osce" / "transcripts"), "30", "1", str(ROOT), str(tmp_path)],
         capture_output=True, text=True, timeout=1500, cwd=ROOT, check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("STRESSTEST-VLLM-ASR ")), None)
@@ -116,7 +118,7 @@ def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
     assert rt["converter"] and out["model_id"] == "vllm:tiny.en-bundled"
     got, ref = out["vllm"], out["faster_whisper"]
     print(json.dumps({"vllm": got, "faster_whisper": ref}, indent=1))
-    assert len(got) == len(ref) >= 3  # at least two full speech windows and the near-silence
+    assert len(got) == len(ref) == 2  # one full speech window and the near-silence
     # What the silence rule reads agrees, and so does its decision, on speech and on near-silence alike.
     for g, r in zip(got, ref, strict=True):
         assert abs(g["no_speech_prob"] - r["no_speech_prob"]) <= BOUND_NO_SPEECH, (g, r)

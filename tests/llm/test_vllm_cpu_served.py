@@ -217,6 +217,7 @@ def test_bytes_do_not_depend_on_the_batch(engine: tuple[LLMEngine, Path]) -> Non
 
 
 def test_a_failed_start_names_the_log(tmp_path: Path) -> None:
+    # Its own engine, not the module's: a start that fails is the subject.
     bad = tmp_path / "not-a-model"
     bad.mkdir()
     (bad / "config.json").write_text("{}")
@@ -247,7 +248,8 @@ def _descendants(pid: int) -> set[int]:
 
 
 def test_llm_serve_sigterm_leaves_no_process(tmp_path: Path) -> None:
-    """`stresstest llm serve` on vLLM, stopped with SIGTERM: the server and every worker it spawned exit."""
+    """`stresstest llm serve` on vLLM, stopped with SIGTERM: the server and every worker it spawned exit.
+    (Its own engine, started by the CLI, not the module's shared one: stopping it is the subject.)"""
     cfg_path = tmp_path / "serve.yaml"
     cfg_path.write_text(json.dumps({"corpus": {"kind": "osce", "path": str(OSCE / "transcripts")},
                                     "structure": _cfg().model_dump(mode="json", exclude_none=True)}))

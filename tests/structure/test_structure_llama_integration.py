@@ -136,7 +136,8 @@ def test_managed_server_structures_osce_deterministically(tmp_path: Path) -> Non
     print(
         f"\nSmolLM2-135M: {ok}/{len(first)} valid records, {len(first) / dt:.3f} records/s incl. server start"
     )
-    # A fresh cache and a fresh server: same records (or the same failures) again.
+    # A fresh cache and a fresh server: same records (or the same failures) again. (Its own managed servers, not
+    # the session's shared one: the managed start and a restart are the subject.)
     second = structure_many(items, cfg, cache_dir=tmp_path / "cache2", log_dir=tmp_path / "logs2")
     assert [e.record for e in second] == [e.record for e in first]
     assert [e.raw_text for e in second] == [e.raw_text for e in first]
@@ -152,7 +153,7 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
     # The subject here is kill/resume, not φ: a repetition penalty keeps the 135M model out of the loops it
     # falls into at 1.0 (which end at max_tokens, a deterministic failure), as llama.cpp's hidden default did.
     base = _cfg(decoding={"max_tokens": 512, "repetition_penalty": 1.1})
-    proc = ServerProcess(base, logs).start()
+    proc = ServerProcess(base, logs).start()  # its own server (not the session's shared one): it is killed
     port = proc.port
     cfg = base.model_copy(
         update={
@@ -202,12 +203,19 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
             assert b.error is None or "connection error" not in b.error
 
 
-def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path) -> None:
+def _external(cfg: LLMConfig, proc: ServerProcess) -> LLMConfig:
+    """``cfg`` sent to an already running server (the session's shared one: tests/conftest.py)."""
+    return cfg.model_copy(update={"server": cfg.server.model_copy(
+        update={"mode": "external", "base_url": proc.base_url, "model": proc.model})})
+
+
+def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path, llama_server) -> None:
     from stresstest.metrics.judge_llm import llm_judge_many
     from stresstest.mitigation import mitigate_many
 
     items = _osce_items(["CAR0001"], max_turns=6, condition="babble_5db")
-    cfg = _cfg()
+    proc = llama_server(_cfg())
+    cfg = _external(_cfg(), proc)
     (env,) = mitigate_many(items, cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs")
     _check_outcome(env)
     if not env.failed:
@@ -226,7 +234,9 @@ def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path) -> None:
             cache_dir=tmp_path / "cache",
             log_dir=tmp_path / "logs",
         )
-        assert jr.judge.startswith("llm:SmolLM2-135M-Instruct.Q4_1.gguf#") and jr.judge.endswith("@judge_v1")
+        # external mode: the judge is named by the model the server answers to (managed: + '#<fingerprint>',
+        # test_one_engine_serves_structure_guard_and_judge)
+        assert jr.judge == "llm:SmolLM2-135M-Instruct.Q4_1.gguf@judge_v1"
         assert jr.score in {1, 2, 3, 4, 5} or (jr.score is None and "judge call failed" in jr.reasons[0])
         print(f"LLM judge: score {jr.score}")
     else:
@@ -238,7 +248,7 @@ def test_serve_background_binds_loopback_and_stops(tmp_path: Path) -> None:
 
     from stresstest.llm.served import serve
 
-    proc = serve(_cfg(), foreground=False, log_dir=tmp_path)
+    proc = serve(_cfg(), foreground=False, log_dir=tmp_path)  # its own: starting and stopping it is the subject
     try:
         assert proc.base_url.startswith("http://127.0.0.1:")
         models = httpx.get(f"{proc.base_url}/v1/models", timeout=10).json()["data"]
@@ -258,6 +268,7 @@ def test_one_engine_serves_structure_guard_and_judge(tmp_path: Path, capsys: pyt
 
     items = _osce_items(["CAR0001"], max_turns=4)
     cfg, cache, logs = _cfg(), tmp_path / "cache", tmp_path / "run" / "logs"
+    # Its own engine (not the session's shared server): that one run starts exactly one server is the subject.
     with LLMEngine(cfg, cache_dir=cache, log_dir=logs) as engine:
         (env,) = structure_many(items, cfg, cache_dir=cache, log_dir=logs, engine=engine)
         g_items = [it.model_copy(update={"condition": "clean_guard"}) for it in items]
@@ -281,7 +292,7 @@ def test_one_engine_serves_structure_guard_and_judge(tmp_path: Path, capsys: pyt
     assert "starting llama.cpp server" in err and "server ready after" in err and str(logs) in err
 
 
-def test_phi_is_sent_whole_and_overrides_server_defaults(tmp_path: Path) -> None:
+def test_phi_is_sent_whole_and_overrides_server_defaults(llama_server) -> None:
     """llama-cpp-python's server defaults to repeat_penalty=1.1 (and top_k=40, min_p=0.05); the client sends
     the whole φ, so the server's defaults never bend a record — and the field names are the ones it honours."""
     import httpx
@@ -295,7 +306,10 @@ def test_phi_is_sent_whole_and_overrides_server_defaults(tmp_path: Path) -> None
     # under which "left out" and "sent" cannot differ)
     cfg = _cfg(decoding={"max_tokens": 96, "repetition_penalty": 1.0})
     messages = load_prompt("structure", "v1", "stresstest.structure.prompts").messages(transcript=item.transcript_text)
-    with ServerProcess(cfg, tmp_path / "logs") as proc, ChatClient(proc.endpoint(), cfg) as client:
+    # The session's shared server (tests/conftest.py): other tests' requests came before these, which is what
+    # "the same bytes whatever the server answered before" is about.
+    proc = llama_server(cfg)
+    with ChatClient(proc.endpoint(), cfg) as client:
         body = client.request_body(messages, "ClinicalRecord", record_json_schema())
         assert {k: body[k] for k in phi_payload(cfg)} == phi_payload(cfg)
 
@@ -311,7 +325,7 @@ def test_phi_is_sent_whole_and_overrides_server_defaults(tmp_path: Path) -> None
         # ... because no request reuses the previous one's KV cache: llama-cpp-python would evaluate the last
         # prompt token alone (logging "prefix-match hit"), on another kernel path than inside the batch, and
         # on some CPUs the greedy decode then takes another token (seen in CI; not on every machine)
-        log = next((tmp_path / "logs").glob("llm-server-*.log")).read_text(errors="replace")
+        log = proc.log_path.read_text(errors="replace")
         assert "Llama.generate:" not in log and "prefix-match" not in log, log[-2000:]
         server_default = {k: v for k, v in body.items() if k not in ("repeat_penalty", "top_k", "min_p")}
         penalised = {**body, "repeat_penalty": 1.1, "top_k": 40, "min_p": 0.05}
@@ -342,26 +356,21 @@ def _whitespace_runs_outside_strings(text: str) -> int:
     return longest
 
 
-def test_truncation_at_temperature_0_fails_once_and_json_stays_compact(tmp_path: Path) -> None:
+def test_truncation_at_temperature_0_fails_once_and_json_stays_compact(tmp_path: Path, llama_server) -> None:
     items = _osce_items(["CAR0001", "RES0002"], max_turns=4)
     cfg = _cfg(decoding={"max_tokens": 16}, max_retries=3)
-    with ServerProcess(cfg, tmp_path / "logs") as proc:
-        ext = cfg.model_copy(
-            update={"server": cfg.server.model_copy(update={"mode": "external", "base_url": proc.base_url})}
-        )
-        t0 = time.monotonic()
-        envs = structure_many(items, ext, cache_dir=tmp_path / "c1", log_dir=tmp_path / "logs")
-        dt = time.monotonic() - t0
-        for env in envs:
-            assert env.failed and env.attempts == 1, env.error  # not retried
-            assert "finish_reason=length at max_tokens=16" in env.error and "not retried" in env.error
-            assert env.raw_text
-        assert dt < 4 * 60  # three retries of each would have been 4x the work
-        # A full-length answer: the grammar keeps JSON compact (no whitespace runaway possible).
-        full = _cfg(decoding={"max_tokens": 512})
-        full = full.model_copy(
-            update={"server": full.server.model_copy(update={"mode": "external", "base_url": proc.base_url})}
-        )
-        (ok,) = structure_many(items[:1], full, cache_dir=tmp_path / "c2", log_dir=tmp_path / "logs")
+    proc = llama_server(cfg)  # the session's shared server (tests/conftest.py)
+    ext = _external(cfg, proc)
+    t0 = time.monotonic()
+    envs = structure_many(items, ext, cache_dir=tmp_path / "c1", log_dir=tmp_path / "logs")
+    dt = time.monotonic() - t0
+    for env in envs:
+        assert env.failed and env.attempts == 1, env.error  # not retried
+        assert "finish_reason=length at max_tokens=16" in env.error and "not retried" in env.error
+        assert env.raw_text
+    assert dt < 4 * 60  # three retries of each would have been 4x the work
+    # A full-length answer: the grammar keeps JSON compact (no whitespace runaway possible).
+    full = _external(_cfg(decoding={"max_tokens": 512}), proc)
+    (ok,) = structure_many(items[:1], full, cache_dir=tmp_path / "c2", log_dir=tmp_path / "logs")
     _check_outcome(ok)
     assert ok.raw_text is not None and _whitespace_runs_outside_strings(ok.raw_text) <= 1, ok.raw_text[:200]
