@@ -729,21 +729,14 @@ def _pollution(
         if isinstance(a.item, Mention) and a.item.category != "body_site"
         and a.item.concept not in ref_concepts and a.item.concept not in explained
     ]
-    if new_entities and n_ins <= 0:
-        # Same number of words, only function words replaced: a misrecognition, not inserted material
-        # ("pain felt" -> "pain fell"): an ordinary word heard as a clinical term.
-        names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
-        return [_event(
-            "entity_substitution", pair, g,
-            f"ordinary words heard as clinical content absent from the reference: {names}",
-            new_entities[0].item.concept if isinstance(new_entities[0].item, Mention) else None,
-            weight=category_weight("nonspeech_clinical"),
-        )]
     if new_entities:
         names = ", ".join(repr(pair.hyp.original[a.start : a.end]) for a in new_entities)
+        # Same number of words, only function words replaced: a misrecognition, not inserted material
+        # ("pain felt" -> "pain fell"): an ordinary word heard as a clinical term.
+        kind: TriggerType = "entity_substitution" if n_ins <= 0 else "nonspeech_pollution"
+        what = "ordinary words heard as clinical content" if n_ins <= 0 else "hypothesis inserts clinical content"
         return [_event(
-            "nonspeech_pollution", pair, g,
-            f"hypothesis inserts clinical content absent from the reference: {names}",
+            kind, pair, g, f"{what} absent from the reference: {names}",
             new_entities[0].item.concept if isinstance(new_entities[0].item, Mention) else None,
             weight=category_weight("nonspeech_clinical"),
         )]
