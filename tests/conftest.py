@@ -119,32 +119,44 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
 
 ENGINE_GROUP = "engines"
-# Modules whose integration tests start an LLM engine or a Ray cluster (directly, or through a `stresstest run`).
+RAY_GROUP = "ray"
+# Modules whose integration tests start an LLM engine (llama.cpp, vLLM; directly or through a `stresstest run`),
+# and those that start a Ray cluster: two groups, each run on one worker in order. An LLM engine and a Ray
+# cluster may run at the same time (on the two workers); two LLM engines, or two Ray clusters, never do.
 ENGINE_MODULES = (
     "tests/core/test_check_llm_prompts.py",
     "tests/core/test_user_caches.py",
-    "tests/hostile/test_cold_run.py",
     "tests/hostile/test_fault_injection.py",
-    "tests/hostile/test_kill_resume.py",
+    "tests/hostile/test_kill_resume.py::test_sigterm_during_structuring_stops_the_managed_llm_server",
     "tests/hostile/test_ownership.py",
     "tests/llm/test_vllm_asr_cpu.py",
     "tests/llm/test_vllm_cpu_offline.py",
     "tests/llm/test_vllm_cpu_served.py",
     "tests/metrics/test_note_quality_llama_integration.py",
-    "tests/pipeline/test_demo_ray.py",
     "tests/pipeline/test_demo_vllm.py",
-    "tests/pipeline/test_executor.py",
     "tests/structure/test_structure_llama_integration.py",
+)
+RAY_MODULES = (
+    "tests/pipeline/test_demo_ray.py",
+    "tests/pipeline/test_executor.py",
 )
 _GROUPS_ENV = "STRESSTEST_XDIST_GROUPS"  # the file the workers write the engine group's node ids to
 
 
-def runs_an_engine(item: pytest.Item) -> bool:
-    """An integration test that starts an LLM engine or a Ray cluster: its module is listed above, or it asks
-    for the session's llama.cpp server."""
+def _listed(nodeid: str, entries: tuple[str, ...]) -> bool:
+    return any(nodeid == e or nodeid.startswith(f"{e}::") or nodeid.startswith(f"{e}[") for e in entries)
+
+
+def engine_group(item: pytest.Item) -> str | None:
+    """The group of an integration test that starts an LLM engine (its module or test is listed above, or it
+    asks for the session's llama.cpp server) or a Ray cluster; None for every other test."""
     if item.get_closest_marker("integration") is None:
-        return False
-    return item.nodeid.split("::")[0] in ENGINE_MODULES or "llama_server" in getattr(item, "fixturenames", ())
+        return None
+    if _listed(item.nodeid, ENGINE_MODULES) or "llama_server" in getattr(item, "fixturenames", ()):
+        return ENGINE_GROUP
+    if _listed(item.nodeid, RAY_MODULES):
+        return RAY_GROUP
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -174,8 +186,8 @@ _groups_key = pytest.StashKey[str]()
 
 
 def _write_engine_group(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On an xdist worker: write the node ids of the engine group (every worker collects the same tests, so
-    every worker writes the same lines; the last rename wins)."""
+    """On an xdist worker: write each grouped test's group and node id (every worker collects the same tests,
+    so every worker writes the same lines; the last rename wins)."""
     import os
 
     path = os.environ.get(_GROUPS_ENV)
@@ -183,7 +195,7 @@ def _write_engine_group(config: pytest.Config, items: list[pytest.Item]) -> None
         return
     tmp = f"{path}.{config.workerinput['workerid']}"
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write("".join(f"{it.nodeid}\n" for it in items if runs_an_engine(it)))
+        fh.write("".join(f"{group}\t{it.nodeid}\n" for it in items if (group := engine_group(it))))
     os.replace(tmp, path)
 
 
@@ -196,8 +208,8 @@ except ImportError:  # pragma: no cover - xdist is a dev dependency
 if LoadScopeScheduling is not None:
 
     class EngineGroupScheduling(LoadScopeScheduling):  # type: ignore[misc, valid-type]
-        """Each test its own work unit, except the engine group: one unit, so one worker runs all of it in
-        order (sorted first, as the largest unit, so it starts at once) while the other worker takes the rest.
+        """Each test its own work unit, except the groups: one unit each, so one worker runs all of a group in
+        order (sorted first, as the largest units, so they start at once) while the other worker takes the rest.
         (xdist's own --dist loadgroup cannot be used: pytest 9.2 ignores the node-id suffix pytest-xdist 3.8
         puts the group in.)"""
 
@@ -208,10 +220,11 @@ if LoadScopeScheduling is not None:
                 path = os.environ.get(_GROUPS_ENV, "")
                 try:
                     with open(path, encoding="utf-8") as fh:
-                        self._engine_ids = frozenset(fh.read().split("\n")) - {""}
+                        rows = [ln.split("\t", 1) for ln in fh.read().splitlines() if ln]
                 except OSError:
-                    self._engine_ids = frozenset()
-            return ENGINE_GROUP if nodeid in self._engine_ids else nodeid
+                    rows = []
+                self._engine_ids = {nid: group for group, nid in rows}
+            return self._engine_ids.get(nodeid, nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
