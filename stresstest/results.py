@@ -30,6 +30,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from stresstest.grid import Condition
+from stresstest.schema import ClinicalRecord, FilterReport, GuardReport
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
 ITEM_SCHEMA_VERSION = 1
@@ -153,9 +154,9 @@ class RecordExtra(_Section):
     abstention_rate: Num | None = None
     quotes_discarded: int | None = None
     quotes_total: int | None = None
-    draft_record: dict[str, Any] | None = Field(default=None, description="The Draft (a ClinicalRecord).")
-    filter_report: dict[str, Any] | None = Field(default=None, description="The evidence filter's FilterReport.")
-    guard_report: dict[str, Any] | None = Field(default=None, description="The Guard's GuardReport (None: none ran).")
+    draft_record: ClinicalRecord | None = Field(default=None, description="The Draft.")
+    filter_report: FilterReport | None = Field(default=None, description="What the evidence filter removed.")
+    guard_report: GuardReport | None = Field(default=None, description="What the Guard removed (None: none ran).")
 
 
 class JudgeInfo(_Section):

@@ -312,3 +312,61 @@ class RecordEnvelope(BaseModel):
     attempts: int = 1
     elapsed_s: float = 0.0
     extra: dict[str, object] = Field(default_factory=dict, description="Backend-specific facts (e.g. guard).")
+
+
+# ------------------------------------------------------------------ the mitigation's reports (stresstest.mitigation)
+# They travel with a guard row's record (``extra``, typed as stresstest.results.RecordExtra), so they live here.
+
+#: Version of the evidence filter's rules (:func:`stresstest.mitigation.evidence.evidence_filter`).
+FILTER_VERSION = "filter-v1"
+
+
+class GuardReport(BaseModel):
+    """What the Guard removed, and what it tried to add or change (undone)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    removed_claims: list[str] = Field(default_factory=list)
+    removed_flags: list[str] = Field(default_factory=list)
+    nulled_values: list[str] = Field(default_factory=list, description="'<id>.<field>' the Guard nulled.")
+    added_dropped: list[str] = Field(default_factory=list, description="Ids not in the Draft, dropped.")
+    changes_reverted: list[str] = Field(default_factory=list, description="'<id>.<field>' changes undone.")
+    quotes_removed: int = 0
+    quotes_added_dropped: int = 0
+
+    @property
+    def fields_removed(self) -> int:
+        """Claims and flags the Guard deleted."""
+        return len(self.removed_claims) + len(self.removed_flags)
+
+
+class DiscardedQuote(BaseModel):
+    """A quote the filter removed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    quote: str
+    reason: str = Field(description="'not a substring of the raw transcript', 'no letter or digit', ...")
+
+
+class FilterReport(BaseModel):
+    """What :func:`stresstest.mitigation.evidence.evidence_filter` removed, for the run artefacts and the abstention
+    rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str = FILTER_VERSION
+    quotes_total: int = 0
+    quotes_discarded: int = 0
+    discarded: list[DiscardedQuote] = Field(default_factory=list)
+    dangling_keys: list[str] = Field(default_factory=list, description="Evidence keys naming no field.")
+    high_stakes_total: int = Field(0, description="High-stakes claims + flags in the input record.")
+    removed_claims: list[str] = Field(default_factory=list, description="Ids of high-stakes claims removed.")
+    removed_flags: list[str] = Field(default_factory=list, description="Ids of high-stakes flags removed.")
+    values_nulled: list[str] = Field(default_factory=list, description="'<id>.value' / '<id>.detail' nulled.")
+
+    @property
+    def fields_nulled(self) -> int:
+        """Claims and flags removed by the filter."""
+        return len(self.removed_claims) + len(self.removed_flags)

@@ -36,33 +36,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from stresstest.metrics.align import AlignedPair
 from stresstest.metrics.split_wer import turn_spans
 from stresstest.records import MixInfo, Turn
 from stresstest.results import ProbeField
 from stresstest.schema import ClinicalRecord
+from stresstest.steps import SilenceFacts, SilenceStretch
 
 __all__ = ["ProbeStretch", "ProbeWords", "Probes", "probe_detail", "probe_stretches", "probe_words", "traced_fields"]
 
 _WS = re.compile(r"\s+")
 
 
-class ProbeStretch(BaseModel):
-    """One inserted stretch as the ``silence`` step recorded it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    after_run: int = Field(description="Index of the active-speech run it follows.")
-    after_turn: int | None = Field(default=None, description="Index of the turn it follows (None: by run).")
-    at_s: float = Field(description="Insertion point in the input timeline (s).")
-    start_s: float = Field(description="Start in the output timeline (s).")
-    end_s: float = Field(description="End in the output timeline (s).")
-
-    @property
-    def seconds(self) -> float:
-        return self.end_s - self.start_s
+#: One inserted stretch as the ``silence`` step recorded it (``MixInfo.chain``'s typed facts).
+ProbeStretch = SilenceStretch
 
 
 @dataclass(frozen=True)
@@ -78,11 +65,9 @@ def probe_stretches(mix: MixInfo | None) -> Probes | None:
     if mix is None or not mix.chain:
         return None
     for entry in mix.chain:
-        if entry.get("kind") == "silence":
-            raw = entry.get("stretches")
-            runs = entry.get("runs")
-            stretches = [ProbeStretch.model_validate(s) for s in raw] if isinstance(raw, list) else []
-            return Probes(tuple(stretches), int(runs) if isinstance(runs, int) else len(stretches) + 1)
+        if isinstance(entry, SilenceFacts):
+            stretches = tuple(entry.stretches)
+            return Probes(stretches, entry.runs if entry.runs is not None else len(stretches) + 1)
     return None
 
 

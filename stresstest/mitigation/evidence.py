@@ -34,9 +34,14 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stresstest.schema import CRITICAL_FLAG_KINDS, EVIDENCE_CLAIM_CATEGORIES, ClinicalRecord
-
-FILTER_VERSION = "filter-v1"
+from stresstest.schema import (  # the reports travel with the record (RecordExtra), so they live in the base layer
+    CRITICAL_FLAG_KINDS,
+    EVIDENCE_CLAIM_CATEGORIES,
+    FILTER_VERSION,  # noqa: F401 - re-exported
+    ClinicalRecord,
+    DiscardedQuote,
+    FilterReport,
+)
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -70,37 +75,6 @@ class HighStakes(BaseModel):
 
 
 DEFAULT_HIGH_STAKES = HighStakes()
-
-
-class DiscardedQuote(BaseModel):
-    """A quote the filter removed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    field: str
-    quote: str
-    reason: str = Field(description="'not a substring of the raw transcript', 'no letter or digit', ...")
-
-
-class FilterReport(BaseModel):
-    """What :func:`evidence_filter` removed, for the run artefacts and the abstention rate."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    version: str = FILTER_VERSION
-    quotes_total: int = 0
-    quotes_discarded: int = 0
-    discarded: list[DiscardedQuote] = Field(default_factory=list)
-    dangling_keys: list[str] = Field(default_factory=list, description="Evidence keys naming no field.")
-    high_stakes_total: int = Field(0, description="High-stakes claims + flags in the input record.")
-    removed_claims: list[str] = Field(default_factory=list, description="Ids of high-stakes claims removed.")
-    removed_flags: list[str] = Field(default_factory=list, description="Ids of high-stakes flags removed.")
-    values_nulled: list[str] = Field(default_factory=list, description="'<id>.value' / '<id>.detail' nulled.")
-
-    @property
-    def fields_nulled(self) -> int:
-        """Claims and flags removed by the filter."""
-        return len(self.removed_claims) + len(self.removed_flags)
 
 
 def normalise_ws(text: str) -> str:

@@ -18,31 +18,10 @@ Draft, so whatever the model wrote, the result is the Draft minus deletions:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from stresstest.schema import Claim, ClinicalRecord, SafetyFlag
+from stresstest.schema import Claim, ClinicalRecord, GuardReport, SafetyFlag
 
 _CLAIM_NULLABLE = ("value", "unit", "time", "laterality")
 _FLAG_NULLABLE = ("detail",)
-
-
-class GuardReport(BaseModel):
-    """What the Guard removed, and what it tried to add or change (undone)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    removed_claims: list[str] = Field(default_factory=list)
-    removed_flags: list[str] = Field(default_factory=list)
-    nulled_values: list[str] = Field(default_factory=list, description="'<id>.<field>' the Guard nulled.")
-    added_dropped: list[str] = Field(default_factory=list, description="Ids not in the Draft, dropped.")
-    changes_reverted: list[str] = Field(default_factory=list, description="'<id>.<field>' changes undone.")
-    quotes_removed: int = 0
-    quotes_added_dropped: int = 0
-
-    @property
-    def fields_removed(self) -> int:
-        """Claims and flags the Guard deleted."""
-        return len(self.removed_claims) + len(self.removed_flags)
 
 
 def _project(
