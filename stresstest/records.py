@@ -24,7 +24,7 @@ def revise(model: M, /, *, unset: Iterable[str] = (), **changes: Any) -> M:
     """A validated copy of ``model`` with ``changes`` applied and the fields in ``unset`` back to their defaults.
 
     The one way a model of this package is changed (instead of pydantic's unvalidated
-    ``model_copy(update=...)``): the copy is validated as a whole, so a wrong value, a field the model does not
+    copy-with-update): the copy is validated as a whole, so a wrong value, a field the model does not
     have, or a combination its validators refuse raises :class:`ValueError` here, where it is made. The fields
     that count as set (what ``exclude_unset`` dumps write) are the original's, plus ``changes``, minus ``unset``.
 
@@ -107,7 +107,7 @@ class Encounter(Record):
         if max_turns is None or max_turns >= len(self.turns):
             return self
         kept = self.turns[:max_turns]
-        update: dict[str, object] = {"turns": kept}
+        update: dict[str, Any] = {"turns": kept}
         if self.audio_path and all(t.end_s is not None for t in kept):
             update["audio_end_s"] = max(float(t.end_s) for t in kept)  # type: ignore[arg-type]
         return revise(self, **update)

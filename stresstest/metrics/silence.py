@@ -39,11 +39,12 @@ from typing import Any, Literal
 from stresstest.metrics.align import AlignedPair
 from stresstest.metrics.split_wer import turn_spans
 from stresstest.records import MixInfo, Turn
-from stresstest.results import ProbeField
+from stresstest.results import ProbeField, ProbeScores
 from stresstest.schema import ClinicalRecord
 from stresstest.steps import SilenceFacts, SilenceStretch
 
-__all__ = ["ProbeStretch", "ProbeWords", "Probes", "probe_detail", "probe_stretches", "probe_words", "traced_fields"]
+__all__ = ["ProbeStretch", "ProbeWords", "Probes", "probe_detail", "probe_scores", "probe_stretches", "probe_words",
+           "traced_fields"]
 
 _WS = re.compile(r"\s+")
 
@@ -180,3 +181,18 @@ def probe_detail(pw: ProbeWords) -> dict[str, Any]:
     return {"seconds": round(pw.seconds, 6), "words": pw.words, "mapped": pw.mapped,
             "stretches": [{"after_turn": t, "start_s": a, "end_s": b, "words": n, "text": txt}
                           for t, a, b, n, txt in pw.per_stretch]}
+
+
+def probe_scores(pw: ProbeWords | None, twin: tuple[str, int] | None = None,
+                 fields: Sequence[ProbeField] | None = None) -> ProbeScores | None:
+    """The item's probe part: the stretches' seconds (to the ms) and words when they were placed, the twin's
+    ``(condition, words)`` when it has one, the record fields traced to the stretches when the item has a
+    record; None when there is nothing to report."""
+    got: dict[str, object] = {}
+    if pw is not None and pw.mapped:
+        got.update(probe_s=round(pw.seconds, 3), probe_words=pw.words)
+        if twin is not None:
+            got.update(probe_twin=twin[0], probe_words_twin=twin[1])
+    if fields is not None:
+        got["probe_fields"] = list(fields)
+    return ProbeScores.model_validate(got) if got else None

@@ -38,6 +38,7 @@ from stresstest.llm.session import LLMCall, LLMSession, decoding_record, open_se
 from stresstest.mitigation.evidence import DEFAULT_HIGH_STAKES, FILTER_VERSION, HighStakes, evidence_filter
 from stresstest.mitigation.guard import GuardReport, enforce_guard
 from stresstest.mitigation.views import CLEAN_RULE_VERSION, dual_view
+from stresstest.records import revise
 from stresstest.schema import ClinicalRecord, RecordEnvelope, schema_hash
 from stresstest.structure.contract import output_contract
 from stresstest.structure.stage import StructureItem, rules_identity, structure_many, transcript_sha256
@@ -110,7 +111,7 @@ def _rules_many(
     out = []
     for it, env in zip(items, drafts, strict=True):
         if env.record is None:  # the extractor does not fail per item, but never invent a record if it did
-            out.append(env.model_copy(update={"extra": {**env.extra, "mitigation": True, "stage": "draft"}}))
+            out.append(revise(env, extra={**env.extra, "mitigation": True, "stage": "draft"}))
             continue
         final, report = evidence_filter(env.record, it.transcript_text, hs)
         out.append(

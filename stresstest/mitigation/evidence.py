@@ -34,6 +34,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stresstest.records import revise
 from stresstest.schema import (  # the reports travel with the record (RecordExtra), so they live in the base layer
     CRITICAL_FLAG_KINDS,
     EVIDENCE_CLAIM_CATEGORIES,
@@ -165,7 +166,7 @@ def evidence_filter(
                 removed_claims.append(c.id)
                 continue
             if c.value is not None and not numbers_quoted(c.value, quotes):
-                c = c.model_copy(update={"value": None, "unit": None})
+                c = revise(c, value=None, unit=None)
                 values_nulled.append(f"{c.id}.value")
         claims.append(c)
 
@@ -178,7 +179,7 @@ def evidence_filter(
                 removed_flags.append(f.id)
                 continue
             if f.detail is not None and not numbers_quoted(f.detail, quotes):
-                f = f.model_copy(update={"detail": None})
+                f = revise(f, detail=None)
                 values_nulled.append(f"{f.id}.detail")
         flags.append(f)
 
@@ -186,7 +187,7 @@ def evidence_filter(
     removed = set(removed_claims) | set(removed_flags)
     dangling = [k for k in record.field_evidence if k not in live_ids and k not in removed]
     evidence = {k: v for k, v in surviving.items() if k in live_ids and v}
-    out = record.model_copy(update={"claims": claims, "safety_flags": flags, "field_evidence": evidence})
+    out = revise(record, claims=claims, safety_flags=flags, field_evidence=evidence)
     report = FilterReport(
         quotes_total=total,
         quotes_discarded=len(discarded),

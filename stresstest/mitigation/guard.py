@@ -18,6 +18,9 @@ Draft, so whatever the model wrote, the result is the Draft minus deletions:
 
 from __future__ import annotations
 
+from typing import Any
+
+from stresstest.records import revise
 from stresstest.schema import Claim, ClinicalRecord, GuardReport, SafetyFlag
 
 _CLAIM_NULLABLE = ("value", "unit", "time", "laterality")
@@ -31,7 +34,7 @@ def _project(
     nulled: list[str],
     reverted: list[str],
 ) -> Claim | SafetyFlag:
-    update: dict[str, object] = {}
+    update: dict[str, Any] = {}
     for name in type(draft).model_fields:
         if name == "id":
             continue
@@ -43,7 +46,7 @@ def _project(
             nulled.append(f"{draft.id}.{name}")
         else:
             reverted.append(f"{draft.id}.{name}")
-    return draft.model_copy(update=update) if update else draft
+    return revise(draft, **update) if update else draft
 
 
 def enforce_guard(draft: ClinicalRecord, guarded: ClinicalRecord) -> tuple[ClinicalRecord, GuardReport]:
