@@ -38,7 +38,7 @@ from pydantic import (
 )
 
 from stresstest.grid import Condition
-from stresstest.records import revise
+from stresstest.records import MixInfo, revise
 from stresstest.schema import ClinicalRecord, FilterReport, GuardReport
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
@@ -332,7 +332,8 @@ class ItemScore(BaseModel):
     reference_text: str | None = Field(default=None, description="Human reference transcript r_i.")
     hypothesis_text: str | None = Field(default=None, description="ASR transcript of the base condition.")
     audio_path: str | None = None
-    mix: dict[str, Any] | None = Field(default=None, description="MixInfo without the noise recipe (in the manifest).")
+    mix: MixInfo | None = Field(default=None, description="The mixture facts without the noise recipe (in the "
+                                "manifest).")
     transcript_path: str | None = None
     record_path: str | None = None
     scores_path: str | None = None

@@ -246,7 +246,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
             reference_text=ref, hypothesis_text=t.text if t else None,
             audio_path=str(audio) if audio else None,
             # The full noise recipe (every babble sentence and pause) lives in manifest.json.
-            mix=mix.model_dump(mode="json", exclude={"noise_recipe"}) if mix else None,
+            mix=revise(mix, unset=("noise_recipe",)) if mix else None,
             transcript_path=f"transcripts/{base_cond}/{eid}.json" if t else None,
             record_path=f"records/{cond}/{eid}.json" if env else None,
             scores_path=f"scores/{cond}/{eid}.json",

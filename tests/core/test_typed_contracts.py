@@ -157,7 +157,9 @@ def _old_row() -> dict[str, Any]:
     return {
         "encounter_id": "E1", "condition": "babble_5db_guard", "family": "babble", "snr_db": 5.0, "mitigated": True,
         "target_snr_db": 5.0, "measured_snr_db": 5.0123, "reference_text": "no pain", "hypothesis_text": "pain",
-        "audio_path": None, "mix": None, "transcript_path": "transcripts/babble_5db/E1.json",
+        "audio_path": None, "transcript_path": "transcripts/babble_5db/E1.json",
+        "mix": {"family": "babble", "noise_source": "builtin:babble", "noise_offset_s": 0.0, "target_snr_db": 5.0,
+                "measured_snr_db": 5.0123, "speech_rms": 0.05, "noise_gain": 0.3, "clip_scale": 1.0},
         "record_path": "records/babble_5db_guard/E1.json", "scores_path": "scores/babble_5db_guard/E1.json",
         "failed": False, "error": None,
         "asr_sub": 0, "asr_del": 1, "asr_ins": 0, "ref_words": 2, "item_wer": 50.0, "clin_words": 1,
@@ -176,8 +178,10 @@ def _old_row() -> dict[str, Any]:
 def _composed() -> ItemScore:
     row = _old_row()
     own = {k: row[k] for k in ("encounter_id", "condition", "family", "snr_db", "mitigated", "target_snr_db",
-                               "measured_snr_db", "reference_text", "hypothesis_text", "audio_path", "mix",
+                               "measured_snr_db", "reference_text", "hypothesis_text", "audio_path",
                                "transcript_path", "record_path", "scores_path", "failed", "error")}
+    # the mixture's facts travel typed; the recipe stays in the manifest
+    own["mix"] = revise(MixInfo(**row["mix"], noise_recipe={"sentences": ["a"]}), unset=("noise_recipe",))
     asr = AsrScores(asr_sub=0, asr_del=1, asr_ins=0, ref_words=2, item_wer=50.0, clin_words=1, clin_errors=0,
                     asr_delta_e=1)
     trig = TriggerScores(neg_err=1, trigger_counts=row["trigger_counts"], triggers_vs_clean=[_event()])
