@@ -24,7 +24,7 @@ what it did; a newer one is refused.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
@@ -32,14 +32,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
     model_validator,
 )
 
 from stresstest.grid import Condition
 from stresstest.records import MixInfo, revise
-from stresstest.schema import ClinicalRecord, FilterReport, GuardReport
+from stresstest.schema import AsWritten, RecordExtra
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
 ITEM_SCHEMA_VERSION = 1
@@ -103,20 +101,9 @@ class TriggerEvent(BaseModel):
         return self
 
 
-class _Section(BaseModel):
-    """A manifest section: the keys the report reads are typed; any other key is kept as written.
-
-    Serialises to the keys that were set (declared or not), so a section reads back and is written
-    again byte for byte, whatever a backend put into it.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        declared = type(self).model_fields
-        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
+#: A manifest section: the keys the report reads are typed; any other key is kept as written (see
+#: :class:`stresstest.schema.AsWritten`).
+_Section = AsWritten
 
 
 class TriggerCounts(BaseModel):
@@ -157,21 +144,6 @@ class ItemPairwise(BaseModel):
     consistent: int | None = Field(default=None, description="Dimensions on which both presentation orders agreed.")
     identical: bool | None = Field(default=None, description="The two notes were identical (no judge call).")
     failed: bool | None = Field(default=None, description="The judge call failed.")
-
-
-class RecordExtra(_Section):
-    """``extra``: backend facts of the item's record; the guard's counts and reports are typed, the rest kept."""
-
-    guard: str | None = Field(default=None, description="Which guard ran (a guard row).")
-    mitigation: bool | None = None
-    fields_nulled: int | None = Field(default=None, description="Draft fields the guard set to null or removed.")
-    fields_total: int | None = Field(default=None, description="Fields in the Draft.")
-    abstention_rate: Num | None = None
-    quotes_discarded: int | None = None
-    quotes_total: int | None = None
-    draft_record: ClinicalRecord | None = Field(default=None, description="The Draft.")
-    filter_report: FilterReport | None = Field(default=None, description="What the evidence filter removed.")
-    guard_report: GuardReport | None = Field(default=None, description="What the Guard removed (None: none ran).")
 
 
 class JudgeInfo(_Section):
@@ -246,11 +218,11 @@ class GuardScores(_Part):
     fields_total: int | None = None
 
     @classmethod
-    def of_envelope(cls, extra: Mapping[str, object]) -> GuardScores:
+    def of_envelope(cls, extra: RecordExtra) -> GuardScores:
         """The part of a record envelope's ``extra``: the facts (None when empty) and the guard's counts it has."""
-        counts = {k: extra[k] for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total")
-                  if k in extra}
-        return cls.model_validate({"extra": dict(extra) or None, **counts})
+        counts = {k: getattr(extra, k) for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total")
+                  if k in extra.model_fields_set}
+        return cls(extra=extra if extra.model_fields_set else None, **counts)
 
 
 class SafetyScores(_Part):

@@ -99,14 +99,7 @@ def enforce_guard(draft: ClinicalRecord, guarded: ClinicalRecord) -> tuple[Clini
     for key, quotes in guarded.field_evidence.items():
         q_added += sum(1 for q in quotes if q not in draft.field_evidence.get(key, []))
 
-    record = draft.model_copy(
-        update={
-            "claims": claims,
-            "safety_flags": flags,
-            "field_evidence": evidence,
-            "chief_complaint": chief,
-        }
-    )
+    record = revise(draft, claims=claims, safety_flags=flags, field_evidence=evidence, chief_complaint=chief)
     report = GuardReport(
         removed_claims=removed_claims,
         removed_flags=removed_flags,
