@@ -5,7 +5,10 @@
   from its row (or None); :mod:`stresstest.metrics.summary` leaves such items
   out of that metric, never counts them as zero. Rows are written with
   :meth:`ItemScore.to_row` (only the fields that were set), so adding a field
-  here never changes the bytes of rows that do not set it.
+  here never changes the bytes of rows that do not set it. An item is composed of
+  its own fields and typed parts (:data:`SCORE_PARTS`), each made and validated by
+  the metric that owns it; the row is their flat view, and an item is changed only
+  with :meth:`ItemScore.revise`.
 * :class:`FailureRecord` — one failed (stage, encounter, condition) with its reason.
 * :class:`RunManifest` — ``manifest.json``: versions, seeds, grid, noise choices,
   failures, stage times; the sections the report reads are models of their own

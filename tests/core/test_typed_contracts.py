@@ -185,7 +185,7 @@ def _composed() -> ItemScore:
     asr = AsrScores(asr_sub=0, asr_del=1, asr_ins=0, ref_words=2, item_wer=50.0, clin_words=1, clin_errors=0,
                     asr_delta_e=1)
     trig = TriggerScores(neg_err=1, trigger_counts=row["trigger_counts"], triggers_vs_clean=[_event()])
-    guard = GuardScores.of_envelope(row["extra"])
+    guard = GuardScores.of_envelope(RecordExtra.model_validate(row["extra"]))
     safety = SafetyScores.model_validate({k: row[k] for k in SafetyScores.model_fields})
     return ItemScore.compose(asr, trig, guard, safety, JudgeScores(judge_score=2, judge="rules-v1"), None, **own)
 
