@@ -16,6 +16,7 @@ from pathlib import Path
 
 from stresstest import __version__
 from stresstest.errors import StressTestError
+from stresstest.records import revise
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL = 3
@@ -181,7 +182,7 @@ def _cmd_llm_serve(a: argparse.Namespace) -> int:
 
     cfg = load_config(a.config).structure
     if a.port is not None:
-        cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"port": a.port})})
+        cfg = revise(cfg, server=revise(cfg.server, port=a.port))
     serve(cfg, foreground=True)
     return 0
 

@@ -23,6 +23,7 @@ from stresstest.llm.config import LLMConfig
 from stresstest.llm.gpu import needs_gpu_memory
 from stresstest.noise import NoiseSpec
 from stresstest.noise.chain import Step, check_chain
+from stresstest.records import revise
 from stresstest.speech import TTSConfig
 from stresstest.yamlcfg import read_yaml_mapping, validate_strict
 
@@ -421,25 +422,25 @@ def load_config(path: str | Path) -> RunConfig:
     def res(p: str | None) -> str | None:
         return None if p is None else str((base / p).resolve()) if not Path(p).is_absolute() else p
 
-    corpus = cfg.corpus.model_copy(update={"path": res(cfg.corpus.path)})
-    gold = cfg.gold.model_copy(update={"path": res(cfg.gold.path)})
-    noise = {k: v.model_copy(update={"root": res(v.root)}) if getattr(v, "root", None) else v
+    corpus = revise(cfg.corpus, path=res(cfg.corpus.path))
+    gold = revise(cfg.gold, path=res(cfg.gold.path))
+    noise = {k: revise(v, root=res(v.root)) if getattr(v, "root", None) else v
              for k, v in cfg.noise.items()}
-    run = cfg.run.model_copy(update={"cache_dir": res(cfg.run.cache_dir)})
+    run = revise(cfg.run, cache_dir=res(cfg.run.cache_dir))
     py = cfg.structure.server.python
     # Not resolved: a venv's bin/python is a symlink to the base interpreter, and only the link's path makes
     # Python start inside the venv (with its packages).
     py_abs = py if py is None or Path(py).is_absolute() else os.path.normpath(base / py)
-    server = cfg.structure.server.model_copy(update={"python": py_abs})
-    structure = cfg.structure.model_copy(update={"server": server})
+    server = revise(cfg.structure.server, python=py_abs)
+    structure = revise(cfg.structure, server=server)
 
     def res_steps(steps: list[Step]) -> list[Step]:  # a measured impulse response is a path too
-        return [s.model_copy(update={"room": s.room.model_copy(update={"ir": res(s.room.ir)})})
+        return [revise(s, room=revise(s.room, ir=res(s.room.ir)))
                 if s.room is not None and s.room.ir is not None else s for s in steps]
 
-    chains = cfg.chains.model_copy(update={
-        "axes": {a: {lab: res_steps(st) for lab, st in labels.items()} for a, labels in cfg.chains.axes.items()},
-        "conditions": {n: res_steps(st) for n, st in cfg.chains.conditions.items()},
-    })
-    return cfg.model_copy(update={"corpus": corpus, "gold": gold, "noise": noise, "run": run, "structure": structure,
-                                  "chains": chains})
+    chains = revise(
+        cfg.chains,
+        axes={a: {lab: res_steps(st) for lab, st in labels.items()} for a, labels in cfg.chains.axes.items()},
+        conditions={n: res_steps(st) for n, st in cfg.chains.conditions.items()},
+    )
+    return revise(cfg, corpus=corpus, gold=gold, noise=noise, run=run, structure=structure, chains=chains)

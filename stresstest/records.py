@@ -2,17 +2,47 @@
 
 Every record is a pydantic model with stable ids (``encounter_id``, ``condition``)
 and a ``schema_version``. Records are never mutated in place: derive a new one
-with ``model_copy(update=...)``.
+with :func:`revise`, the one way a model of this package is changed (it validates the result).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from stresstest.steps import ChainStepFacts
+
 SCHEMA_VERSION = 1
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def revise(model: M, /, *, unset: Iterable[str] = (), **changes: Any) -> M:
+    """A validated copy of ``model`` with ``changes`` applied and the fields in ``unset`` back to their defaults.
+
+    The one way a model of this package is changed (instead of pydantic's unvalidated
+    copy-with-update): the copy is validated as a whole, so a wrong value, a field the model does not
+    have, or a combination its validators refuse raises :class:`ValueError` here, where it is made. The fields
+    that count as set (what ``exclude_unset`` dumps write) are the original's, plus ``changes``, minus ``unset``.
+
+    Raises:
+        ValueError: an unknown field name, or a value the model refuses (pydantic's ``ValidationError``).
+    """
+    cls = type(model)
+    fields = cls.model_fields
+    drop = set(unset)
+    unknown = sorted((set(changes) | drop) - set(fields))
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}")
+    data: dict[str, Any] = {name: getattr(model, name) for name in fields if name not in drop}
+    data.update(model.model_extra or {})
+    data.update(changes)
+    out = cls.model_validate(data, by_name=True)
+    object.__setattr__(out, "__pydantic_fields_set__", (set(model.model_fields_set) - drop) | set(changes))
+    return out
 
 Speaker = Literal["doctor", "patient", "other"]
 
@@ -77,10 +107,10 @@ class Encounter(Record):
         if max_turns is None or max_turns >= len(self.turns):
             return self
         kept = self.turns[:max_turns]
-        update: dict[str, object] = {"turns": kept}
+        update: dict[str, Any] = {"turns": kept}
         if self.audio_path and all(t.end_s is not None for t in kept):
             update["audio_end_s"] = max(float(t.end_s) for t in kept)  # type: ignore[arg-type]
-        return self.model_copy(update=update)
+        return revise(self, **update)
 
 
 class SpeechAudio(Record):
@@ -119,8 +149,9 @@ class MixInfo(Record):
     speech_rms: float = Field(description="RMS of the speech over active segments.")
     noise_gain: float = Field(description="Gain applied to the unit-RMS noise segment (0 without noise).")
     clip_scale: float = Field(description="Scale applied to the whole mixture to avoid clipping (1 = none).")
-    chain: list[dict[str, object]] | None = Field(
-        default=None, description="Chain condition: each step's kind, parameters, seeds and measurements, in order."
+    chain: list[ChainStepFacts] | None = Field(
+        default=None, description="Chain condition: each step's kind, parameters, seeds and measurements, in order "
+        "(one :data:`stresstest.steps.ChainStepFacts` per step)."
     )
 
     @model_serializer(mode="wrap")
@@ -129,6 +160,37 @@ class MixInfo(Record):
         if isinstance(data, dict) and data.get("chain", 0) is None:
             data.pop("chain")
         return data
+
+
+#: Whisper decodes at most 30 s at once: the fixed window length (stresstest.asr.base).
+WINDOW_S = 30.0
+#: Shortest window accepted: a window shorter than a second holds less than one word.
+MIN_WINDOW_S = 1.0
+
+
+class DecodingOptions(BaseModel):
+    """Pinned ASR decoding (:mod:`stresstest.asr.base`); recorded with every transcript."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    language: Literal["en"] = "en"
+    temperature: float = Field(default=0.0, ge=0.0, le=1.0,
+                               description="0 (the study's setting); no fallback temperatures. 0 to 1.")
+    beam_size: int = Field(default=1, ge=1, le=16, description="Greedy decoding (1); 1 to 16.")
+    best_of: int = Field(default=1, ge=1, le=16, description="Candidates when sampling (temperature > 0); 1 to 16.")
+    condition_on_previous_text: bool = False
+    without_timestamps: bool = Field(default=False, description="Keep Whisper's timestamp mode (see module doc).")
+    window_s: float = Field(default=WINDOW_S, ge=MIN_WINDOW_S, le=WINDOW_S,
+                            description=f"Fixed window length; windows do not overlap. {MIN_WINDOW_S:g} to "
+                            f"{WINDOW_S:g} s (Whisper decodes at most 30 s at once).")
+    no_speech_threshold: float | None = Field(
+        default=0.6, ge=0.0, le=1.0,
+        description="Whisper's default silence skipping (window dropped if no-speech prob is high "
+        "and the average log-prob is below log_prob_threshold)."
+    )
+    log_prob_threshold: float | None = Field(default=-1.0, ge=-20.0, le=0.0,
+                                             description="Average log-probability threshold (-20 to 0).")
+    suppress_blank: bool = True
 
 
 class Transcript(Record):
@@ -140,7 +202,7 @@ class Transcript(Record):
     text: str
     backend: str
     model: str
-    decoding: dict[str, object] = Field(description="Every decoding option that shaped this text.")
+    decoding: DecodingOptions = Field(description="Every decoding option that shaped this text.")
     audio_sha256: str
     segments: tuple[tuple[float, float, str], ...] = Field(default=(), description="(start, end, text).")
     elapsed_s: float = 0.0

@@ -5,7 +5,10 @@
   from its row (or None); :mod:`stresstest.metrics.summary` leaves such items
   out of that metric, never counts them as zero. Rows are written with
   :meth:`ItemScore.to_row` (only the fields that were set), so adding a field
-  here never changes the bytes of rows that do not set it.
+  here never changes the bytes of rows that do not set it. An item is composed of
+  its own fields and typed parts (:data:`SCORE_PARTS`), each made and validated by
+  the metric that owns it; the row is their flat view, and an item is changed only
+  with :meth:`ItemScore.revise`.
 * :class:`FailureRecord` — one failed (stage, encounter, condition) with its reason.
 * :class:`RunManifest` — ``manifest.json``: versions, seeds, grid, noise choices,
   failures, stage times; the sections the report reads are models of their own
@@ -24,12 +27,20 @@ what it did; a newer one is refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
 from stresstest.grid import Condition
+from stresstest.records import MixInfo, revise
+from stresstest.schema import AsWritten, RecordExtra
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
 ITEM_SCHEMA_VERSION = 1
@@ -85,22 +96,17 @@ class TriggerEvent(BaseModel):
     concept: str | None = None
     weight: float = 1.0
 
+    @model_validator(mode="after")
+    def _whole(self) -> TriggerEvent:
+        # An event is written whole (defaults included) however a detector made it, so a row that carries
+        # events (``triggers_vs_clean``, dumped with exclude_unset) has the same keys for every event.
+        object.__setattr__(self, "__pydantic_fields_set__", set(type(self).model_fields))
+        return self
 
 
-class _Section(BaseModel):
-    """A manifest section: the keys the report reads are typed; any other key is kept as written.
-
-    Serialises to the keys that were set (declared or not), so a section reads back and is written
-    again byte for byte, whatever a backend put into it.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    @model_serializer(mode="wrap")
-    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        declared = type(self).model_fields
-        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
+#: A manifest section: the keys the report reads are typed; any other key is kept as written (see
+#: :class:`stresstest.schema.AsWritten`).
+_Section = AsWritten
 
 
 class TriggerCounts(BaseModel):
@@ -143,21 +149,6 @@ class ItemPairwise(BaseModel):
     failed: bool | None = Field(default=None, description="The judge call failed.")
 
 
-class RecordExtra(_Section):
-    """``extra``: backend facts of the item's record; the guard's counts and reports are typed, the rest kept."""
-
-    guard: str | None = Field(default=None, description="Which guard ran (a guard row).")
-    mitigation: bool | None = None
-    fields_nulled: int | None = Field(default=None, description="Draft fields the guard set to null or removed.")
-    fields_total: int | None = Field(default=None, description="Fields in the Draft.")
-    abstention_rate: Num | None = None
-    quotes_discarded: int | None = None
-    quotes_total: int | None = None
-    draft_record: dict[str, Any] | None = Field(default=None, description="The Draft (a ClinicalRecord).")
-    filter_report: dict[str, Any] | None = Field(default=None, description="The evidence filter's FilterReport.")
-    guard_report: dict[str, Any] | None = Field(default=None, description="The Guard's GuardReport (None: none ran).")
-
-
 class JudgeInfo(_Section):
     """An item's judge written as an object (``{model, ...}``) rather than an id."""
 
@@ -176,11 +167,130 @@ class ProbeField(BaseModel):
     quote: str = Field(description="The evidence quote found inside the stretch's words.")
 
 
+class _Part(BaseModel):
+    """A part of an item's scores: the ``items.jsonl`` fields one metric owns, validated when the metric makes it.
+
+    A field the metric did not compute for the item is left unset (absent from the row); one it computed as
+    "not defined" is set to None (written as null), exactly as the flat row has it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def fields(self) -> dict[str, Any]:
+        """The fields that were set, as values (what the part contributes to the flat row)."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+
+class AsrScores(_Part):
+    """ASR errors (SPEC §6: WER, InsRate, ErrProp denominator; :mod:`stresstest.metrics.wer`) and the counts a
+    clinician reads (:mod:`stresstest.metrics.split_wer`), all on the one alignment of r_i and the hypothesis."""
+
+    asr_sub: int | None = None
+    asr_del: int | None = None
+    asr_ins: int | None = None
+    ref_words: int | None = Field(default=None, description="N_i, words in the normalised reference.")
+    item_wer: Num | None = Field(default=None, description="100·(S+D+I)/N_i of this item.")
+    asr_delta_e: int | None = Field(default=None, description="ΔE_i = max(0, E^(c) − E^(0)); None on clean.")
+    clin_words: int | None = Field(default=None, description="Reference tokens inside a clinical term.")
+    clin_errors: int | None = Field(default=None, description="Of those, substituted or deleted.")
+    ref_words_clinician: int | None = Field(default=None, description="Reference tokens of doctor turns.")
+    errors_clinician: int | None = Field(default=None, description="S+D+I attributed to doctor turns.")
+    clin_words_clinician: int | None = Field(default=None, description="Clinical tokens of doctor turns.")
+    clin_errors_clinician: int | None = Field(default=None, description="Of those, substituted or deleted.")
+    ref_words_patient: int | None = Field(default=None, description="Reference tokens of patient turns.")
+    errors_patient: int | None = Field(default=None, description="S+D+I attributed to patient turns.")
+    clin_words_patient: int | None = Field(default=None, description="Clinical tokens of patient turns.")
+    clin_errors_patient: int | None = Field(default=None, description="Of those, substituted or deleted.")
+
+
+class TriggerScores(_Part):
+    """The cause side (:mod:`stresstest.metrics.negation`, :mod:`stresstest.metrics.triggers`)."""
+
+    neg_err: int | None = Field(default=None, description="0/1 negation mismatch vs r_i.")
+    trigger_counts: TriggerCounts | None = Field(default=None, description="Trigger events vs r_i, by type.")
+    triggers_vs_clean: list[TriggerEvent] | None = Field(default=None, description="Events vs the clean ASR.")
+
+
+class GuardScores(_Part):
+    """The record's backend facts and the guard's counts (:mod:`stresstest.mitigation`), read off its envelope."""
+
+    extra: RecordExtra | None = Field(default=None, description="Backend facts of the record (guard counts...).")
+    abstention_rate: Num | None = None
+    quotes_discarded: int | None = None
+    fields_nulled: int | None = None
+    fields_total: int | None = None
+
+    @classmethod
+    def of_envelope(cls, extra: RecordExtra) -> GuardScores:
+        """The part of a record envelope's ``extra``: the facts (None when empty) and the guard's counts it has."""
+        counts = {k: getattr(extra, k) for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total")
+                  if k in extra.model_fields_set}
+        return cls(extra=extra if extra.model_fields_set else None, **counts)
+
+
+class SafetyScores(_Part):
+    """The effect side (SPEC §6 safety; :mod:`stresstest.metrics.safety`)."""
+
+    triage: str | None = None
+    triage_clean: str | None = None
+    triage_gold: str | None = None
+    triage_match: int | None = None
+    under_triage_new: int | None = None
+    scer_new: int | None = None
+    new_critical_flags: list[str] | None = None
+    err_new: int | None = None
+
+
+class JudgeScores(_Part):
+    """The judge's 1–5 score (:mod:`stresstest.metrics.judge_rules`, :mod:`stresstest.metrics.judge_llm`)."""
+
+    judge_score: Num | None = None
+    judge: str | JudgeInfo | None = Field(default=None, description="Judge id (or {model, ...}).")
+
+
+class NoteQualityScores(_Part):
+    """Note quality (SPEC §8; :mod:`stresstest.metrics.quality_stage`): percent per item, absent when not computed."""
+
+    completeness: Num | None = Field(default=None, description="Entailment of the gold statements by the record.")
+    conciseness: Num | None = Field(default=None, description="Entailment of the record's statements by gold.")
+    groundedness: Num | None = Field(default=None, description="Entailment of the record's statements by x(c).")
+    halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
+    halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
+    pairwise: ItemPairwise | None = Field(default=None, description="Against a baseline condition's note (SPEC §8).")
+    quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
+    quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
+
+
+class ProbeScores(_Part):
+    """Silence probes (:mod:`stresstest.metrics.silence`)."""
+
+    probe_s: Num | None = Field(default=None, description="Seconds of non-speech inserted by a silence step.")
+    probe_words: int | None = Field(default=None, description="ASR words attributed to the inserted stretches.")
+    probe_fields: list[ProbeField] | None = Field(default=None, description="Record fields whose evidence lies "
+                                                  "in those words.")
+    probe_twin: str | None = Field(default=None, description="The same chain without its silence step (baseline).")
+    probe_words_twin: int | None = Field(default=None, description="ASR words the twin wrote at the same pauses.")
+
+
+ScorePart = AsrScores | TriggerScores | GuardScores | SafetyScores | JudgeScores | NoteQualityScores | ProbeScores
+#: The parts an item is composed of, in the order :meth:`ItemScore.compose` applies them.
+SCORE_PARTS: tuple[type[_Part], ...] = (
+    AsrScores, TriggerScores, GuardScores, SafetyScores, JudgeScores, NoteQualityScores, ProbeScores
+)
+P = TypeVar("P", bound=_Part)
+
+
 class ItemScore(BaseModel):
     """One ``items.jsonl`` row: an (encounter, condition) with its provenance and item-level metrics.
 
     Only ``encounter_id`` and ``condition`` are required; every other field is
     absent when the stage that computes it did not run for this item.
+
+    The metrics are the fields of the item's parts (:data:`SCORE_PARTS`: ASR errors, triggers, guard, safety
+    endpoints, judge, note quality, probe), each made and validated by the metric that owns it; the item's own
+    fields are its identity, provenance, outcome and pairing (:data:`ITEM_OWN_FIELDS`). The flat fields below
+    are the ``items.jsonl`` view of both (checked after the class: every field belongs to exactly one of them,
+    with the same type). An item is made with :meth:`compose` and changed only with :meth:`revise`.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -197,7 +307,8 @@ class ItemScore(BaseModel):
     reference_text: str | None = Field(default=None, description="Human reference transcript r_i.")
     hypothesis_text: str | None = Field(default=None, description="ASR transcript of the base condition.")
     audio_path: str | None = None
-    mix: dict[str, Any] | None = Field(default=None, description="MixInfo without the noise recipe (in the manifest).")
+    mix: MixInfo | None = Field(default=None, description="The mixture facts without the noise recipe (in the "
+                                "manifest).")
     transcript_path: str | None = None
     record_path: str | None = None
     scores_path: str | None = None
@@ -265,12 +376,77 @@ class ItemScore(BaseModel):
         """The ``items.jsonl`` form: the fields that were set, JSON-ready."""
         return self.model_dump(mode="json", exclude_unset=True)
 
-    def without(self, *names: str) -> ItemScore:
-        """A copy with ``names`` unset (absent from :meth:`to_row`), the copy-based form of ``del row[name]``."""
-        keep = self.model_fields_set - set(names)
-        out = self.model_copy(update={n: None for n in names if n in type(self).model_fields})
-        object.__setattr__(out, "__pydantic_fields_set__", keep)
-        return out
+    @classmethod
+    def compose(cls, *parts: ScorePart | None, **own: Any) -> ItemScore:
+        """The item of its own fields (identity, provenance, outcome: :data:`ITEM_OWN_FIELDS`) and its parts.
+
+        A part's fields that were set are the item's (None parts are skipped); a later part of the same kind
+        overrides an earlier one field by field. The item is validated as a whole.
+
+        Raises:
+            ValueError: ``own`` names a field that is not the item's own (a metric belongs to its part), or a
+                value is refused.
+        """
+        stray = sorted(set(own) - set(ITEM_OWN_FIELDS))
+        if stray:
+            raise ValueError(f"ItemScore.compose: {', '.join(stray)} belong to a part, not to the item itself")
+        data = dict(own)
+        for part in parts:
+            if part is not None:
+                data.update(part.fields())
+        return cls.model_validate(data)
+
+    def revise(self, *parts: ScorePart, unset: Iterable[str] = (), **changes: Any) -> ItemScore:
+        """A validated copy with the parts' set fields and ``changes`` applied and ``unset`` fields absent again.
+
+        The only way an item is changed (:func:`stresstest.records.revise` underneath): an unknown field, or a
+        value the item refuses, raises :class:`ValueError` here.
+        """
+        merged: dict[str, Any] = {}
+        for part in parts:
+            merged.update(part.fields())
+        merged.update(changes)
+        return revise(self, unset=unset, **merged)
+
+    def part(self, kind: type[P]) -> P | None:
+        """The item's ``kind`` part, read back from its fields; None when none of them is set."""
+        got = {k: getattr(self, k) for k in kind.model_fields if k in self.model_fields_set}
+        return kind.model_validate(got) if got else None
+
+    @property
+    def asr(self) -> AsrScores | None:
+        """ASR errors."""
+        return self.part(AsrScores)
+
+    @property
+    def triggers(self) -> TriggerScores | None:
+        """Negation mismatch and trigger events."""
+        return self.part(TriggerScores)
+
+    @property
+    def guard(self) -> GuardScores | None:
+        """The record's backend facts and the guard's counts."""
+        return self.part(GuardScores)
+
+    @property
+    def safety(self) -> SafetyScores | None:
+        """Safety endpoints."""
+        return self.part(SafetyScores)
+
+    @property
+    def judged(self) -> JudgeScores | None:
+        """The judge's score (``judge`` is the judge's id field)."""
+        return self.part(JudgeScores)
+
+    @property
+    def note_quality(self) -> NoteQualityScores | None:
+        """Note quality."""
+        return self.part(NoteQualityScores)
+
+    @property
+    def probe(self) -> ProbeScores | None:
+        """Silence probes."""
+        return self.part(ProbeScores)
 
     @property
     def failed_stage(self) -> str | None:
@@ -283,6 +459,32 @@ class ItemScore(BaseModel):
     def key(self) -> tuple[str, str]:
         """(encounter_id, condition)."""
         return self.encounter_id, self.condition
+
+
+#: The item's own fields: identity, grid, texts and artefacts, outcome, pairing (no metric owns them).
+ITEM_OWN_FIELDS: tuple[str, ...] = (
+    "encounter_id", "condition", "family", "snr_db", "mitigated", "target_snr_db", "measured_snr_db",
+    "reference_text", "hypothesis_text", "audio_path", "mix", "transcript_path", "record_path", "scores_path",
+    "failed", "error", "paired", "unpaired_reason",
+)
+
+
+def _check_parts() -> None:
+    """The flat fields are exactly the own fields and the parts' fields, each once, with the part's type."""
+    owner: dict[str, str] = dict.fromkeys(ITEM_OWN_FIELDS, "ItemScore")
+    for part in SCORE_PARTS:
+        for name, f in part.model_fields.items():
+            if name in owner:
+                raise TypeError(f"{part.__name__}.{name} is also a field of {owner[name]}")
+            flat = ItemScore.model_fields.get(name)
+            if flat is None or flat.annotation != f.annotation:
+                raise TypeError(f"{part.__name__}.{name} has no ItemScore field of its type")
+            owner[name] = part.__name__
+    if set(owner) != set(ItemScore.model_fields):
+        raise TypeError(f"ItemScore fields without an owner: {sorted(set(ItemScore.model_fields) - set(owner))}")
+
+
+_check_parts()
 
 
 class FailureRecord(BaseModel):

@@ -29,7 +29,7 @@ import json
 import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, StringConstraints, model_serializer
 
 RECORD_SCHEMA_VERSION: Literal[1] = 1
 
@@ -287,6 +287,41 @@ def output_schema_hash() -> str:
     return _sha256_json(output_json_schema())
 
 
+class AsWritten(BaseModel):
+    """Facts whose keys a reader uses are typed; any other key is kept as written.
+
+    Serialises to the keys that were set (declared or not), so the facts read back and are written
+    again byte for byte, whatever a backend put into them.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        declared = type(self).model_fields
+        return {k: v for k, v in data.items() if k in self.model_fields_set or k not in declared}
+
+
+class RecordExtra(AsWritten):
+    """A record envelope's ``extra``: backend facts of the record; what the guard rows and the report read is typed
+    (the counts, the Draft, the guard's and the filter's reports), any other backend fact is kept as written."""
+
+    guard: str | None = Field(default=None, description="Which guard ran (a guard row).")
+    mitigation: bool | None = None
+    stage: str | None = Field(default=None, description="The mitigation step that failed or ran alone (draft, guard).")
+    fields_nulled: int | None = Field(default=None, description="Draft fields the guard set to null or removed.")
+    fields_total: int | None = Field(default=None, description="Fields in the Draft.")
+    abstention_rate: int | float | None = None  # written back as computed (3 stays 3, 3.0 stays 3.0)
+    quotes_discarded: int | None = None
+    quotes_total: int | None = None
+    draft_record: ClinicalRecord | None = Field(default=None, description="The Draft.")
+    filter_report: FilterReport | None = Field(default=None, description="What the evidence filter removed.")
+    guard_report: GuardReport | None = Field(default=None, description="What the Guard removed (None: none ran).")
+    cached: bool | None = Field(default=None, description="The structuring answer came from the cache.")
+    prompt_id: str | None = None
+
+
 class RecordEnvelope(BaseModel):
     """One structuring outcome for (encounter, condition), with provenance.
 
@@ -311,4 +346,66 @@ class RecordEnvelope(BaseModel):
     raw_text: str | None = None
     attempts: int = 1
     elapsed_s: float = 0.0
-    extra: dict[str, object] = Field(default_factory=dict, description="Backend-specific facts (e.g. guard).")
+    extra: RecordExtra = Field(default_factory=RecordExtra, description="Backend-specific facts (e.g. guard).")
+
+
+# ------------------------------------------------------------------ the mitigation's reports (stresstest.mitigation)
+# They travel with a guard row's record (``extra``, typed as stresstest.results.RecordExtra), so they live here.
+
+#: Version of the evidence filter's rules (:func:`stresstest.mitigation.evidence.evidence_filter`).
+FILTER_VERSION = "filter-v1"
+
+
+class GuardReport(BaseModel):
+    """What the Guard removed, and what it tried to add or change (undone)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    removed_claims: list[str] = Field(default_factory=list)
+    removed_flags: list[str] = Field(default_factory=list)
+    nulled_values: list[str] = Field(default_factory=list, description="'<id>.<field>' the Guard nulled.")
+    added_dropped: list[str] = Field(default_factory=list, description="Ids not in the Draft, dropped.")
+    changes_reverted: list[str] = Field(default_factory=list, description="'<id>.<field>' changes undone.")
+    quotes_removed: int = 0
+    quotes_added_dropped: int = 0
+
+    @property
+    def fields_removed(self) -> int:
+        """Claims and flags the Guard deleted."""
+        return len(self.removed_claims) + len(self.removed_flags)
+
+
+class DiscardedQuote(BaseModel):
+    """A quote the filter removed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    field: str
+    quote: str
+    reason: str = Field(description="'not a substring of the raw transcript', 'no letter or digit', ...")
+
+
+class FilterReport(BaseModel):
+    """What :func:`stresstest.mitigation.evidence.evidence_filter` removed, for the run artefacts and the abstention
+    rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str = FILTER_VERSION
+    quotes_total: int = 0
+    quotes_discarded: int = 0
+    discarded: list[DiscardedQuote] = Field(default_factory=list)
+    dangling_keys: list[str] = Field(default_factory=list, description="Evidence keys naming no field.")
+    high_stakes_total: int = Field(0, description="High-stakes claims + flags in the input record.")
+    removed_claims: list[str] = Field(default_factory=list, description="Ids of high-stakes claims removed.")
+    removed_flags: list[str] = Field(default_factory=list, description="Ids of high-stakes flags removed.")
+    values_nulled: list[str] = Field(default_factory=list, description="'<id>.value' / '<id>.detail' nulled.")
+
+    @property
+    def fields_nulled(self) -> int:
+        """Claims and flags removed by the filter."""
+        return len(self.removed_claims) + len(self.removed_flags)
+
+
+RecordExtra.model_rebuild()
+RecordEnvelope.model_rebuild()

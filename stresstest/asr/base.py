@@ -14,41 +14,14 @@ text never depends on what the model said in another window.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.audio import SAMPLE_RATE_HZ
 
-WINDOW_S = 30.0
-#: Shortest window accepted: a window shorter than a second holds less than one word.
-MIN_WINDOW_S = 1.0
-
-
-class DecodingOptions(BaseModel):
-    """Pinned decoding; recorded with every transcript."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    language: Literal["en"] = "en"
-    temperature: float = Field(default=0.0, ge=0.0, le=1.0,
-                               description="0 (the study's setting); no fallback temperatures. 0 to 1.")
-    beam_size: int = Field(default=1, ge=1, le=16, description="Greedy decoding (1); 1 to 16.")
-    best_of: int = Field(default=1, ge=1, le=16, description="Candidates when sampling (temperature > 0); 1 to 16.")
-    condition_on_previous_text: bool = False
-    without_timestamps: bool = Field(default=False, description="Keep Whisper's timestamp mode (see module doc).")
-    window_s: float = Field(default=WINDOW_S, ge=MIN_WINDOW_S, le=WINDOW_S,
-                            description=f"Fixed window length; windows do not overlap. {MIN_WINDOW_S:g} to "
-                            f"{WINDOW_S:g} s (Whisper decodes at most 30 s at once).")
-    no_speech_threshold: float | None = Field(
-        default=0.6, ge=0.0, le=1.0,
-        description="Whisper's default silence skipping (window dropped if no-speech prob is high "
-        "and the average log-prob is below log_prob_threshold)."
-    )
-    log_prob_threshold: float | None = Field(default=-1.0, ge=-20.0, le=0.0,
-                                             description="Average log-probability threshold (-20 to 0).")
-    suppress_blank: bool = True
+# The decoding options travel with every transcript (Transcript.decoding), so they live in the base layer.
+from stresstest.records import MIN_WINDOW_S, WINDOW_S, DecodingOptions  # noqa: F401 - re-exported
 
 
 class ASRBackend(Protocol):

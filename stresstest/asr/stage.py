@@ -24,7 +24,7 @@ from stresstest.asr.vllm_backend import VLLMASROptions, VLLMWhisperBackend, chec
 from stresstest.audio import SAMPLE_RATE_HZ, read_wav_exact
 from stresstest.cache import KeyValueCache, hash_obj, sha256_file
 from stresstest.errors import ASRError
-from stresstest.records import Transcript
+from stresstest.records import Transcript, revise
 
 ASR_CODE_VERSION = "asr-2"
 
@@ -186,7 +186,7 @@ def _transcribe_items(
         t = cache.get(key, validate=Transcript.model_validate,
                       expect={"audio_sha256": digest, "model": backend.model_id, "decoding": opts.model_dump()})
         if t is not None:
-            on_done(it, t.model_copy(update={"encounter_id": it.encounter_id, "condition": it.condition}), None)
+            on_done(it, revise(t, encounter_id=it.encounter_id, condition=it.condition), None)
         else:
             pending.append((it, digest, key))
     if not pending:
@@ -197,7 +197,7 @@ def _transcribe_items(
         hits = None if any(r.token_limit_hits < 0 for r in results) else sum(r.token_limit_hits for r in results)
         t = Transcript(
             encounter_id=it.encounter_id, condition=it.condition, text=join_windows(texts),
-            backend=backend.name, model=backend.model_id, decoding=opts.model_dump(), audio_sha256=digest,
+            backend=backend.name, model=backend.model_id, decoding=opts, audio_sha256=digest,
             segments=tuple((i * opts.window_s, i * opts.window_s + opts.window_s, s) for i, s in enumerate(texts)),
             elapsed_s=round(elapsed, 3), runtime=runtime, token_limit_hits=hits,
         )

@@ -38,6 +38,7 @@ from typing import Literal
 
 from stresstest.clinical.vocab import number_words
 from stresstest.errors import GoldError
+from stresstest.records import revise
 from stresstest.schema import Claim, SafetyFlag, flag_key
 
 SYNONYMS_EXTRA = Path(__file__).resolve().parent.parent / "gold" / "data" / "synonyms_extra.tsv"
@@ -270,7 +271,7 @@ def canonical_flag_name(flag: SafetyFlag) -> str:
 
 def canonical_flag_key(flag: SafetyFlag) -> str:
     """:func:`stresstest.schema.flag_key` of the flag with its canonical name."""
-    return flag_key(flag.model_copy(update={"name": canonical_flag_name(flag)}))
+    return flag_key(revise(flag, name=canonical_flag_name(flag)))
 
 
 def flag_keys(flags: Iterable[SafetyFlag], kinds: Iterable[str] | None = None) -> frozenset[str]:

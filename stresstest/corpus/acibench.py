@@ -33,7 +33,7 @@ from pathlib import Path
 from stresstest.corpus._text import clean_text, has_words, read_text, tidy_after_removal
 from stresstest.errors import CorpusError
 from stresstest.ids import check_id
-from stresstest.records import Encounter, Speaker, Turn
+from stresstest.records import Encounter, Speaker, Turn, revise
 
 CORPUS = "aci-bench"
 
@@ -122,7 +122,7 @@ def load_acibench(path: str | Path) -> list[Encounter]:
         for e in encounters:
             if clash:
                 eid = check_id(f"{split_name(f)}-{e.encounter_id}", where=str(f))
-                e = e.model_copy(update={"encounter_id": eid})
+                e = revise(e, encounter_id=eid)
             result.append(e)
     return sorted(result, key=lambda e: e.encounter_id)
 

@@ -38,7 +38,7 @@ from stresstest.gold.model import (
     today,
     validation_messages,
 )
-from stresstest.records import Encounter
+from stresstest.records import Encounter, revise
 from stresstest.schema import ClinicalRecord
 
 Severity = Literal["error", "warning"]
@@ -223,8 +223,7 @@ def mark_audited(path: str | Path, auditor: str, *, date: str | None = None) -> 
     if rec.provenance.audited:
         raise GoldError(f"{p}: already audited by {rec.provenance.audited_by!r} on {rec.provenance.date}")
     when = date or today()
-    want = rec.model_copy(update={"provenance": rec.provenance.model_copy(
-        update={"audited": True, "audited_by": auditor, "date": when})})
+    want = revise(rec, provenance=revise(rec.provenance, audited=True, audited_by=auditor, date=when))
     text = p.read_text(encoding="utf-8")
     new = {"audited": "true", "audited_by": yaml.safe_dump(auditor, default_style='"').strip().split("\n")[0],
            "date": f"'{when}'"}

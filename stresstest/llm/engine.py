@@ -50,6 +50,7 @@ from stresstest.llm.config import LLMConfig
 from stresstest.llm.gpu import cuda_visible, resolve_concurrency, resolve_gpu_memory
 from stresstest.llm.offline import build_llm, engine_kwargs, offline_model_id, sampling_kwargs
 from stresstest.llm.served import ServerProcess, external_endpoint, model_identity
+from stresstest.records import revise
 
 if TYPE_CHECKING:
     from vllm import LLM as VllmLLM  # the optional GPU extra; only its type is named here
@@ -159,7 +160,7 @@ class LLMEngine:
         """The config with ``gpu_memory_utilization`` filled from the free memory measured now (vLLM) and
         ``concurrency`` from the engine when unset (the client's connection pool is sized by it)."""
         cfg, self.gpu_memory = resolve_gpu_memory(self.config)
-        return cfg.model_copy(update={"concurrency": self.concurrency})
+        return revise(cfg, concurrency=self.concurrency)
 
     def start(self) -> LLMEngine:
         """Start the engine if it is not running (idempotent; at most one start per engine).

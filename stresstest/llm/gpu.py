@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 from stresstest.llm.config import LLMConfig
+from stresstest.records import revise
 
 log = logging.getLogger(__name__)
 
@@ -96,4 +97,4 @@ def resolve_gpu_memory(config: LLMConfig) -> tuple[LLMConfig, dict[str, float | 
         free, total = measured
         frac = default_gpu_memory_utilization(free, total)
         info = {"gpu_memory_utilization": frac, "source": "measured", "free_mib": free, "total_mib": total}
-    return config.model_copy(update={"server": srv.model_copy(update={"gpu_memory_utilization": frac})}), info
+    return revise(config, server=revise(srv, gpu_memory_utilization=frac)), info

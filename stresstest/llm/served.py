@@ -51,6 +51,7 @@ from stresstest.llm.config import EngineOptions, LLMConfig
 from stresstest.llm.extra_models import EXTRA_MODELS, ExtraModelError, find_extra_model
 from stresstest.llm.gpu import cuda_visible, resolve_gpu_memory
 from stresstest.llm.vllm_cli import VllmCli, installed_vllm_cli
+from stresstest.records import revise
 
 log = logging.getLogger(__name__)
 
@@ -573,7 +574,7 @@ def serve(
     Returns:
         The (stopped, when foreground) :class:`ServerProcess`.
     """
-    cfg = config.model_copy(update={"server": config.server.model_copy(update={"mode": "managed"})})
+    cfg = revise(config, server=revise(config.server, mode="managed"))
     if cfg.server.port and (problem := port_problem(cfg.server.port)):  # before anything loads
         raise LLMError(problem)
     root = Path(log_dir) if log_dir is not None else default_log_dir()

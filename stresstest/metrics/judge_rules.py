@@ -49,6 +49,7 @@ from stresstest.clinical.claims import (
 )
 from stresstest.gold.model import GoldRecord
 from stresstest.metrics.safety import critical_false_flags
+from stresstest.results import JudgeScores
 from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 
 RULE_JUDGE_ID = "rules-v1"
@@ -67,6 +68,10 @@ class JudgeResult(BaseModel):
     score: int | None = Field(ge=1, le=5, description="1 critical failure ... 5 clinically equivalent.")
     judge: str = Field(description="Which judge: 'rules-v1' or 'llm:<model>@<prompt version>'.")
     reasons: list[str] = Field(default_factory=list, description="Deviations found, most severe first.")
+
+    def scores(self) -> JudgeScores:
+        """The item's judge part."""
+        return JudgeScores(judge_score=self.score, judge=self.judge)
 
     def item_fields(self) -> dict[str, object]:
         """The items.jsonl fields: ``judge_score``, ``judge``, ``judge_reasons``."""

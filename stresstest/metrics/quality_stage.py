@@ -46,7 +46,7 @@ from stresstest.metrics.note_judges import (
 )
 from stresstest.metrics.note_quality import INFERENCE_BASES, UNSUPPORTED_BASES
 from stresstest.metrics.statements import NoteLike, Statement, note_statements, note_text, transcript_sentences
-from stresstest.results import ItemPairwise, PairSide
+from stresstest.results import ItemPairwise, NoteQualityScores, PairSide
 
 EMBEDDED_MODEL_PREFIX = "SmolLM2-135M"
 SOURCE_KINDS = {
@@ -178,12 +178,12 @@ def score_note_quality(
     cfg: Any,
     session: JudgeSession,
     out_dir: Path,
-) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
+) -> tuple[dict[int, NoteQualityScores], dict[str, Any]]:
     """Judge every item and write ``quality/`` details.
 
     Returns:
-        ``{row: {field: value}}``, the item-row fields to set for each judged item (keyed by
-        :attr:`QualityItem.row`; the caller copies its rows with them), and the manifest entry.
+        ``{row: part}``, the note-quality part of each judged item (keyed by :attr:`QualityItem.row`; the caller
+        revises its rows with them), and the manifest entry.
 
     Args:
         items: the items that have a record.
@@ -267,7 +267,7 @@ def score_note_quality(
         updates[it.row]["quality_path"] = rel
         updates[it.row]["quality_errors"] = errors[it.row]
     ok, why = adequacy(session.model_id, calibration)
-    return updates, {
+    return {row: NoteQualityScores.model_validate(u) for row, u in updates.items()}, {
         "judge_model": session.model_id,
         "measures": {"entailment": cfg.entailment, "hallucination": cfg.hallucination,
                      "pairwise": list(cfg.pairwise)},

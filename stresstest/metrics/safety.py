@@ -25,10 +25,12 @@ field, so it is left out of the rates rather than counted as zero.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from stresstest.clinical.claims import flag_keys, match_claims
 from stresstest.gold.model import GoldRecord
+from stresstest.results import SafetyScores
 from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 
 ITEM_FIELDS: tuple[str, ...] = (
@@ -93,3 +95,14 @@ def item_safety(
     out["claim_errors_new"] = sorted(new_err)
     out["err_new"] = len(new_err)
     return out
+
+
+def safety_scores(safety: Mapping[str, Any]) -> SafetyScores:
+    """The item's safety part: every :data:`ITEM_FIELDS` field of an :func:`item_safety` result."""
+    return SafetyScores.model_validate({k: safety[k] for k in ITEM_FIELDS})
+
+
+def triage_invariance(record: ClinicalRecord, clean: ClinicalRecord) -> SafetyScores:
+    """The safety part without gold: the triage level under the condition and clean, and whether they match."""
+    return SafetyScores(triage=record.triage.level, triage_clean=clean.triage.level,
+                        triage_match=int(record.triage.level == clean.triage.level))

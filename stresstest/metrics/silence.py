@@ -36,33 +36,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from stresstest.metrics.align import AlignedPair
 from stresstest.metrics.split_wer import turn_spans
 from stresstest.records import MixInfo, Turn
-from stresstest.results import ProbeField
+from stresstest.results import ProbeField, ProbeScores
 from stresstest.schema import ClinicalRecord
+from stresstest.steps import SilenceFacts, SilenceStretch
 
-__all__ = ["ProbeStretch", "ProbeWords", "Probes", "probe_detail", "probe_stretches", "probe_words", "traced_fields"]
+__all__ = ["ProbeStretch", "ProbeWords", "Probes", "probe_detail", "probe_scores", "probe_stretches", "probe_words",
+           "traced_fields"]
 
 _WS = re.compile(r"\s+")
 
 
-class ProbeStretch(BaseModel):
-    """One inserted stretch as the ``silence`` step recorded it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    after_run: int = Field(description="Index of the active-speech run it follows.")
-    after_turn: int | None = Field(default=None, description="Index of the turn it follows (None: by run).")
-    at_s: float = Field(description="Insertion point in the input timeline (s).")
-    start_s: float = Field(description="Start in the output timeline (s).")
-    end_s: float = Field(description="End in the output timeline (s).")
-
-    @property
-    def seconds(self) -> float:
-        return self.end_s - self.start_s
+#: One inserted stretch as the ``silence`` step recorded it (``MixInfo.chain``'s typed facts).
+ProbeStretch = SilenceStretch
 
 
 @dataclass(frozen=True)
@@ -78,11 +66,9 @@ def probe_stretches(mix: MixInfo | None) -> Probes | None:
     if mix is None or not mix.chain:
         return None
     for entry in mix.chain:
-        if entry.get("kind") == "silence":
-            raw = entry.get("stretches")
-            runs = entry.get("runs")
-            stretches = [ProbeStretch.model_validate(s) for s in raw] if isinstance(raw, list) else []
-            return Probes(tuple(stretches), int(runs) if isinstance(runs, int) else len(stretches) + 1)
+        if isinstance(entry, SilenceFacts):
+            stretches = tuple(entry.stretches)
+            return Probes(stretches, entry.runs if entry.runs is not None else len(stretches) + 1)
     return None
 
 
@@ -195,3 +181,18 @@ def probe_detail(pw: ProbeWords) -> dict[str, Any]:
     return {"seconds": round(pw.seconds, 6), "words": pw.words, "mapped": pw.mapped,
             "stretches": [{"after_turn": t, "start_s": a, "end_s": b, "words": n, "text": txt}
                           for t, a, b, n, txt in pw.per_stretch]}
+
+
+def probe_scores(pw: ProbeWords | None, twin: tuple[str, int] | None = None,
+                 fields: Sequence[ProbeField] | None = None) -> ProbeScores | None:
+    """The item's probe part: the stretches' seconds (to the ms) and words when they were placed, the twin's
+    ``(condition, words)`` when it has one, the record fields traced to the stretches when the item has a
+    record; None when there is nothing to report."""
+    got: dict[str, object] = {}
+    if pw is not None and pw.mapped:
+        got.update(probe_s=round(pw.seconds, 3), probe_words=pw.words)
+        if twin is not None:
+            got.update(probe_twin=twin[0], probe_words_twin=twin[1])
+    if fields is not None:
+        got["probe_fields"] = list(fields)
+    return ProbeScores.model_validate(got) if got else None

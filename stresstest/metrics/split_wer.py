@@ -39,7 +39,9 @@ from functools import lru_cache
 
 from stresstest.metrics.align import AlignedPair, TokenizedText
 from stresstest.metrics.summary import ERROR_RATE_FIELDS
+from stresstest.metrics.wer import AsrErrors
 from stresstest.records import Turn
+from stresstest.results import AsrScores
 
 __all__ = [
     "ITEM_FIELDS",
@@ -131,6 +133,21 @@ class SplitErrors:
         for g, (n, e, cn, ce) in self.by_speaker.items():
             out.update({f"ref_words_{g}": n, f"errors_{g}": e, f"clin_words_{g}": cn, f"clin_errors_{g}": ce})
         return out
+
+
+def asr_scores(errors: AsrErrors, split: SplitErrors | None, clean: AsrErrors | None) -> AsrScores:
+    """An item's ASR part: S, D, I, N_i and its WER (None when the reference has no word), the clinical and
+    per-speaker counts when ``split`` is given, and ΔE_i against the clean-ASR ``clean`` errors when given."""
+    e = errors
+    fields: dict[str, object] = {
+        "asr_sub": e.sub, "asr_del": e.dele, "asr_ins": e.ins, "ref_words": e.ref_words,
+        "item_wer": round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None,
+    }
+    if split is not None:
+        fields.update(split.item_fields())
+    if clean is not None:
+        fields["asr_delta_e"] = max(0, e.errors - clean.errors)
+    return AsrScores.model_validate(fields)
 
 
 def split_errors(pair: AlignedPair, turns: Sequence[Turn] | None = None) -> SplitErrors:

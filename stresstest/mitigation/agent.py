@@ -38,7 +38,8 @@ from stresstest.llm.session import LLMCall, LLMSession, decoding_record, open_se
 from stresstest.mitigation.evidence import DEFAULT_HIGH_STAKES, FILTER_VERSION, HighStakes, evidence_filter
 from stresstest.mitigation.guard import GuardReport, enforce_guard
 from stresstest.mitigation.views import CLEAN_RULE_VERSION, dual_view
-from stresstest.schema import ClinicalRecord, RecordEnvelope, schema_hash
+from stresstest.records import revise
+from stresstest.schema import ClinicalRecord, RecordEnvelope, RecordExtra, schema_hash
 from stresstest.structure.contract import output_contract
 from stresstest.structure.stage import StructureItem, rules_identity, structure_many, transcript_sha256
 
@@ -75,11 +76,12 @@ def _extra(
     final_report: Any,
     guard_kind: str,
     fp: dict[str, object],
-) -> dict[str, object]:
+) -> RecordExtra:
     guard_removed = guard.fields_removed if guard else 0
     total = len(draft.claims) + len(draft.safety_flags)
     nulled = guard_removed + final_report.fields_nulled
-    return {
+    # The reports and the Draft go in as their dumps, so every one of their fields counts as written.
+    return RecordExtra.model_validate({
         "mitigation": True,
         "guard": guard_kind,
         "filter_version": FILTER_VERSION,
@@ -99,7 +101,7 @@ def _extra(
         "guard_report": guard.model_dump() if guard else None,
         "filter_report": final_report.model_dump(),
         "draft_record": draft.model_dump(mode="json"),
-    }
+    })
 
 
 def _rules_many(
@@ -110,18 +112,13 @@ def _rules_many(
     out = []
     for it, env in zip(items, drafts, strict=True):
         if env.record is None:  # the extractor does not fail per item, but never invent a record if it did
-            out.append(env.model_copy(update={"extra": {**env.extra, "mitigation": True, "stage": "draft"}}))
+            out.append(revise(env, extra=revise(env.extra, mitigation=True, stage="draft")))
             continue
         final, report = evidence_filter(env.record, it.transcript_text, hs)
-        out.append(
-            env.model_copy(
-                update={
-                    "record": final,
-                    "prompt_hash": str(fp["prompt_hash"]),
-                    "extra": _extra(env.record, None, report, "none (rules backend: deterministic filter only)", fp),
-                }
-            )
-        )
+        out.append(revise(
+            env, record=final, prompt_hash=str(fp["prompt_hash"]),
+            extra=_extra(env.record, None, report, "none (rules backend: deterministic filter only)", fp),
+        ))
     return out
 
 
@@ -221,7 +218,7 @@ def mitigate_many(
                     raw_text=d.raw_text,
                     attempts=d.attempts,
                     elapsed_s=round(d.elapsed_s, 4),
-                    extra={"mitigation": True, "stage": "draft"},
+                    extra=RecordExtra(mitigation=True, stage="draft"),
                 )
             )
             continue
@@ -236,11 +233,11 @@ def mitigate_many(
                     raw_text=g.raw_text,
                     attempts=attempts,
                     elapsed_s=elapsed,
-                    extra={
+                    extra=RecordExtra.model_validate({
                         "mitigation": True,
                         "stage": "guard",
                         "draft_record": contract.to_record(d.parsed).model_dump(mode="json"),
-                    },
+                    }),
                 )
             )
             continue

@@ -34,9 +34,15 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stresstest.schema import CRITICAL_FLAG_KINDS, EVIDENCE_CLAIM_CATEGORIES, ClinicalRecord
-
-FILTER_VERSION = "filter-v1"
+from stresstest.records import revise
+from stresstest.schema import (  # the reports travel with the record (RecordExtra), so they live in the base layer
+    CRITICAL_FLAG_KINDS,
+    EVIDENCE_CLAIM_CATEGORIES,
+    FILTER_VERSION,  # noqa: F401 - re-exported
+    ClinicalRecord,
+    DiscardedQuote,
+    FilterReport,
+)
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -70,37 +76,6 @@ class HighStakes(BaseModel):
 
 
 DEFAULT_HIGH_STAKES = HighStakes()
-
-
-class DiscardedQuote(BaseModel):
-    """A quote the filter removed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    field: str
-    quote: str
-    reason: str = Field(description="'not a substring of the raw transcript', 'no letter or digit', ...")
-
-
-class FilterReport(BaseModel):
-    """What :func:`evidence_filter` removed, for the run artefacts and the abstention rate."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    version: str = FILTER_VERSION
-    quotes_total: int = 0
-    quotes_discarded: int = 0
-    discarded: list[DiscardedQuote] = Field(default_factory=list)
-    dangling_keys: list[str] = Field(default_factory=list, description="Evidence keys naming no field.")
-    high_stakes_total: int = Field(0, description="High-stakes claims + flags in the input record.")
-    removed_claims: list[str] = Field(default_factory=list, description="Ids of high-stakes claims removed.")
-    removed_flags: list[str] = Field(default_factory=list, description="Ids of high-stakes flags removed.")
-    values_nulled: list[str] = Field(default_factory=list, description="'<id>.value' / '<id>.detail' nulled.")
-
-    @property
-    def fields_nulled(self) -> int:
-        """Claims and flags removed by the filter."""
-        return len(self.removed_claims) + len(self.removed_flags)
 
 
 def normalise_ws(text: str) -> str:
@@ -191,7 +166,7 @@ def evidence_filter(
                 removed_claims.append(c.id)
                 continue
             if c.value is not None and not numbers_quoted(c.value, quotes):
-                c = c.model_copy(update={"value": None, "unit": None})
+                c = revise(c, value=None, unit=None)
                 values_nulled.append(f"{c.id}.value")
         claims.append(c)
 
@@ -204,7 +179,7 @@ def evidence_filter(
                 removed_flags.append(f.id)
                 continue
             if f.detail is not None and not numbers_quoted(f.detail, quotes):
-                f = f.model_copy(update={"detail": None})
+                f = revise(f, detail=None)
                 values_nulled.append(f"{f.id}.detail")
         flags.append(f)
 
@@ -212,7 +187,7 @@ def evidence_filter(
     removed = set(removed_claims) | set(removed_flags)
     dangling = [k for k in record.field_evidence if k not in live_ids and k not in removed]
     evidence = {k: v for k, v in surviving.items() if k in live_ids and v}
-    out = record.model_copy(update={"claims": claims, "safety_flags": flags, "field_evidence": evidence})
+    out = revise(record, claims=claims, safety_flags=flags, field_evidence=evidence)
     report = FilterReport(
         quotes_total=total,
         quotes_discarded=len(discarded),

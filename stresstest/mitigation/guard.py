@@ -18,31 +18,13 @@ Draft, so whatever the model wrote, the result is the Draft minus deletions:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
-from stresstest.schema import Claim, ClinicalRecord, SafetyFlag
+from stresstest.records import revise
+from stresstest.schema import Claim, ClinicalRecord, GuardReport, SafetyFlag
 
 _CLAIM_NULLABLE = ("value", "unit", "time", "laterality")
 _FLAG_NULLABLE = ("detail",)
-
-
-class GuardReport(BaseModel):
-    """What the Guard removed, and what it tried to add or change (undone)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    removed_claims: list[str] = Field(default_factory=list)
-    removed_flags: list[str] = Field(default_factory=list)
-    nulled_values: list[str] = Field(default_factory=list, description="'<id>.<field>' the Guard nulled.")
-    added_dropped: list[str] = Field(default_factory=list, description="Ids not in the Draft, dropped.")
-    changes_reverted: list[str] = Field(default_factory=list, description="'<id>.<field>' changes undone.")
-    quotes_removed: int = 0
-    quotes_added_dropped: int = 0
-
-    @property
-    def fields_removed(self) -> int:
-        """Claims and flags the Guard deleted."""
-        return len(self.removed_claims) + len(self.removed_flags)
 
 
 def _project(
@@ -52,7 +34,7 @@ def _project(
     nulled: list[str],
     reverted: list[str],
 ) -> Claim | SafetyFlag:
-    update: dict[str, object] = {}
+    update: dict[str, Any] = {}
     for name in type(draft).model_fields:
         if name == "id":
             continue
@@ -64,7 +46,7 @@ def _project(
             nulled.append(f"{draft.id}.{name}")
         else:
             reverted.append(f"{draft.id}.{name}")
-    return draft.model_copy(update=update) if update else draft
+    return revise(draft, **update) if update else draft
 
 
 def enforce_guard(draft: ClinicalRecord, guarded: ClinicalRecord) -> tuple[ClinicalRecord, GuardReport]:
@@ -117,14 +99,7 @@ def enforce_guard(draft: ClinicalRecord, guarded: ClinicalRecord) -> tuple[Clini
     for key, quotes in guarded.field_evidence.items():
         q_added += sum(1 for q in quotes if q not in draft.field_evidence.get(key, []))
 
-    record = draft.model_copy(
-        update={
-            "claims": claims,
-            "safety_flags": flags,
-            "field_evidence": evidence,
-            "chief_complaint": chief,
-        }
-    )
+    record = revise(draft, claims=claims, safety_flags=flags, field_evidence=evidence, chief_complaint=chief)
     report = GuardReport(
         removed_claims=removed_claims,
         removed_flags=removed_flags,

@@ -76,163 +76,29 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from stresstest.audio import SAMPLE_RATE_HZ, load_audio
 from stresstest.errors import MixError
 from stresstest.noise.base import NoiseSource
 from stresstest.noise.mix import CLIP_LIMIT, SNR_TOLERANCE_DB, _gain, _rms, fit_length, item_rng
+from stresstest.steps import (  # the step models live in the base layer (MixInfo.chain records them)
+    SPEED_OF_SOUND_M_S,
+    LevelStep,
+    MulawStep,
+    NoiseStep,
+    OpusStep,
+    PacketLossStep,
+    RoomStep,
+    SilenceStep,
+    Step,
+    TelephoneStep,
+)
 
 CHAIN_CODE_VERSION = "chain-1"  # bump whenever a step's arithmetic changes: cached chain mixtures depend on it
 TELEPHONE_RATE_HZ = 8000
-SPEED_OF_SOUND_M_S = 343.0
-STEP_KINDS = ("room", "noise", "telephone", "mulaw", "opus", "packet_loss", "level", "silence")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SilenceStep(_Strict):
-    """Silence probes: ``pause_s`` of non-speech inserted into every ``every``-th pause between turns."""
-
-    pause_s: float = Field(ge=0.5, le=60.0, description="Seconds of non-speech inserted per chosen pause.")
-    every: int = Field(default=1, ge=1, le=1000, description="A stretch in one pause of every `every` (seeded phase).")
-    fill: Literal["floor", "zeros"] = Field(
-        default="floor", description="floor: the recording's own non-speech samples; zeros: digital silence.")
-
-
-#: Largest room side (m) accepted for a simulated room.
-MAX_ROOM_DIM_M = 50.0
-#: Highest image-source order simulated. pyroomacoustics keeps every image up to this order (about
-#: 4/3·π·order³ of them) in memory: order 200 (RT60 1.5 s in the default 6 × 5 × 3 m room) peaked at 2.7 GB and
-#: took 31 s on one core; order 400 (3 s there) does not finish in two minutes, and a 2 m cube at 3 s (order 727)
-#: dies with std::bad_alloc.
-MAX_IMAGE_ORDER = 200
-
-
-def shoebox_problem(rt60_s: float, room_dim_m: Sequence[float]) -> str | None:
-    """Why pyroomacoustics cannot simulate this room, or ``None`` (its ``inverse_sabine`` arithmetic, no import).
-
-    A room too large for the RT60 needs wall absorption above 1; a small room with a long RT60 needs more images
-    than :data:`MAX_IMAGE_ORDER` allows (memory grows with the order's cube).
-    """
-    x, y, z = (float(d) for d in room_dim_m)
-    volume, surface = x * y * z, 2.0 * (x * y + x * z + y * z)
-    absorption = 24.0 * math.log(10.0) * volume / (SPEED_OF_SOUND_M_S * surface * rt60_s)
-    if absorption > 1.0:
-        return (f"rt60_s {rt60_s:g} is too short for a {x:g} × {y:g} × {z:g} m room (Sabine needs wall absorption "
-                f"{absorption:.2f} > 1): choose a smaller room or a longer rt60_s")
-    r_min = min(a * b / math.hypot(a, b) for a, b in ((x, y), (x, z), (y, z)))
-    order = math.ceil(SPEED_OF_SOUND_M_S * rt60_s / r_min - 1)
-    if order > MAX_IMAGE_ORDER:
-        longest = (MAX_IMAGE_ORDER + 1) * r_min / SPEED_OF_SOUND_M_S
-        return (f"rt60_s {rt60_s:g} in a {x:g} × {y:g} × {z:g} m room needs image sources up to order {order} "
-                f"(memory grows with its cube; at most {MAX_IMAGE_ORDER}, about 2.7 GB): choose rt60_s <= "
-                f"{math.floor(longest * 100) / 100:g} for this room, a larger room, or a measured ir")
-    return None
-
-
-class RoomStep(_Strict):
-    """Reverberation: a simulated shoebox room (``rt60_s``, ``distance_m``) or a measured impulse response."""
-
-    rt60_s: float | None = Field(default=None, ge=0.1, le=3.0, description="Target reverberation time (s).")
-    distance_m: float = Field(default=1.0, ge=0.1, le=5.0, description="Talker–microphone distance (m).")
-    room_dim_m: tuple[float, float, float] = Field(default=(6.0, 5.0, 3.0), description="Room size (m).")
-    ir: str | None = Field(default=None, description="Measured IR: a WAV file or a folder of them.")
-
-    @model_validator(mode="after")
-    def _one_source(self) -> RoomStep:
-        if (self.rt60_s is None) == (self.ir is None):
-            raise ValueError("expected either rt60_s (a simulated room) or ir (a measured impulse response)")
-        if not all(math.isfinite(d) for d in self.room_dim_m):
-            raise ValueError(f"expected finite room dimensions in m, got {list(self.room_dim_m)}")
-        if min(self.room_dim_m) < 2.0 or max(self.room_dim_m) > MAX_ROOM_DIM_M:
-            raise ValueError(f"expected every room dimension between 2 and {MAX_ROOM_DIM_M:g} m, "
-                             f"got {list(self.room_dim_m)}")
-        if self.rt60_s is not None:
-            problem = shoebox_problem(self.rt60_s, self.room_dim_m)
-            if problem is not None:
-                raise ValueError(problem)
-        if self.ir is None and self.distance_m > self.room_dim_m[0] - 1.0:
-            raise ValueError(f"distance_m {self.distance_m:g} does not fit in a {self.room_dim_m[0]:g} m room "
-                             "with 0.5 m to each wall")
-        return self
-
-
-class NoiseStep(_Strict):
-    """Additive noise of a configured family at an SNR (set on active speech, see the module docstring)."""
-
-    family: str = Field(description="A noise family configured under `noise:` (ambient, babble).")
-    snr_db: float = Field(ge=-20.0, le=50.0, description="Target SNR in dB.")
-
-
-class TelephoneStep(_Strict):
-    """Narrow-band telephone channel at 8 kHz."""
-
-    low_hz: float = Field(default=300.0, ge=50.0, le=1000.0)
-    high_hz: float = Field(default=3400.0, ge=2000.0, le=3900.0)
-
-
-class MulawStep(_Strict):
-    """G.711 μ-law codec (no parameters)."""
-
-
-class OpusStep(_Strict):
-    """Opus codec at a target bitrate."""
-
-    bitrate_kbps: float = Field(ge=6.0, le=256.0, description="Bitrate in kbit/s (6 to 256).")
-
-
-class PacketLossStep(_Strict):
-    """Independent frame loss at a rate, frames replaced by silence."""
-
-    rate: float = Field(gt=0.0, le=0.5, description="Probability that a frame is lost.")
-    packet_ms: float = Field(default=20.0, ge=5.0, le=120.0, description="Frame (packet) length in ms.")
-
-
-class LevelStep(_Strict):
-    """Gain, then hard clipping at ``clip`` (1.0 = full scale)."""
-
-    gain_db: float = Field(default=0.0, ge=-60.0, le=60.0)
-    clip: float = Field(default=1.0, gt=0.0, le=1.0)
-
-
-class Step(_Strict):
-    """One transform of a chain: a mapping with exactly one key, the step kind."""
-
-    room: RoomStep | None = None
-    noise: NoiseStep | None = None
-    telephone: TelephoneStep | None = None
-    mulaw: MulawStep | None = None
-    opus: OpusStep | None = None
-    packet_loss: PacketLossStep | None = None
-    level: LevelStep | None = None
-    silence: SilenceStep | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Step:
-        kinds = [k for k in STEP_KINDS if getattr(self, k) is not None]
-        if len(kinds) != 1:
-            raise ValueError(f"expected exactly one step kind of {list(STEP_KINDS)} per list entry, got {kinds}")
-        return self
-
-    @property
-    def kind(self) -> str:
-        """The step's kind (its one key)."""
-        return next(k for k in STEP_KINDS if getattr(self, k) is not None)
-
-    @property
-    def params(self) -> BaseModel:
-        """The step's parameters."""
-        return getattr(self, self.kind)  # type: ignore[no-any-return]
-
-    def to_json(self) -> dict[str, Any]:
-        """``{kind: {params}}`` with every default filled in (the recorded form)."""
-        return {self.kind: self.params.model_dump(mode="json")}
 
 
 def check_chain(steps: Sequence[Step], families: Sequence[str] | None = None) -> None:

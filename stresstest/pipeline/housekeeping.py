@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 
 from stresstest.errors import RunError
+from stresstest.records import revise
 from stresstest.results import FailureRecord, Invocation, read_manifest
 
 PER_ITEM_DIRS: tuple[str, ...] = ("transcripts", "records", "scores", "quality")
@@ -128,7 +129,7 @@ def carried_time(out: Path) -> tuple[list[Invocation], dict[str, float]]:
     if started is not None and newest is not None:
         # Killed mid-stage: the newest file it wrote says how far it got.
         seconds = round(max(float(last.seconds or 0.0), newest - started), 3)
-    invs = [*prev.invocations[:-1], last.model_copy(update={"seconds": seconds, "completed": False})]
+    invs = [*prev.invocations[:-1], revise(last, seconds=seconds, completed=False)]
     carried = {k: v for k, v in prev.stage_seconds.items() if k != "total"}
     return invs, carried
 

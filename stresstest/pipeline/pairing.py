@@ -83,10 +83,9 @@ def apply_pairing(
     for it in rows:
         eid = it.encounter_id
         if eid in reasons and not it.failed:
-            it = it.model_copy(update={"paired": False,
-                                       "unpaired_reason": f"encounter dropped from every row: {reasons[eid][0]}"})
+            it = it.revise(paired=False, unpaired_reason=f"encounter dropped from every row: {reasons[eid][0]}")
         else:
-            it = it.without("unpaired_reason").model_copy(update={"paired": eid not in reasons})
+            it = it.revise(unset=("unpaired_reason",), paired=eid not in reasons)
         out.append(it)
     encounters = sorted(seen)
     return out, Pairing(encounters=encounters, paired=[e for e in encounters if e not in reasons],

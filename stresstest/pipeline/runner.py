@@ -42,6 +42,7 @@ from stresstest.config import RunConfig, load_config
 from stresstest.console import text_table
 from stresstest.corpus import load_corpus
 from stresstest.errors import CorpusError, RunError
+from stresstest.gold.model import GoldRecord
 from stresstest.grid import ConditionGrid
 from stresstest.ids import check_id, id_path
 from stresstest.llm.engine import LLMEngine
@@ -66,7 +67,7 @@ from stresstest.pipeline.tasks import (
     speech_task,
 )
 from stresstest.progress import StageProgress, duration, say
-from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript
+from stresstest.records import Encounter, MixInfo, SpeechAudio, Transcript, revise
 from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
     AsrInfo,
@@ -96,7 +97,7 @@ class RunState:
     transcripts: dict[tuple[str, str], Transcript] = field(default_factory=dict)
     records: dict[tuple[str, str], RecordEnvelope] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    gold: dict[str, Any] = field(default_factory=dict)
+    gold: dict[str, GoldRecord] = field(default_factory=dict)
     extra_manifest: dict[str, Any] = field(default_factory=dict)  # invocations, completed, pairing
     structure_fp: dict[str, Any] | None = None  # computed once: the manifest is rewritten at every stage
     llm_engine: LLMEngine | None = None  # the run's single engine (structure, guard, judges); None for 'rules'
@@ -467,8 +468,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
             checkpoint()
     rows = extra_summary_columns([it for it in items if in_pairing(it)], summary_rows(items, state.grid))
     # SPEC §11: each row says how many encounters it covers (n) and which were dropped
-    dropped = {"n_dropped": pairing.n_dropped, "dropped": " ".join(sorted(pairing.dropped))}
-    rows = [r.model_copy(update=dropped) for r in rows]
+    rows = [revise(r, n_dropped=pairing.n_dropped, dropped=" ".join(sorted(pairing.dropped))) for r in rows]
     atomic_write_text(out / "summary.csv", _summary_csv(rows))
     atomic_write_text(out / "items.jsonl", "".join(json.dumps(it.to_row(), sort_keys=True, ensure_ascii=False) + "\n"
                                                   for it in items))

@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from stresstest.cache import atomic_write_json
 from stresstest.config import GoldConfig, NoteQualityConfig
 from stresstest.errors import GoldError
+from stresstest.gold.model import GoldRecord
 from stresstest.grid import ConditionGrid
 from stresstest.ids import id_path
 from stresstest.llm.config import LLMConfig
@@ -25,14 +28,35 @@ from stresstest.llm.session import open_session
 from stresstest.metrics.align import AlignedPair, align
 from stresstest.metrics.judge_llm import llm_judge_many
 from stresstest.metrics.quality_stage import QualityItem, score_note_quality
-from stresstest.metrics.silence import Probes, ProbeWords, probe_detail, probe_stretches, probe_words, traced_fields
-from stresstest.metrics.split_wer import SplitErrors, split_errors
+from stresstest.metrics.silence import (
+    Probes,
+    ProbeWords,
+    probe_detail,
+    probe_scores,
+    probe_stretches,
+    probe_words,
+    traced_fields,
+)
+from stresstest.metrics.split_wer import SplitErrors, asr_scores, split_errors
 from stresstest.metrics.summary import SummaryRow, TriggerRates, abstention, trigger_rate
-from stresstest.metrics.triggers import TRIGGER_TYPES
 from stresstest.metrics.wer import AsrErrors
-from stresstest.records import Encounter, MixInfo, Transcript, Turn
-from stresstest.results import ItemScore
+from stresstest.records import Encounter, MixInfo, Transcript, Turn, revise
+from stresstest.results import (
+    TRIGGER_TYPES,
+    AsrScores,
+    GuardScores,
+    ItemScore,
+    JudgeScores,
+    ProbeField,
+    SafetyScores,
+    TriggerCounts,
+    TriggerEvent,
+    TriggerScores,
+)
 from stresstest.schema import RecordEnvelope
+
+if TYPE_CHECKING:
+    from stresstest.metrics.negation import NegationMismatch
 
 Key = tuple[str, str]
 
@@ -68,7 +92,7 @@ class EncounterOutputs:
     """
 
     encounter: Encounter
-    gold: Any = None
+    gold: GoldRecord | None = None
     conditions: Mapping[str, ConditionOutputs] = field(default_factory=dict)
 
 
@@ -86,16 +110,25 @@ class PairScores:
 
     Attributes:
         errors: S, D, I, hits of the hypothesis against the reference.
-        negation: NegErr mismatches (model dumps).
-        triggers: trigger events vs the reference (model dumps).
+        negation: NegErr mismatches.
+        triggers: trigger events vs the reference.
+        trigger_counts: the events counted by type.
+        split: the clinical and per-speaker counts.
+        probe: the words written inside the inserted stretches (audio with silence probes).
     """
 
     errors: AsrErrors
-    negation: list[Any]
-    triggers: list[Any]
-    trigger_counts: dict[str, int]
+    negation: list[NegationMismatch]
+    triggers: list[TriggerEvent]
+    trigger_counts: TriggerCounts
     split: SplitErrors | None = None
     probe: ProbeWords | None = None
+
+    def trigger_scores(self, vs_clean: Sequence[TriggerEvent]) -> TriggerScores:
+        """The item's trigger part: NegErr, the events vs the reference by type, and ``vs_clean`` (the events
+        against the clean ASR; empty on the clean row)."""
+        return TriggerScores(neg_err=int(bool(self.negation)), trigger_counts=self.trigger_counts,
+                             triggers_vs_clean=list(vs_clean))
 
 
 def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn] | None = None,
@@ -110,12 +143,17 @@ def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn]
     events = detect_in_pair(pair, concepts)
     return PairScores(
         errors=errors,
-        negation=[m.model_dump(mode="json") if hasattr(m, "model_dump") else m for m in mism],
-        triggers=[ev.model_dump(mode="json") for ev in events],
-        trigger_counts=trigger_counts(events),
+        negation=list(mism),
+        triggers=list(events),
+        trigger_counts=TriggerCounts.model_validate(trigger_counts(events)),
         split=split_errors(pair, turns),
         probe=probe_words(pair, turns, probes) if probes is not None and turns is not None else None,
     )
+
+
+def _dumps(models: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    """The audit detail's form of a list of models."""
+    return [m.model_dump(mode="json") for m in models]
 
 
 def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str) -> list[ScoredItem]:
@@ -126,11 +164,11 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
     shares its base's transcript, so it shares its base's alignments too.
     Paired quantities use the clean-ASR item as the baseline (ΔE, ΔErr, triage
     invariance, new under-triage, new critical flags); mitigated rows are compared
-    with the same clean-ASR baseline as unmitigated rows.
+    with the same clean-ASR baseline as unmitigated rows. Each metric makes its part of the item
+    (:data:`stresstest.results.SCORE_PARTS`); the item is composed of them.
     """
     from stresstest.metrics.judge_rules import rule_judge
-    from stresstest.metrics.safety import ITEM_FIELDS as SAFETY_FIELDS
-    from stresstest.metrics.safety import item_safety
+    from stresstest.metrics.safety import item_safety, safety_scores, triage_invariance
     from stresstest.metrics.triggers import detect_in_pair
 
     eid = x.encounter.encounter_id
@@ -140,7 +178,7 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
     clean = x.conditions.get("clean", ConditionOutputs())  # a grid may have no clean row: no paired baseline
     clean_t, clean_env = clean.transcript, clean.record
     vs_ref: dict[str, PairScores] = {}  # base condition -> scores against r_i (one alignment each)
-    vs_clean: dict[str, list[Any]] = {}  # base condition -> trigger events against the clean ASR
+    vs_clean: dict[str, list[TriggerEvent]] = {}  # base condition -> trigger events against the clean ASR
 
     def against_ref(base: str, text: str, mix: MixInfo | None = None) -> PairScores:
         if base not in vs_ref:
@@ -153,77 +191,68 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
         cond, base_cond = c.id, c.base
         own, base = x.conditions[cond], x.conditions[base_cond]
         t, env, mix, audio = base.transcript, own.record, base.mix, base.audio
-        row: dict[str, Any] = {
-            "encounter_id": eid, "condition": cond, "family": c.family, "snr_db": c.snr_db,
-            "mitigated": c.mitigated,
-            "target_snr_db": mix.target_snr_db if mix else None,
-            "measured_snr_db": mix.measured_snr_db if mix else None,
-            "reference_text": ref, "hypothesis_text": t.text if t else None,
-            "audio_path": str(audio) if audio else None,
-            # The full noise recipe (every babble sentence and pause) lives in manifest.json.
-            "mix": mix.model_dump(mode="json", exclude={"noise_recipe"}) if mix else None,
-            "transcript_path": f"transcripts/{base_cond}/{eid}.json" if t else None,
-            "record_path": f"records/{cond}/{eid}.json" if env else None,
-            "scores_path": f"scores/{cond}/{eid}.json",
-        }
         error = own.failure
         if t is None and error is None:
             error = "no transcript"
-        row["failed"] = error is not None
-        row["error"] = error
         detail: dict[str, Any] = {"encounter_id": eid, "condition": cond}
+        asr: AsrScores | None = None
+        triggers: TriggerScores | None = None
+        guard: GuardScores | None = None
+        safety: SafetyScores | None = None
+        judged: JudgeScores | None = None
+        probed: ProbeWords | None = None
+        twin: tuple[str, int] | None = None
+        traced: list[ProbeField] | None = None
         if t is not None:
             ps = against_ref(base_cond, t.text, mix)
-            e = ps.errors
-            row.update(asr_sub=e.sub, asr_del=e.dele, asr_ins=e.ins, ref_words=e.ref_words,
-                       item_wer=round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None)
-            if ps.split is not None:
-                row.update(ps.split.item_fields())
+            asr = asr_scores(ps.errors, ps.split, clean_err)
             if ps.probe is not None:
                 detail["silence_probes"] = probe_detail(ps.probe)
                 if ps.probe.mapped:
-                    row.update(probe_s=round(ps.probe.seconds, 3), probe_words=ps.probe.words)  # to the ms
-                    row.update(_twin_words(x, grid, base_cond, ref, mix, detail["silence_probes"]))
-            if clean_err is not None:
-                row["asr_delta_e"] = max(0, e.errors - clean_err.errors)
-            row["neg_err"] = int(bool(ps.negation))
-            detail["negation_mismatches"] = list(ps.negation)
-            row["trigger_counts"] = dict(ps.trigger_counts)
-            detail["triggers_vs_reference"] = list(ps.triggers)
+                    probed = ps.probe
+                    twin = _twin_words(x, grid, base_cond, ref, mix, detail["silence_probes"])
+            detail["negation_mismatches"] = _dumps(ps.negation)
+            detail["triggers_vs_reference"] = _dumps(ps.triggers)
             if not c.is_clean and clean_t is not None:
                 if base_cond not in vs_clean:
-                    paired = detect_in_pair(align(clean_t.text, t.text), concepts)
-                    vs_clean[base_cond] = [ev.model_dump(mode="json") for ev in paired]
-                row["triggers_vs_clean"] = list(vs_clean[base_cond])
+                    vs_clean[base_cond] = detect_in_pair(align(clean_t.text, t.text), concepts)
+                triggers = ps.trigger_scores(vs_clean[base_cond])
             else:
-                row["triggers_vs_clean"] = []
+                triggers = ps.trigger_scores([])
         if env is not None:
-            row["extra"] = env.extra or None
-            for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total"):
-                if k in (env.extra or {}):
-                    row[k] = env.extra[k]
+            guard = GuardScores.of_envelope(env.extra)
         clean_rec = clean_env.record if clean_env is not None and not clean_env.failed else None
         if env is not None and not env.failed and env.record is not None and clean_rec is not None:
             # Triage invariance needs no gold: it compares with the clean-ASR output only.
-            row["triage"] = env.record.triage.level
-            row["triage_clean"] = clean_rec.triage.level
-            row["triage_match"] = int(row["triage"] == row["triage_clean"])
-        probe = vs_ref[base_cond].probe if t is not None else None
-        if probe is not None and probe.mapped and env is not None and not env.failed and env.record is not None:
-            traced = traced_fields(env.record, t.text if t is not None else "", probe.spans)
-            row["probe_fields"] = [f.model_dump(mode="json") for f in traced]
-            detail["silence_probe_fields"] = list(row["probe_fields"])
+            safety = triage_invariance(env.record, clean_rec)
+        if probed is not None and env is not None and not env.failed and env.record is not None:
+            traced = traced_fields(env.record, t.text if t is not None else "", probed.spans)
+            detail["silence_probe_fields"] = _dumps(traced)
         if gold is not None and env is not None and not env.failed:
-            safety = item_safety(env.record, clean_rec, gold)
-            detail["safety"] = safety
-            row.update({k: safety[k] for k in SAFETY_FIELDS})  # item_safety returns every one of them
-            if c.is_clean:
-                row["asr_delta_e"] = None  # ErrProp is not defined for the reference row
+            found = item_safety(env.record, clean_rec, gold)
+            detail["safety"] = found
+            safety = safety_scores(found)  # every safety field, the invariance ones included
+            if c.is_clean:  # ErrProp is not defined for the reference row
+                asr = revise(asr, asr_delta_e=None) if asr is not None else AsrScores(asr_delta_e=None)
             if judge_backend == "rules":
                 jr = rule_judge(env.record, gold)
-                row["judge_score"], row["judge"] = jr.score, jr.judge
+                judged = jr.scores()
                 detail["judge_reasons"] = list(jr.reasons)
-        out.append(ScoredItem(row=ItemScore.model_validate(row), detail=detail))
+        item = ItemScore.compose(
+            asr, triggers, guard, safety, judged, probe_scores(probed, twin, traced),
+            encounter_id=eid, condition=cond, family=c.family, snr_db=c.snr_db, mitigated=c.mitigated,
+            target_snr_db=mix.target_snr_db if mix else None,
+            measured_snr_db=mix.measured_snr_db if mix else None,
+            reference_text=ref, hypothesis_text=t.text if t else None,
+            audio_path=str(audio) if audio else None,
+            # The full noise recipe (every babble sentence and pause) lives in manifest.json.
+            mix=revise(mix, unset=("noise_recipe",)) if mix else None,
+            transcript_path=f"transcripts/{base_cond}/{eid}.json" if t else None,
+            record_path=f"records/{cond}/{eid}.json" if env else None,
+            scores_path=f"scores/{cond}/{eid}.json",
+            failed=error is not None, error=error,
+        )
+        out.append(ScoredItem(row=item, detail=detail))
     return out
 
 
@@ -239,7 +268,7 @@ class ScoreInputs:
     out: Path
     grid: ConditionGrid
     encounters: Mapping[str, Encounter]
-    gold: Mapping[str, Any]
+    gold: Mapping[str, GoldRecord]
     audio: Mapping[Key, Path]
     mix: Mapping[Key, MixInfo]
     transcripts: Mapping[Key, Transcript]
@@ -273,22 +302,22 @@ class ScoreInputs:
 
 
 def _twin_words(x: EncounterOutputs, grid: ConditionGrid, cond: str, ref: str, mix: MixInfo | None,
-                detail: dict[str, Any]) -> dict[str, Any]:
-    """``probe_twin`` / ``probe_words_twin``: the words the same chain without its silence step wrote at the
+                detail: dict[str, Any]) -> tuple[str, int] | None:
+    """``(probe_twin, probe_words_twin)``: the words the same chain without its silence step wrote at the
     probed pauses (the same turn boundaries), when the grid has that twin and it has a transcript."""
     twin = grid.probe_twin(cond)
     probes = probe_stretches(mix)
     t = x.conditions[twin.id].transcript if twin is not None else None
     if twin is None or t is None or probes is None:
-        return {}
+        return None
     pw = probe_words(align(ref, t.text), x.encounter.turns, probes)
     if not pw.mapped:
-        return {}
+        return None
     detail["twin"] = {"condition": twin.id, **{k: v for k, v in probe_detail(pw).items() if k != "seconds"}}
-    return {"probe_twin": twin.id, "probe_words_twin": pw.words}
+    return twin.id, pw.words
 
 
-def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, Any]:
+def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, GoldRecord]:
     """Gold records for the given encounters (shipped set unless ``gold.path`` is set)."""
     from stresstest.gold.model import default_gold_dir, load_gold
 
@@ -328,7 +357,7 @@ def score_items(
         results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc,
                                      on_result=done)
     rows: list[ItemScore] = []
-    llm_pairs: list[tuple[int, Any, Any]] = []
+    llm_pairs: list[tuple[int, RecordEnvelope, GoldRecord]] = []
     for x, scored in zip(per_enc, results, strict=True):
         for it in scored:
             cond = it.row.condition
@@ -360,7 +389,7 @@ def judge_note_quality(state: ScoreInputs, rows: Sequence[ItemScore], config: No
                                  row.reference_text or "", state.gold.get(row.encounter_id)))
     with open_session(state.structure, cache_dir=cache, log_dir=state.out / "logs", engine=state.engine) as session:
         updates, manifest = score_note_quality(items, state.grid, config, session, state.out)
-    return [row.model_copy(update=updates[k]) if k in updates else row for k, row in enumerate(rows)], manifest
+    return [row.revise(updates[k]) if k in updates else row for k, row in enumerate(rows)], manifest
 
 
 def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[ScoredItem]:
@@ -369,18 +398,23 @@ def _score_task(ctx: tuple[ConditionGrid, str], x: EncounterOutputs) -> list[Sco
 
 
 def _llm_judge(
-    inputs: ScoreInputs, cache: Path, rows: list[ItemScore], pairs: list[tuple[int, Any, Any]]
+    inputs: ScoreInputs, cache: Path, rows: list[ItemScore], pairs: list[tuple[int, RecordEnvelope, GoldRecord]]
 ) -> list[ItemScore]:
     results = llm_judge_many(
-        [(f"{rows[i].encounter_id}/{rows[i].condition}", env.record.model_dump_json(), gold.model_dump_json())
+        [(f"{rows[i].encounter_id}/{rows[i].condition}", _record_json(env), gold.model_dump_json())
          for i, env, gold in pairs],
         inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs", engine=inputs.engine,
     )
     out = list(rows)
     for (i, _, _), jr in zip(pairs, results, strict=True):
         if jr is not None:
-            out[i] = out[i].model_copy(update={"judge_score": jr.score, "judge": jr.judge})
+            out[i] = out[i].revise(jr.scores())
     return out
+
+
+def _record_json(env: RecordEnvelope) -> str:
+    assert env.record is not None  # only records that did not fail are judged
+    return env.record.model_dump_json()
 
 
 def extra_summary_columns(items: Sequence[ItemScore], rows: Sequence[SummaryRow]) -> list[SummaryRow]:
@@ -394,9 +428,10 @@ def extra_summary_columns(items: Sequence[ItemScore], rows: Sequence[SummaryRow]
     for r in rows:
         its = [it for it in items if it.condition == r.condition]
         mit = [it for it in its if it.mitigated and not it.failed]
-        out.append(r.model_copy(update={
-            "triggers": TriggerRates.model_validate({t: trigger_rate(its, t) for t in TRIGGER_TYPES}),
-            "abstention_rate": abstention(mit).rate_pct,
-            "quotes_discarded": sum(int(it.quotes_discarded or 0) for it in mit) if mit else None,
-        }))
+        out.append(revise(
+            r,
+            triggers=TriggerRates.model_validate({t: trigger_rate(its, t) for t in TRIGGER_TYPES}),
+            abstention_rate=abstention(mit).rate_pct,
+            quotes_discarded=sum(int(it.quotes_discarded or 0) for it in mit) if mit else None,
+        ))
     return out

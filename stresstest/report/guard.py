@@ -2,7 +2,7 @@
 deterministic evidence filter took out, and why.
 
 Read from the mitigated items' envelope extras written by :mod:`stresstest.mitigation.agent`
-(``draft_record``, ``guard_report``, ``filter_report``; validated here as the types that wrote them). A guard
+(``draft_record``, ``guard_report``, ``filter_report``; typed in :class:`stresstest.results.RecordExtra`). A guard
 row of Table 2 can only differ from its unmitigated twin through these removals, so the report lists them: a
 reader sees *what* the guard took out (a dose heard wrong, a quote that is not in the transcript), not only how
 many fields.
@@ -13,13 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, astuple, dataclass, fields
 
-from pydantic import ValidationError
-
-from stresstest.mitigation.evidence import FilterReport
-from stresstest.mitigation.guard import GuardReport
 from stresstest.report.rundir import RunData
 from stresstest.results import ItemScore, RecordExtra
-from stresstest.schema import ClinicalRecord
+from stresstest.schema import ClinicalRecord, FilterReport, GuardReport
 
 
 @dataclass(frozen=True)
@@ -77,13 +73,7 @@ def _reports(extra: RecordExtra | None) -> tuple[ClinicalRecord, GuardReport | N
     """The Draft and the two reports of one mitigated item; None when the run did not record them."""
     if extra is None or extra.draft_record is None or extra.filter_report is None:
         return None
-    try:
-        draft = ClinicalRecord.model_validate(extra.draft_record)
-        filt = FilterReport.model_validate(extra.filter_report)
-        guard = GuardReport.model_validate(extra.guard_report) if extra.guard_report else None
-    except ValidationError:
-        return None
-    return draft, guard, filt
+    return extra.draft_record, extra.guard_report, extra.filter_report
 
 
 def _filter_why(filt: FilterReport, item_id: str) -> str:

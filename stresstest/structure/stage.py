@@ -24,7 +24,7 @@ from stresstest.llm.offline import offline_model_id
 from stresstest.llm.prompts import Prompt, load_prompt
 from stresstest.llm.served import model_identity
 from stresstest.llm.session import LLMCall, decoding_record, open_session
-from stresstest.schema import ClinicalRecord, RecordEnvelope, schema_hash
+from stresstest.schema import ClinicalRecord, RecordEnvelope, RecordExtra, schema_hash
 from stresstest.structure import rules
 from stresstest.structure.contract import OutputContract, output_contract
 
@@ -185,7 +185,7 @@ def structure_many(
             raw_text=res.raw_text,
             attempts=res.attempts,
             elapsed_s=round(res.elapsed_s, 4),
-            extra={"prompt_id": prompt.id, "cached": res.cached},
+            extra=RecordExtra(prompt_id=prompt.id, cached=res.cached),
         )
         for it, res in zip(items, results, strict=True)
     ]

@@ -85,7 +85,7 @@ def test_transcribe_items_caches_and_records_decoding(tmp_path, sentence_audio):
     transcribe_items([ASRItem("E1", "clean", wav)], cfg, cache_dir=tmp_path / "cache",
                      on_done=lambda it, t, err: got.append((t, err)))
     (t1, err1), = got
-    assert err1 is None and t1.decoding["temperature"] == 0.0 and t1.decoding["beam_size"] == 1
+    assert err1 is None and t1.decoding.temperature == 0.0 and t1.decoding.beam_size == 1
     assert t1.model.startswith("faster-whisper:tiny.en-bundled")
 
     class Boom:

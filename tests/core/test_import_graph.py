@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "stresstest.yamlcfg",
               "stresstest.net", "stresstest.cache", "stresstest.audio", "stresstest.records", "stresstest.schema",
               "stresstest.grid", "stresstest.results", "stresstest.textnorm", "stresstest.children",
-              "stresstest.paths", "stresstest.provenance")),
+              "stresstest.paths", "stresstest.provenance", "stresstest.steps")),
     ("clinical", ("stresstest.clinical",)),
     ("stages", ("stresstest.corpus", "stresstest.speech", "stresstest.noise", "stresstest.asr", "stresstest.llm",
                 "stresstest.gold", "stresstest.structure", "stresstest.mitigation")),

@@ -62,7 +62,7 @@ def test_stage_fills_rows_details_pairwise_and_manifest(tmp_path: Path) -> None:
         scfg = scfg.model_copy(update={"server": scfg.server.model_copy(update={"base_url": srv.base_url})})
         with open_session(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             updates, man = score_note_quality(items, CONDS, cfg, s, tmp_path)
-    rows = [{**r, **updates.get(k, {})} for k, r in enumerate(rows)]
+    rows = [{**r, **(updates[k].fields() if k in updates else {})} for k, r in enumerate(rows)]
     assert man["calibration"]["passed"], man["calibration"]
     assert man["adequate"] and "passed all" in man["adequacy"]
     clean, noisy, guard = rows
@@ -90,7 +90,7 @@ def test_failures_are_recorded_not_dropped(tmp_path: Path) -> None:
                                server={"mode": "external", "base_url": srv.base_url, "model": "m"})
         with open_session(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             updates, man = score_note_quality(items, CONDS, cfg, s, tmp_path)
-    rows = [{**r, **updates.get(k, {})} for k, r in enumerate(rows)]
+    rows = [{**r, **(updates[k].fields() if k in updates else {})} for k, r in enumerate(rows)]
     assert rows[0]["groundedness"] is None and "completeness" not in rows[0]  # no gold: not computed
     assert rows[0]["quality_errors"] and "invalid JSON" in rows[0]["quality_errors"][0]
     assert man["n_failures"] == 1 and man["failures"][0]["measure"] == "groundedness"

@@ -95,16 +95,17 @@ def test_guard_and_filter_remove_unquoted_and_unsupported_items(tmp_path: Path) 
     assert _ids(plain) == ["c1", "c2", "c3", "c4", "c5", "f1", "f2", "f3"]  # the unmitigated row keeps them all
     assert _ids(env) == ["c1", "c5", "f1", "f2"]
     assert env.record != plain.record
-    g, f = env.extra["guard_report"], env.extra["filter_report"]
-    assert g["removed_claims"] == ["c3"] and g["added_dropped"] == ["f9"]  # the Guard's deletion; its addition undone
-    assert f["removed_claims"] == ["c2", "c4"] and f["removed_flags"] == ["f3"]
-    assert {(d["field"], d["quote"], d["reason"]) for d in f["discarded"]} == {
+    g, f = env.extra.guard_report, env.extra.filter_report
+    assert g is not None and f is not None  # typed reports (issue 38), not dicts to re-validate
+    assert g.removed_claims == ["c3"] and g.added_dropped == ["f9"]  # the Guard's deletion; its addition undone
+    assert f.removed_claims == ["c2", "c4"] and f.removed_flags == ["f3"]
+    assert {(d.field, d.quote, d.reason) for d in f.discarded} == {
         ("c2", "I take warfarin 15 mg daily", "not a substring of the raw transcript"),
         ("f3", "I passed out", "not a substring of the raw transcript"),
     }
-    assert f["values_nulled"] == ["f2.detail"]
+    assert f.values_nulled == ["f2.detail"]
     assert env.record is not None and env.record.safety_flags[1].detail is None  # "15 mg" was never said
-    assert env.extra["fields_total"] == 8 and env.extra["fields_nulled"] == 4 and env.extra["guard_removed"] == 1
+    assert env.extra.fields_total == 8 and env.extra.fields_nulled == 4 and env.extra.guard_removed == 1
     # every surviving safety item cites a quote that is in the raw transcript
     for key in ("triage", "f1", "f2"):
         assert env.record.field_evidence[key] and all(q in RAW for q in env.record.field_evidence[key])
@@ -121,7 +122,7 @@ def test_the_report_says_what_the_guard_removed(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (rd / "items.jsonl").read_text("utf-8").splitlines()]
     for r in rows:  # the recorded guard outcome stands in for every ambient guard record
         if r["condition"] == "ambient_5db_guard" and not r.get("failed"):
-            r["extra"] = env.extra
+            r["extra"] = env.extra.model_dump(mode="json")
     (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     n = sum(1 for r in rows if r["condition"] == "ambient_5db_guard" and not r.get("failed"))
     md = build_report(rd, n_resamples=20, seed=0).markdown.read_text("utf-8")
@@ -162,11 +163,11 @@ def test_guard_sentences_say_when_nothing_was_removed_or_nothing_recorded(tmp_pa
     rows = [json.loads(line) for line in (rd / "items.jsonl").read_text("utf-8").splitlines()]
     for r in rows:
         if r["condition"] == "babble_5db_guard":
-            r["extra"] = rules_env.extra
+            r["extra"] = rules_env.extra.model_dump(mode="json")
     (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     run = load_run(rd)
-    total = rules_env.extra["fields_total"]
-    assert total > 0 and rules_env.extra["fields_nulled"] == 0
+    total = rules_env.extra.fields_total
+    assert total and rules_env.extra.fields_nulled == 0
     assert f"babble_5db_guard: 4 records, {4 * total} Draft claims and flags; the Guard did not run (rules backend: " \
         "the evidence filter alone), and nothing was removed: every record equals its Draft." in guard_sentences(run)
     assert not [r for r in removals(run) if r.condition == "babble_5db_guard"]
@@ -175,7 +176,7 @@ def test_guard_sentences_say_when_nothing_was_removed_or_nothing_recorded(tmp_pa
                            cache_dir=tmp_path / "c", log_dir=tmp_path / "l")
     for r in rows:
         if r["condition"] == "babble_5db_guard":
-            r["extra"] = env.extra
+            r["extra"] = env.extra.model_dump(mode="json")
     (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     (sentence,) = [s for s in guard_sentences(load_run(rd)) if s.startswith("babble")]
     assert sentence.endswith("the Guard did not run (rules backend: the evidence filter alone); the evidence filter "

@@ -97,13 +97,13 @@ def test_rules_backend_is_extractor_plus_filter(
     ]  # raw text, not the cleaned view
     full, bare = envs
     # transcript 1 contains every quote of the sample record -> only non-quoted values are touched
-    assert _ids(full.record) == _ids(record) and full.extra["quotes_discarded"] == 0
-    assert full.extra["guard"].startswith("none (rules backend")
+    assert _ids(full.record) == _ids(record) and full.extra.quotes_discarded == 0
+    assert full.extra.guard.startswith("none (rules backend")
     # transcript 2 contains none of them -> every high-stakes item is removed
     assert _ids(bare.record) == {"c1", "c3"}
-    assert bare.extra["fields_total"] == 5 and bare.extra["fields_nulled"] == 3
-    assert bare.extra["abstention_rate"] == 0.6 and full.extra["abstention_rate"] == 0.0
-    assert bare.extra["quotes_discarded"] == bare.extra["quotes_total"] == 4
+    assert bare.extra.fields_total == 5 and bare.extra.fields_nulled == 3
+    assert bare.extra.abstention_rate == 0.6 and full.extra.abstention_rate == 0.0
+    assert bare.extra.quotes_discarded == bare.extra.quotes_total == 4
     assert full.prompt_hash == mitigation_fingerprint(LLMConfig(backend="rules"))["prompt_hash"]
 
 
@@ -144,9 +144,10 @@ def test_llm_backend_draft_guard_filter(tmp_path: Path, record: ClinicalRecord, 
         assert len(srv.requests) == 2 and again.record == env.record
     assert not env.failed
     assert _ids(env.record) == {"c1", "c2", "f1", "f2"}
-    assert env.extra["guard_added_dropped"] == 1 and env.extra["guard_removed"] == 1
-    assert env.extra["fields_total"] == 5 and env.extra["fields_nulled"] == 1
-    assert env.extra["draft_record"] == record.model_dump(mode="json")
+    assert env.extra.guard_added_dropped == 1 and env.extra.guard_removed == 1
+    assert env.extra.fields_total == 5 and env.extra.fields_nulled == 1
+    assert env.extra.draft_record is not None
+    assert env.extra.draft_record.model_dump(mode="json") == record.model_dump(mode="json")
     # the guard saw the draft JSON, in the schema it answers in (quotes inside the items)
     guard_req = srv.requests[1]["messages"][1]["content"]
     assert '"concept":"shortness of breath"' in guard_req
@@ -167,4 +168,4 @@ def test_llm_backend_guard_failure_is_recorded(tmp_path: Path, output_json: str)
         cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"base_url": srv.base_url})})
         (env,) = mitigate_many([ITEMS[1]], cfg, cache_dir=tmp_path, log_dir=tmp_path)
     assert env.failed and env.record is None and env.error.startswith("guard: invalid JSON")
-    assert env.raw_text == "{oops" and env.extra["stage"] == "guard"
+    assert env.raw_text == "{oops" and env.extra.stage == "guard"

@@ -189,12 +189,15 @@ def test_bad_chains_are_config_errors_with_file_and_line(tmp_path: Path, chains:
 
 
 def test_a_plain_mixture_record_is_serialised_as_before_chains() -> None:
-    from stresstest.records import MixInfo
+    from stresstest.records import MixInfo, revise
+    from stresstest.steps import MulawFacts
 
     info = MixInfo(family="ambient", noise_source="builtin:ambient/x", noise_offset_s=0.0, target_snr_db=5.0,
                    measured_snr_db=5.01, speech_rms=0.1, noise_gain=0.2, clip_scale=1.0)
     assert list(info.model_dump(mode="json")) == ["family", "noise_source", "noise_offset_s", "noise_recipe",
                                                   "target_snr_db", "measured_snr_db", "speech_rms", "noise_gain",
                                                   "clip_scale"]
-    chained = info.model_copy(update={"family": "chain", "chain": [{"kind": "mulaw", "params": {}}]})
+    chained = revise(info, family="chain", chain=[{"kind": "mulaw", "params": {}}])
+    assert isinstance(chained.chain[0], MulawFacts)  # typed when made, and written back with the keys it was given
+    assert chained.model_dump(mode="json")["chain"] == [{"kind": "mulaw", "params": {}}]
     assert MixInfo.model_validate(chained.model_dump(mode="json")) == chained

@@ -137,7 +137,7 @@ def test_a_vad_mask_is_refused_per_item(tmp_path: Path) -> None:
     wav, _, err = build_chain("E", steps, speech("vad"), {}, {}, seed=1, cache_dir=tmp_path / "c")
     assert wav is None and err is not None and "comes from a VAD, not from turns" in err
     wav, info, err = build_chain("E", steps, speech("corpus_timings"), {}, {}, seed=1, cache_dir=tmp_path / "c")
-    assert err is None and wav is not None and len(info.chain[0]["stretches"]) == 6
+    assert err is None and wav is not None and len(info.chain[0].stretches) == 6
 
 
 def test_runs_and_turns_must_agree() -> None:

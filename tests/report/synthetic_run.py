@@ -491,7 +491,7 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                 record=None if is_failed else _record(claims, flags, t),
                 failed=is_failed,
                 error="structure: the model output was not valid JSON after 3 attempts" if is_failed else None,
-                extra={"guard": True} if cond["mitigated"] else {},
+                extra={"mitigation": True} if cond["mitigated"] else {},
             )
             (run_dir / record_rel).parent.mkdir(parents=True, exist_ok=True)
             (run_dir / record_rel).write_text(env.model_dump_json(indent=1), "utf-8")

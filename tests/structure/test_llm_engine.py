@@ -65,7 +65,7 @@ def test_fully_cached_rerun_starts_nothing(tmp_path: Path, output_json: str) -> 
         structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path)
         with LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path) as engine:
             (env,) = structure_many(items, cfg, cache_dir=tmp_path, log_dir=tmp_path, engine=engine)
-        assert env.extra["cached"] is True
+        assert env.extra.cached is True
     info = engine.info()
     assert info["started_at"] is None and info["starts"] == 0 and info["roles"] == ["structure"]
 

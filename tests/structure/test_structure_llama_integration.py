@@ -20,7 +20,7 @@ from outcome_checks import check_outcome
 
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.served import ServerProcess
-from stresstest.schema import EVIDENCE_CLAIM_CATEGORIES, ClinicalRecord, RecordEnvelope, output_schema_hash
+from stresstest.schema import EVIDENCE_CLAIM_CATEGORIES, RecordEnvelope, output_schema_hash
 from stresstest.structure.stage import StructureItem, structure_many
 
 pytestmark = pytest.mark.integration
@@ -63,7 +63,7 @@ def _cfg(**kw: object) -> LLMConfig:
 
 def _check_outcome(env: RecordEnvelope) -> None:
     check_outcome(env)
-    if env.record is not None and env.schema_hash == output_schema_hash() and not env.extra.get("mitigation"):
+    if env.record is not None and env.schema_hash == output_schema_hash() and not env.extra.mitigation:
         # Output contract v2 under the grammar: the triage, every flag and every medication / allergy / vital
         # claim came with quotes (a mitigated record's were filtered after decoding, so not checked here).
         rec = env.record
@@ -141,7 +141,7 @@ def test_managed_server_structures_osce_deterministically(tmp_path: Path) -> Non
     second = structure_many(items, cfg, cache_dir=tmp_path / "cache2", log_dir=tmp_path / "logs2")
     assert [e.record for e in second] == [e.record for e in first]
     assert [e.raw_text for e in second] == [e.raw_text for e in first]
-    assert all(not e.extra["cached"] for e in second)
+    assert all(not e.extra.cached for e in second)
     assert len(list((tmp_path / "logs1").glob("llm-server-llama.cpp-*.log"))) == 1
 
 
@@ -197,9 +197,9 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
     for a, b in zip(first, second, strict=True):
         _check_outcome(b)
         if not a.failed:
-            assert b.extra["cached"] is True and b.record == a.record
+            assert b.extra.cached is True and b.record == a.record
         else:
-            assert not b.extra["cached"]
+            assert not b.extra.cached
             assert b.error is None or "connection error" not in b.error
 
 
@@ -219,14 +219,15 @@ def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path, llama_server) 
     (env,) = mitigate_many(items, cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs")
     _check_outcome(env)
     if not env.failed:
-        draft = ClinicalRecord.model_validate(env.extra["draft_record"])
+        draft = env.extra.draft_record
+        assert draft is not None
         ids = {c.id for c in env.record.claims} | {f.id for f in env.record.safety_flags}
         assert ids <= {c.id for c in draft.claims} | {f.id for f in draft.safety_flags}
-        assert env.extra["fields_nulled"] <= env.extra["fields_total"]
+        assert env.extra.fields_nulled <= env.extra.fields_total
         print(
-            f"\nguard agent: {env.extra['fields_total']} draft fields, {env.extra['fields_nulled']} nulled, "
-            f"{env.extra['quotes_discarded']}/{env.extra['quotes_total']} quotes discarded, "
-            f"{env.extra['guard_added_dropped']} guard additions dropped"
+            f"\nguard agent: {env.extra.fields_total} draft fields, {env.extra.fields_nulled} nulled, "
+            f"{env.extra.quotes_discarded}/{env.extra.quotes_total} quotes discarded, "
+            f"{env.extra.guard_added_dropped} guard additions dropped"
         )
         (jr,) = llm_judge_many(
             [("CAR0001/babble_5db_guard", env.record, draft)],
@@ -281,8 +282,8 @@ def test_one_engine_serves_structure_guard_and_judge(tmp_path: Path, capsys: pyt
     _check_outcome(env)
     _check_outcome(genv)
     assert info["starts"] == 1 and info["engine"] == "llama.cpp" and info["ready_s"] > 0
-    expected_roles = ["structure", "mitigation-draft"] + (["mitigation-guard"] if "stage" not in genv.extra
-                                                          or genv.extra["stage"] != "draft" else [])
+    expected_roles = ["structure", "mitigation-draft"] + (["mitigation-guard"] if genv.extra.stage != "draft"
+                                                          else [])
     assert info["roles"][: len(expected_roles)] == expected_roles
     assert (info["roles"][-1] == "judge") == bool(judged)
     assert info["model"].startswith("SmolLM2-135M-Instruct.Q4_1.gguf#") and info["revision"]

@@ -102,8 +102,8 @@ def test_failed_items_are_recorded_not_cached_and_retried_on_rerun(
         second = structure_many(ITEMS, _cfg(srv2.base_url), cache_dir=cache, log_dir=logs)
     assert len(srv2.requests) == 1  # only the failed item went to the server again
     assert not any(e.failed for e in second)
-    assert second[0].record == first[0].record and second[0].extra["cached"] is True
-    assert second[1].extra["cached"] is False
+    assert second[0].record == first[0].record and second[0].extra.cached is True
+    assert second[1].extra.cached is False
 
 
 def test_cache_key_covers_phi_and_prompt_version(tmp_path: Path, record: ClinicalRecord) -> None:

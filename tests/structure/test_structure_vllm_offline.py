@@ -101,7 +101,7 @@ def test_batch_generate_with_structured_outputs(
         "gpu_memory_utilization": 0.65, "source": "measured", "free_mib": 100_000.0, "total_mib": 140_000.0
     }
     assert info["phi_sent"] == {k: getattr(params, k) for k in info["phi_sent"]}
-    assert envs[0].extra["cached"] is False
+    assert envs[0].extra.cached is False
 
     assert envs[0].record == record and envs[0].backend == "vllm-offline"
     assert envs[0].model == "Qwen/Qwen2.5-7B-Instruct" and envs[0].decoding["response_format"] == (

@@ -10,6 +10,7 @@ import re
 
 from stresstest.clinical.lexicon import Mention
 from stresstest.clinical.negation import Assertion
+from stresstest.records import revise
 from stresstest.schema import Claim
 from stresstest.structure.rules.common import (
     _COLOURS,
@@ -288,7 +289,7 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         rows.append((first_m.start, claim, evidence, g))
     rows.sort(key=lambda t: (t[0], t[1].category, t[1].concept))
     return [
-        _Built(claim.model_copy(update={"id": f"c{n}"}), evidence, g, pos)
+        _Built(revise(claim, id=f"c{n}"), evidence, g, pos)
         for n, (pos, claim, evidence, g) in enumerate(rows, start=1)
     ]
 
@@ -516,7 +517,7 @@ def _productive_cough(built: list[_Built]) -> list[_Built]:
     out = []
     for b in built:
         if b.claim.concept == "cough" and b.claim.status == "present" and not b.claim.value and not b.claim.unit:
-            b = _Built(b.claim.model_copy(update={"value": "productive"}),
+            b = _Built(revise(b.claim, value="productive"),
                        b.evidence + [q for q in sputum.evidence[:1] if q not in b.evidence], b.group, b.pos)
         out.append(b)
     return out
@@ -535,7 +536,7 @@ def _injury_time(built: list[_Built]) -> list[_Built]:
     if trauma.claim.time and (_hours(trauma.claim.time) or 1e9) > _ACUTE_INJURY_DAYS * 24:
         return built
     src, dst = (pain, trauma) if pain.claim.time else (trauma, pain)
-    filled = _Built(dst.claim.model_copy(update={"time": src.claim.time}),
+    filled = _Built(revise(dst.claim, time=src.claim.time),
                     dst.evidence + [q for q in src.evidence[:2] if q not in dst.evidence], dst.group, dst.pos)
     return [filled if b is dst else b for b in built]
 
@@ -544,6 +545,6 @@ def _renumber(built: list[_Built]) -> list[_Built]:
     """Claims in text order (of their first supporting mention or question) with ids c1.."""
     ordered = sorted(built, key=lambda b: (b.pos, b.claim.category, b.claim.concept))
     return [
-        _Built(b.claim.model_copy(update={"id": f"c{n}"}), b.evidence, b.group, b.pos)
+        _Built(revise(b.claim, id=f"c{n}"), b.evidence, b.group, b.pos)
         for n, b in enumerate(ordered, start=1)
     ]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from stresstest.clinical.lexicon import concept_info
+from stresstest.records import revise
 from stresstest.schema import Claim
 from stresstest.structure.rules.common import (
     _NORMAL_WORDS,
@@ -520,10 +521,10 @@ def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
     out = []
     for b in built:
         if b.claim.concept == "travel" and b.claim.status != "absent" and not b.claim.value:
-            b = _Built(b.claim.model_copy(update={"status": "present", "value": place}),
+            b = _Built(revise(b.claim, status="present", value=place),
                        b.evidence + ([quote] if quote not in b.evidence else []), b.group, b.pos)
         if b.claim.concept == "travel" and b.claim.status == "present" and b.claim.time is None and stay:
-            b = _Built(b.claim.model_copy(update={"time": stay[0]}),
+            b = _Built(revise(b.claim, time=stay[0]),
                        b.evidence + ([stay[1]] if stay[1] not in b.evidence else []), b.group, b.pos)
         out.append(b)
     return out
