@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.llm_stub import Reply, stub_server
 from synthetic_run import make_run
 
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.session import open_session
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.report import build_report
 from stresstest.report.pairwise_compare import pairwise_compare
