@@ -1,4 +1,4 @@
-"""The evidence-grounded guard agent as a structuring variant (SPEC §7, issue 6).
+"""The evidence-grounded guard agent as a structuring variant (docs/spec.md §7, issue 6).
 
 Per item: dual view → **Draft** (structure with mandatory verbatim quotes) →
 **Guard** (deletes unsupported content; enforced in code by

@@ -3,7 +3,7 @@
 :func:`detect_triggers` aligns a reference and a hypothesis word by word (on the
 documented normalisation, :mod:`stresstest.metrics.align`), groups adjacent
 edits into *regions*, and types each region by what it does to clinical
-content (SPEC §6, §10):
+content (docs/spec.md §6, §10):
 
 ``negation_flip``
     A clinical entity's negation status changes because words changed: a cue

@@ -1,5 +1,5 @@
 """``clinical_omission`` of clinical terms: a lexicon, drug, vocabulary term, a number lost with a
-dropped stretch or a rare word of the reference that does not survive in the hypothesis (SPEC §6, §10).
+dropped stretch or a rare word of the reference that does not survive in the hypothesis (docs/spec.md §6, §10).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from stresstest.results import TRIGGER_TYPES, TriggerEvent
 
 
 def trigger_risk(events: Iterable[TriggerEvent]) -> float:
-    """A pair's trigger risk: the sum of its events' weights (SPEC §6, §10); 0 without events."""
+    """A pair's trigger risk: the sum of its events' weights (docs/spec.md §6, §10); 0 without events."""
     return round(sum(e.weight for e in events), 6)
 
 

@@ -1,5 +1,5 @@
 """``entity_substitution``: one clinical entity replaced by a different one of the same kind, a
-clinical term heard as one of another kind, a laterality swap or a hypo-/hyper- swap (SPEC §6, §10).
+clinical term heard as one of another kind, a laterality swap or a hypo-/hyper- swap (docs/spec.md §6, §10).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``nonspeech_pollution``: content absent from the reference that appears in the hypothesis (a
-background talker, a hallucinated phrase), SPEC §6, §10.
+background talker, a hallucinated phrase), docs/spec.md §6, §10.
 """
 
 from __future__ import annotations

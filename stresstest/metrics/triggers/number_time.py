@@ -1,5 +1,5 @@
 """``number_unit_conflict`` and ``temporal_distortion``: a number, dose, unit or frequency, or a
-duration, time anchor or time relation, that changes, is lost or is gained in a region (SPEC §6, §10).
+duration, time anchor or time relation, that changes, is lost or is gained in a region (docs/spec.md §6, §10).
 """
 
 from __future__ import annotations
