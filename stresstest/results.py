@@ -571,18 +571,20 @@ class RunDir:
             self._records[rel] = _read_model(self.path / rel, RecordEnvelope)
         return self._records[rel]
 
-    def transcript(self, encounter_id: str, condition: str) -> Transcript | None:
-        """``transcripts/<condition>/<id>.json`` (None: missing, e.g. a failed ASR item, or unreadable)."""
-        return _read_model(self.path / "transcripts" / condition / f"{encounter_id}.json", Transcript)
+    def transcript(self, item: ItemScore) -> Transcript | None:
+        """The ASR output an item was scored on (its ``transcript_path``: a guard row shares its base condition's,
+        ``transcripts/<base>/<id>.json``); None when missing (a failed ASR item) or unreadable."""
+        rel = item.transcript_path or f"transcripts/{item.condition}/{item.encounter_id}.json"
+        return _read_model(self.path / rel, Transcript)
 
-    def score_detail(self, encounter_id: str, condition: str) -> dict[str, Any] | None:
+    def score_detail(self, item: ItemScore) -> dict[str, Any] | None:
         """``scores/<condition>/<id>.json``: the score stage's audit detail (negation mismatches, trigger events,
         safety, judge reasons, silence probes) as JSON; None when missing."""
-        return _read_json(self.path / "scores" / condition / f"{encounter_id}.json")
+        return _read_json(self.path / (item.scores_path or f"scores/{item.condition}/{item.encounter_id}.json"))
 
-    def quality_detail(self, encounter_id: str, condition: str) -> dict[str, Any] | None:
+    def quality_detail(self, item: ItemScore) -> dict[str, Any] | None:
         """``quality/<condition>/<id>.json``: the note-quality judges' statements and verdicts; None when missing."""
-        return _read_json(self.path / "quality" / condition / f"{encounter_id}.json")
+        return _read_json(self.path / (item.quality_path or f"quality/{item.condition}/{item.encounter_id}.json"))
 
 
 _M = TypeVar("_M", bound=BaseModel)

@@ -49,13 +49,14 @@ def test_read_run_reads_what_the_cli_wrote(tmp_path: Path) -> None:
     assert clean is not None and clean.number("triage_match") == 100.0 and clean.number("err_prop") is None
     # The stage records of each item: the good encounter has all of them, the unreadable one none.
     for it in run.items:
-        env, tr = run.envelope(it), run.transcript(it.encounter_id, it.condition)
-        detail = run.score_detail(it.encounter_id, it.condition)
+        env, tr, detail = run.envelope(it), run.transcript(it), run.score_detail(it)
         if it.encounter_id == "BAD0":
             assert it.failed and env is None and tr is None
             continue
         assert isinstance(env, RecordEnvelope) and not env.failed and (env.encounter_id, env.condition) == it.key
-        assert tr is not None and (tr.encounter_id, tr.condition) == it.key and tr.text
+        base = it.condition.removesuffix("_guard")  # a guard row is scored on its base condition's transcript
+        assert tr is not None and (tr.encounter_id, tr.condition) == (it.encounter_id, base) and tr.text
+        assert it.transcript_path == f"transcripts/{base}/{it.encounter_id}.json"
         assert detail is not None and detail["encounter_id"] == it.encounter_id
     # docs/run-format.md names every file and folder the run wrote.
     doc = DOC.read_text("utf-8")
