@@ -1,4 +1,4 @@
-"""Audio I/O and the canonical form every stage works in (SPEC §2).
+"""Audio I/O and the canonical form every stage works in (docs/spec.md §2).
 
 Canonical form: mono (channel mean), float32, 16 kHz, peak-normalised to
 ``PEAK_DBFS`` (amplitude normalisation). Resampling uses soxr (VHQ), which is

@@ -18,10 +18,9 @@ value records (``expect``: a transcript's audio hash, model and decoding) and ev
 file are checked; any mismatch prints one warning naming the file, is counted
 (:func:`rejected_entries`, recorded in the run's manifest) and the entry is treated
 as missing, so the stage recomputes and overwrites it. Envelopes live in ``*.c2.json`` files (:data:`ENVELOPE_SUFFIX`),
-next to, never over, the plain ``*.json`` entries older versions wrote, so an
-older checkout sharing the cache keeps working. A plain entry is accepted only
-when it vouches for no file and its shape validates; it is then copied into an
-envelope.
+next to, never over, the plain ``*.json`` entries versions before the envelope wrote, so an older checkout
+sharing the cache keeps working. Those plain entries are never read: this version recomputes such an entry
+and writes its envelope beside it.
 
 File modes follow the umask (``0o666 & ~umask``), like any file ``open`` creates.
 """
@@ -42,7 +41,7 @@ from typing import Any
 import numpy as np
 
 CACHE_FORMAT = 2
-#: File-name suffix of verified entries (plain ``.json`` entries are the pre-envelope format).
+#: File-name suffix of verified entries (plain ``.json`` entries, the pre-envelope format, are never read).
 ENVELOPE_SUFFIX = ".c2.json"
 _UMASK: int | None = None
 _UMASK_LOCK = threading.Lock()
@@ -344,7 +343,6 @@ def read_verified_json(
     path: str | Path,
     validate: Callable[[Any], Any] | None = None,
     files: Mapping[str, str | Path] | None = None,
-    legacy_path: str | Path | None = None,
     expect: Mapping[str, Any] | None = None,
 ) -> Any | None:
     """Read a cache entry envelope; ``None`` (with one warning naming the file) when it cannot be trusted.
@@ -355,9 +353,6 @@ def read_verified_json(
             Its return value is returned (so it can build the model in one go).
         files: ``name -> path`` of the files this entry must vouch for, each checked
             against the size and sha256 recorded at write.
-        legacy_path: a pre-envelope plain JSON entry to fall back on when ``path`` is
-            missing (accepted only without ``files`` and when it validates; then
-            copied into ``path``).
         expect: ``field -> value`` the entry's value must hold: the inputs its key was computed from that the
             value records (a transcript's audio hash, model and decoding), compared with those asked for. An
             envelope's recorded key is always compared with its file name (entries written before keys were
@@ -369,68 +364,51 @@ def read_verified_json(
     from stresstest.console import one_line
 
     p = Path(path)
-    legacy = False
     if not p.is_file():
-        if legacy_path is None or files or not Path(legacy_path).is_file():
+        return None  # a miss (a plain pre-envelope ``<key>.json`` beside it is never read: recomputed)
+    try:
+        data = json.loads(p.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        _reject("damaged", f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
+        return None
+    if not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT and "value" in data):
+        _reject("not an envelope", f"cache entry {p} is not a stresstest cache envelope; recomputing it")
+        return None
+    value = data["value"]
+    if data.get("sha256") != hash_obj(value):
+        _reject("content hash", f"cache entry {p} does not match its recorded content hash; recomputing it")
+        return None
+    if "key" in data and data["key"] != entry_key(p):
+        _reject("answers another key", f"cache entry {p} was written for key {str(data['key'])[:16]}…, not for "
+                "its own; recomputing it")
+        return None
+    recorded_raw = data.get("files")
+    recorded: dict[str, Any] = recorded_raw if isinstance(recorded_raw, dict) else {}
+    for name, f in (files or {}).items():
+        digest = recorded.get(name)
+        problem = "no digest recorded" if not isinstance(digest, dict) else file_problem(f, digest)
+        if problem is not None:
+            _reject("file mismatch", f"cache entry {p}: {problem}; recomputing it")
             return None
-        try:
-            value = json.loads(Path(legacy_path).read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            return None  # an old torn entry: a plain miss, as it always was
-        legacy = True
-    else:
-        try:
-            data = json.loads(p.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            _reject("damaged", f"cache entry {p} is damaged ({type(exc).__name__}); recomputing it")
-            return None
-        if not (isinstance(data, dict) and data.get("cache_format") == CACHE_FORMAT and "value" in data):
-            _reject("not an envelope", f"cache entry {p} is not a stresstest cache envelope; recomputing it")
-            return None
-        value = data["value"]
-        if data.get("sha256") != hash_obj(value):
-            _reject("content hash", f"cache entry {p} does not match its recorded content hash; recomputing it")
-            return None
-        if "key" in data and data["key"] != entry_key(p):
-            _reject("answers another key", f"cache entry {p} was written for key {str(data['key'])[:16]}…, not for "
-                    "its own; recomputing it")
-            return None
-        recorded_raw = data.get("files")
-        recorded: dict[str, Any] = recorded_raw if isinstance(recorded_raw, dict) else {}
-        for name, f in (files or {}).items():
-            digest = recorded.get(name)
-            problem = "no digest recorded" if not isinstance(digest, dict) else file_problem(f, digest)
-            if problem is not None:
-                _reject("file mismatch", f"cache entry {p}: {problem}; recomputing it")
-                return None
     raw = value
     if validate is not None:
         try:
             value = validate(value)
         except Exception as exc:
-            if legacy:
-                return None
             _reject("wrong shape", f"cache entry {p} has the wrong shape ({type(exc).__name__}: "
                     f"{one_line(exc)[:160]}); recomputing it")
             return None
     for field, want in (expect or {}).items():  # after the shape: a wrong-shape entry is reported as such
         got = raw.get(field) if isinstance(raw, dict) else None
         if got != want:
-            if legacy:
-                return None
             _reject("answers another question", f"cache entry {p} records {field} {short(got)}, the question asked "
                     f"has {short(want)}; recomputing it")
             return None
-    if legacy:
-        try:
-            write_verified_json(p, raw)  # copy into an envelope, so the next read is verified
-        except OSError:
-            pass
     return value
 
 
 class KeyValueCache:
-    """A directory of verified JSON entries addressed by hash key (``<root>/<ns>/<k[:2]>/<k>.json``)."""
+    """A directory of verified JSON entries addressed by hash key (``<root>/<ns>/<k[:2]>/<k>.c2.json``)."""
 
     def __init__(self, root: str | Path, namespace: str) -> None:
         self.root = Path(root) / namespace
@@ -438,10 +416,6 @@ class KeyValueCache:
     def path(self, key: str) -> Path:
         """The entry's envelope file."""
         return self.root / key[:2] / f"{key}{ENVELOPE_SUFFIX}"
-
-    def legacy_path(self, key: str) -> Path:
-        """Where the pre-envelope format kept the entry (read, never written)."""
-        return self.root / key[:2] / f"{key}.json"
 
     def file_path(self, key: str, suffix: str) -> Path:
         """Where a file that belongs to entry ``key`` lives (e.g. the mixture WAV)."""
@@ -452,7 +426,7 @@ class KeyValueCache:
         expect: Mapping[str, Any] | None = None,
     ) -> Any | None:
         """The verified value for ``key`` or ``None`` (see :func:`read_verified_json`)."""
-        return read_verified_json(self.path(key), validate, files, legacy_path=self.legacy_path(key), expect=expect)
+        return read_verified_json(self.path(key), validate, files, expect=expect)
 
     def put(self, key: str, value: Any, files: Mapping[str, str | Path] | None = None) -> None:
         write_verified_json(self.path(key), value, files)

@@ -24,15 +24,13 @@ EXIT_INTERNAL = 3
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from stresstest.pipeline.runner import format_quality_table, format_table, run
-    from stresstest.results import RunManifest
 
-    out, rows = run(a.config, a.out, replace=a.replace_run)
-    print(format_table(rows))
-    manifest_path = out / "manifest.json"
-    manifest = RunManifest.model_validate_json(manifest_path.read_text("utf-8")) if manifest_path.is_file() else None
-    quality = format_quality_table(rows, manifest.note_quality if manifest is not None else None)
+    result = run(a.config, a.out, replace=a.replace_run)
+    out = result.out
+    print(format_table(result.rows))
+    quality = format_quality_table(result.rows, result.manifest.note_quality)
     if quality:
-        print("\nNote quality (SPEC §8; LLM judges)\n" + quality)
+        print("\nNote quality (docs/spec.md §8; LLM judges)\n" + quality)
     print(f"\nrun directory: {out}")
     for name in ("summary.csv", "items.jsonl", "manifest.json", "report/report.html"):
         if (out / name).exists():
@@ -232,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--quick", action="store_true", help="skip loading models (no decode, no LLM call)")
     ck.set_defaults(func=_cmd_check)
 
-    m = sub.add_parser("mix", help="mix one noise file into one speech file at an SNR (SPEC §2 rules)")
+    m = sub.add_parser("mix", help="mix one noise file into one speech file at an SNR (docs/spec.md §2 rules)")
     m.add_argument("--speech", required=True)
     m.add_argument("--noise", required=True)
     m.add_argument("--snr", required=True, type=float, help="target SNR in dB")

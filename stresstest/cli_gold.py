@@ -1,4 +1,4 @@
-"""``stresstest gold draft | check | audit``: the gold-reference workflow (SPEC §5).
+"""``stresstest gold draft | check | audit``: the gold-reference workflow (docs/spec.md §5).
 
 1. ``gold draft CONFIG --out DIR``: decompose each encounter's clean *human*
    transcript into atomic facts with the configured structurer (``rules`` offline,

@@ -124,7 +124,7 @@ class GoldConfig(_Strict):
 
 
 class NoteQualityConfig(_Strict):
-    """SPEC §8 note-quality judges, asked through the run's LLM session (the structuring model)."""
+    """docs/spec.md §8 note-quality judges, asked through the run's LLM session (the structuring model)."""
 
     entailment: bool = Field(
         default=False, description="completeness / conciseness (vs gold) and groundedness (vs the transcript)."

@@ -57,6 +57,10 @@ class MetricError(StressTestError):
     """A metric cannot be computed from the given inputs."""
 
 
+class RunDirError(StressTestError):
+    """A run directory cannot be read (a missing or malformed manifest.json, items.jsonl or summary.csv)."""
+
+
 class ReportError(StressTestError):
     """A report cannot be built from the run directory."""
 

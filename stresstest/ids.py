@@ -1,4 +1,4 @@
-"""The one rule for identifiers that become file names (SPEC §10).
+"""The one rule for identifiers that become file names (docs/spec.md §10).
 
 Encounter ids and condition names come from user input (manifests, CSVs, file
 names, configs) and end up as path components: ``records/<condition>/<id>.json``.

@@ -17,17 +17,19 @@
   ``items_schema_version`` (of the ``items.jsonl`` rows; rows do not repeat it so
   that they stay byte-stable across releases that do not change them).
 
-The report validates both files with these models when it reads a run back
-(:func:`stresstest.report.rundir.load_run`) and reads only the models; unknown
-keys are errors there, so a writer and its reader cannot drift apart silently.
+:func:`read_run` reads a whole run directory back into these models (:class:`RunDir`; every file is
+described in docs/run-format.md); the report, ``compare`` and users' own tools read a run through it, and
+unknown keys are errors there, so a writer and its reader cannot drift apart silently.
 A manifest of an older schema is migrated by :func:`migrate_manifest`, which says
 what it did; a newer one is refused.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
@@ -35,12 +37,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     model_validator,
 )
 
-from stresstest.grid import Condition
-from stresstest.records import MixInfo, revise
-from stresstest.schema import AsWritten, RecordExtra
+from stresstest.cache import read_jsonl
+from stresstest.errors import RunDirError
+from stresstest.grid import Condition, ConditionGrid
+from stresstest.records import MixInfo, Transcript, revise
+from stresstest.schema import AsWritten, RecordEnvelope, RecordExtra
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
 ITEM_SCHEMA_VERSION = 1
@@ -138,7 +143,7 @@ PairSide = Literal["win", "tie", "loss"]
 
 
 class ItemPairwise(BaseModel):
-    """``pairwise``: this item's note against the same encounter's note of a baseline condition (SPEC §8)."""
+    """``pairwise``: this item's note against the same encounter's note of a baseline condition (docs/spec.md §8)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -182,7 +187,7 @@ class _Part(BaseModel):
 
 
 class AsrScores(_Part):
-    """ASR errors (SPEC §6: WER, InsRate, ErrProp denominator; :mod:`stresstest.metrics.wer`) and the counts a
+    """ASR errors (docs/spec.md §6: WER, InsRate, ErrProp denominator; :mod:`stresstest.metrics.wer`) and the counts a
     clinician reads (:mod:`stresstest.metrics.split_wer`), all on the one alignment of r_i and the hypothesis."""
 
     asr_sub: int | None = None
@@ -229,7 +234,7 @@ class GuardScores(_Part):
 
 
 class SafetyScores(_Part):
-    """The effect side (SPEC §6 safety; :mod:`stresstest.metrics.safety`)."""
+    """The effect side (docs/spec.md §6 safety; :mod:`stresstest.metrics.safety`)."""
 
     triage: str | None = None
     triage_clean: str | None = None
@@ -249,14 +254,17 @@ class JudgeScores(_Part):
 
 
 class NoteQualityScores(_Part):
-    """Note quality (SPEC §8; :mod:`stresstest.metrics.quality_stage`): percent per item, absent when not computed."""
+    """Note quality (docs/spec.md §8; :mod:`stresstest.metrics.quality_stage`): percent per item, absent when not
+    computed."""
 
     completeness: Num | None = Field(default=None, description="Entailment of the gold statements by the record.")
     conciseness: Num | None = Field(default=None, description="Entailment of the record's statements by gold.")
     groundedness: Num | None = Field(default=None, description="Entailment of the record's statements by x(c).")
     halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
     halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
-    pairwise: ItemPairwise | None = Field(default=None, description="Against a baseline condition's note (SPEC §8).")
+    pairwise: ItemPairwise | None = Field(
+        default=None, description="Against a baseline condition's note (docs/spec.md §8)."
+    )
     quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
     quality_errors: list[str] | None = Field(default=None, description="Failed judge calls ('measure: reason').")
 
@@ -295,7 +303,7 @@ class ItemScore(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # identity and grid (SPEC §10)
+    # identity and grid (docs/spec.md §10)
     encounter_id: str
     condition: str
     family: str | None = Field(default=None, description="'clean' or the noise family.")
@@ -315,9 +323,9 @@ class ItemScore(BaseModel):
     # outcome
     failed: bool | None = Field(default=None, description="True when some stage failed for this item.")
     error: str | None = Field(default=None, description="'stage: reason' of the first failure.")
-    paired: bool | None = Field(default=None, description="In the paired comparison (SPEC §11 pairing rule).")
+    paired: bool | None = Field(default=None, description="In the paired comparison (docs/spec.md §11 pairing rule).")
     unpaired_reason: str | None = Field(default=None, description="Why a non-failed item left the pairing.")
-    # ASR (SPEC §6: WER, InsRate, ErrProp denominator)
+    # ASR (docs/spec.md §6: WER, InsRate, ErrProp denominator)
     asr_sub: int | None = None
     asr_del: int | None = None
     asr_ins: int | None = None
@@ -345,7 +353,7 @@ class ItemScore(BaseModel):
     quotes_discarded: int | None = None
     fields_nulled: int | None = None
     fields_total: int | None = None
-    # effect side (SPEC §6 safety)
+    # effect side (docs/spec.md §6 safety)
     triage: str | None = None
     triage_clean: str | None = None
     triage_gold: str | None = None
@@ -356,13 +364,14 @@ class ItemScore(BaseModel):
     err_new: int | None = None
     judge_score: Num | None = None
     judge: str | JudgeInfo | None = Field(default=None, description="Judge id (or {model, ...}).")
-    # note quality (SPEC §8; stresstest.metrics.quality_stage): percent per item, absent when not computed
+    # note quality (docs/spec.md §8; stresstest.metrics.quality_stage): percent per item, absent when not computed
     completeness: Num | None = Field(default=None, description="Entailment of the gold statements by the record.")
     conciseness: Num | None = Field(default=None, description="Entailment of the record's statements by gold.")
     groundedness: Num | None = Field(default=None, description="Entailment of the record's statements by x(c).")
     halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
     halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
-    pairwise: ItemPairwise | None = Field(default=None, description="Against a baseline condition's note (SPEC §8).")
+    pairwise: ItemPairwise | None = Field(
+        default=None, description="Against a baseline condition's note (docs/spec.md §8).")
     probe_s: Num | None = Field(default=None, description="Seconds of non-speech inserted by a silence step.")
     probe_words: int | None = Field(default=None, description="ASR words attributed to the inserted stretches.")
     probe_fields: list[ProbeField] | None = Field(default=None, description="Record fields whose evidence lies "
@@ -558,7 +567,7 @@ class SpeechInfo(_Section):
 
 
 class PairingInfo(_Section):
-    """``pairing``: SPEC §11 coverage (see :class:`stresstest.pipeline.pairing.Pairing`)."""
+    """``pairing``: docs/spec.md §11 coverage (see :class:`stresstest.pipeline.pairing.Pairing`)."""
 
     rule: str | None = None
     n_encounters: int | None = None
@@ -584,7 +593,7 @@ class Calibration(_Section):
 
 
 class NoteQualityInfo(_Section):
-    """``note_quality``: the SPEC §8 judges of the run (see :mod:`stresstest.metrics.quality_stage`)."""
+    """``note_quality``: the docs/spec.md §8 judges of the run (see :mod:`stresstest.metrics.quality_stage`)."""
 
     judge_model: str | None = None
     prompts: dict[str, Any] = Field(default_factory=dict)
@@ -645,12 +654,14 @@ class RunManifest(BaseModel):
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     invocations: list[Invocation] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
-    pairing: PairingInfo | None = Field(default=None, description="SPEC §11 coverage: paired/dropped encounters.")
+    pairing: PairingInfo | None = Field(
+        default=None, description="docs/spec.md §11 coverage: paired/dropped encounters.")
     cache_rejected: dict[str, int] = Field(
         default_factory=dict, description="Cache entries this invocation read and refused (damaged, or the answer "
         "to another question), by reason; each was recomputed and warned about (stresstest.cache.REJECTED).")
     note_quality: NoteQualityInfo | None = Field(
-        default=None, description="SPEC §8 judges: model, prompt/ontology hashes, calibration, adequacy, failures."
+        default=None,
+        description="docs/spec.md §8 judges: model, prompt/ontology hashes, calibration, adequacy, failures.",
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -662,7 +673,7 @@ def read_manifest(path: Path) -> RunManifest | None:
     """The ``manifest.json`` at ``path`` as a (migrated) :class:`RunManifest`; None when it is missing or unreadable.
 
     For the run directory's own housekeeping (ownership, carried-over wall time), which treats a manifest it cannot
-    read as no manifest; the report reads through :func:`stresstest.report.rundir.load_run`, which says why instead.
+    read as no manifest; :func:`read_run` says why instead.
     """
     try:
         raw = json.loads(path.read_text("utf-8"))
@@ -694,3 +705,203 @@ def migrate_manifest(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         return raw, None
     return ({**raw, "schema_version": MANIFEST_SCHEMA_VERSION},
             f"manifest schema {version} migrated to {MANIFEST_SCHEMA_VERSION} (same sections, now typed)")
+
+
+def items_jsonl(items: Iterable[ItemScore]) -> str:
+    """The text of ``items.jsonl``: one :meth:`ItemScore.to_row` per line, keys sorted, UTF-8 as is."""
+    return "".join(json.dumps(it.to_row(), sort_keys=True, ensure_ascii=False) + "\n" for it in items)
+
+# --- Reading a run directory (docs/run-format.md) ----------------------------------------------------------
+
+
+class SummaryLine(BaseModel):
+    """One row of ``summary.csv`` as written: its condition and every cell as text ("" = not computed)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    condition: str
+    cells: dict[str, str] = Field(description="Column -> cell text, the condition column included.")
+
+    def number(self, column: str) -> float | None:
+        """The cell as a number; None when the column is missing or the cell is empty (not computed)."""
+        cell = self.cells.get(column, "")
+        return float(cell) if cell != "" else None
+
+
+@dataclass
+class RunDir:
+    """A run directory read through the models (:func:`read_run`; every file is described in docs/run-format.md).
+
+    ``manifest``, ``items`` and ``summary`` are read and validated at once; the per-item stage files (transcripts,
+    records, score and note-quality details) are read on first use, one at a time, so a large run costs nothing
+    it does not need.
+    """
+
+    path: Path
+    manifest: RunManifest
+    items: list[ItemScore]  # the rows of items.jsonl, in file order
+    conditions: ConditionGrid  # the manifest's grid (older manifests without one: the items' conditions)
+    summary: list[SummaryLine] | None  # summary.csv's rows; None when the run wrote none
+    summary_columns: list[str]
+    notes: list[str] = field(default_factory=list)  # what reading it had to do (a migrated manifest)
+    _records: dict[str, RecordEnvelope | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id or self.path.name
+
+    def summary_line(self, condition: str) -> SummaryLine | None:
+        """The ``summary.csv`` row of a condition (None: no summary or no such row)."""
+        return next((s for s in reversed(self.summary or []) if s.condition == condition), None)
+
+    def item(self, encounter_id: str, condition: str) -> ItemScore | None:
+        return next((it for it in self.items if it.key == (encounter_id, condition)), None)
+
+    def envelope(self, item: ItemScore) -> RecordEnvelope | None:
+        """The structuring outcome of an item (``records/<condition>/<id>.json``); None when missing or unreadable.
+
+        A missing record is not fatal to a reader: the report's example miner says it cannot tell what changed.
+        """
+        rel = item.record_path or f"records/{item.condition}/{item.encounter_id}.json"
+        if rel not in self._records:
+            self._records[rel] = _read_model(self.path / rel, RecordEnvelope)
+        return self._records[rel]
+
+    def transcript(self, item: ItemScore) -> Transcript | None:
+        """The ASR output an item was scored on (its ``transcript_path``: a guard row shares its base condition's,
+        ``transcripts/<base>/<id>.json``); None when missing (a failed ASR item) or unreadable."""
+        rel = item.transcript_path or f"transcripts/{item.condition}/{item.encounter_id}.json"
+        return _read_model(self.path / rel, Transcript)
+
+    def score_detail(self, item: ItemScore) -> dict[str, Any] | None:
+        """``scores/<condition>/<id>.json``: the score stage's audit detail (negation mismatches, trigger events,
+        safety, judge reasons, silence probes) as JSON; None when missing."""
+        return _read_json(self.path / (item.scores_path or f"scores/{item.condition}/{item.encounter_id}.json"))
+
+    def quality_detail(self, item: ItemScore) -> dict[str, Any] | None:
+        """``quality/<condition>/<id>.json``: the note-quality judges' statements and verdicts; None when missing."""
+        return _read_json(self.path / (item.quality_path or f"quality/{item.condition}/{item.encounter_id}.json"))
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _read_model(path: Path, model: type[_M]) -> _M | None:
+    if not path.is_file():
+        return None
+    try:
+        return model.model_validate_json(path.read_text("utf-8"))
+    except (ValidationError, ValueError, OSError):
+        return None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_run(run_dir: str | Path) -> RunDir:
+    """Read a run directory that ``stresstest run`` wrote into typed objects (docs/run-format.md).
+
+    ``manifest.json`` becomes a :class:`RunManifest` (an older schema is migrated and :attr:`RunDir.notes` says
+    so; a newer one is refused), every ``items.jsonl`` row an :class:`ItemScore`, ``summary.csv`` a list of
+    :class:`SummaryLine`. The report, ``stresstest compare`` and your own tools read a run through this.
+
+    Raises:
+        RunDirError: the directory, ``manifest.json`` or ``items.jsonl`` is missing or malformed; the message
+            names the file (and line or key).
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir} is a file, not a run directory (expected the DIR written by 'stresstest run')")
+    if not run_dir.is_dir():
+        raise RunDirError(f"run directory {run_dir} does not exist (expected the DIR written by 'stresstest run')")
+    man_path = run_dir / "manifest.json"
+    items_path = run_dir / "items.jsonl"
+    for p in (man_path, items_path):
+        if not p.is_file():
+            raise RunDirError(f"{p} is missing: expected a finished run directory with manifest.json and items.jsonl")
+    manifest, notes = _read_run_manifest(man_path)
+    items = _read_items(items_path)
+    summary, columns = _read_summary(run_dir / "summary.csv")
+    return RunDir(path=run_dir, manifest=manifest, items=items, conditions=_conditions(manifest, items, man_path),
+                  summary=summary, summary_columns=columns, notes=notes)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"])
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
+
+
+def _read_run_manifest(path: Path) -> tuple[RunManifest, list[str]]:
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(raw, dict):
+        raise RunDirError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    try:
+        raw, note = migrate_manifest(raw)
+    except ValueError as exc:
+        raise RunDirError(f"{path}: {exc}") from exc
+    try:
+        meta = RunManifest.model_validate(raw)
+    except ValidationError as exc:
+        raise RunDirError(f"{path}: not a stresstest manifest: {_validation_message(exc)}") from exc
+    if meta.items_schema_version > ITEM_SCHEMA_VERSION:
+        raise RunDirError(f"{path}: written by a newer stresstest (items schema {meta.items_schema_version}); "
+                          f"this one reads items schema up to {ITEM_SCHEMA_VERSION}")
+    return meta, [f"manifest.json: {note}"] if note else []
+
+
+def _read_items(path: Path) -> list[ItemScore]:
+    try:
+        rows = list(read_jsonl(path))
+    except ValueError as exc:
+        raise RunDirError(str(exc)) from exc
+    items = []
+    for n, row in enumerate(rows, start=1):
+        for key in ("encounter_id", "condition"):
+            if key not in row:
+                raise RunDirError(f"{path}:{n}: item row has no '{key}' field")
+        try:
+            items.append(ItemScore.model_validate(row))
+        except ValidationError as exc:
+            raise RunDirError(f"{path}:{n}: not an item row: {_validation_message(exc)}") from exc
+    if not items:
+        raise RunDirError(f"{path}: no item rows; expected one per (encounter, condition)")
+    return items
+
+
+def _read_summary(path: Path) -> tuple[list[SummaryLine] | None, list[str]]:
+    if not path.is_file():
+        return None, []
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        cols = list(reader.fieldnames or [])
+        if "condition" not in cols:
+            raise RunDirError(f"{path}: expected a 'condition' column in the header, got {cols}")
+        lines = [SummaryLine(condition=row["condition"], cells=row) for row in reader]
+    return lines, cols
+
+
+def _conditions(manifest: RunManifest, items: list[ItemScore], path: Path) -> ConditionGrid:
+    try:
+        if manifest.conditions:
+            return ConditionGrid(manifest.conditions)
+        # Older or partial manifests: take the conditions in the order items name them.
+        seen: dict[str, dict[str, Any]] = {}
+        for it in items:
+            if it.condition not in seen:
+                seen[it.condition] = {"condition": it.condition, "family": it.family or "clean",
+                                      "snr_db": it.snr_db, "mitigated": bool(it.mitigated)}
+        return ConditionGrid.from_json(seen.values())
+    except ValidationError as exc:
+        raise RunDirError(f"{path}: conditions: {_validation_message(exc)}") from exc
+    except ValueError as exc:
+        raise RunDirError(f"{path}: conditions: {exc}") from exc

@@ -1,4 +1,4 @@
-"""Output schema S of the frozen clinical structuring step (SPEC §4).
+"""Output schema S of the frozen clinical structuring step (docs/spec.md §4).
 
 ``ClinicalRecord`` is what the LLM (or the deterministic ``rules`` extractor)
 must produce; its JSON Schema is what constrained decoding enforces and its

@@ -1,4 +1,4 @@
-"""ASR front-end: pinned decoding, fixed 30-second windows, pluggable backends (SPEC §3).
+"""ASR front-end: pinned decoding, fixed 30-second windows, pluggable backends (docs/spec.md §3).
 
 Decoding is pinned for every backend: greedy (beam 1, best_of 1), temperature
 exactly 0 with no temperature fallback, English, no conditioning on previous

@@ -1,4 +1,4 @@
-"""Claim identity and deterministic claim matching (SPEC §6, ErrProp; docs/gold.md).
+"""Claim identity and deterministic claim matching (docs/spec.md §6, ErrProp; docs/gold.md).
 
 Canonical key of a claim = ``concept | status | value | time`` where
 

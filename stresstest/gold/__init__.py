@@ -1,4 +1,4 @@
-"""Gold references (SPEC §5): format, loader, and the draft → check → audit workflow.
+"""Gold references (docs/spec.md §5): format, loader, and the draft → check → audit workflow.
 
 See docs/gold.md. The shipped, hand-written (not clinician-audited) set lives in
 ``stresstest/gold/data``; :func:`default_gold_dir` points at it.

@@ -1,4 +1,4 @@
-"""Gold reference format (SPEC §5): one YAML file per encounter.
+"""Gold reference format (docs/spec.md §5): one YAML file per encounter.
 
 A gold record holds, for ONE encounter and from its clean *human* transcript,
 the gold triage label, the atomic claims and the gold safety flags, in exactly

@@ -1,4 +1,4 @@
-"""Gold workflow: draft -> check -> clinician audit (SPEC §5; see docs/gold.md).
+"""Gold workflow: draft -> check -> clinician audit (docs/spec.md §5; see docs/gold.md).
 
 * :func:`draft_from_record` turns any structurer's output (the served LLM, or the
   deterministic ``rules`` extractor run on the human transcript) into an

@@ -11,6 +11,5 @@ and the note-quality judges (:mod:`stresstest.metrics`) and gold drafting; it de
 * :mod:`~stresstest.llm.served` — managed llama.cpp / ``vllm serve`` processes, external servers, ``llm serve``;
 * :mod:`~stresstest.llm.offline` — the in-process ``vllm.LLM`` batch engine;
 * :mod:`~stresstest.llm.engine` — ``LLMEngine``: the run's one engine (served or offline), started lazily;
-* :mod:`~stresstest.llm.session` — ``LLMSession`` / ``open_session``: cache-first calls of one role on an engine;
-* :mod:`~stresstest.llm.testing` — a scripted OpenAI-compatible stub server for tests.
+* :mod:`~stresstest.llm.session` — ``LLMSession`` / ``open_session``: cache-first calls of one role on an engine.
 """

@@ -218,7 +218,7 @@ class DecodingConfig(_Strict):
 
 
 class LLMConfig(_Strict):
-    """The ``structure`` section of a run config (SPEC §4)."""
+    """The ``structure`` section of a run config (docs/spec.md §4)."""
 
     backend: Literal["rules", "openai", "vllm-offline"] = Field(
         default="rules",

@@ -1,4 +1,4 @@
-"""Paired non-parametric cluster bootstrap over encounters (SPEC §8).
+"""Paired non-parametric cluster bootstrap over encounters (docs/spec.md §8).
 
 The unit of resampling is the *encounter*: one replicate draws M encounter ids
 with replacement and every condition (and, for :func:`paired_differences`,
@@ -104,7 +104,7 @@ def bootstrap_cis(
     metrics: Sequence[str] = METRIC_COLUMNS,
     aggregate_fn: Callable[[Sequence[Item], bool], Mapping[str, float | None]] | None = None,
 ) -> dict[str, dict[str, Interval | None]]:
-    """Paired cluster-bootstrap percentile CIs for every SPEC §6 metric of every condition.
+    """Paired cluster-bootstrap percentile CIs for every docs/spec.md §6 metric of every condition.
 
     Args:
         items_by_condition: ``{condition: item rows}``; failed rows are ignored
@@ -115,7 +115,7 @@ def bootstrap_cis(
         alpha: 1 - coverage.
         clean_condition: the clean-ASR reference condition (aggregated with
             ``is_clean=True``, hence no ErrProp).
-        metrics: which metrics to report (default the SPEC §6 ones).
+        metrics: which metrics to report (default the docs/spec.md §6 ones).
         aggregate_fn: ``(rows, is_clean) -> {metric: value}`` (default
             :func:`~stresstest.metrics.summary.aggregate`); e.g. the note-quality means.
 

@@ -1,4 +1,4 @@
-"""LLM judge: the SPEC §6 1–5 clinical-consistency rubric via the served LLM.
+"""LLM judge: the docs/spec.md §6 1–5 clinical-consistency rubric via the served LLM.
 
 The rubric lives in the versioned prompt file
 ``stresstest/metrics/prompts/judge_vN.md``; the call goes through the same
@@ -39,7 +39,7 @@ class JudgeVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rationale: str = Field(description="One or two sentences naming the decisive deviation (or none).")
-    score: Literal[1, 2, 3, 4, 5] = Field(description="5 equivalent ... 1 critical failure (SPEC §6).")
+    score: Literal[1, 2, 3, 4, 5] = Field(description="5 equivalent ... 1 critical failure (docs/spec.md §6).")
 
 
 def judge_prompt(version: str = "v1") -> Prompt:

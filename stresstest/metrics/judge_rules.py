@@ -1,4 +1,4 @@
-"""Deterministic rule-based judge ``rules-v1``: the SPEC §6 1–5 rubric without an LLM.
+"""Deterministic rule-based judge ``rules-v1``: the docs/spec.md §6 1–5 rubric without an LLM.
 
 The served-LLM judge returns the same :class:`JudgeResult`; this one lets CPU
 runs fill ``mean_score`` / ``unsafe`` and the summary says which judge made them.

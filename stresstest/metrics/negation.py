@@ -1,4 +1,4 @@
-"""NegErr (SPEC §6): does any clinical entity change negation status in the hypothesis?
+"""NegErr (docs/spec.md §6): does any clinical entity change negation status in the hypothesis?
 
 Per item, :func:`neg_err_flag` is 1 when :func:`negation_mismatches` finds at
 least one mismatch; the per-condition rate (100/M · Σ flags) is computed by
@@ -335,7 +335,7 @@ def mismatches_from_mentions(
 
 
 def neg_err_flag(reference: str, hypothesis: str, concepts: Iterable[str] = ()) -> int:
-    """SPEC §6 indicator N(r_i, a_i^(c)): 1 if some clinical entity's negation status differs, else 0.
+    """docs/spec.md §6 indicator N(r_i, a_i^(c)): 1 if some clinical entity's negation status differs, else 0.
 
     Args:
         reference: reference transcript.

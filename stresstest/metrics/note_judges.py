@@ -1,4 +1,4 @@
-"""The note-quality judges (SPEC §8) as LLM calls: entailment, hallucination (literal and inference-aware),
+"""The note-quality judges (docs/spec.md §8) as LLM calls: entailment, hallucination (literal and inference-aware),
 pairwise preference.
 
 Every judge goes through a :class:`JudgeSession` — the run's one LLM session (today

@@ -1,4 +1,4 @@
-"""Scoring rules of the note-quality judges (SPEC §8): entailment, hallucination, pairwise preference.
+"""Scoring rules of the note-quality judges (docs/spec.md §8): entailment, hallucination, pairwise preference.
 
 Pure functions over judge verdicts, so the rules are tested on recorded outputs without a model.
 

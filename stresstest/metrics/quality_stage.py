@@ -1,4 +1,4 @@
-"""Note-quality scoring of a run's items (SPEC §8): what the score stage calls when ``judge.note_quality``
+"""Note-quality scoring of a run's items (docs/spec.md §8): what the score stage calls when ``judge.note_quality``
 asks for it.
 
 For every non-failed item with a record:

@@ -1,4 +1,4 @@
-"""Item-level result-side safety fields (SPEC §6): triage, SCER, claim errors.
+"""Item-level result-side safety fields (docs/spec.md §6): triage, SCER, claim errors.
 
 For one encounter i and condition c, given the record y^(c), the clean-ASR
 record y^(0) and the gold record, :func:`item_safety` returns the fields that
@@ -57,7 +57,7 @@ def claim_error_set(record: ClinicalRecord, gold: GoldRecord) -> frozenset[str]:
 def item_safety(
     cond: ClinicalRecord | None, clean: ClinicalRecord | None, gold: GoldRecord
 ) -> dict[str, Any]:
-    """The SPEC §6 item fields of one (encounter, condition), plus audit detail.
+    """The docs/spec.md §6 item fields of one (encounter, condition), plus audit detail.
 
     Args:
         cond: the record under condition c (None when that item failed).

@@ -1,4 +1,4 @@
-"""Error rates a clinician reads: clinical-term WER and WER split by speaker (SPEC §13).
+"""Error rates a clinician reads: clinical-term WER and WER split by speaker (docs/spec.md §13).
 
 Both are read off the ONE alignment WER already uses (:func:`stresstest.metrics.align.align`
 of the normalised reference and hypothesis), so their counts add up to WER's.

@@ -1,6 +1,6 @@
 """Statements of a structured record and sentences of a transcript, for the note-quality judges.
 
-The entailment, hallucination and pairwise judges (SPEC §8) reason over *statements*: short,
+The entailment, hallucination and pairwise judges (docs/spec.md §8) reason over *statements*: short,
 self-contained sentences. Our notes are structured records, not prose, so the segmentation is
 deterministic instead of model-made: every field of a :class:`~stresstest.schema.ClinicalRecord`
 (or of a gold record, which has the same claim / flag models) becomes one statement:

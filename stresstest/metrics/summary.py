@@ -1,4 +1,4 @@
-"""Per-condition aggregation of item-level fields into the SPEC §10 summary.
+"""Per-condition aggregation of item-level fields into the docs/spec.md §10 summary.
 
 This is the ONE place where item-level quantities become rates; the runner, the
 bootstrap CIs and the report all call :func:`aggregate`, so every number in the
@@ -18,7 +18,7 @@ counted as zero):
 ``err_new``         ΔErr_i = |Err^(c) \\ Err^(0)|
 ``asr_delta_e``     ΔE_i = max(0, E^(c) − E^(0))
 ``judge_score``     1–5 rubric score
-``completeness``    note quality (SPEC §8), percent per item:
+``completeness``    note quality (docs/spec.md §8), percent per item:
 ``conciseness``     entailment scores (:mod:`stresstest.metrics.note_quality`)
 ``groundedness``
 ``halluc_lexical``  percent of the record's statements unsupported (literal /
@@ -27,7 +27,7 @@ counted as zero):
 ``probe_words``     words attributed to it (``halluc_per_min``)
 =================== ===========================================================
 
-The note-quality columns (:data:`QUALITY_COLUMNS`) follow the SPEC §10 ones in
+The note-quality columns (:data:`QUALITY_COLUMNS`) follow the docs/spec.md §10 ones in
 ``summary.csv``; each is the mean of the item scores of the condition, and an
 empty cell when no item has one (not computed in that run, e.g. the rules-only
 demo).
@@ -98,7 +98,7 @@ def _rate(items: Sequence[ItemScore], key: str) -> float | None:
 
 
 def aggregate(items: Sequence[ItemLike], *, is_clean: bool = False) -> dict[str, float | None]:
-    """SPEC §6 rates for one condition from its (non-failed) item rows.
+    """docs/spec.md §6 rates for one condition from its (non-failed) item rows.
 
     Args:
         items: item rows of ONE condition (one per encounter).
@@ -152,7 +152,7 @@ def trigger_rate(items: Sequence[ItemScore], ttype: TriggerType) -> float | None
 
 @dataclass(frozen=True)
 class Abstention:
-    """How much of their Drafts the guard rows of one condition left out (SPEC §7).
+    """How much of their Drafts the guard rows of one condition left out (docs/spec.md §7).
 
     Pooled over the condition: ``rate_pct`` = 100 · Σ fields nulled / Σ fields in the Drafts; 0 when the
     Drafts had no field, None when the condition has no item.
@@ -206,7 +206,7 @@ def aggregate_probes(items: Sequence[ItemLike]) -> dict[str, float | None]:
 
 
 def in_pairing(item: ItemLike) -> bool:
-    """True when an item row enters the paired rates: not failed, and its encounter not dropped (SPEC §11).
+    """True when an item row enters the paired rates: not failed, and its encounter not dropped (docs/spec.md §11).
 
     ``paired`` is set by :func:`stresstest.pipeline.pairing.apply_pairing`; rows
     written before the rule existed have no such field and count as paired.
@@ -238,7 +238,7 @@ if tuple(TriggerRates.model_fields) != TRIGGER_TYPES:  # pragma: no cover - a de
     raise TypeError("TriggerRates must have one field per TriggerType, in its order")
 
 #: The columns after the note-quality ones, before the error rates: trigger rates, the guard rows' abstention
-#: and discarded quotes, and the pairing rule's drops (SPEC §11).
+#: and discarded quotes, and the pairing rule's drops (docs/spec.md §11).
 EXTRA_COLUMNS: tuple[str, ...] = (
     *(f"trig_{t}" for t in TRIGGER_TYPES), "abstention_rate", "quotes_discarded", "n_dropped", "dropped",
 )
@@ -251,7 +251,7 @@ CSV_COLUMNS: tuple[str, ...] = (
 class SummaryRow(BaseModel):
     """One row of ``summary.csv``: a condition's paired rates. None means "not computed" (an empty cell).
 
-    :func:`summary_rows` fills the SPEC §10, note-quality, error-rate and silence-probe columns; the runner adds
+    :func:`summary_rows` fills the docs/spec.md §10, note-quality, error-rate and silence-probe columns; the runner adds
     the trigger rates, the guard rows' abstention and discarded quotes and the pairing rule's drops.
     """
 

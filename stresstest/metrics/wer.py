@@ -1,4 +1,4 @@
-"""Word error counts against the reference transcript (SPEC §6: WER, InsRate).
+"""Word error counts against the reference transcript (docs/spec.md §6: WER, InsRate).
 
 The project has exactly ONE text normalisation for word-level comparison,
 :func:`normalise` (defined in :mod:`stresstest.textnorm`, below the clinical
@@ -96,7 +96,7 @@ def asr_errors(reference: str, hypothesis: str) -> AsrErrors:
         hypothesis: ASR transcript a_i^(c).
 
     Returns:
-        The edit counts; ``ref_words`` is N_i of SPEC §6.
+        The edit counts; ``ref_words`` is N_i of docs/spec.md §6.
     """
     ref = normalise(reference)
     hyp = normalise(hypothesis)
@@ -126,7 +126,7 @@ def _total_ref_words(errors: list[AsrErrors], what: str) -> int:
 
 
 def wer_percent(errors: Iterable[AsrErrors]) -> float:
-    """Micro-averaged WER in percent: 100 · Σ(S+D+I) / ΣN (SPEC §6).
+    """Micro-averaged WER in percent: 100 · Σ(S+D+I) / ΣN (docs/spec.md §6).
 
     Args:
         errors: per-item counts from :func:`asr_errors`.
@@ -140,7 +140,7 @@ def wer_percent(errors: Iterable[AsrErrors]) -> float:
 
 
 def ins_rate_percent(errors: Iterable[AsrErrors]) -> float:
-    """Micro-averaged insertion rate in percent: 100 · ΣI / ΣN (SPEC §6).
+    """Micro-averaged insertion rate in percent: 100 · ΣI / ΣN (docs/spec.md §6).
 
     Args:
         errors: per-item counts from :func:`asr_errors`.

@@ -1,4 +1,4 @@
-"""Mitigation: the evidence-grounded guard agent (SPEC §7).
+"""Mitigation: the evidence-grounded guard agent (docs/spec.md §7).
 
 Public surface: :func:`mitigate_many` (the runner's entry point),
 :func:`evidence_filter` (the pure deterministic filter), :func:`enforce_guard`

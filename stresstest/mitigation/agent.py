@@ -1,4 +1,4 @@
-"""The evidence-grounded guard agent as a structuring variant (SPEC §7, issue 6).
+"""The evidence-grounded guard agent as a structuring variant (docs/spec.md §7, issue 6).
 
 Per item: dual view → **Draft** (structure with mandatory verbatim quotes) →
 **Guard** (deletes unsupported content; enforced in code by
@@ -102,6 +102,23 @@ def _extra(
         "filter_report": final_report.model_dump(),
         "draft_record": draft.model_dump(mode="json"),
     })
+
+
+def _failed(
+    base: dict[str, Any], stage: str, error: str | None, raw_text: str | None, attempts: int, elapsed_s: float,
+    **extra: Any,
+) -> RecordEnvelope:
+    """The envelope of an item whose ``stage`` ("draft" or "guard") gave no valid answer (its error, its raw
+    text; ``extra`` adds to the record's ``extra``: the draft a failed guard saw)."""
+    return RecordEnvelope(
+        **base,
+        failed=True,
+        error=f"{stage}: {error}",
+        raw_text=raw_text,
+        attempts=attempts,
+        elapsed_s=elapsed_s,
+        extra=RecordExtra.model_validate({"mitigation": True, "stage": stage, **extra}),
+    )
 
 
 def _rules_many(
@@ -210,36 +227,13 @@ def mitigate_many(
             transcript_sha256=shas[k],
         )
         if d.parsed is None:
-            out.append(
-                RecordEnvelope(
-                    **base,
-                    failed=True,
-                    error=f"draft: {d.error}",
-                    raw_text=d.raw_text,
-                    attempts=d.attempts,
-                    elapsed_s=round(d.elapsed_s, 4),
-                    extra=RecordExtra(mitigation=True, stage="draft"),
-                )
-            )
+            out.append(_failed(base, "draft", d.error, d.raw_text, d.attempts, round(d.elapsed_s, 4)))
             continue
         g = guard_of[k]
         attempts, elapsed = d.attempts + g.attempts, round(d.elapsed_s + g.elapsed_s, 4)
         if g.parsed is None:
-            out.append(
-                RecordEnvelope(
-                    **base,
-                    failed=True,
-                    error=f"guard: {g.error}",
-                    raw_text=g.raw_text,
-                    attempts=attempts,
-                    elapsed_s=elapsed,
-                    extra=RecordExtra.model_validate({
-                        "mitigation": True,
-                        "stage": "guard",
-                        "draft_record": contract.to_record(d.parsed).model_dump(mode="json"),
-                    }),
-                )
-            )
+            out.append(_failed(base, "guard", g.error, g.raw_text, attempts, elapsed,
+                               draft_record=contract.to_record(d.parsed).model_dump(mode="json")))
             continue
         draft = contract.to_record(d.parsed)
         guarded, g_report = enforce_guard(draft, contract.to_record(g.parsed))

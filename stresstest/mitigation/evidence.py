@@ -1,4 +1,4 @@
-"""Deterministic evidence filter (the last step of the guard agent, SPEC §7).
+"""Deterministic evidence filter (the last step of the guard agent, docs/spec.md §7).
 
 :func:`evidence_filter` is a pure function of (record, raw transcript,
 high-stakes definition). Its rules, version ``filter-v1``:

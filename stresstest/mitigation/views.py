@@ -1,4 +1,4 @@
-"""Dual view of a transcript: raw (for evidence) and cleaned (for reasoning), SPEC §7.
+"""Dual view of a transcript: raw (for evidence) and cleaned (for reasoning), docs/spec.md §7.
 
 The raw view is the ASR text exactly as it came; every evidence quote is
 checked against it. The cleaned view is only ever *read* by the Draft role, to

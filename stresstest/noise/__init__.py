@@ -1,4 +1,4 @@
-"""Noise sources for the two families of SPEC §2: corpus readers and built-in generators.
+"""Noise sources for the two families of docs/spec.md §2: corpus readers and built-in generators.
 
 Runner usage::
 

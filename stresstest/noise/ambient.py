@@ -25,7 +25,7 @@ import numpy as np
 from stresstest.audio import SAMPLE_RATE_HZ
 from stresstest.cache import hash_obj
 from stresstest.errors import NoiseError
-from stresstest.noise.base import NoiseSegment, NoiseSource, child_seed, n_samples
+from stresstest.noise.base import EncounterFreeSource, NoiseSegment, child_seed
 
 #: Bumped whenever a change here changes the audio a recipe produces.
 AMBIENT_CODE_VERSION = "ambient-1"
@@ -160,7 +160,7 @@ def render_ambient(recipe: dict[str, Any]) -> np.ndarray:
     return (0.1 * _synth(recipe["recipe"], recipe["params"], n, wave_rng)).astype(np.float32)
 
 
-class AmbientNoise:
+class AmbientNoise(EncounterFreeSource):
     """Stationary built-in noise: the rng picks a recipe among ``recipes`` and its parameters.
 
     Args:
@@ -181,15 +181,8 @@ class AmbientNoise:
         self.family = family
         self.cache_token = hash_obj("ambient", AMBIENT_CODE_VERSION, self.recipes)[:16]
 
-    def for_encounter(self, encounter_id: str) -> NoiseSource:
-        """Ambient noise does not depend on the encounter: returns ``self``."""
-        return self
-
-    def segment(
-        self, duration_s: float, rng: np.random.Generator, *, exclude_encounter_id: str | None = None
-    ) -> NoiseSegment:
-        """A stationary segment of ``duration_s`` seconds (level 0.1 RMS; the mixer rescales)."""
-        n = n_samples(duration_s)
+    def _cut(self, n: int, rng: np.random.Generator) -> NoiseSegment:
+        """A stationary segment of ``n`` samples (level 0.1 RMS; the mixer rescales)."""
         name = str(self.recipes[int(rng.integers(len(self.recipes)))])
         params = _sample_params(name, rng)
         recipe = {

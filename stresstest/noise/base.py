@@ -9,7 +9,7 @@ Contract (the mixer relies on it):
 * ``recipe`` holds everything that was sampled, JSON-able, so the segment can
   be rebuilt and audited.
 * ``source.for_encounter(encounter_id)`` binds the target encounter; sources
-  that do not care (everything but babble) return themselves.
+  that do not care (everything but babble) return themselves (:class:`EncounterFreeSource`).
 """
 
 from __future__ import annotations
@@ -55,6 +55,30 @@ class NoiseSource(Protocol):
         """This source bound to a target encounter (babble excludes its sentences)."""
         ...
 
+
+
+class EncounterFreeSource:
+    """Base of every source whose segments do not depend on the target encounter (all but babble).
+
+    :meth:`for_encounter` returns the source itself; :meth:`segment` validates the duration and leaves the cut of
+    ``n`` samples to the subclass's :meth:`_cut` (``exclude_encounter_id`` does not apply).
+    """
+
+    family: str
+    cache_token: str
+
+    def for_encounter(self, encounter_id: str) -> NoiseSource:
+        """The segments do not depend on the encounter: returns ``self``."""
+        return self
+
+    def segment(
+        self, duration_s: float, rng: np.random.Generator, *, exclude_encounter_id: str | None = None
+    ) -> NoiseSegment:
+        """A segment of ``duration_s`` seconds (:meth:`_cut`), every choice drawn from ``rng``."""
+        return self._cut(n_samples(duration_s), rng)
+
+    def _cut(self, n: int, rng: np.random.Generator) -> NoiseSegment:
+        raise NotImplementedError
 
 def n_samples(duration_s: float) -> int:
     """Sample count for a duration, validated (user-facing: no assert)."""

@@ -1,4 +1,4 @@
-"""Conditions as a chain of transforms (SPEC §13): room → noise → channel → level, as data.
+"""Conditions as a chain of transforms (docs/spec.md §13): room → noise → channel → level, as data.
 
 A chain condition is clean speech passed through the steps listed in the config, in order. Each
 step is a one-key mapping, ``{kind: {params}}`` (lhotse's ``{name, kwargs}``), and each applied step

@@ -20,7 +20,7 @@ import numpy as np
 from stresstest.audio import SAMPLE_RATE_HZ, load_audio
 from stresstest.cache import hash_obj
 from stresstest.errors import AudioError, NoiseError
-from stresstest.noise.base import NoiseSegment, NoiseSource, crossfade_concat, loop_from, n_samples
+from stresstest.noise.base import EncounterFreeSource, NoiseSegment, crossfade_concat, loop_from
 
 DEMAND_SUBSETS = ("OOFFICE", "PCAFETER", "STRAFFIC")
 MUSAN_SPEECH_DIRS = ("librivox", "us-gov")
@@ -47,7 +47,7 @@ def _list_audio(folder: Path) -> list[Path]:
     return sorted(files)  # sorted so that an rng index means the same file on every machine
 
 
-class DemandNoise:
+class DemandNoise(EncounterFreeSource):
     """Continuous segments from DEMAND multichannel environment recordings.
 
     The rng picks a subset, one channel file of it, and a continuous start
@@ -92,15 +92,8 @@ class DemandNoise:
         listing = {sub: [(f.name, f.stat().st_size) for f in fs] for sub, fs in self.files.items()}
         self.cache_token = hash_obj("demand", str(self.root), listing, crossfade_s)[:16]
 
-    def for_encounter(self, encounter_id: str) -> NoiseSource:
-        """DEMAND segments do not depend on the encounter: returns ``self``."""
-        return self
-
-    def segment(
-        self, duration_s: float, rng: np.random.Generator, *, exclude_encounter_id: str | None = None
-    ) -> NoiseSegment:
+    def _cut(self, n: int, rng: np.random.Generator) -> NoiseSegment:
         """Subset, channel and offset drawn from ``rng``; loops with a crossfade if needed."""
-        n = n_samples(duration_s)
         sub = self.subsets[int(rng.integers(len(self.subsets)))]
         path = self.files[sub][int(rng.integers(len(self.files[sub])))]
         x = _load(str(path))
@@ -119,7 +112,7 @@ class DemandNoise:
         return NoiseSegment(audio=audio, source=str(path), offset_s=start / SAMPLE_RATE_HZ, recipe=recipe)
 
 
-class MusanSpeechNoise:
+class MusanSpeechNoise(EncounterFreeSource):
     """Continuous segments from MUSAN's ``speech/`` part (single talkers: read books, US-gov speech).
 
     The rng picks a file and an offset; when the rest of that file is shorter
@@ -154,15 +147,8 @@ class MusanSpeechNoise:
         listing = [(str(f.relative_to(self.root)), f.stat().st_size) for f in files]
         self.cache_token = hash_obj("musan", str(self.root), listing, crossfade_s)[:16]
 
-    def for_encounter(self, encounter_id: str) -> NoiseSource:
-        """MUSAN segments do not depend on the encounter: returns ``self``."""
-        return self
-
-    def segment(
-        self, duration_s: float, rng: np.random.Generator, *, exclude_encounter_id: str | None = None
-    ) -> NoiseSegment:
+    def _cut(self, n: int, rng: np.random.Generator) -> NoiseSegment:
         """One file (plus more if needed) and an offset, all drawn from ``rng``."""
-        n = n_samples(duration_s)
         xfade = round(self.crossfade_s * SAMPLE_RATE_HZ)
         first = self.files[int(rng.integers(len(self.files)))]
         x = _load(str(first))

@@ -1,4 +1,4 @@
-"""Speech + noise mixing at a controlled SNR (SPEC §2).
+"""Speech + noise mixing at a controlled SNR (docs/spec.md §2).
 
 Rules, in order:
 

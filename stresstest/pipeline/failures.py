@@ -1,6 +1,6 @@
 """The failure ledger: every failed (stage, item) of a run, and the ``run.max_failures`` policy.
 
-Rules (DESIGN §7, SPEC §10):
+Rules (DESIGN §7, docs/spec.md §10):
 
 * A failed item is recorded with its stage and a one-line reason and is never
   dropped: it stays in ``items.jsonl`` (``failed: true``) and in the manifest.

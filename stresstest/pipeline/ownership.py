@@ -3,11 +3,9 @@
 Rules (``docs/reliability.md``, promise 17):
 
 * ``--out`` must be a new or empty directory, or one whose marker
-  (:data:`MARKER`, written by the run) says it is a stresstest run directory. A
-  run directory of an earlier version (``manifest.json`` written by stresstest
-  plus ``config.resolved.yaml``, no marker) counts as one and gets a marker.
-  Any other non-empty folder — a project folder, the working directory — is
-  refused, and nothing in it is touched.
+  (:data:`MARKER`, written by the run) says it is a stresstest run directory.
+  Any other non-empty folder — a project folder, the working directory, a run
+  directory of a version before markers — is refused, and nothing in it is touched.
 * A *finished* run directory made from a different config is refused unless
   the caller passes ``replace=True`` (``stresstest run --replace-run``); the
   message names the config sections that differ. An unfinished run may be
@@ -36,7 +34,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from stresstest.cache import atomic_write_json, hash_obj
@@ -101,9 +98,9 @@ def _read_model(path: Path, model: type[_M]) -> _M | None:
 
 @dataclass
 class PreviousRun:
-    """What an earlier run left in the directory (from its marker, or a legacy manifest)."""
+    """What an earlier run left in the directory (from its marker)."""
 
-    sections: dict[str, str] | None  # None: unknown (no marker and no readable resolved config)
+    sections: dict[str, str] | None  # None: unknown (a marker written before the run's config was known)
     completed: bool
     conditions: list[str] = field(default_factory=list)
     encounter_ids: list[str] = field(default_factory=list)
@@ -114,23 +111,16 @@ def _previous_run(out: Path) -> PreviousRun | None:
     marker = _read_model(out / MARKER, RunMarker)
     manifest = read_manifest(out / "manifest.json")
     completed = bool(manifest is not None and manifest.invocations and manifest.invocations[-1].completed)
-    if marker is not None:
-        return PreviousRun(sections=marker.config_sections, completed=completed,
-                           conditions=list(marker.conditions), encounter_ids=list(marker.encounter_ids))
-    # A run directory written before markers existed: our manifest and resolved config, nothing else claimed it.
-    if (manifest is not None and manifest.stresstest_version is not None and manifest.run_id is not None
-            and (out / "config.resolved.yaml").is_file()):
-        try:
-            resolved = yaml.safe_load((out / "config.resolved.yaml").read_text("utf-8"))
-        except (OSError, ValueError, yaml.YAMLError):
-            resolved = None
-        return PreviousRun(
-            sections=config_sections(resolved) if isinstance(resolved, dict) else None,
-            completed=completed,
-            conditions=[c.id for c in manifest.conditions],
-            encounter_ids=list(manifest.corpus.encounter_ids),
-        )
-    return None
+    if marker is None:
+        return None
+    return PreviousRun(sections=marker.config_sections, completed=completed,
+                       conditions=list(marker.conditions), encounter_ids=list(marker.encounter_ids))
+
+
+def _stresstest_manifest(out: Path) -> bool:
+    """Does ``out`` hold a ``manifest.json`` that stresstest wrote (a run directory, marker or not)?"""
+    manifest = read_manifest(out / "manifest.json")
+    return manifest is not None and manifest.stresstest_version is not None and manifest.run_id is not None
 
 
 def _inside(child: Path, parent: Path) -> bool:
@@ -225,6 +215,10 @@ def _ownership_problem(out: Path, sections: Mapping[str, str], replace: bool) ->
     if not names:
         return None
     prev = _previous_run(out)
+    if prev is None and not (out / MARKER).exists() and _stresstest_manifest(out):
+        return (f"--out {out}: holds a run written by a stresstest version before run-directory markers (no "
+                f"{MARKER}); it is neither resumed nor replaced and nothing was written there. Give a new or empty "
+                "directory")
     if prev is None:
         shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         return (f"--out {out}: is not empty ({shown}) and is not a stresstest run directory; nothing was written "

@@ -1,4 +1,4 @@
-"""The pairing rule (SPEC §11): every row of a run covers the same encounters.
+"""The pairing rule (docs/spec.md §11): every row of a run covers the same encounters.
 
 Rule: an encounter takes part in the paired comparison only if **every** item
 of it in the grid succeeded (clean, every noisy condition, every guard row).
@@ -43,7 +43,7 @@ class Pairing:
     def manifest(self) -> dict[str, Any]:
         """The ``pairing`` block of manifest.json."""
         return {
-            "rule": "an encounter with any failed item leaves every row (clean included); SPEC §11",
+            "rule": "an encounter with any failed item leaves every row (clean included); docs/spec.md §11",
             "n_encounters": len(self.encounters),
             "n_paired": len(self.paired),
             "n_dropped": self.n_dropped,

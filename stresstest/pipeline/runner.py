@@ -5,7 +5,7 @@ Each stage is a function over records; expensive stages cache their outputs
 finished one recomputes nothing. Per-item failures are recorded with their
 stage and reason in a :class:`~stresstest.pipeline.failures.FailureLedger`,
 counted against ``run.max_failures``, and never dropped; a run with failures
-within the limit exits 0 and says so on stderr. The pairing rule (SPEC §11,
+within the limit exits 0 and says so on stderr. The pairing rule (docs/spec.md §11,
 :mod:`stresstest.pipeline.pairing`) then takes an encounter with a failed item
 out of every row. Run-directory rules (``--out``, stale artefacts, wall time
 across resumes): :mod:`stresstest.pipeline.housekeeping`. Stage work runs as
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -72,13 +71,27 @@ from stresstest.results import (
     MANIFEST_SCHEMA_VERSION,
     AsrInfo,
     CorpusInfo,
+    ItemScore,
     NoiseInfo,
     NoteQualityInfo,
     RunManifest,
     SpeechInfo,
     StructureInfo,
+    items_jsonl,
 )
 from stresstest.schema import RecordEnvelope
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What :func:`run` returns: the run directory, its ``summary.csv`` rows, its ``items.jsonl`` rows and the
+    manifest it wrote last (the same objects the files hold; read a run written earlier with
+    :func:`stresstest.results.read_run`)."""
+
+    out: Path
+    rows: list[SummaryRow]
+    items: list[ItemScore]
+    manifest: RunManifest
 
 
 @dataclass
@@ -314,7 +327,7 @@ def _structure_stage(state: RunState, cache: Path) -> None:
 def _summary_csv(rows: list[SummaryRow]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    # The note-quality columns are always written (empty = not computed, SPEC §10) so the header is stable.
+    # The note-quality columns are always written (empty = not computed, docs/spec.md §10) so the header is stable.
     # Columns added later go last, so every earlier column keeps its position (a reader by index still works).
     w.writerow(CSV_COLUMNS)
     for r in rows:
@@ -347,9 +360,8 @@ def format_table(rows: list[SummaryRow]) -> str:
     return text_table(heads, body)
 
 
-def run(config_path: str | Path, out_dir: str | Path | None = None, *,
-        replace: bool = False) -> tuple[Path, list[SummaryRow]]:
-    """Run a whole sweep; returns (run dir, summary rows).
+def run(config_path: str | Path, out_dir: str | Path | None = None, *, replace: bool = False) -> RunResult:
+    """Run a whole sweep; returns its :class:`RunResult` (run dir, summary rows, items, manifest).
 
     ``--out`` must be new, empty, or a run directory of this config (or an
     unfinished one); ``replace=True`` lets a different config replace a finished
@@ -379,7 +391,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None, *,
 
 
 def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
-                 committed: list[bool]) -> tuple[Path, list[SummaryRow]]:
+                 committed: list[bool]) -> RunResult:
     """The run itself, in a claimed and locked ``out``; appends to ``committed`` once ``out`` is rewritten."""
     from stresstest.metrics.summary import in_pairing
     from stresstest.pipeline.housekeeping import WallClock, announce_failures, prune_stale
@@ -391,6 +403,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
     confine_tool_dirs(cache)  # third-party caches (matplotlib, onnxruntime) go under the cache dir, not $HOME
     preflight(cfg, out=out, cache=cache)  # models, CUDA libraries, folders, disk: fail now, not hours in
     clock = WallClock(out)
+    written: list[RunManifest] = []  # the manifest the last checkpoint wrote (returned)
     with make_executor(cfg.run.executor, cache_dir=cache) as executor:
         state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
                          stage_seconds=dict(clock.carried_stages))
@@ -410,7 +423,7 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
             state.extra_manifest["invocations"] = clock.invocations(completed)
             state.extra_manifest["completed"] = completed
             state.extra_manifest["cache_rejected"] = rejected_entries()
-            _write_manifest(state, executor_info)
+            written[:] = [_write_manifest(state, executor_info)]
 
         try:
             with _stage(state, "corpus"):
@@ -467,11 +480,10 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                 state.llm_engine.close()
             checkpoint()
     rows = extra_summary_columns([it for it in items if in_pairing(it)], summary_rows(items, state.grid))
-    # SPEC §11: each row says how many encounters it covers (n) and which were dropped
+    # docs/spec.md §11: each row says how many encounters it covers (n) and which were dropped
     rows = [revise(r, n_dropped=pairing.n_dropped, dropped=" ".join(sorted(pairing.dropped))) for r in rows]
     atomic_write_text(out / "summary.csv", _summary_csv(rows))
-    atomic_write_text(out / "items.jsonl", "".join(json.dumps(it.to_row(), sort_keys=True, ensure_ascii=False) + "\n"
-                                                  for it in items))
+    atomic_write_text(out / "items.jsonl", items_jsonl(items))
     checkpoint()
     if cfg.report.enabled:
         with _stage(state, "report"):
@@ -484,10 +496,10 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
     checkpoint(completed=True)
     announce_failures(state.ledger.records(), state.ledger.total_items,
                       cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)
-    return out, rows
+    return RunResult(out=out, rows=rows, items=items, manifest=written[-1])
 
 
-def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
+def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> RunManifest:
     from stresstest.provenance import environment
 
     cfg = state.cfg
@@ -537,3 +549,4 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> None:
         **state.extra_manifest,
     )
     atomic_write_json(state.out / "manifest.json", manifest.to_json())
+    return manifest

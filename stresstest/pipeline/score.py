@@ -374,7 +374,7 @@ def score_items(
 
 def judge_note_quality(state: ScoreInputs, rows: Sequence[ItemScore], config: NoteQualityConfig,
                        cache: Path) -> tuple[list[ItemScore], dict[str, Any]]:
-    """SPEC §8 note-quality judges over every item row with a record.
+    """docs/spec.md §8 note-quality judges over every item row with a record.
 
     Returns:
         The rows with their note-quality fields set (copies; ``rows`` is not changed) and the manifest entry
@@ -418,7 +418,7 @@ def _record_json(env: RecordEnvelope) -> str:
 
 
 def extra_summary_columns(items: Sequence[ItemScore], rows: Sequence[SummaryRow]) -> list[SummaryRow]:
-    """The rows with their columns after the SPEC §10 ones (copies; ``rows`` are not changed).
+    """The rows with their columns after the docs/spec.md §10 ones (copies; ``rows`` are not changed).
 
     ``trig_<type>``: % of items with ≥ 1 trigger event of that type (vs the human
     reference). ``abstention_rate`` (mitigated rows): :func:`~stresstest.metrics.summary.abstention`

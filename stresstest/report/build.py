@@ -141,7 +141,7 @@ def _setup_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, s
 
 
 def _snr_facts(run: RunData) -> list[tuple[str, str]]:
-    """SPEC §2: measured and target SNR must agree to ±0.1 dB; say so when they do not."""
+    """docs/spec.md §2: measured and target SNR must agree to ±0.1 dB; say so when they do not."""
     # One entry per mixture: a guard condition reuses its unmitigated twin's audio.
     mixtures = {
         (it.encounter_id, str(it.family), float(it.target_snr_db)): float(it.measured_snr_db)
@@ -172,7 +172,7 @@ def _input_facts(run: RunData) -> list[tuple[str, str]]:
 
 
 def _outcome_facts(run: RunData) -> list[tuple[str, str]]:
-    """Failures, the pairing coverage (SPEC §11) and the wall time."""
+    """Failures, the pairing coverage (docs/spec.md §11) and the wall time."""
     m = run.manifest
     n_failed_items = sum(1 for it in run.items if it.failed)
     n_failures = len(m.failures) if "failures" in m.model_fields_set else n_failed_items

@@ -9,7 +9,7 @@ defined differently (other chain steps) is left out, and a different corpus,
 Model and decoding differences, what a comparison usually measures, are named in
 one line.
 
-For every condition both runs have, the SPEC §6 metrics of A and B are
+For every condition both runs have, the docs/spec.md §6 metrics of A and B are
 aggregated on the encounters that have a non-failed item in *both* runs, and
 the difference B − A gets a paired cluster-bootstrap CI (the same resampled
 encounters for A and B). Values can therefore differ slightly from each run's

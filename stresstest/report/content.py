@@ -99,7 +99,7 @@ class ReportContent:
     stage_seconds: list[tuple[str, float]]
     plots: dict[str, Path]  # name -> PNG path (relative to the report dir when rendered)
     tables: list[Path] = field(default_factory=list)
-    quality: QualitySection | None = None  # note-quality judges (SPEC §8); None = section not built
+    quality: QualitySection | None = None  # note-quality judges (docs/spec.md §8); None = section not built
     guard_sentences: list[str] = field(default_factory=list)  # per guard condition: what was removed, counted
     guard_removed: list[Removal] = field(default_factory=list)
     error_rates: ErrorRateSection | None = None  # clinical-term WER and WER by speaker; None = not built

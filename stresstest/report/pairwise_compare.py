@@ -1,7 +1,7 @@
 """``stresstest compare RUN_A RUN_B --pairwise``: which run's structured records the judge prefers.
 
 For every (encounter, condition) whose record both runs have (not failed; the within-run pairing rule of
-SPEC §11 does not apply, each pair being complete in itself), A's record (X) and B's record (Y) are
+docs/spec.md §11 does not apply, each pair being complete in itself), A's record (X) and B's record (Y) are
 compared by the pairwise judge on the PDSQI-9-derived dimensions, reading the encounter's human
 reference transcript (the same in both runs; a pair whose reference texts differ is not compared and
 is counted). Each pair is judged in both orders; a side wins a dimension only when both orders agree

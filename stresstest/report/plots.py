@@ -117,7 +117,7 @@ def metric_plot(rows: Sequence[Row], metric: str, path: Path) -> Path:
 
 
 def all_metric_plots(rows: Sequence[Row], plot_dir: Path) -> dict[str, Path]:
-    """One PNG per SPEC §6 metric, named ``<metric>_vs_snr.png``; none when no condition has an SNR (a grid of
+    """One PNG per docs/spec.md §6 metric, named ``<metric>_vs_snr.png``; none when no condition has an SNR (a grid of
     chain conditions only: ``snr_db: []``)."""
     if not any(r.condition is not None and r.family != "clean" and r.snr_db is not None for r in rows):
         return {}

@@ -3,7 +3,7 @@
 Per noisy, non-mitigated, non-failed item: ΔWER = item WER − the same
 encounter's clean-ASR WER (percentage points; each from ``aggregate`` on the
 single item), the trigger risk vs the clean-ASR transcript (the sum of the
-weights of the trigger events, SPEC §6; events written before weights existed
+weights of the trigger events, docs/spec.md §6; events written before weights existed
 count 1 each; the event count is kept alongside), and
 three endpoints: a new critical false-positive flag (``scer_new``), new
 under-triage (``under_triage_new``) and an unsafe judge score (≤ 2).

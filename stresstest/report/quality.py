@@ -1,4 +1,4 @@
-"""The report's note-quality section (SPEC §8): entailment, hallucination, pairwise preference.
+"""The report's note-quality section (docs/spec.md §8): entailment, hallucination, pairwise preference.
 
 Every number comes from the run's item rows: per-condition means via
 :func:`stresstest.metrics.summary.aggregate_quality` (what ``summary.csv`` holds; checked against it) with
@@ -102,7 +102,7 @@ class QualitySection:
     consistency: list[dict[str, Any]] = field(default_factory=list)
     n_failures: int = 0
     problems: list[str] = field(default_factory=list)
-    n_scored_unpaired: int = 0  # items with note-quality scores left out by the pairing rule (SPEC §11)
+    n_scored_unpaired: int = 0  # items with note-quality scores left out by the pairing rule (docs/spec.md §11)
 
 
 def _pairs(items: Sequence[ItemScore]) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -224,8 +224,8 @@ def _banner(sec: QualitySection) -> str:
                 "mechanics ran (prompts rendered, outputs parsed, orders swapped, aggregation); do not read them as "
                 "measurements.")
     if sec.n_scored_unpaired:
-        text += (f" {sec.n_scored_unpaired} judged item(s) belong to encounters the pairing rule (SPEC §11) dropped "
-                 "from every row, so the rows leave them out; their scores are in items.jsonl and quality/.")
+        text += (f" {sec.n_scored_unpaired} judged item(s) belong to encounters the pairing rule (docs/spec.md §11) "
+                 "dropped from every row, so the rows leave them out; their scores are in items.jsonl and quality/.")
     return text
 
 
@@ -254,10 +254,10 @@ def _calibration_body(sec: QualitySection) -> tuple[list[str], list[list[str]]]:
 def quality_html(sec: QualitySection) -> str:
     """The HTML section."""
     if not sec.computed:
-        return ("<h2>Note quality (SPEC §8)</h2><p class='sub'>Not computed in this run: the entailment, "
+        return ("<h2>Note quality (docs/spec.md §8)</h2><p class='sub'>Not computed in this run: the entailment, "
                 "hallucination and pairwise judges need an LLM (<code>judge.note_quality</code> with an LLM "
                 "structure backend); the five summary.csv columns are empty.</p>")
-    parts = ["<h2>Note quality (SPEC §8)</h2>",
+    parts = ["<h2>Note quality (docs/spec.md §8)</h2>",
              f"<div class='{'finding' if sec.adequate else 'warn'}'><b>{esc(_banner(sec))}</b></div>",
              "<ul class='sub'>" + "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in EXPLANATIONS) + "</ul>"]
     inner = []
@@ -292,7 +292,7 @@ def _md_table(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
 
 def quality_markdown(sec: QualitySection) -> list[str]:
     """The Markdown section, as lines."""
-    out = ["## Note quality (SPEC §8)", ""]
+    out = ["## Note quality (docs/spec.md §8)", ""]
     if not sec.computed:
         return out + ["Not computed in this run: the entailment, hallucination and pairwise judges need an LLM "
                       "(`judge.note_quality` with an LLM structure backend); the five summary.csv columns are "

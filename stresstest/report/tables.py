@@ -199,7 +199,7 @@ def trigger_rates(
 ) -> dict[str, dict[str, tuple[float | None, Interval | None]]]:
     """Per condition and trigger type: rate and paired encounter-bootstrap CI.
 
-    Trigger rates are not SPEC §6 metrics, so ``aggregate`` does not produce
+    Trigger rates are not docs/spec.md §6 metrics, so ``aggregate`` does not produce
     them; they are checked against the ``trig_*`` columns of summary.csv instead.
     Every condition of the run has every type: ``(None, None)`` when not computed.
     """

@@ -1,4 +1,4 @@
-"""Frozen clinical structuring y = LLM(I, S, x; φ) (SPEC §4).
+"""Frozen clinical structuring y = LLM(I, S, x; φ) (docs/spec.md §4).
 
 Modules (import what you need; this package imports nothing eagerly). Schema S
 and the record envelope live in :mod:`stresstest.schema`, outside this package,

@@ -1,4 +1,4 @@
-"""The ``structure`` stage: transcripts → :class:`RecordEnvelope` (SPEC §4).
+"""The ``structure`` stage: transcripts → :class:`RecordEnvelope` (docs/spec.md §4).
 
 ``structure_many`` is what the runner calls. With backend ``rules`` it runs the
 deterministic extractor; with ``openai`` it asks a served LLM (managed

@@ -1,4 +1,4 @@
-"""CLI: one-line errors with non-zero exit, `mix` and `triggers` as SPEC §10 says."""
+"""CLI: one-line errors with non-zero exit, `mix` and `triggers` as docs/spec.md §10 says."""
 
 from __future__ import annotations
 

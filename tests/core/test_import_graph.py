@@ -117,3 +117,17 @@ def test_the_graph_is_read() -> None:
     assert "stresstest.results" in graph["stresstest.report.rundir"]
     assert "stresstest.clinical.claims" in graph["stresstest.gold.workflow"]
     assert _layer("stresstest.pipeline.runner") > _layer("stresstest.report.build") > _layer("stresstest.metrics.wer")
+
+
+def test_the_package_ships_no_test_support() -> None:
+    """Test support (stub servers, fault proxies, synthetic runs) lives in ``tests/support`` and ``tests/``: no module
+    of the package imports it, and none is a stub of its own (``stresstest.llm.testing`` moved out, issue 38)."""
+    imports: list[str] = []
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            imports += [f"{path.relative_to(PKG.parent)}: {n}" for n in names
+                        if n.split(".")[0] in ("support", "tests", "conftest", "synthetic_run", "outcome_checks")]
+    assert imports == []
+    assert not any(p.stem in ("testing", "stub", "stubs") for p in PKG.rglob("*.py"))

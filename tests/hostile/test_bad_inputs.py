@@ -1,4 +1,4 @@
-"""Hostile but fair input, through the real CLI in a subprocess (SPEC §10; docs/reliability.md).
+"""Hostile but fair input, through the real CLI in a subprocess (docs/spec.md §10; docs/reliability.md).
 
 Every case asserts: exit status 2, exactly ONE line on stderr of the form
 ``stresstest: error: ...`` naming what to fix (an expected substring: the file,

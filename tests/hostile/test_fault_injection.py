@@ -1,6 +1,6 @@
 """Fault injection between the client and a REAL llama.cpp server (SmolLM2-135M on 127.0.0.1).
 
-A proxy (``faultproxy.py``) answers every other chat request with a fault —
+A proxy (``tests/support/faultproxy.py``) answers every other chat request with a fault —
 HTTP 503, a dropped connection, a body that is not JSON, the real body cut in
 half, a request held past the client's timeout — rotating through all five
 (10 requests: each kind once, between real answers; the smallest input on
@@ -16,12 +16,11 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from support.faultproxy import FAULT_KINDS, FaultProxy
 
 from stresstest.llm.config import LLMConfig
 from stresstest.schema import ClinicalRecord
 from stresstest.structure.stage import StructureItem, structure_many
-
-from .faultproxy import FAULT_KINDS, FaultProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

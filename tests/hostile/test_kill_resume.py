@@ -1,4 +1,4 @@
-"""kill -9 at three stage boundaries, then resume: byte-identical outputs (SPEC §10; docs/reliability.md).
+"""kill -9 at three stage boundaries, then resume: byte-identical outputs (docs/spec.md §10; docs/reliability.md).
 
 A small real run (two text encounters → piper TTS → built-in ambient noise at
 5 dB → bundled Whisper tiny → rules structurer → report) is run once without

@@ -166,19 +166,22 @@ def test_an_unfinished_run_may_be_resumed_with_a_corrected_config(tmp_path: Path
     claim.release()
 
 
-def test_a_legacy_run_directory_counts_as_a_run(tmp_path: Path) -> None:
-    from stresstest.pipeline.ownership import MARKER, claim_run_dir
+def test_a_run_directory_without_a_marker_is_refused_untouched(tmp_path: Path) -> None:
+    """Issue 38: a run directory of a version before markers (manifest.json, config.resolved.yaml, no marker) is
+    not resumed as one: it is refused with one line that says why, and nothing in it changes."""
+    from stresstest.config import load_config
+    from stresstest.errors import RunError
+    from stresstest.pipeline.ownership import LOCK_NAME, MARKER, claim_run_dir, config_sections
 
     cfg = _config(tmp_path, name="a.yaml")
     run = _finished_run(tmp_path, cfg)
-    (run / MARKER).unlink()  # written by a version without markers
-    from stresstest.config import load_config
-    from stresstest.pipeline.ownership import config_sections
-
-    claim = claim_run_dir(run, config_sections(load_config(cfg).model_dump(mode="json")))
-    assert claim.previous is not None and claim.previous.conditions == ["clean"]
-    assert claim.previous.encounter_ids == ["CAR0001"]
-    claim.release()
+    (run / MARKER).unlink()  # as a version without markers left it
+    (run / LOCK_NAME).unlink(missing_ok=True)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    with pytest.raises(RunError, match="before run-directory markers") as exc:
+        claim_run_dir(run, config_sections(load_config(cfg).model_dump(mode="json")))
+    assert "\n" not in str(exc.value)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
 
 
 _HOLDER = """

@@ -70,9 +70,7 @@ def test_verified_cache_detects_damage_and_names_the_file(tmp_path: Path, capsys
     assert f"cache entry {meta} is damaged" in capsys.readouterr().err
 
 
-def test_wrong_shape_is_a_warned_miss_and_legacy_entries_are_upgraded(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_wrong_shape_is_a_warned_miss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kv = KeyValueCache(tmp_path, "ns")
     kv.put("ab12", {"text": "hi"})
 
@@ -82,17 +80,35 @@ def test_wrong_shape_is_a_warned_miss_and_legacy_entries_are_upgraded(
     assert kv.get("ab12", validate=need_int) is None
     err = capsys.readouterr().err
     assert str(kv.path("ab12")) in err and "wrong shape" in err and err.count("\n") == 1
-    # A pre-envelope plain entry: accepted when it validates, then copied into an envelope.
-    legacy = kv.legacy_path("cd34")
-    legacy.parent.mkdir(parents=True, exist_ok=True)
-    legacy.write_text(json.dumps({"n": 7}))
-    assert kv.get("cd34", validate=need_int) == 7
-    assert kv.path("cd34").is_file() and json.loads(legacy.read_text()) == {"n": 7}
-    # ...but never when it should vouch for a file (no digest was recorded).
-    legacy2 = kv.legacy_path("ef56")
-    legacy2.parent.mkdir(parents=True, exist_ok=True)
-    legacy2.write_text("{}")
-    assert kv.get("ef56", files={"wav": tmp_path / "x.wav"}) is None
+
+
+def test_a_pre_envelope_cache_entry_is_recomputed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38: a plain ``<key>.json`` entry of the format before envelopes is never read. The stage recomputes
+    the value (no error, no warning, nothing refused) and writes its envelope beside the old file, which it
+    leaves alone (an older checkout sharing the cache may still read it)."""
+    from stresstest.cache import rejected_entries
+    from stresstest.llm.config import LLMConfig
+    from stresstest.structure.stage import StructureItem, structure_many
+
+    item = StructureItem(encounter_id="E1", condition="clean",
+                         transcript_text="Doctor: Any chest pain? Patient: No. I take warfarin 5 mg daily.")
+    cfg = LLMConfig(backend="rules")
+    fresh = structure_many([item], cfg, cache_dir=tmp_path / "a", log_dir=tmp_path / "logs")[0].record
+    assert fresh is not None
+    [envelope] = (tmp_path / "a").rglob("*.c2.json")
+    # The same key in the old layout, holding another answer: were it read, the stage would return it.
+    cache = tmp_path / "b"
+    old = cache / envelope.relative_to(tmp_path / "a").parent / envelope.name.replace(".c2.json", ".json")
+    old.parent.mkdir(parents=True)
+    stale = fresh.model_copy(update={"chief_complaint": "stale entry of the old format"})
+    old.write_text(json.dumps({"record": stale.model_dump(mode="json")}))
+    before = rejected_entries()
+    capsys.readouterr()
+    again = structure_many([item], cfg, cache_dir=cache, log_dir=tmp_path / "logs")[0]
+    assert not again.failed and again.record == fresh and again.record != stale
+    assert rejected_entries() == before and capsys.readouterr().err == ""
+    assert (old.parent / envelope.name).is_file()  # recomputed and written in the current format
+    assert json.loads(old.read_text())["record"]["chief_complaint"] == "stale entry of the old format"
 
 
 def test_written_files_follow_the_umask(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from support.llm_stub import Reply, stub_server
 
 from stresstest.errors import StructureError
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.judge_llm import JudgeVerdict, judge_prompt, llm_judge_many
 
 REC = {"triage": {"level": "routine"}, "claims": []}

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.llm_stub import Reply, stub_server
 
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.session import open_session
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_judges import (
     EntailmentTask,
     HallucinationTask,

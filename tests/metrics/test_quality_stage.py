@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.llm_stub import Reply, stub_server
 
 from stresstest.config import NoteQualityConfig, RunConfig
 from stresstest.grid import ConditionGrid
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.session import open_session
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.metrics.quality_stage import QualityItem, adequacy, score_note_quality
 from stresstest.schema import Claim, ClinicalRecord, Triage

@@ -1,4 +1,4 @@
-"""Item-level safety fields and their aggregation (SPEC §6), hand-computed on small cases."""
+"""Item-level safety fields and their aggregation (docs/spec.md §6), hand-computed on small cases."""
 
 from __future__ import annotations
 

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from support.llm_stub import Reply, stub_server
+
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.mitigation import mitigate_many
 from stresstest.schema import RecordEnvelope
 from stresstest.structure.stage import StructureItem, structure_many

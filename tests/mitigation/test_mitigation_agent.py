@@ -6,8 +6,9 @@ import json
 import random
 from pathlib import Path
 
+from support.llm_stub import Reply, stub_server
+
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.mitigation import enforce_guard, mitigate_many, mitigation_fingerprint
 from stresstest.schema import Claim, ClinicalRecord, RecordOutput, SafetyFlag, Triage
 from stresstest.structure.stage import StructureItem

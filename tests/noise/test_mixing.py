@@ -1,4 +1,4 @@
-"""Mixing rules of SPEC §2 on synthetic and real-length audio."""
+"""Mixing rules of docs/spec.md §2 on synthetic and real-length audio."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""On Ray, a run gives the same bytes as in process (SPEC §12), and resumes from the shared cache.
+"""On Ray, a run gives the same bytes as in process (docs/spec.md §12), and resumes from the shared cache.
 
 Each run goes through the real CLI in a subprocess, so the local Ray cluster the
 run starts (127.0.0.1, its temp dir under the stage cache) lives and dies with it.

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support.llm_stub import VLLM_032
 
 from stresstest.llm import served as server_mod
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.testing import VLLM_032
 
 
 def test_vllm_serve_gets_tensor_and_data_parallel(monkeypatch: pytest.MonkeyPatch) -> None:

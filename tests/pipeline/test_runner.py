@@ -64,7 +64,13 @@ def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypa
 
     _write_corpus(tmp_path)
     cfg = _config(tmp_path, max_failures=10)
-    out, rows = run(cfg, tmp_path / "out")
+    result = run(cfg, tmp_path / "out")
+    out, rows = result.out, result.rows
+    # run() returns what it wrote: the items' bytes, the last manifest (the CLI prints from these, reads nothing)
+    from stresstest.results import items_jsonl
+
+    assert items_jsonl(result.items) == (out / "items.jsonl").read_text("utf-8")
+    assert result.manifest.completed and result.manifest.to_json() == json.loads((out / "manifest.json").read_text())
     # run.progress false: no start line, no progress or end line (stderr here is not a terminal)
     err = capfd.readouterr().err
     starts = ("stresstest: run:", "stresstest: speech", "stresstest: asr", "stresstest: score")
@@ -100,7 +106,8 @@ def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypa
     monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows", no_asr)
     monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows_batched", no_asr)
     (out / "items.jsonl").unlink()
-    out2, rows2 = run(cfg, tmp_path / "out")
+    again = run(cfg, tmp_path / "out")
+    out2, rows2 = again.out, again.rows
     assert rows2 == rows
     items2 = [json.loads(x) for x in (out2 / "items.jsonl").read_text().splitlines()]
     assert [(i["hypothesis_text"], i.get("judge_score")) for i in items2] == [
@@ -127,7 +134,7 @@ def test_a_finished_run_is_replaced_only_when_asked(tmp_path):
     from stresstest.pipeline.runner import run
 
     _write_corpus(tmp_path, n_bad=0)
-    out, _ = run(_config(tmp_path, max_failures=0), tmp_path / "out")
+    out = run(_config(tmp_path, max_failures=0), tmp_path / "out").out
     summary = (out / "summary.csv").read_bytes()
     (out / "records" / "ambient_0db" / "my_notes.txt").write_text("mine")
     cfg2 = tmp_path / "run2.yaml"
@@ -138,7 +145,7 @@ def test_a_finished_run_is_replaced_only_when_asked(tmp_path):
         run(cfg2, out)
     assert (out / "summary.csv").read_bytes() == summary
     assert (out / "records" / "ambient_0db" / "ENC1.json").is_file()
-    _, rows = run(cfg2, out, replace=True)
+    rows = run(cfg2, out, replace=True).rows
     assert [r.condition for r in rows] == ["clean", "ambient_10db"]
     assert not (out / "records" / "ambient_0db" / "ENC1.json").exists()
     assert not (out / "transcripts" / "ambient_0db").exists()
@@ -169,7 +176,8 @@ chains:
                       {packet_loss: {rate: 0.05}}]
 report: {enabled: false}
 """)
-    out, rows = run(cfg, tmp_path / "out")
+    result = run(cfg, tmp_path / "out")
+    out, rows = result.out, result.rows
     assert [r.condition for r in rows] == ["clean", "ambient_10db", "rt0.4_g711", "room_noise_opus"]
     assert all(r.n == 1 and r.wer is not None and r.clinical_wer is not None for r in rows)
     items = {it["condition"]: it for it in map(json.loads, (out / "items.jsonl").read_text().splitlines())}
@@ -193,7 +201,7 @@ report: {enabled: false}
     monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows", no)
     monkeypatch.setattr(FasterWhisperBackend, "transcribe_windows_batched", no)
     (out / "items.jsonl").unlink()
-    _, rows2 = run(cfg, tmp_path / "out")
+    rows2 = run(cfg, tmp_path / "out").rows
     assert rows2 == rows
 
 

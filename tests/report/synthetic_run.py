@@ -2,7 +2,9 @@
 
 Real runs need TTS, Whisper and an LLM; the report only reads the run
 directory, so the tests build one here with the layout the runner writes
-(manifest.json, items.jsonl, summary.csv, records/, transcripts/).
+(manifest.json, items.jsonl, summary.csv, records/, transcripts/), written through the models and writers the
+runner uses (``RunManifest``, ``ItemScore`` rows, ``SummaryRow``s, ``RecordEnvelope``, ``Transcript``), so a
+row the models would refuse cannot get into a test run (docs/run-format.md).
 
 Each encounter is a short dialogue built from *facts* whose clean sentence an
 ASR error can turn into one of the five trigger types. Whether a fact is
@@ -11,14 +13,11 @@ family, fact) compared with a rate that grows as SNR falls, so a fact corrupted
 at 15 dB stays corrupted at 10 and 5 dB — as with real noise, the SNR is the
 only thing that changes between the conditions of a family. Records are
 derived from the (possibly corrupted) facts, and every item-level metric is
-computed from those records against the gold record, as SPEC §6 defines them.
+computed from those records against the gold record, as docs/spec.md §6 defines them.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,14 @@ from typing import Any
 import jiwer
 import numpy as np
 
+from stresstest.asr.base import DecodingOptions
+from stresstest.cache import atomic_write_json, atomic_write_text
 from stresstest.grid import ConditionGrid
-from stresstest.metrics.summary import SUMMARY_COLUMNS, summary_rows
+from stresstest.metrics.summary import summary_rows
+from stresstest.pipeline.runner import _summary_csv
+from stresstest.pipeline.score import extra_summary_columns
+from stresstest.records import Transcript
+from stresstest.results import MANIFEST_SCHEMA_VERSION, ItemScore, RunManifest, items_jsonl
 from stresstest.schema import (
     CRITICAL_FLAG_KINDS,
     TRIAGE_LEVELS,
@@ -334,15 +339,6 @@ def _norm(text: str) -> str:
     return " ".join("".join(ch.lower() if ch.isalnum() or ch in " .'" else " " for ch in text).split())
 
 
-def _csv_cell(v: Any) -> Any:
-    """As the runner writes summary.csv: floats with at most 4 decimals, empty for None."""
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4f}".rstrip("0").rstrip(".")
-    return v
-
-
 def make_run(  # noqa: C901 - one linear recipe reads better than many small helpers here
     run_dir: Path,
     *,
@@ -493,10 +489,12 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                 error="structure: the model output was not valid JSON after 3 attempts" if is_failed else None,
                 extra={"mitigation": True} if cond["mitigated"] else {},
             )
-            (run_dir / record_rel).parent.mkdir(parents=True, exist_ok=True)
-            (run_dir / record_rel).write_text(env.model_dump_json(indent=1), "utf-8")
-            (run_dir / tr_rel).parent.mkdir(parents=True, exist_ok=True)
-            (run_dir / tr_rel).write_text(json.dumps({"text": text, "decoding": {"temperature": 0.0}}), "utf-8")
+            atomic_write_json(run_dir / record_rel, env.model_dump(mode="json"))
+            transcript = Transcript.model_validate({
+                "encounter_id": eid, "condition": name, "text": text, "backend": "faster-whisper", "model": asr_model,
+                "decoding": DecodingOptions().model_dump(mode="json"), "audio_sha256": "0" * 64,
+            })
+            atomic_write_json(run_dir / tr_rel, transcript.model_dump(mode="json"))
             trig_ref = dict.fromkeys(TRIGGER_TYPES, 0)
             for f in corr + poll:
                 trig_ref[f.kind] += 1
@@ -561,21 +559,14 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                     row[k] = None
                 failures.append({"encounter_id": eid, "condition": name, "stage": "structure", "error": env.error})
             items.append(row)
-    with open(run_dir / "items.jsonl", "w", encoding="utf-8") as fh:
-        for row in items:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    scored = [ItemScore.model_validate(row) for row in items]
+    atomic_write_text(run_dir / "items.jsonl", items_jsonl(scored))
     if write_summary:
-        rows = summary_rows(items, ConditionGrid.from_json(conds))
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(list(SUMMARY_COLUMNS) + [f"trig_{t}" for t in TRIGGER_TYPES])
-        for r in rows:
-            ok = [it for it in items if it["condition"] == r.condition and not it["failed"]]
-            trig = [100.0 * sum(1 for it in ok if it["trigger_counts"][t] > 0) / len(ok) for t in TRIGGER_TYPES]
-            cells = r.cells()
-            w.writerow([_csv_cell(cells[c]) for c in SUMMARY_COLUMNS] + [_csv_cell(x) for x in trig])
-        (run_dir / "summary.csv").write_text(buf.getvalue(), "utf-8")
-    manifest = {
+        grid = ConditionGrid.from_json(conds)
+        rows = extra_summary_columns(scored, summary_rows(scored, grid))
+        atomic_write_text(run_dir / "summary.csv", _summary_csv(rows))
+    manifest = RunManifest.model_validate({
+        "schema_version": MANIFEST_SCHEMA_VERSION,
         "run_id": f"synthetic-{seed}",
         "created": "2026-11-30T10:00:00Z",
         "stresstest_version": "0.1.0",
@@ -598,8 +589,9 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
         "conditions": conds,
         "failures": failures,
         "stage_seconds": {"speech": 12.5, "mix": 3.25, "asr": 140.0, "structure": 88.0, "score": 6.0},
-        "noise": {"ambient": {"source": "builtin"}, "babble": {"source": "builtin"}},
-    }
-    (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), "utf-8")
-    (run_dir / "config.resolved.yaml").write_text(f"seed: {seed}\n", "utf-8")
+        "noise": {"ambient": {"family": "ambient", "kind": "builtin"},
+                  "babble": {"family": "babble", "kind": "builtin"}},
+    })
+    atomic_write_json(run_dir / "manifest.json", manifest.to_json())
+    atomic_write_text(run_dir / "config.resolved.yaml", f"seed: {seed}\n")
     return run_dir

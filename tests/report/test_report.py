@@ -271,7 +271,7 @@ def test_cli_report_text(run_dir: Path, tmp_path: Path) -> None:
 
 
 def test_summary_columns_in_fixture(run_dir: Path) -> None:
-    # the fixture mirrors the runner's layout: SPEC §10 columns first, then trig_*
+    # the fixture mirrors the runner's layout: docs/spec.md §10 columns first, then trig_*
     header = (run_dir / "summary.csv").read_text("utf-8").splitlines()[0].split(",")
     assert tuple(header[: len(SUMMARY_COLUMNS)]) == SUMMARY_COLUMNS
 
@@ -292,7 +292,7 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
 
 
 def test_minimal_run_dir_still_reports(tmp_path: Path) -> None:
-    # Only the SPEC §10 item fields, no summary.csv, no records, no triggers, no judge.
+    # Only the docs/spec.md §10 item fields, no summary.csv, no records, no triggers, no judge.
     import json
 
     rd = tmp_path / "minimal"

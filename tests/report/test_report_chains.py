@@ -12,7 +12,7 @@ from stresstest.report.error_rates import error_rate_plot, error_rate_section, e
 from stresstest.report.plots import all_metric_plots
 from stresstest.report.rundir import RunData
 from stresstest.report.tables import table2_rows
-from stresstest.results import ItemScore, RunManifest
+from stresstest.results import ItemScore, RunDir, RunManifest, SummaryLine
 
 ROOM = {"room": {"rt60_s": 0.8, "distance_m": 2.0, "room_dim_m": [6.0, 5.0, 3.0], "ir": None}}
 TEL = [{"telephone": {"low_hz": 300.0, "high_hz": 3400.0}}, {"mulaw": {}}]
@@ -34,8 +34,9 @@ def _run(tmp_path: Path, summary_clinical_wer: str = "25") -> RunData:
              (("clean", 0, 0), ("rt0.8_g711", 2, 1), ("loud", 1, 0))]
     summary = {"clean": {"clinical_wer": "0"}, "rt0.8_g711": {"clinical_wer": summary_clinical_wer},
                "loud": {"clinical_wer": "0"}}
-    return RunData(run_dir=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary=summary,
-                   summary_columns=["condition", "clinical_wer"])
+    lines = [SummaryLine(condition=c, cells=cells) for c, cells in summary.items()]
+    return RunData(RunDir(path=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary=lines,
+                          summary_columns=["condition", "clinical_wer"]))
 
 
 def test_rt60_and_channel_of_a_condition() -> None:
@@ -79,8 +80,8 @@ def test_named_chains_get_their_own_line_and_ties_in_rt60_do_not_crash(tmp_path:
                                                              "silence probes+ambient 20 dB"]
     grid = ConditionGrid([Condition.clean(), axes, twin, probed, Condition.chained("rt0.8_again", [ROOM])])
     items = [_item(e, c.id, 1, 0) for e in ("A", "B") for c in grid]
-    run = RunData(run_dir=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary={},
-                  summary_columns=["condition"])
+    run = RunData(RunDir(path=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary=[],
+                         summary_columns=["condition"]))
     # rt0.8_again shares RT60 and line with rt0.8_wideband: the points sort by RT60 only (Rows do not compare)
     plots = chain_plots(table2_rows(run, {}), list(grid), tmp_path)
     assert sorted(plots) == ["unsafe_vs_rt60", "wer_vs_rt60"]

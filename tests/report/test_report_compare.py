@@ -76,7 +76,8 @@ def test_no_common_condition(tmp_path: Path) -> None:
     import json
 
     man = json.loads((b / "manifest.json").read_text())
-    man["conditions"] = [dict(c, condition=c["condition"] + "_x") for c in man["conditions"]]
+    man["conditions"] = [dict(c, condition=c["condition"] + "_x", base=c["base"] and c["base"] + "_x")
+                         for c in man["conditions"]]
     (b / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(ReportError, match="share no condition"):
         compare_runs(a, b, tmp_path / "o", n_resamples=10)

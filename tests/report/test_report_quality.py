@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.llm_stub import Reply, stub_server
 from synthetic_run import make_run
 
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.session import open_session
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.metrics.note_quality import PAIRWISE_DIMENSIONS
 from stresstest.report import build_report
 from stresstest.report.pairwise_compare import pairwise_compare
@@ -64,7 +64,7 @@ def test_section_tables_cis_and_adequacy_wording(tmp_path: Path, adequate: bool)
     assert any(c["position_consistent_pct"] == pytest.approx(100 * 7 / len(PAIRWISE_DIMENSIONS))
                for c in sec.consistency)
     md = build_report(run, n_resamples=200, seed=0).markdown.read_text()
-    assert "## Note quality (SPEC §8)" in md and "**Completeness**" in md
+    assert "## Note quality (docs/spec.md §8)" in md and "**Completeness**" in md
     if adequate:
         assert "Mechanics only" not in md
     else:
@@ -150,4 +150,4 @@ def test_items_dropped_by_the_pairing_rule_are_said_not_hidden(tmp_path: Path) -
             and it.get("completeness") is not None)
     assert n and sec.n_scored_unpaired == n
     md = build_report(run, n_resamples=200, seed=0).markdown.read_text()
-    assert f"{n} judged item(s) belong to encounters the pairing rule (SPEC §11) dropped" in md
+    assert f"{n} judged item(s) belong to encounters the pairing rule (docs/spec.md §11) dropped" in md

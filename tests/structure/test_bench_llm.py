@@ -6,7 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from stresstest.llm.testing import Reply, stub_server
+from support.llm_stub import Reply, stub_server
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_llm.py"
 

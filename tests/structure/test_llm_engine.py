@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.llm_stub import Reply, stub_server
 
 from stresstest.errors import StructureError
 from stresstest.llm.client import phi_payload
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.engine import LLMEngine
 from stresstest.llm.gpu import default_gpu_memory_utilization
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord
 from stresstest.structure.stage import StructureItem, structure_many
 
@@ -132,8 +132,9 @@ def test_startup_timeout_defaults_per_engine() -> None:
 def test_vllm_serve_args_pin_phi_and_compact_json(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
+    from support.llm_stub import VLLM_032
+
     from stresstest.llm.served import server_env, vllm_serve_args
-    from stresstest.llm.testing import VLLM_032
 
     monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: True)
     cfg = LLMConfig(
@@ -172,8 +173,9 @@ def test_every_vllm_flag_is_one_the_installed_version_knows(monkeypatch: pytest.
 
 
 def test_deterministic_preset_and_explicit_engine_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from support.llm_stub import VLLM_032
+
     from stresstest.llm.served import server_env, vllm_serve_args
-    from stresstest.llm.testing import VLLM_032
 
     monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: False)
     det = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.llm_stub import Reply, stub_server
 
 from stresstest.llm.client import ChatClient, Endpoint, parse_output
 from stresstest.llm.config import LLMConfig
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord, record_json_schema
 
 MSGS = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from support.llm_stub import Reply, stub_server
 
 from stresstest.errors import StructureError
 from stresstest.llm import served as server_mod
 from stresstest.llm.config import LLMConfig
 from stresstest.llm.prompts import load_prompt
-from stresstest.llm.testing import Reply, stub_server
 from stresstest.schema import ClinicalRecord, RecordOutput, output_schema_hash, schema_hash
 from stresstest.structure.stage import (
     StructureItem,
