@@ -6,7 +6,7 @@ with the stage cache on one path both nodes use; the second node is killed (its 
 machine that dies) while the run is in its stages. The run then finishes — Ray reschedules the lost tasks on
 the head, or the run stops and the same command run again resumes from its stage records — and gives the
 bytes of the in-process run of the same config. Whatever happens, both nodes and every process they started
-are killed by process id at the end.
+(each node runs in a session of its own) are killed at the end.
 """
 
 from __future__ import annotations
@@ -42,27 +42,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ours(token: str) -> list[int]:
-    """Every live process whose environment holds this test's Ray token (the nodes, their workers, the run)."""
+def _in_sessions(sessions: set[int]) -> list[int]:
+    """Live processes in these sessions: a node started in a session of its own, and everything it started."""
     pids = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            with suppress(OSError):
-                if f"RAY_AUTH_TOKEN={token}".encode() in (d / "environ").read_bytes().split(b"\0"):
+            with suppress(OSError, IndexError, ValueError):
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()  # state ppid pgrp session ...
+                if int(fields[3]) in sessions and fields[0] != "Z":
                     pids.append(int(d.name))
-    return [p for p in pids if p != os.getpid()]
-
-
-def _start_node(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
-    with log.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, str(NODE), "start", "--block", "--disable-usage-stats", *args],
-                                env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while b"block forever" not in log.read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"ray start {args[:2]} did not come up:\n{log.read_text(errors='replace')[-3000:]}")
-        time.sleep(0.5)
-    return proc
+    return pids
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -72,9 +61,22 @@ def _kill_group(proc: subprocess.Popen) -> None:
         proc.wait(timeout=30)
 
 
+def _start_node(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    with log.open("wb") as f:
+        proc = subprocess.Popen([sys.executable, str(NODE), "start", "--block", "--disable-usage-stats", *args],
+                                env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while b"block forever" not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _kill_group(proc)
+            raise AssertionError(f"ray start {args[:2]} did not come up:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.5)
+    return proc
+
+
 @contextmanager
-def _loopback_cluster(env: dict[str, str]) -> Iterator[tuple[str, Path, subprocess.Popen, Path]]:
-    """(address, head temp dir, second node's process, second node's temp dir); everything stopped after."""
+def _loopback_cluster(env: dict[str, str]) -> Iterator[tuple[str, list[subprocess.Popen], Path]]:
+    """(address, the two nodes' ``ray start`` processes, second node's temp dir); everything stopped after."""
     root = Path(tempfile.mkdtemp(prefix="st-2n-"))  # short: Ray's socket paths must stay under 108 bytes
     nodes: list[subprocess.Popen] = []
     store = str(96 * 1024 * 1024)
@@ -86,12 +88,12 @@ def _loopback_cluster(env: dict[str, str]) -> Iterator[tuple[str, Path, subproce
         nodes.append(_start_node(["--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--resources",
                                   '{"second_node": 1}', "--temp-dir", str(root / "node2"), *common],
                                  root / "node2.log", env))
-        yield f"127.0.0.1:{port}", root / "head", nodes[1], root / "node2"
+        yield f"127.0.0.1:{port}", nodes, root / "node2"
     finally:
         for proc in reversed(nodes):
             _kill_group(proc)
-        for _ in range(3):  # workers a raylet started in groups of their own: by process id
-            left = _ours(env["RAY_AUTH_TOKEN"])
+        for _ in range(3):  # anything of the nodes' sessions in a process group of its own: by process id
+            left = _in_sessions({p.pid for p in nodes})
             for pid in left:
                 with suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -101,9 +103,9 @@ def _loopback_cluster(env: dict[str, str]) -> Iterator[tuple[str, Path, subproce
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _listening(env: dict[str, str]) -> list[str]:
+def _listening(sessions: set[int]) -> list[str]:
     psutil = pytest.importorskip("psutil", reason="psutil (installed with ray) lists listening sockets")
-    ours = set(_ours(env["RAY_AUTH_TOKEN"]))
+    ours = set(_in_sessions(sessions))
     return sorted({f"{c.laddr.ip}" for c in psutil.net_connections("inet") if c.status == "LISTEN" and c.pid in ours})
 
 
@@ -121,8 +123,10 @@ def test_two_node_cluster_gives_the_in_process_bytes_and_survives_losing_a_node(
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
            "STRESSTEST_CACHE": str(cache),
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    with _loopback_cluster(env) as (address, head_dir, node2, node2_dir):
-        assert (listening := _listening(env)) and set(listening) <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
+    with _loopback_cluster(env) as (address, nodes, node2_dir):
+        node2 = nodes[1]
+        listening = _listening({p.pid for p in nodes})  # GCS, raylets, agents, workers of both nodes
+        assert listening and set(listening) <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
         cfg = tmp_path / "demo-2nodes.yaml"
         cfg.write_text(yaml.safe_dump({"extends": "demo.yaml", "run": {"executor": {"kind": "ray",
                                                                                     "address": address}}}))
