@@ -74,18 +74,16 @@ demo-ray: $(RAY)
 demo-vllm: $(CORE) install-vllm
 	$(BIN)/stresstest run configs/demo-vllm.yaml --out runs/demo-vllm
 
-# The suite on both cores (docs/testing.md), in two phases: the unit tests spread over two xdist workers, then
-# every `integration` test (a real engine / model / server) in one process, one at a time, so two engines never
-# compete for the 2 cores. (Not one run with xdist's --dist loadgroup: pytest 9.2 ignores the node id suffix
-# pytest-xdist 3.8 puts the group in, so the groups are not kept together.) pytest names the 25 slowest tests of
-# each phase (pyproject: --durations=25); the last line is the line coverage of stresstest/ over both phases
+# The suite on both cores (docs/testing.md): one pytest session on two xdist workers. tests/conftest.py's scheduler
+# keeps every test that starts an LLM engine or a Ray cluster on one worker, one after another (two engines never
+# compete for the 2 cores), while the other worker takes the unit tests and the lighter integration tests. pytest
+# names the 25 slowest tests (pyproject: --durations=25); the last line is the line coverage of stresstest/
 # (`$(BIN)/python -m coverage report` for the per-file table).
 test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
 	@rm -f .coverage .coverage.*
-	@$(BIN)/python -m pytest -q -n 2 -m "not integration" --cov --cov-report= ; unit=$$?; \
-	  $(BIN)/python -m pytest -q -m integration --cov --cov-append --cov-report= ; engines=$$?; \
+	@$(BIN)/python -m pytest -q -n 2 --cov --cov-report= ; status=$$?; \
 	  echo "coverage: line coverage of stresstest/ $$($(BIN)/python -m coverage report --format=total)%"; \
-	  test $$unit -eq 0 -a $$engines -eq 0
+	  exit $$status
 
 test-fast: $(CORE)
 	$(BIN)/python -m pytest -q -n 2 -m "not integration and not slow"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 
@@ -110,10 +111,126 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 # --- The suite's budget (issue 35, docs/testing.md) ---------------------------------------------------------------
-# `make test` runs the unit tests on two xdist workers, then every `integration` test (a real engine, a real model or
-# a real local server) in one process, one at a time: two engines never compete for the 2 cores, and a session
-# fixture that starts an engine starts it once. `demo_scale` tests (a whole shipped demo config) are left out of
-# the default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
+# `make test` runs the whole suite in one pytest session on two xdist workers with the scheduler below: every test
+# that starts an LLM engine (llama.cpp, vLLM) or a Ray cluster is in one group, run on one worker one after
+# another, so two engines never compete for the 2 cores and a session fixture that starts an engine starts it
+# once; the other worker takes the unit tests and the lighter integration tests (piper, faster-whisper,
+# openai-whisper, Chromium) beside them. `demo_scale` tests (a whole shipped demo config) are left out of the
+# default run; `pytest --demo-scale` (or STRESSTEST_DEMO_SCALE=1) selects them.
+
+ENGINE_GROUP = "engines"
+RAY_GROUP = "ray"
+# Modules whose integration tests start an LLM engine (llama.cpp, vLLM; directly or through a `stresstest run`),
+# and those that start a Ray cluster: two groups, each run on one worker in order. An LLM engine and a Ray
+# cluster may run at the same time (on the two workers); two LLM engines, or two Ray clusters, never do.
+ENGINE_MODULES = (
+    "tests/core/test_check_llm_prompts.py",
+    "tests/core/test_user_caches.py",
+    "tests/hostile/test_fault_injection.py",
+    "tests/hostile/test_kill_resume.py::test_sigterm_during_structuring_stops_the_managed_llm_server",
+    "tests/hostile/test_ownership.py",
+    "tests/llm/test_vllm_asr_cpu.py",
+    "tests/llm/test_vllm_cpu_offline.py",
+    "tests/llm/test_vllm_cpu_served.py",
+    "tests/metrics/test_note_quality_llama_integration.py",
+    "tests/pipeline/test_demo_vllm.py",
+    "tests/structure/test_structure_llama_integration.py",
+)
+RAY_MODULES = (
+    "tests/pipeline/test_demo_ray.py",
+    "tests/pipeline/test_executor.py",
+)
+_GROUPS_ENV = "STRESSTEST_XDIST_GROUPS"  # the file the workers write the engine group's node ids to
+
+
+def _listed(nodeid: str, entries: tuple[str, ...]) -> bool:
+    return any(nodeid == e or nodeid.startswith(f"{e}::") or nodeid.startswith(f"{e}[") for e in entries)
+
+
+def engine_group(item: pytest.Item) -> str | None:
+    """The group of an integration test that starts an LLM engine (its module or test is listed above, or it
+    asks for the session's llama.cpp server) or a Ray cluster; None for every other test."""
+    if item.get_closest_marker("integration") is None:
+        return None
+    if _listed(item.nodeid, ENGINE_MODULES) or "llama_server" in getattr(item, "fixturenames", ()):
+        return ENGINE_GROUP
+    if _listed(item.nodeid, RAY_MODULES):
+        return RAY_GROUP
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+    import tempfile
+
+    # The xdist controller (not a worker, with -n): a fresh file for the workers to name the engine tests in;
+    # they inherit the variable when they are started (after this hook).
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        fd, path = tempfile.mkstemp(prefix="stresstest-xdist-", suffix=".groups")
+        os.close(fd)
+        os.environ[_GROUPS_ENV] = path
+        config.stash[_groups_key] = path
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import os
+
+    path = config.stash.get(_groups_key, None)
+    if path:
+        os.environ.pop(_GROUPS_ENV, None)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+_groups_key = pytest.StashKey[str]()
+
+
+def _write_engine_group(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker: write each grouped test's group and node id (every worker collects the same tests,
+    so every worker writes the same lines; the last rename wins)."""
+    import os
+
+    path = os.environ.get(_GROUPS_ENV)
+    if not path or not hasattr(config, "workerinput"):
+        return
+    tmp = f"{path}.{config.workerinput['workerid']}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write("".join(f"{group}\t{it.nodeid}\n" for it in items if (group := engine_group(it))))
+    os.replace(tmp, path)
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pragma: no cover - xdist is a dev dependency
+    LoadScopeScheduling = None
+
+
+if LoadScopeScheduling is not None:
+
+    class EngineGroupScheduling(LoadScopeScheduling):  # type: ignore[misc, valid-type]
+        """Each test its own work unit, except the groups: one unit each, so one worker runs all of a group in
+        order (sorted first, as the largest units, so they start at once) while the other worker takes the rest.
+        (xdist's own --dist loadgroup cannot be used: pytest 9.2 ignores the node-id suffix pytest-xdist 3.8
+        puts the group in.)"""
+
+        def _split_scope(self, nodeid: str) -> str:
+            if not hasattr(self, "_engine_ids"):
+                import os
+
+                path = os.environ.get(_GROUPS_ENV, "")
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        rows = [ln.split("\t", 1) for ln in fh.read().splitlines() if ln]
+                except OSError:
+                    rows = []
+                self._engine_ids = {nid: group for group, nid in rows}
+            return self._engine_ids.get(nodeid, nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        if config.getoption("dist") != "load":
+            return None  # an explicit --dist keeps xdist's own scheduler
+        return EngineGroupScheduling(config, log)  # type: ignore[arg-type]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -124,8 +241,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import os
 
-    if config.getoption("--demo-scale") or os.environ.get("STRESSTEST_DEMO_SCALE"):
-        return
+    if not (config.getoption("--demo-scale") or os.environ.get("STRESSTEST_DEMO_SCALE")):
+        _deselect_demo_scale(config, items)
+    _write_engine_group(config, items)
+
+
+def _deselect_demo_scale(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept = [it for it in items if it.get_closest_marker("demo_scale") is None]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[it for it in items if it.get_closest_marker("demo_scale") is not None])

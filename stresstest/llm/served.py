@@ -437,6 +437,17 @@ class ServerProcess:
                 env=server_env(self.config),
             )
         children.register(self.proc.pid)
+        try:
+            return self._wait_ready(timeout, progress)
+        except BaseException:
+            # Ctrl-C / SIGTERM (raised as KeyboardInterrupt) while the model loads, or a refusal: the server is
+            # in a session of its own, so nothing else would stop it (seen: `llm serve` killed while vLLM
+            # loaded left the server running).
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout: float, progress: TextIO | None) -> ServerProcess:
+        engine = self.config.server.engine
         t0 = time.monotonic()
         deadline = t0 + timeout
         next_note = t0 + PROGRESS_EVERY_S

@@ -1,4 +1,5 @@
-"""The suite's own plumbing (tests/conftest.py, issue 35): `demo_scale` tests are left out of the default run."""
+"""The suite's own plumbing (tests/conftest.py, issue 35): `demo_scale` tests are left out of the default run, and
+on two xdist workers the engine tests all run on one worker, one after another, while the other takes the rest."""
 
 from __future__ import annotations
 
@@ -47,3 +48,58 @@ def test_demo_scale_is_deselected_unless_asked_for(tmp_path: Path) -> None:
     assert "2 passed, 1 deselected" in default.stdout, default.stdout[-2000:]
     selected = _pytest(tmp_path, env={**env, "STRESSTEST_DEMO_SCALE": "1"})  # or pytest --demo-scale
     assert selected.returncode == 0 and "3 passed" in selected.stdout, selected.stdout[-2000:]
+
+
+ENGINES_SUITE = '''
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+LOG = Path(os.environ["SUITE_LOG"])
+
+
+def _note(kind):
+    t0 = time.monotonic()
+    time.sleep(0.2)
+    with LOG.open("a") as fh:
+        fh.write(f"{kind} {os.environ['PYTEST_XDIST_WORKER']} {t0} {time.monotonic()}\\n")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("i", range(4))
+def test_engine(i, llama_server):
+    _note("engine")
+
+
+@pytest.mark.parametrize("i", range(30))
+def test_unit(i):
+    _note("unit")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("i", range(3))
+def test_light_integration(i):
+    _note("light")
+'''
+
+
+def test_engine_tests_run_on_one_worker_one_at_a_time_beside_the_rest(tmp_path: Path) -> None:
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_suite.py").write_text(ENGINES_SUITE)
+    log = tmp_path / "log.txt"
+    env = {k: v for k, v in os.environ.items() if k not in ("STRESSTEST_DEMO_SCALE", "CI")}
+    proc = subprocess.run(  # noqa: S603 - fixed argument list
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:cov", "-n", "2",
+         "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env={**env, "SUITE_LOG": str(log)},
+    )
+    assert proc.returncode == 0 and "37 passed" in proc.stdout, proc.stdout[-2000:]
+    rows = [ln.split() for ln in log.read_text().splitlines()]
+    engines = [r for r in rows if r[0] == "engine"]
+    assert len(engines) == 4 and len({r[1] for r in engines}) == 1, engines  # one worker ran every engine test
+    spans = sorted((float(r[2]), float(r[3])) for r in engines)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))  # one after another
+    others = {r[1] for r in rows if r[0] != "engine"}
+    assert others - {engines[0][1]}, rows  # the other worker took unit / light tests meanwhile

@@ -332,3 +332,31 @@ def test_a_managed_server_is_recognised_by_the_name_it_was_given(tmp_path: Path,
         proc.stop()
         other.shutdown()
         other.server_close()
+
+
+def test_an_interrupt_while_the_server_loads_stops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C or SIGTERM (raised as KeyboardInterrupt) while the managed server is still loading stops the server:
+    it runs in a session of its own, so nothing else would (seen: `stresstest llm serve` killed while vLLM loaded
+    left the vLLM server running). The server here is a process that never answers, as a slow first load."""
+    import _thread
+
+    from stresstest import children
+    from stresstest.llm import served
+    from stresstest.llm.config import LLMConfig
+
+    never_ready = [sys.executable, "-c", "import time; time.sleep(600)"]
+    monkeypatch.setattr(served, "server_command", lambda config, port: never_ready)
+    cfg = LLMConfig.model_validate({"backend": "openai", "server": {"engine": "llama.cpp", "port": 0}})
+    proc = served.ServerProcess(cfg, tmp_path / "logs")
+    timer = threading.Timer(1.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            proc.start()
+        assert proc.proc is not None and proc.proc.poll() is not None  # stopped, not left loading
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.proc.pid, 0)  # its whole process group is gone
+        assert proc.proc.pid not in children._LIVE
+    finally:
+        timer.cancel()
+        proc.stop()

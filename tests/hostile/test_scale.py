@@ -22,6 +22,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+# Timing-sensitive (seconds after SIGTERM, time linear in the text, flat memory): slow, so `make test-fast` leaves
+# them out and `make test` runs them (issue 38).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 
