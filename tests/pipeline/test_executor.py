@@ -88,3 +88,14 @@ def test_ray_local_cluster_tasks_and_actor_pool(tmp_path: Path, monkeypatch: pyt
     assert any((cache / "ray").iterdir())  # sockets, logs and spilled objects live under the cache
     assert not any(p.name.startswith("st-ray-") and p.is_symlink() and p.resolve() == (cache / "ray").resolve()
                    for p in Path(os.environ.get("TMPDIR", "/tmp")).iterdir())  # the short link is gone
+
+
+def test_a_loopback_cluster_address_is_recognised() -> None:
+    """An address on this machine's loopback keeps the driver on 127.0.0.1 (Ray would look for the cluster on the
+    outward address otherwise; the two-node test runs such a cluster)."""
+    from stresstest.pipeline.executor import _loopback_address
+
+    for a in ("127.0.0.1:6379", "localhost:6379", "ray://127.0.0.1:10001", "[::1]:6379"):
+        assert _loopback_address(a), a
+    for a in ("auto", "10.0.0.2:6379", "ray://head:10001", "192.0.2.2:6379"):
+        assert not _loopback_address(a), a
