@@ -26,7 +26,8 @@ def to_mono(x: np.ndarray) -> np.ndarray:
     if x.ndim == 1:
         return x
     if x.ndim == 2:
-        return x.mean(axis=1)
+        mono: np.ndarray = x.mean(axis=1)
+        return mono
     raise AudioError(f"expected 1-D or 2-D audio, got shape {x.shape}")
 
 
@@ -105,7 +106,7 @@ def _read_any(path: Path) -> tuple[np.ndarray, int]:
         arr = np.concatenate(frames, axis=1).astype(np.float32)  # (channels, samples), planar
         dtype = np.dtype(frames[0].dtype)
         if np.issubdtype(dtype, np.integer):
-            arr /= float(np.iinfo(dtype.type).max)  # type: ignore[type-var]
+            arr /= float(np.iinfo(dtype.type).max)
         return arr.T, sr
 
 

@@ -45,7 +45,8 @@ from stresstest.cache import read_jsonl
 from stresstest.errors import RunDirError
 from stresstest.grid import Condition, ConditionGrid
 from stresstest.records import MixInfo, Transcript, revise
-from stresstest.schema import AsWritten, RecordEnvelope, RecordExtra
+from stresstest.schema import AsWritten, RecordEnvelope
+from stresstest.schema import RecordExtra as RecordExtra  # re-exported
 
 #: Version of the item-row schema (bump when a field changes meaning or type).
 ITEM_SCHEMA_VERSION = 1

@@ -21,7 +21,9 @@ import numpy as np
 from stresstest.audio import SAMPLE_RATE_HZ
 
 # The decoding options travel with every transcript (Transcript.decoding), so they live in the base layer.
-from stresstest.records import MIN_WINDOW_S, WINDOW_S, DecodingOptions  # noqa: F401 - re-exported
+from stresstest.records import MIN_WINDOW_S as MIN_WINDOW_S  # re-exported
+from stresstest.records import WINDOW_S as WINDOW_S  # re-exported
+from stresstest.records import DecodingOptions as DecodingOptions  # re-exported
 
 
 class ASRBackend(Protocol):

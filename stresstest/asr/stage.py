@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import soundfile as sf
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -105,7 +106,7 @@ def transcript_key(
 
 
 def decode_windows(
-    backend: ASRBackend, windows: list, opts: DecodingOptions, batch_size: int
+    backend: ASRBackend, windows: list[np.ndarray], opts: DecodingOptions, batch_size: int
 ) -> list[WindowResult]:
     """Route to the backend's best path: its own seek-loop decoder, the batched pass, or sequential."""
     decode = getattr(backend, "decode_windows", None)
@@ -182,7 +183,9 @@ def _transcribe_items(
     step = int(round(opts.window_s * SAMPLE_RATE_HZ))
     source = iter(items)
 
-    def next_group() -> tuple[list[tuple[ASRItem, Transcript | None, str | None]], list[tuple[_Pending, list]]]:
+    def next_group() -> tuple[
+        list[tuple[ASRItem, Transcript | None, str | None]], list[tuple[_Pending, list[np.ndarray]]]
+    ]:
         """The next group to decode, hashing and looking up items only as far as it reaches.
 
         Items are taken in order: each is hashed and looked up (a cache hit, or a file that cannot be hashed
@@ -217,7 +220,7 @@ def _transcribe_items(
             n += k
             if _group_full(n, cfg.batch_size):
                 break
-        loaded: list[tuple[_Pending, list]] = []
+        loaded: list[tuple[_Pending, list[np.ndarray]]] = []
         for p, _ in group:
             try:
                 loaded.append((p, split_windows(read_wav_exact(p[0].audio_path), opts.window_s)))

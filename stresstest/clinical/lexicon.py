@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from stresstest.clinical.text import Mention as Mention  # re-exported: callers look mentions up here
 from stresstest.clinical.text import (
-    Mention,
     Token,
     longest_matches,
     norm_phrase,

@@ -38,7 +38,7 @@ def read_table(name: str) -> list[list[str]]:
     Returns:
         One list of stripped cells per data row.
     """
-    raw = resources.files("stresstest.clinical").joinpath("data", name).read_text(encoding="utf-8")
+    raw = resources.files("stresstest.clinical").joinpath("data").joinpath(name).read_text(encoding="utf-8")
     rows: list[list[str]] = []
     for line in raw.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):

@@ -95,7 +95,8 @@ def unpermute_rope_rows(w: np.ndarray, n_head: int) -> np.ndarray:
     rows = w.shape[0]
     if rows % (2 * n_head):
         raise CheckpointError(f"cannot un-permute {w.shape}: {rows} rows is not a multiple of 2 x {n_head} heads")
-    return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    hf: np.ndarray = w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    return hf
 
 
 def _field(reader: Any, key: str) -> Any:

@@ -142,7 +142,7 @@ def keyed_model(kind: str, n: int) -> type[BaseModel]:
     """Output model with exactly ``n`` required properties ``<p>1..<p>n`` of the kind's verdict model."""
     verdict, prefix = _VERDICT_MODELS[kind]
     fields: dict[str, Any] = {f"{prefix}{i}": (verdict, ...) for i in range(1, n + 1)}
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         f"{''.join(p.title() for p in kind.split('_'))}{n}", __config__=ConfigDict(extra="forbid"), **fields
     )
     return model

@@ -153,7 +153,7 @@ def overall(outcomes: Mapping[str, Side]) -> Side:
         raise MetricError(f"pairwise overall: missing dimension(s) {missing}")
     for side in ("x", "y"):
         if sum(1 for d in CORE_DIMENSIONS if outcomes[d] == side) >= OVERALL_MIN_WINS:
-            return side  # type: ignore[return-value]
+            return side
     return "tie"
 
 

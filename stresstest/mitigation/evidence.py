@@ -38,11 +38,11 @@ from stresstest.records import revise
 from stresstest.schema import (  # the reports travel with the record (RecordExtra), so they live in the base layer
     CRITICAL_FLAG_KINDS,
     EVIDENCE_CLAIM_CATEGORIES,
-    FILTER_VERSION,  # noqa: F401 - re-exported
     ClinicalRecord,
     DiscardedQuote,
-    FilterReport,
 )
+from stresstest.schema import FILTER_VERSION as FILTER_VERSION  # re-exported
+from stresstest.schema import FilterReport as FilterReport  # re-exported
 
 _WS = re.compile(r"\s+")
 _ALNUM = re.compile(r"[A-Za-z0-9]")

@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from stresstest.records import revise
-from stresstest.schema import Claim, ClinicalRecord, GuardReport, SafetyFlag
+from stresstest.schema import Claim, ClinicalRecord, SafetyFlag
+from stresstest.schema import GuardReport as GuardReport  # re-exported
 
 _CLAIM_NULLABLE = ("value", "unit", "time", "laterality")
 _FLAG_NULLABLE = ("detail",)

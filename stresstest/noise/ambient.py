@@ -136,7 +136,7 @@ def _synth(name: str, p: dict[str, Any], n: int, rng: np.random.Generator) -> np
         return coloured_noise(n, rng, p["exponent"], p["lo_hz"], p["hi_hz"])
     if name == "drone":
         am = [tuple(a) for a in p["am"]]
-        tones = _unit(_tones(n, p["freqs_hz"], p["amps"], p["phases"], am))  # type: ignore[arg-type]
+        tones = _unit(_tones(n, p["freqs_hz"], p["amps"], p["phases"], am))
         return _unit(tones + 10 ** (p["floor_db"] / 20) * coloured_noise(n, rng, 1.0, 40.0, 6000.0))
     if name == "traffic":
         rumble = coloured_noise(n, rng, 2.0, p["lo_hz"], p["hi_hz"])

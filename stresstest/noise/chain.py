@@ -93,9 +93,9 @@ from stresstest.steps import (  # the step models live in the base layer (MixInf
     PacketLossStep,
     RoomStep,
     SilenceStep,
-    Step,
     TelephoneStep,
 )
+from stresstest.steps import Step as Step  # re-exported
 
 CHAIN_CODE_VERSION = "chain-1"  # bump whenever a step's arithmetic changes: cached chain mixtures depend on it
 TELEPHONE_RATE_HZ = 8000
@@ -246,7 +246,7 @@ def _room(x: np.ndarray, mask: np.ndarray, p: RoomStep, seed: int, eid: str) -> 
                                  "ir_index": k, "ir_choices": len(files)}
     else:
         assert p.rt60_s is not None  # by RoomStep's validator
-        h, facts = _shoebox_rir(float(p.rt60_s), float(p.distance_m), tuple(p.room_dim_m))  # type: ignore[arg-type]
+        h, facts = _shoebox_rir(float(p.rt60_s), float(p.distance_m), tuple(p.room_dim_m))
         facts = dict(facts)
     y = fftconvolve(x.astype(np.float64), h)[: x.size]
     dry, wet = _rms(x[mask]), _rms(y[mask])

@@ -96,7 +96,8 @@ def _snr_from_rms(s: float, n: float) -> float:
         return float("inf")
     if s == 0.0:
         return float("-inf")
-    return 20.0 * np.log10(s / n)
+    snr_db: float = 20.0 * np.log10(s / n)
+    return snr_db
 
 
 def _gain(s_rms: float, n_rms: float, target_snr_db: float) -> float:
@@ -109,7 +110,8 @@ def _gain(s_rms: float, n_rms: float, target_snr_db: float) -> float:
         raise MixError("speech is silent on its active segments")
     if n_rms == 0.0:
         raise MixError("noise segment is silent where speech is active")
-    return s_rms / (n_rms * 10.0 ** (target_snr_db / 20.0))
+    gain: float = s_rms / (n_rms * 10.0 ** (target_snr_db / 20.0))
+    return gain
 
 
 def fit_length(noise: np.ndarray, n_samples: int) -> np.ndarray:

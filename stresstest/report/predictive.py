@@ -23,7 +23,7 @@ better than chance) is never called the better one, whatever the other's.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,7 +185,8 @@ class EndpointResult:
         return row
 
 
-def _stat_fn(data: PredictiveItems, endpoint: str):  # noqa: ANN202 - a closure for bootstrap_statistic
+def _stat_fn(data: PredictiveItems, endpoint: str) -> Callable[[np.ndarray], dict[str, float]]:
+    """The item-level statistic of one endpoint, a closure for ``bootstrap_statistic``."""
     y_all = data.endpoints[endpoint]
 
     def stat(ix: np.ndarray) -> dict[str, float]:

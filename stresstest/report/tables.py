@@ -23,7 +23,8 @@ from stresstest.grid import CHAIN, Condition
 from stresstest.metrics.bootstrap import Interval, percentile_interval, resample_indices
 from stresstest.metrics.summary import HIGHER_IS_BETTER, METRIC_COLUMNS, aggregate, trigger_rate
 from stresstest.report.rundir import CLEAN, RunData
-from stresstest.results import TRIGGER_TYPES, ItemScore, RunManifest
+from stresstest.results import TRIGGER_TYPES as TRIGGER_TYPES  # re-exported
+from stresstest.results import ItemScore, RunManifest
 
 TRIGGER_LABELS: dict[str, str] = {
     "negation_flip": "Negation loss / flip",

@@ -97,7 +97,7 @@ def cached_envelope_path(encounter: Encounter, cache_dir: Path, config: TTSConfi
 
 def _read_cached(wav: Path, meta: Path) -> SpeechAudio | None:
     """The cached rendering, verified (WAV size + sha256 as written); damaged → warning + re-render."""
-    return read_verified_json(  # type: ignore[no-any-return]
+    return read_verified_json(
         meta, validate=lambda d: SpeechAudio.model_validate({**d, "path": str(wav)}), files={"wav": wav}
     )
 
