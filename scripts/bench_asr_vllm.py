@@ -100,9 +100,15 @@ def demo_items(config: Path, n_enc: int | None, conditions: list[str] | None, ca
         paths = {"clean": str(speech.path)}
         for job in mix_jobs([enc.encounter_id], grid):
             got: dict[str, tuple[Any, Any]] = {}
-            build_mixtures(job, speech, sources[job.family], cfg.noise[job.family].model_dump(mode="json"),
-                           seed=cfg.run.seed, cache_dir=cache,
-                           on_done=lambda c, p, i, e, got=got: got.__setitem__(c, (p, e)))
+            build_mixtures(
+                job,
+                speech,
+                sources[job.family],
+                cfg.noise[job.family].model_dump(mode="json"),
+                seed=cfg.run.seed,
+                cache_dir=cache,
+                on_done=lambda c, p, i, e, got=got: got.__setitem__(c, (p, e)),
+            )
             for cond, (p, err) in got.items():
                 if err is not None:
                     raise SystemExit(f"bench_asr_vllm: mixing {enc.encounter_id} {cond}: {err}")
@@ -120,8 +126,9 @@ def _windows(items: list[Item]) -> list[list[np.ndarray]]:
 # --------------------------------------------------------------------------------------- implementations
 
 
-def run_in_process(name: str, decode: Callable[[list[np.ndarray]], list[str]], wins: list[list[np.ndarray]],
-                   note: str = "") -> Row:
+def run_in_process(
+    name: str, decode: Callable[[list[np.ndarray]], list[str]], wins: list[list[np.ndarray]], note: str = ""
+) -> Row:
     """Decode item by item (all windows of an item in one call, as the stage does with ``batch_size: 1``)."""
     row = Row(name, note=note)
     t0 = time.perf_counter()
@@ -147,8 +154,11 @@ def vllm_worker() -> int:
     start_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     texts = [join_windows(backend.transcribe_windows(ws, opts)) for ws in wins]
-    print(WORKER_TAG + json.dumps({"texts": texts, "seconds": time.perf_counter() - t0, "start_s": start_s,
-                                   "runtime": runtime}), flush=True)
+    print(
+        WORKER_TAG
+        + json.dumps({"texts": texts, "seconds": time.perf_counter() - t0, "start_s": start_s, "runtime": runtime}),
+        flush=True,
+    )
     return 0
 
 
@@ -168,23 +178,36 @@ def vllm_row(items: list[Item], cache: Path, python: str | None) -> Row:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
     t0 = time.perf_counter()
     done = subprocess.run(  # noqa: S603 - fixed argument list
-        [interpreter, str(Path(__file__).resolve()), "--vllm-worker"], input=json.dumps(
-            {"paths": [it.path for it in items], "cache": str(cache)}),
-        capture_output=True, text=True, env=env, check=False,
+        [interpreter, str(Path(__file__).resolve()), "--vllm-worker"],
+        input=json.dumps({"paths": [it.path for it in items], "cache": str(cache)}),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith(WORKER_TAG)), None)
     if done.returncode != 0 or line is None:
         return Row(name, skipped=f"vLLM worker failed (rc {done.returncode}): {done.stderr.strip()[-400:]}")
-    out = json.loads(line[len(WORKER_TAG):])
+    out = json.loads(line[len(WORKER_TAG) :])
     rt = out["runtime"]
-    print(f"  {name}: {out['seconds']:.0f} s (+ {out['start_s']:.0f} s engine start; total "
-          f"{time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-    return Row(name, texts=out["texts"], seconds=out["seconds"], windows=n_windows,
-               note=f"vLLM {rt['vllm']}, {rt['device']}, engine start {out['start_s']:.0f} s")
+    print(
+        f"  {name}: {out['seconds']:.0f} s (+ {out['start_s']:.0f} s engine start; total "
+        f"{time.perf_counter() - t0:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return Row(
+        name,
+        texts=out["texts"],
+        seconds=out["seconds"],
+        windows=n_windows,
+        note=f"vLLM {rt['vllm']}, {rt['device']}, engine start {out['start_s']:.0f} s",
+    )
 
 
-def implementations(items: list[Item], cache: Path, threads: int, only: set[str] | None,
-                    vllm_python: str | None) -> list[Row]:
+def implementations(
+    items: list[Item], cache: Path, threads: int, only: set[str] | None, vllm_python: str | None
+) -> list[Row]:
     """Every implementation's row on the items' windows."""
     from stresstest.asr.backends import BUNDLED_TINY_EN, FasterWhisperBackend, OpenAIWhisperBackend
 
@@ -239,8 +262,10 @@ def render(items: list[Item], rows: list[Row], markdown: bool) -> str:
     noisy = [i for i, it in enumerate(items) if it.condition != "clean"]
     refs = [it.reference for it in items]
     base = next((r for r in done if r.name.startswith("faster-whisper int8")), None)
-    lines = ["| implementation | WER all | WER clean | WER noisy | Δ vs demo ASR | s/window | note |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| implementation | WER all | WER clean | WER noisy | Δ vs demo ASR | s/window | note |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     base_wer = pooled_wer(refs, base.texts) if base else None
     for r in rows:
         if r.skipped is not None:
@@ -252,13 +277,23 @@ def render(items: list[Item], rows: list[Row], markdown: bool) -> str:
 
         w = pooled_wer(refs, r.texts)
         delta = f"{100 * (w - base_wer):+.2f}" if base_wer is not None else "–"
-        lines.append(f"| {r.name} | {100 * w:.2f}% | {sub(clean)} | {sub(noisy)} | {delta} | "
-                     f"{r.seconds / max(1, r.windows):.2f} | {r.note} |")
-    lines += ["", "WER between implementations (row = reference, column = hypothesis), pooled over items:", "",
-              "| | " + " | ".join(r.name for r in done) + " |", "|---|" + "---:|" * len(done)]
+        lines.append(
+            f"| {r.name} | {100 * w:.2f}% | {sub(clean)} | {sub(noisy)} | {delta} | "
+            f"{r.seconds / max(1, r.windows):.2f} | {r.note} |"
+        )
+    lines += [
+        "",
+        "WER between implementations (row = reference, column = hypothesis), pooled over items:",
+        "",
+        "| | " + " | ".join(r.name for r in done) + " |",
+        "|---|" + "---:|" * len(done),
+    ]
     for a in done:
-        lines.append(f"| {a.name} | " + " | ".join(
-            "–" if a is b else f"{100 * pooled_wer(a.texts, b.texts):.2f}%" for b in done) + " |")
+        lines.append(
+            f"| {a.name} | "
+            + " | ".join("–" if a is b else f"{100 * pooled_wer(a.texts, b.texts):.2f}%" for b in done)
+            + " |"
+        )
     text = "\n".join(lines)
     return text if markdown else text.replace("|---", "|   ")
 
@@ -286,18 +321,36 @@ def main(argv: list[str] | None = None) -> int:
     items = demo_items(args.config, args.encounters, conds, cache)
     n_win = sum(len(ws) for ws in _windows(items))
     secs = sum(read_wav_exact(it.path).size for it in items) / SAMPLE_RATE_HZ
-    print(f"{len(items)} items ({len({i.encounter_id for i in items})} encounters × "
-          f"{len({i.condition for i in items})} conditions), {n_win} windows, {secs / 60:.1f} min of audio",
-          file=sys.stderr, flush=True)
+    print(
+        f"{len(items)} items ({len({i.encounter_id for i in items})} encounters × "
+        f"{len({i.condition for i in items})} conditions), {n_win} windows, {secs / 60:.1f} min of audio",
+        file=sys.stderr,
+        flush=True,
+    )
     only = set(args.only.split(",")) if args.only else None
     rows = implementations(items, cache, args.threads, only, args.vllm_python)
     print(f"{args.config.name}: {len(items)} items, {n_win} windows, {secs / 60:.1f} min of audio; bundled tiny.en")
     print(render(items, rows, args.markdown))
     if args.json:
-        args.json.write_text(json.dumps({
-            "items": [vars(i) for i in items],
-            "rows": [{"name": r.name, "texts": r.texts, "seconds": r.seconds, "windows": r.windows,
-                      "note": r.note, "skipped": r.skipped} for r in rows]}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "items": [vars(i) for i in items],
+                    "rows": [
+                        {
+                            "name": r.name,
+                            "texts": r.texts,
+                            "seconds": r.seconds,
+                            "windows": r.windows,
+                            "note": r.note,
+                            "skipped": r.skipped,
+                        }
+                        for r in rows
+                    ],
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -30,8 +30,10 @@ def _speech(seconds: float, seed: int = 0) -> tuple[np.ndarray, list[tuple[float
     try:
         from stresstest.speech import SpeakerVoice, synthesize
 
-        sentence = ("I have had a dull ache in my chest for two hours and I take warfarin five milligrams. "
-                    "It gets worse when I climb three or four flights of stairs.")
+        sentence = (
+            "I have had a dull ache in my chest for two hours and I take warfarin five milligrams. "
+            "It gets worse when I climb three or four flights of stairs."
+        )
         one = synthesize(sentence, SpeakerVoice())
         gap = np.zeros(int(0.5 * SR), np.float32)
         pieces, segs, t = [], [], 0.0

@@ -95,15 +95,33 @@ sys.path.insert(0, str(ROOT))
 SR = 16_000
 N_SAMPLES = 30 * SR
 N_FRAMES = 3000
-LARGE_V3 = dict(n_mels=128, n_audio_ctx=1500, n_audio_state=1280, n_audio_head=20, n_audio_layer=32,
-                n_vocab=51866, n_text_ctx=448, n_text_state=1280, n_text_head=20, n_text_layer=32)
+LARGE_V3 = dict(
+    n_mels=128,
+    n_audio_ctx=1500,
+    n_audio_state=1280,
+    n_audio_head=20,
+    n_audio_layer=32,
+    n_vocab=51866,
+    n_text_ctx=448,
+    n_text_state=1280,
+    n_text_head=20,
+    n_text_layer=32,
+)
 #: The CPU smoke's random shape: large-v3's vocabulary, mel bins and contexts, a tiny body.
-TINY_RANDOM = dict(LARGE_V3, n_audio_state=64, n_audio_head=2, n_audio_layer=2, n_text_state=64, n_text_head=2,
-                   n_text_layer=2)
+TINY_RANDOM = dict(
+    LARGE_V3, n_audio_state=64, n_audio_head=2, n_audio_layer=2, n_text_state=64, n_text_head=2, n_text_layer=2
+)
 # Dense fp16/bf16 tensor rate (FLOP/s) and HBM bandwidth (B/s) by device-name substring. H200/H100: the bf16
 # product rate measured on the lent H200 (spec sheet: 989), spec bandwidth; the others: spec sheets.
-PEAKS = {"H200": (790e12, 4.8e12), "H100": (790e12, 3.35e12), "A100": (312e12, 2.0e12), "L40S": (362e12, 0.864e12),
-         "A10": (125e12, 0.6e12), "L4": (121e12, 0.3e12), "4090": (165e12, 1.0e12)}
+PEAKS = {
+    "H200": (790e12, 4.8e12),
+    "H100": (790e12, 3.35e12),
+    "A100": (312e12, 2.0e12),
+    "L40S": (362e12, 0.864e12),
+    "A10": (125e12, 0.6e12),
+    "L4": (121e12, 0.3e12),
+    "4090": (165e12, 1.0e12),
+}
 # Multilingual Whisper special tokens (vocabulary 51866, 100 languages): the forced prompt and what is suppressed.
 EOT, SOT, EN, TRANSCRIBE, NO_TIMESTAMPS, TIMESTAMP_BEGIN = 50257, 50258, 50259, 50360, 50364, 50365
 PROMPT = [SOT, EN, TRANSCRIBE, NO_TIMESTAMPS]
@@ -199,9 +217,17 @@ def agreement(ref: list[str], hyp: list[str]) -> float:
     return 1.0 - err / words if words else float("nan")
 
 
-def run_impl(name: str, fn: Callable[[list[np.ndarray]], list[Any]], windows: list[np.ndarray],
-             device: str, budget_s: float, chunk: int, note: str = "", warmup: int | None = None,
-             warmup_calls: int = 1) -> Row:
+def run_impl(
+    name: str,
+    fn: Callable[[list[np.ndarray]], list[Any]],
+    windows: list[np.ndarray],
+    device: str,
+    budget_s: float,
+    chunk: int,
+    note: str = "",
+    warmup: int | None = None,
+    warmup_calls: int = 1,
+) -> Row:
     """Warm up (``warmup_calls`` calls on ``warmup`` windows, default one chunk: loading, compilation, graph
     capture are not timed), then time chunks until all windows are done or ``budget_s`` is spent."""
     row = Row(name, note)
@@ -286,8 +312,9 @@ class DecodeShape:
     @classmethod
     def load(cls, path: Path = SHAPE_FILE) -> DecodeShape:
         d = json.loads(path.read_text())
-        return cls(int(d["first_tokens"]), float(d["remainders_per_window"]), int(d["remainder_tokens"]),
-                   str(d["source"]))
+        return cls(
+            int(d["first_tokens"]), float(d["remainders_per_window"]), int(d["remainder_tokens"]), str(d["source"])
+        )
 
     @classmethod
     def forced(cls, tokens: int) -> DecodeShape:
@@ -296,8 +323,10 @@ class DecodeShape:
     def describe(self) -> str:
         if not self.remainders_per_window:
             return self.source
-        return (f"{self.first_tokens} decoder steps per window, then {self.remainders_per_window:.2f} remainder "
-                f"decodes per window of {self.remainder_tokens} steps ({self.source})")
+        return (
+            f"{self.first_tokens} decoder steps per window, then {self.remainders_per_window:.2f} remainder "
+            f"decodes per window of {self.remainder_tokens} steps ({self.source})"
+        )
 
 
 def measure_shape(config: Path, n_windows: int, batch: int, out: Path) -> DecodeShape:
@@ -309,14 +338,18 @@ def measure_shape(config: Path, n_windows: int, batch: int, out: Path) -> Decode
 
     windows = config_windows(config, n_windows)
     res = FasterWhisperBackend(device="cpu", compute_type="int8").decode_windows_batched(
-        windows, DecodingOptions(), batch)
+        windows, DecodingOptions(), batch
+    )
     release_asr_models()
     firsts = [r.decode_tokens[0] for r in res if r.decode_tokens]
     rests = [t for r in res for t in r.decode_tokens[1:]]
-    shape = DecodeShape(round(float(np.mean(firsts))), len(rests) / max(len(res), 1),
-                        round(float(np.mean(rests))) if rests else 0,
-                        f"measured on {len(res)} windows of {config.name}'s own audio (its clean speech and "
-                        f"mixtures), faster-whisper's batched seek loop, tiny.en")
+    shape = DecodeShape(
+        round(float(np.mean(firsts))),
+        len(rests) / max(len(res), 1),
+        round(float(np.mean(rests))) if rests else 0,
+        f"measured on {len(res)} windows of {config.name}'s own audio (its clean speech and "
+        f"mixtures), faster-whisper's batched seek loop, tiny.en",
+    )
     out.write_text(json.dumps({**shape.__dict__, "decode_tokens": [list(r.decode_tokens) for r in res]}) + "\n")
     return shape
 
@@ -344,9 +377,15 @@ def config_windows(config: Path, n_windows: int) -> list[np.ndarray]:
         paths = [Path(speech.path)]
         for fam, spec in cfg.noise.items():
             got: list[Path] = []
-            build_mixtures(MixJob(enc.encounter_id, fam, snrs, tuple(f"{fam}_{x:g}db" for x in snrs)), speech,
-                           sources[fam], spec.model_dump(mode="json"), seed=cfg.run.seed, cache_dir=cache,
-                           on_done=lambda cond, p, info, err, got=got: got.append(Path(p)) if err is None else None)
+            build_mixtures(
+                MixJob(enc.encounter_id, fam, snrs, tuple(f"{fam}_{x:g}db" for x in snrs)),
+                speech,
+                sources[fam],
+                spec.model_dump(mode="json"),
+                seed=cfg.run.seed,
+                cache_dir=cache,
+                on_done=lambda cond, p, info, err, got=got: got.append(Path(p)) if err is None else None,
+            )
             paths += got
         for p in paths:
             out += split_windows(read_wav_exact(p))
@@ -388,8 +427,15 @@ class RandomBench:
         """The longest forced decode (sizes caches and sample lengths)."""
         return max(self.shape.first_tokens, self.shape.remainder_tokens)
 
-    def run(self, name: str, fn: Callable[[list[np.ndarray], int], list[Any]], *, chunk: int | None = None,
-            note: str = "", warmup_calls: int = 1) -> Row:
+    def run(
+        self,
+        name: str,
+        fn: Callable[[list[np.ndarray], int], list[Any]],
+        *,
+        chunk: int | None = None,
+        note: str = "",
+        warmup_calls: int = 1,
+    ) -> Row:
         """Time ``fn(windows, steps)`` on the shared windows in the decode shape: per chunk (default ``batch``
         windows) one call at the first decode's length, then the chunk's share of remainder decodes at theirs
         (in calls of at most a chunk; a fraction left over is owed to the next chunk)."""
@@ -397,8 +443,10 @@ class RandomBench:
         owed = [0.0]  # remainder decodes carried between chunks, so every chunk size gives the measured rate
 
         def shaped(ws: list[np.ndarray]) -> list[WindowResult]:
-            out = [WindowResult(n_tokens=r.n_tokens, token_limit_hits=r.token_limit_hits)
-                   for r in fn(ws, shape.first_tokens)]
+            out = [
+                WindowResult(n_tokens=r.n_tokens, token_limit_hits=r.token_limit_hits)
+                for r in fn(ws, shape.first_tokens)
+            ]
             owed[0] += shape.remainders_per_window * len(ws)
             n_rem = int(owed[0] + 1e-9)
             owed[0] -= n_rem
@@ -411,8 +459,9 @@ class RandomBench:
                     out[j % len(ws)].token_limit_hits += r.token_limit_hits
             return out
 
-        return run_impl(name, shaped, self.windows, self.device, self.budget_s, chunk or self.batch, note,
-                        warmup_calls=warmup_calls)
+        return run_impl(
+            name, shaped, self.windows, self.device, self.budget_s, chunk or self.batch, note, warmup_calls=warmup_calls
+        )
 
     def timed(self, name: str, impl: Callable[[RandomBench], Row]) -> Row:
         """Run one implementation unless the overall deadline has passed; free the device afterwards."""
@@ -456,6 +505,7 @@ def _numba_stand_in() -> None:
 
     try:
         import numba  # noqa: F401
+
         return
     except ImportError:
         pass
@@ -489,8 +539,15 @@ def _random_openai_whisper(b: RandomBench, fp16_weights: bool) -> Any:
 def _whisper_forced_options(b: RandomBench, tokens: int) -> Any:
     import whisper
 
-    return whisper.DecodingOptions(task="transcribe", language="en", temperature=0.0, without_timestamps=True,
-                                   sample_len=tokens, suppress_tokens=b.suppress, fp16=b.fp16)
+    return whisper.DecodingOptions(
+        task="transcribe",
+        language="en",
+        temperature=0.0,
+        without_timestamps=True,
+        sample_len=tokens,
+        suppress_tokens=b.suppress,
+        fp16=b.fp16,
+    )
 
 
 def ow_as_written(b: RandomBench) -> Row:
@@ -505,8 +562,9 @@ def ow_as_written(b: RandomBench) -> Row:
     model = _random_openai_whisper(b, fp16_weights=False)
 
     def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
-        mels = torch.stack([whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w)),
-                                                        n_mels=b.dims["n_mels"]) for w in ws]).to(b.device)
+        mels = torch.stack(
+            [whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w)), n_mels=b.dims["n_mels"]) for w in ws]
+        ).to(b.device)
         with torch.inference_mode():
             res = whisper.decode(model, mels, _whisper_forced_options(b, tokens))
         return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= tokens)) for r in res]
@@ -527,11 +585,14 @@ def ow_reference(b: RandomBench) -> Row:
 
     def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         with torch.inference_mode():
-            mels = torch.stack([
-                whisper.pad_or_trim(whisper.log_mel_spectrogram(torch.from_numpy(w).to(b.device), b.dims["n_mels"]),
-                                    N_FRAMES)
-                for w in ws
-            ])
+            mels = torch.stack(
+                [
+                    whisper.pad_or_trim(
+                        whisper.log_mel_spectrogram(torch.from_numpy(w).to(b.device), b.dims["n_mels"]), N_FRAMES
+                    )
+                    for w in ws
+                ]
+            )
             res = whisper.decode(model, mels.half() if b.fp16 else mels, _whisper_forced_options(b, tokens))
         return [WindowResult(n_tokens=len(r.tokens), token_limit_hits=int(len(r.tokens) >= tokens)) for r in res]
 
@@ -547,13 +608,25 @@ def _random_hf_whisper(b: RandomBench) -> Any:
     transformers.logging.set_verbosity_error()  # per-call notices about min/max length would flood the log
     d = b.dims
     cfg = transformers.WhisperConfig(
-        vocab_size=d["n_vocab"], num_mel_bins=d["n_mels"], d_model=d["n_text_state"],
-        encoder_layers=d["n_audio_layer"], decoder_layers=d["n_text_layer"],
-        encoder_attention_heads=d["n_audio_head"], decoder_attention_heads=d["n_text_head"],
-        encoder_ffn_dim=4 * d["n_audio_state"], decoder_ffn_dim=4 * d["n_text_state"],
-        max_source_positions=d["n_audio_ctx"], max_target_positions=d["n_text_ctx"],
-        decoder_start_token_id=SOT, eos_token_id=EOT, pad_token_id=EOT, bos_token_id=EOT,
-        suppress_tokens=[], begin_suppress_tokens=[], attn_implementation="sdpa")
+        vocab_size=d["n_vocab"],
+        num_mel_bins=d["n_mels"],
+        d_model=d["n_text_state"],
+        encoder_layers=d["n_audio_layer"],
+        decoder_layers=d["n_text_layer"],
+        encoder_attention_heads=d["n_audio_head"],
+        decoder_attention_heads=d["n_text_head"],
+        encoder_ffn_dim=4 * d["n_audio_state"],
+        decoder_ffn_dim=4 * d["n_text_state"],
+        max_source_positions=d["n_audio_ctx"],
+        max_target_positions=d["n_text_ctx"],
+        decoder_start_token_id=SOT,
+        eos_token_id=EOT,
+        pad_token_id=EOT,
+        bos_token_id=EOT,
+        suppress_tokens=[],
+        begin_suppress_tokens=[],
+        attn_implementation="sdpa",
+    )
     torch.manual_seed(0)
     with torch.device(b.device):
         model = transformers.WhisperForConditionalGeneration(cfg)
@@ -577,8 +650,15 @@ def _hf_decode_fn(b: RandomBench, model: Any) -> Callable[[list[np.ndarray], int
     def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         with torch.inference_mode():
             feats = torch.stack([f[:, :N_FRAMES] for f in log_mel_torch(ws, b.dims["n_mels"], b.device)]).to(dtype)
-            seqs = model.generate(input_features=feats, language="en", task="transcribe", do_sample=False,
-                                  num_beams=1, min_new_tokens=tokens, max_new_tokens=tokens)
+            seqs = model.generate(
+                input_features=feats,
+                language="en",
+                task="transcribe",
+                do_sample=False,
+                num_beams=1,
+                min_new_tokens=tokens,
+                max_new_tokens=tokens,
+            )
         seqs = seqs.sequences if hasattr(seqs, "sequences") else seqs
         out = []
         for s in seqs.tolist():
@@ -596,8 +676,11 @@ def hf_sdpa(b: RandomBench) -> Row:
     if transformers is None:
         return Row(name, skipped=_missing("transformers", "pip install transformers"))
     model = _random_hf_whisper(b)
-    return b.run(name, _hf_decode_fn(b, model),
-                 note=f"transformers {transformers.__version__}, attention {model.config._attn_implementation}")
+    return b.run(
+        name,
+        _hf_decode_fn(b, model),
+        note=f"transformers {transformers.__version__}, attention {model.config._attn_implementation}",
+    )
 
 
 def hf_static_compiled(b: RandomBench) -> Row:
@@ -629,8 +712,12 @@ def hf_static_compiled(b: RandomBench) -> Row:
     if row.skipped.startswith("failed") and time.perf_counter() - b.t_start < b.deadline_s:
         torch._dynamo.reset()
         gc.compile_config = compiled(False)
-        row = b.run(name, _hf_decode_fn(b, model), warmup_calls=2,
-                    note=note + f"; fullgraph failed ({row.skipped[8:90]}), compiled with graph breaks")
+        row = b.run(
+            name,
+            _hf_decode_fn(b, model),
+            warmup_calls=2,
+            note=note + f"; fullgraph failed ({row.skipped[8:90]}), compiled with graph breaks",
+        )
     torch._dynamo.reset()
     return row
 
@@ -683,16 +770,27 @@ def _ct2_template(tmp: Path, n_vocab: int) -> Path:
     tokens at their ids (CTranslate2 finds them by name), placeholders for the text tokens (prompts are ids)."""
     if n_vocab != 51866:
         raise ValueError(f"the random CTranslate2 vocabulary is the multilingual 51866, not {n_vocab}")
-    specials = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", *(f"<|lang{i}|>" for i in range(1, 100)),
-                "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
-                "<|notimestamps|>", *(f"<|{i * 0.02:.2f}|>" for i in range(1501))]
+    specials = [
+        "<|endoftext|>",
+        "<|startoftranscript|>",
+        "<|en|>",
+        *(f"<|lang{i}|>" for i in range(1, 100)),
+        "<|translate|>",
+        "<|transcribe|>",
+        "<|startoflm|>",
+        "<|startofprev|>",
+        "<|nospeech|>",
+        "<|notimestamps|>",
+        *(f"<|{i * 0.02:.2f}|>" for i in range(1501)),
+    ]
     tokens = [f"t{i}" for i in range(EOT)] + specials
     assert len(tokens) == n_vocab and tokens[TIMESTAMP_BEGIN] == "<|0.00|>" and tokens[TRANSCRIBE] == "<|transcribe|>"
     d = tmp / "ct2-template"
     d.mkdir(parents=True, exist_ok=True)
     (d / "vocabulary.json").write_text(json.dumps(tokens))
-    (d / "config.json").write_text(json.dumps({"suppress_ids": [], "suppress_ids_begin": [],
-                                               "lang_ids": list(range(EN, EN + 100))}))
+    (d / "config.json").write_text(
+        json.dumps({"suppress_ids": [], "suppress_ids_begin": [], "lang_ids": list(range(EN, EN + 100))})
+    )
     return d
 
 
@@ -718,11 +816,11 @@ def ct2_whisper(b: RandomBench) -> Row:
     from stresstest.asr.mel import log_mel_numpy_batch, torch_cuda_available
 
     ck = {"dims": b.dims, "model_state_dict": _random_openai_state_dict(b.dims)}
-    path = openai_to_ct2(ck, b.tmp / "ct2-random", template_dir=_ct2_template(b.tmp, b.dims["n_vocab"]),
-                         quantization="float16")
+    path = openai_to_ct2(
+        ck, b.tmp / "ct2-random", template_dir=_ct2_template(b.tmp, b.dims["n_vocab"]), quantization="float16"
+    )
     del ck
-    model = ctranslate2.models.Whisper(str(path), device=b.device, compute_type=compute,
-                                       intra_threads=b.threads or 0)
+    model = ctranslate2.models.Whisper(str(path), device=b.device, compute_type=compute, intra_threads=b.threads or 0)
     mel_device = "cuda" if b.device == "cuda" and torch_cuda_available() else "cpu"
     # CTranslate2's Whisper samples at most min(max_length / 2, max_length - prompt + 1) tokens
     # (src/models/whisper.cc; stresstest.asr.fw_batched.ct2_token_cap): 2 T caps a decode at T.
@@ -730,18 +828,31 @@ def ct2_whisper(b: RandomBench) -> Row:
     def fn(ws: list[np.ndarray], tokens: int) -> list[WindowResult]:
         feats = np.stack([f[:, :N_FRAMES] for f in log_mel_numpy_batch(ws, b.dims["n_mels"], mel_device)])
         enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)), to_cpu=False)
-        res = model.generate(enc, [list(PROMPT) for _ in ws], max_length=2 * tokens, beam_size=1,
-                             suppress_tokens=b.suppress, suppress_blank=True, return_scores=False)
-        return [WindowResult(n_tokens=len(r.sequences_ids[0]), token_limit_hits=int(len(r.sequences_ids[0])
-                                                                                     >= tokens)) for r in res]
+        res = model.generate(
+            enc,
+            [list(PROMPT) for _ in ws],
+            max_length=2 * tokens,
+            beam_size=1,
+            suppress_tokens=b.suppress,
+            suppress_blank=True,
+            return_scores=False,
+        )
+        return [
+            WindowResult(n_tokens=len(r.sequences_ids[0]), token_limit_hits=int(len(r.sequences_ids[0]) >= tokens))
+            for r in res
+        ]
 
     return b.run(name, fn, note=f"ctranslate2 {ctranslate2.__version__}; log-Mel torch on {mel_device}")
 
 
 #: The random mode's rows, in order; the compiled one last (its compilation is the least predictable cost).
 RANDOM_IMPLS: tuple[tuple[str, Callable[[RandomBench], Row]], ...] = (
-    ("openai-whisper as written", ow_as_written), ("openai-whisper reference", ow_reference),
-    ("transformers sdpa", hf_sdpa), ("ctranslate2", ct2_whisper), ("transformers static", hf_static_compiled))
+    ("openai-whisper as written", ow_as_written),
+    ("openai-whisper reference", ow_reference),
+    ("transformers sdpa", hf_sdpa),
+    ("ctranslate2", ct2_whisper),
+    ("transformers static", hf_static_compiled),
+)
 
 
 @dataclass(frozen=True)
@@ -758,16 +869,18 @@ class RandomSetup:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RandomSetup:
         device = args.device
-        dims = dict(LARGE_V3 if (args.shape or ("large-v3" if device == "cuda" else "tiny")) == "large-v3"
-                    else TINY_RANDOM)
+        dims = dict(
+            LARGE_V3 if (args.shape or ("large-v3" if device == "cuda" else "tiny")) == "large-v3" else TINY_RANDOM
+        )
         batch = args.batch or (32 if device == "cuda" else 2)
         n = args.windows or (256 if device == "cuda" else 2 * batch)
         n = math.ceil(n / batch) * batch  # whole batches only: a static cache / CUDA graph has one batch size
         shape = DecodeShape.forced(args.tokens) if args.tokens else DecodeShape.load(args.decode_shape)
         longest = max(shape.first_tokens, shape.remainder_tokens)
         if not 1 <= longest <= dims["n_text_ctx"] // 2:
-            raise SystemExit(f"bench_gpu: a decode of {longest} steps is over Whisper's sample length "
-                             f"{dims['n_text_ctx'] // 2}")
+            raise SystemExit(
+                f"bench_gpu: a decode of {longest} steps is over Whisper's sample length {dims['n_text_ctx'] // 2}"
+            )
         compile_ = args.compile == "on" or (args.compile == "auto" and device == "cuda")
         return cls(device, dims, batch, n, shape, compile_)
 
@@ -776,11 +889,13 @@ class RandomSetup:
 
         d = self.dims
         kind = "large-v3" if d == LARGE_V3 else "tiny"
-        return (f"model: random-init {kind}-shaped (d={d['n_audio_state']}, {d['n_audio_layer']}+{d['n_text_layer']}"
-                f" layers, {d['n_audio_head']} heads, {d['n_mels']} mels, vocabulary {d['n_vocab']}); {self.n} "
-                f"synthetic 30-s windows; decode shape: {self.shape.describe()} (end-of-text and timestamps "
-                f"suppressed); batch {self.batch} (as-written: 16); torch {torch.__version__}. THROUGHPUT ONLY "
-                f"(random weights, forced decode lengths)")
+        return (
+            f"model: random-init {kind}-shaped (d={d['n_audio_state']}, {d['n_audio_layer']}+{d['n_text_layer']}"
+            f" layers, {d['n_audio_head']} heads, {d['n_mels']} mels, vocabulary {d['n_vocab']}); {self.n} "
+            f"synthetic 30-s windows; decode shape: {self.shape.describe()} (end-of-text and timestamps "
+            f"suppressed); batch {self.batch} (as-written: 16); torch {torch.__version__}. THROUGHPUT ONLY "
+            f"(random weights, forced decode lengths)"
+        )
 
 
 def run_random_row(args: argparse.Namespace, label: str, t_start: float) -> Row:
@@ -792,10 +907,19 @@ def run_random_row(args: argparse.Namespace, label: str, t_start: float) -> Row:
     setup = RandomSetup.from_args(args)
     cache = Path(os.environ.get("STRESSTEST_CACHE") or tempfile.gettempdir())
     tmp = Path(tempfile.mkdtemp(prefix="bench-gpu-", dir=cache if cache.is_dir() else None))
-    b = RandomBench(device=setup.device, dims=setup.dims, windows=synthetic_windows(setup.n, seed=0),
-                    shape=setup.shape, batch=setup.batch, budget_s=args.budget_s or 30.0, deadline_s=float("inf"),
-                    compile=setup.compile, tmp=tmp, threads=torch.get_num_threads() if setup.device == "cpu" else 0,
-                    t_start=t_start)
+    b = RandomBench(
+        device=setup.device,
+        dims=setup.dims,
+        windows=synthetic_windows(setup.n, seed=0),
+        shape=setup.shape,
+        batch=setup.batch,
+        budget_s=args.budget_s or 30.0,
+        deadline_s=float("inf"),
+        compile=setup.compile,
+        tmp=tmp,
+        threads=torch.get_num_threads() if setup.device == "cpu" else 0,
+        t_start=t_start,
+    )
     try:
         return b.timed(label, dict(RANDOM_IMPLS)[label])
     finally:
@@ -803,15 +927,29 @@ def run_random_row(args: argparse.Namespace, label: str, t_start: float) -> Row:
 
 
 def _row_to_json(r: Row) -> dict:
-    return {"name": r.name, "note": r.note, "windows": r.windows, "audio_s": r.audio_s, "wall_s": r.wall_s,
-            "mem": r.mem, "skipped": r.skipped,
-            "results": [[x.n_tokens, x.token_limit_hits, getattr(x, "n_decodes", 1)] for x in r.results]}
+    return {
+        "name": r.name,
+        "note": r.note,
+        "windows": r.windows,
+        "audio_s": r.audio_s,
+        "wall_s": r.wall_s,
+        "mem": r.mem,
+        "skipped": r.skipped,
+        "results": [[x.n_tokens, x.token_limit_hits, getattr(x, "n_decodes", 1)] for x in r.results],
+    }
 
 
 def _row_from_json(d: dict) -> Row:
-    return Row(d["name"], d["note"], d["windows"], d["audio_s"], d["wall_s"],
-               [WindowResult(n_tokens=t, token_limit_hits=h, n_decodes=k) for t, h, k in d["results"]], d["mem"],
-               d["skipped"])
+    return Row(
+        d["name"],
+        d["note"],
+        d["windows"],
+        d["audio_s"],
+        d["wall_s"],
+        [WindowResult(n_tokens=t, token_limit_hits=h, n_decodes=k) for t, h, k in d["results"]],
+        d["mem"],
+        d["skipped"],
+    )
 
 
 def cublas13_as_12(tmp: Path) -> Path | None:
@@ -859,8 +997,9 @@ def _row_process(argv: list[str], label: str, timeout_s: float, tmp: Path, env: 
     return _row_from_json(json.loads(out.read_text()))
 
 
-def run_random(args: argparse.Namespace, t_start: float, argv: list[str],
-               sink: Callable[[Row], None]) -> tuple[list[Row], dict, str]:
+def run_random(
+    args: argparse.Namespace, t_start: float, argv: list[str], sink: Callable[[Row], None]
+) -> tuple[list[Row], dict, str]:
     """The device benchmark (module docstring): each row a separate process bounded in time, its result handed to
     ``sink`` as soon as it is measured (a row that times out or crashes loses only itself)."""
     import shutil
@@ -885,13 +1024,15 @@ def run_random(args: argparse.Namespace, t_start: float, argv: list[str],
                 if label == "ctranslate2" and setup.device == "cuda" and args.cublas13_as_12 == "auto":
                     links = cublas13_as_12(tmp)
                     if links is not None:
-                        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(links),
-                                                                                env.get("LD_LIBRARY_PATH")]))
+                        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(links), env.get("LD_LIBRARY_PATH")]))
                         env["BENCH_GPU_CUBLAS13_AS_12"] = str(links)
                 row = _row_process(argv, label, limit, tmp, env)
                 if row is None:
-                    row = Row(label, skipped=f"timed out: killed after {limit:.0f} s (its own process; the other "
-                                             f"rows are unaffected)")
+                    row = Row(
+                        label,
+                        skipped=f"timed out: killed after {limit:.0f} s (its own process; the other "
+                        f"rows are unaffected)",
+                    )
             rows.append(row)
             sink(row)
     finally:
@@ -918,8 +1059,11 @@ def pipeline_windows(config: Path, n_min: int, cache: Path, max_turns: int | Non
     if n_enc is not None:
         encs = encs[:n_enc]
     small = n_min < 16  # smoke mode: a small babble bank (its TTS dominates a cold smoke run)
-    babble = (NoiseSpec(family="babble", kind="builtin", bank_max_sentences=12, n_talkers_min=3, n_talkers_max=4)
-              if small else NoiseSpec(family="babble", kind="builtin", bank_max_sentences=120))
+    babble = (
+        NoiseSpec(family="babble", kind="builtin", bank_max_sentences=12, n_talkers_min=3, n_talkers_max=4)
+        if small
+        else NoiseSpec(family="babble", kind="builtin", bank_max_sentences=120)
+    )
     specs = {"babble": babble, "ambient": NoiseSpec(family="ambient", kind="builtin")}
     sources = {f: make_noise_source(s, encounters=all_encs, cache_dir=cache) for f, s in specs.items()}
     out: list[dict] = []
@@ -929,9 +1073,15 @@ def pipeline_windows(config: Path, n_min: int, cache: Path, max_turns: int | Non
         paths = {"clean": Path(speech.path)}
         for fam, spec in specs.items():
             got: dict[str, Any] = {}
-            build_mixtures(MixJob(enc.encounter_id, fam, (5.0,), (f"{fam}_5db",)), speech, sources[fam],
-                           spec.model_dump(mode="json"), seed=cfg.run.seed, cache_dir=cache,
-                           on_done=lambda c, p, i, e, got=got: got.__setitem__(c, (p, e)))
+            build_mixtures(
+                MixJob(enc.encounter_id, fam, (5.0,), (f"{fam}_5db",)),
+                speech,
+                sources[fam],
+                spec.model_dump(mode="json"),
+                seed=cfg.run.seed,
+                cache_dir=cache,
+                on_done=lambda c, p, i, e, got=got: got.__setitem__(c, (p, e)),
+            )
             path, err = got[f"{fam}_5db"]
             if err is not None:
                 raise SystemExit(f"bench_gpu: mixing {enc.encounter_id} {fam}: {err}")
@@ -951,23 +1101,32 @@ def baseline_openai_whisper(model: Any, windows: list[np.ndarray], batch_size: i
     import torch
     import whisper
 
-    dec = whisper.DecodingOptions(task="transcribe", language="en", temperature=0.0, without_timestamps=False,
-                                  suppress_blank=True, fp16=fp16)
+    dec = whisper.DecodingOptions(
+        task="transcribe", language="en", temperature=0.0, without_timestamps=False, suppress_blank=True, fp16=fp16
+    )
     device = next(model.parameters()).device
     out: list[WindowResult] = []
     for i in range(0, len(windows), batch_size):
         chunk = windows[i : i + batch_size]
-        mels = torch.stack([
-            whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w.astype(np.float32))),
-                                        n_mels=model.dims.n_mels)
-            for w in chunk
-        ]).to(device)
+        mels = torch.stack(
+            [
+                whisper.log_mel_spectrogram(
+                    whisper.pad_or_trim(torch.from_numpy(w.astype(np.float32))), n_mels=model.dims.n_mels
+                )
+                for w in chunk
+            ]
+        ).to(device)
         with torch.inference_mode():
             results = whisper.decode(model, mels, dec)
         for r in results:
             skip = r.no_speech_prob > 0.6 and r.avg_logprob < -1.0
-            out.append(WindowResult(text="" if skip else r.text.strip(), n_tokens=len(r.tokens),
-                                    token_limit_hits=int(len(r.tokens) >= model.dims.n_text_ctx // 2)))
+            out.append(
+                WindowResult(
+                    text="" if skip else r.text.strip(),
+                    n_tokens=len(r.tokens),
+                    token_limit_hits=int(len(r.tokens) >= model.dims.n_text_ctx // 2),
+                )
+            )
     return out
 
 
@@ -980,14 +1139,24 @@ def hf_transformers(model: Any, windows: list[np.ndarray], batch_size: int, n_me
     out: list[WindowResult] = []
     for i in range(0, len(windows), batch_size):
         chunk = windows[i : i + batch_size]
-        feats = torch.stack([
-            whisper.log_mel_spectrogram(whisper.pad_or_trim(torch.from_numpy(w.astype(np.float32)).to(device)),
-                                        n_mels=n_mels)
-            for w in chunk
-        ]).to(dtype)
+        feats = torch.stack(
+            [
+                whisper.log_mel_spectrogram(
+                    whisper.pad_or_trim(torch.from_numpy(w.astype(np.float32)).to(device)), n_mels=n_mels
+                )
+                for w in chunk
+            ]
+        ).to(dtype)
         with torch.inference_mode():
-            seqs = model.generate(input_features=feats, do_sample=False, num_beams=1, max_new_tokens=220,
-                                  return_timestamps=True, language="en", task="transcribe")
+            seqs = model.generate(
+                input_features=feats,
+                do_sample=False,
+                num_beams=1,
+                max_new_tokens=220,
+                return_timestamps=True,
+                language="en",
+                task="transcribe",
+            )
         seqs = seqs.sequences if hasattr(seqs, "sequences") else seqs
         for s in seqs.tolist():
             out.append(WindowResult(text=_hf_decode(model, s), n_tokens=len(s), token_limit_hits=int(len(s) >= 220)))
@@ -1027,8 +1196,11 @@ def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], d
     opts = DecodingOptions()
     fw_src, ow_src = (BUNDLED_TINY_EN, BUNDLED_TINY_EN) if args.tiny else (args.fw_model, args.ow_model)
     if args.tiny:
-        ck = torch.load(OpenAIWhisperBackend(ow_src, device="cpu", cache_dir=cache)._checkpoint(),
-                        map_location="cpu", weights_only=True)
+        ck = torch.load(
+            OpenAIWhisperBackend(ow_src, device="cpu", cache_dir=cache)._checkpoint(),
+            map_location="cpu",
+            weights_only=True,
+        )
         dims = dict(ck["dims"])
         del ck
     else:
@@ -1045,30 +1217,64 @@ def run_pipeline(args: argparse.Namespace, t_start: float) -> tuple[list[Row], d
 
     rows: list[Row] = []
     # 1. baseline: openai-whisper as written (fp32 weights, per-call cast, CPU mel, one decode per window)
-    rows.append(timed("openai-whisper as written (b16)", lambda: run_impl(
-        "openai-whisper as written (b16)",
-        lambda ws: baseline_openai_whisper(_plain_openai(ow_src, device, cache), ws, 16, fp16),
-        windows, device, budget, 32, warmup=8)))
+    rows.append(
+        timed(
+            "openai-whisper as written (b16)",
+            lambda: run_impl(
+                "openai-whisper as written (b16)",
+                lambda ws: baseline_openai_whisper(_plain_openai(ow_src, device, cache), ws, 16, fp16),
+                windows,
+                device,
+                budget,
+                32,
+                warmup=8,
+            ),
+        )
+    )
     _PLAIN.clear()
     release_asr_models()
     ref_be = OpenAIWhisperBackend(ow_src, device=device, batch_size=16, cache_dir=cache)
-    rows.append(timed("openai-whisper reference (b16)", lambda: run_impl(
-        "openai-whisper reference (b16)", lambda ws: ref_be.decode_windows(ws, opts), windows, device, budget, 32,
-        warmup=8)))
+    rows.append(
+        timed(
+            "openai-whisper reference (b16)",
+            lambda: run_impl(
+                "openai-whisper reference (b16)",
+                lambda ws: ref_be.decode_windows(ws, opts),
+                windows,
+                device,
+                budget,
+                32,
+                warmup=8,
+            ),
+        )
+    )
     release_asr_models()
     for bs in (16, 32):
         fw_be = FasterWhisperBackend(fw_src, device=device, compute_type="auto", cpu_threads=threads)
         name = f"faster-whisper {fw_be.compute_type} (b{bs})"
-        rows.append(timed(name, lambda name=name, be=fw_be, bs=bs: run_impl(
-            name, lambda ws: be.decode_windows_batched(ws, opts, bs), windows, device, budget, 2 * bs,
-            warmup=bs // 2)))
+        rows.append(
+            timed(
+                name,
+                lambda name=name, be=fw_be, bs=bs: run_impl(
+                    name,
+                    lambda ws: be.decode_windows_batched(ws, opts, bs),
+                    windows,
+                    device,
+                    budget,
+                    2 * bs,
+                    warmup=bs // 2,
+                ),
+            )
+        )
         release_asr_models()
     rows.append(timed("transformers sdpa (b16)", lambda: _hf_row(args, device, dims, windows, budget, fp16)))
     _free(device)
     rows.append(timed("vLLM offline no-ts (seqs 64)", lambda: _vllm_row(args, device, windows, budget, cache)))
-    header = (f"model: {'tiny.en' if args.tiny else 'large-v3'} (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
-              f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {len(windows)} fixed 30-s windows (a file's "
-              f"last one shorter; clean, babble 5 dB, ambient 5 dB)")
+    header = (
+        f"model: {'tiny.en' if args.tiny else 'large-v3'} (d={dims['n_audio_state']}, {dims['n_audio_layer']}+"
+        f"{dims['n_text_layer']} layers, {dims['n_mels']} mels); {len(windows)} fixed 30-s windows (a file's "
+        f"last one shorter; clean, babble 5 dB, ambient 5 dB)"
+    )
     return rows, dims, header
 
 
@@ -1111,8 +1317,9 @@ def _plain_openai(src: str, device: str, cache: Path) -> Any:
     return _PLAIN[key]
 
 
-def _hf_row(args: argparse.Namespace, device: str, dims: dict, windows: list[np.ndarray], budget: float,
-            fp16: bool) -> Row:
+def _hf_row(
+    args: argparse.Namespace, device: str, dims: dict, windows: list[np.ndarray], budget: float, fp16: bool
+) -> Row:
     name = "transformers sdpa (b16)"
     try:
         import torch
@@ -1122,11 +1329,22 @@ def _hf_row(args: argparse.Namespace, device: str, dims: dict, windows: list[np.
     if not args.hf_model:
         return Row(name, skipped="no HF-format weights (--hf-model DIR); --random measures it")
     model = transformers.WhisperForConditionalGeneration.from_pretrained(
-        args.hf_model, torch_dtype=torch.float16 if fp16 else torch.float32, attn_implementation="sdpa",
-        local_files_only=True)
+        args.hf_model,
+        torch_dtype=torch.float16 if fp16 else torch.float32,
+        attn_implementation="sdpa",
+        local_files_only=True,
+    )
     hf = model.to(device).eval()
-    row = run_impl(name, lambda ws: hf_transformers(hf, ws, 16, dims["n_mels"]), windows, device,
-                   budget, 32, note=f"transformers {transformers.__version__}", warmup=8)
+    row = run_impl(
+        name,
+        lambda ws: hf_transformers(hf, ws, 16, dims["n_mels"]),
+        windows,
+        device,
+        budget,
+        32,
+        note=f"transformers {transformers.__version__}",
+        warmup=8,
+    )
     del model
     return row
 
@@ -1149,16 +1367,24 @@ def _vllm_row(args: argparse.Namespace, device: str, windows: list[np.ndarray], 
     from stresstest.errors import ASRError
 
     model = BUNDLED_TINY_EN if args.tiny else (args.hf_model or "large-v3")
-    be = VLLMWhisperBackend(model, device=device, cache_dir=cache,
-                            options=VLLMASROptions(max_num_seqs=64, gpu_memory_utilization=0.5))
+    be = VLLMWhisperBackend(
+        model, device=device, cache_dir=cache, options=VLLMASROptions(max_num_seqs=64, gpu_memory_utilization=0.5)
+    )
     try:
         be.runtime(1)  # resolves the model: missing large-v3 weights are a skipped row, not a failure
     except ASRError as exc:
         return Row(name, skipped=f"no HF-format weights for vLLM: {str(exc)[:160]}")
     opts = DecodingOptions(without_timestamps=True)
     try:
-        return run_impl(name, lambda ws: be.decode_windows(ws, opts), windows, device, budget, 64,
-                        note=f"vLLM {vllm_version()}, {be.dtype()}")
+        return run_impl(
+            name,
+            lambda ws: be.decode_windows(ws, opts),
+            windows,
+            device,
+            budget,
+            64,
+            note=f"vLLM {vllm_version()}, {be.dtype()}",
+        )
     finally:
         release_vllm_asr()
         _free(device)
@@ -1167,17 +1393,33 @@ def _vllm_row(args: argparse.Namespace, device: str, windows: list[np.ndarray], 
 def _row_json(r: Row, dims: dict, peaks: tuple[float, float] | None) -> dict:
     toks = np.mean([x.n_tokens for x in r.results]) if r.results else 0.0
     decodes = float(np.mean([getattr(x, "n_decodes", 1) for x in r.results])) if r.results else 1.0
-    return {"name": r.name, "note": r.note, "windows": r.windows, "audio_s": r.audio_s, "wall_s": r.wall_s,
-            "mem_gib": r.mem, "tokens_per_window": float(toks), "decodes_per_window": decodes, "skipped": r.skipped,
-            "floor_s_per_window": floor_seconds(dims, float(toks), peaks, decodes)}
+    return {
+        "name": r.name,
+        "note": r.note,
+        "windows": r.windows,
+        "audio_s": r.audio_s,
+        "wall_s": r.wall_s,
+        "mem_gib": r.mem,
+        "tokens_per_window": float(toks),
+        "decodes_per_window": decodes,
+        "skipped": r.skipped,
+        "floor_s_per_window": floor_seconds(dims, float(toks), peaks, decodes),
+    }
 
 
 def _peaks_text(peaks: tuple[float, float] | None) -> str:
     return f"{peaks[0] / 1e12:.0f} TFLOP/s, {peaks[1] / 1e12:.2f} TB/s" if peaks else "n/a"
 
 
-def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: str, header: str,
-           random_mode: bool, total_s: float) -> str:
+def render(
+    rows: list[Row],
+    dims: dict,
+    peaks: tuple[float, float] | None,
+    gpu: str,
+    header: str,
+    random_mode: bool,
+    total_s: float,
+) -> str:
     """The one table: a header line, then one row per implementation (measured, or why not)."""
     base, ref = _baseline(rows)
     lines = [f"Device: {gpu}; {header}; floor peaks: {_peaks_text(peaks)}; total {total_s:.0f} s.", "", TABLE_HEAD]
@@ -1186,20 +1428,24 @@ def render(rows: list[Row], dims: dict, peaks: tuple[float, float] | None, gpu: 
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
-TABLE_HEAD = ("| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "
-              "with reference | floor ms/window | efficiency vs floor | vs as-written |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+TABLE_HEAD = (
+    "| implementation | × real time | windows/s | tokens/window | at token limit | peak GPU GiB | agreement "
+    "with reference | floor ms/window | efficiency vs floor | vs as-written |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
 
 
 def _baseline(rows: list[Row]) -> tuple[Row | None, Row | None]:
-    base = next((r for r in rows if r.name.startswith("openai-whisper as written") and not r.skipped
-                 and r.windows), None)
+    base = next(
+        (r for r in rows if r.name.startswith("openai-whisper as written") and not r.skipped and r.windows), None
+    )
     ref = next((r for r in rows if r.name.startswith("openai-whisper reference") and not r.skipped), None)
     return base, ref
 
 
-def row_line(r: Row, base: Row | None, ref: Row | None, dims: dict, peaks: tuple[float, float] | None,
-             random_mode: bool) -> str:
+def row_line(
+    r: Row, base: Row | None, ref: Row | None, dims: dict, peaks: tuple[float, float] | None, random_mode: bool
+) -> str:
     """One table row: measured, or why not."""
     if r.skipped or not r.windows:
         return f"| {r.name} | {r.skipped or 'no windows'} | | | | | | | | |"
@@ -1216,8 +1462,10 @@ def row_line(r: Row, base: Row | None, ref: Row | None, dims: dict, peaks: tuple
     fl = floor_seconds(dims, toks, peaks, decodes)
     per = r.wall_s / r.windows
     vs = f"{(base.wall_s / base.windows) / per:.2f}×" if base is not None else "–"
-    return (f"| {r.name} | {rtf:,.1f} | {r.windows / r.wall_s:.2f} | {tok_s} | {limit} | {r.mem} | {agree} | "
-            f"{'%.1f' % (fl * 1e3) if fl else 'n/a'} | {'%.1f%%' % (100 * fl / per) if fl else 'n/a'} | {vs} |")
+    return (
+        f"| {r.name} | {rtf:,.1f} | {r.windows / r.wall_s:.2f} | {tok_s} | {limit} | {r.mem} | {agree} | "
+        f"{'%.1f' % (fl * 1e3) if fl else 'n/a'} | {'%.1f%%' % (100 * fl / per) if fl else 'n/a'} | {vs} |"
+    )
 
 
 def _die_with_parent() -> None:
@@ -1273,53 +1521,108 @@ class _AppendOnlyTable:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    ap.add_argument("--random", action="store_true",
-                    help="synthetic windows, random-init models, forced decode lengths (the device benchmark)")
+    ap.add_argument(
+        "--random",
+        action="store_true",
+        help="synthetic windows, random-init models, forced decode lengths (the device benchmark)",
+    )
     ap.add_argument("--tiny", action="store_true", help="pipeline mode on the bundled tiny.en (smoke)")
-    ap.add_argument("--windows", type=int, default=None,
-                    help="number of windows (random: default 256 on CUDA, 2 batches on CPU; pipeline: minimum, "
-                    "default 128, tiny 3)")
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=None,
+        help="number of windows (random: default 256 on CUDA, 2 batches on CPU; pipeline: minimum, "
+        "default 128, tiny 3)",
+    )
     ap.add_argument("--batch", type=int, default=None, help="random mode: windows per call (default 32; CPU 2)")
-    ap.add_argument("--tokens", type=int, default=None,
-                    help="random mode: force this many decoder steps per window in one decode (default: the "
-                    "decode shape measured on the demo's audio, --decode-shape)")
-    ap.add_argument("--decode-shape", type=Path, default=SHAPE_FILE,
-                    help="random mode: the measured decode shape (first decode's steps, remainder decodes per "
-                    "window and their steps); written by --measure-shape")
-    ap.add_argument("--measure-shape", type=int, default=None, metavar="N",
-                    help="measure the decode shape on N windows of --config's audio (the fast path, tiny.en, CPU) "
-                    "and write --decode-shape")
-    ap.add_argument("--row-timeout-s", type=float, default=None,
-                    help="random mode: each row runs as its own process, killed after this many seconds (default "
-                    "240 on CUDA, 900 on CPU); a killed row loses only itself")
-    ap.add_argument("--total-s", type=float, default=None,
-                    help="random mode: no row runs past this many seconds in all (default 510 on CUDA)")
-    ap.add_argument("--cublas13-as-12", choices=["auto", "off"], default="auto",
-                    help="random mode, CUDA, no cuBLAS 12: run the CTranslate2 row with pip's CUDA 13 cuBLAS "
-                    "linked under the CUDA 12 names (BENCHMARKS.md; may fail with the loader's message)")
+    ap.add_argument(
+        "--tokens",
+        type=int,
+        default=None,
+        help="random mode: force this many decoder steps per window in one decode (default: the "
+        "decode shape measured on the demo's audio, --decode-shape)",
+    )
+    ap.add_argument(
+        "--decode-shape",
+        type=Path,
+        default=SHAPE_FILE,
+        help="random mode: the measured decode shape (first decode's steps, remainder decodes per "
+        "window and their steps); written by --measure-shape",
+    )
+    ap.add_argument(
+        "--measure-shape",
+        type=int,
+        default=None,
+        metavar="N",
+        help="measure the decode shape on N windows of --config's audio (the fast path, tiny.en, CPU) "
+        "and write --decode-shape",
+    )
+    ap.add_argument(
+        "--row-timeout-s",
+        type=float,
+        default=None,
+        help="random mode: each row runs as its own process, killed after this many seconds (default "
+        "240 on CUDA, 900 on CPU); a killed row loses only itself",
+    )
+    ap.add_argument(
+        "--total-s",
+        type=float,
+        default=None,
+        help="random mode: no row runs past this many seconds in all (default 510 on CUDA)",
+    )
+    ap.add_argument(
+        "--cublas13-as-12",
+        choices=["auto", "off"],
+        default="auto",
+        help="random mode, CUDA, no cuBLAS 12: run the CTranslate2 row with pip's CUDA 13 cuBLAS "
+        "linked under the CUDA 12 names (BENCHMARKS.md; may fail with the loader's message)",
+    )
     ap.add_argument("--row", default=None, help=argparse.SUPPRESS)  # a row process (run_random)
     ap.add_argument("--row-json", type=Path, default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--shape", choices=["large-v3", "tiny"], default=None,
-                    help="random mode: model shape (default large-v3 on CUDA, tiny on CPU)")
-    ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
-                    help="random mode: torch.compile the static-cache transformers row (auto: on CUDA only)")
-    ap.add_argument("--only", default=None,
-                    help="random mode: comma-separated name parts of the implementations to run (default: all)")
+    ap.add_argument(
+        "--shape",
+        choices=["large-v3", "tiny"],
+        default=None,
+        help="random mode: model shape (default large-v3 on CUDA, tiny on CPU)",
+    )
+    ap.add_argument(
+        "--compile",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="random mode: torch.compile the static-cache transformers row (auto: on CUDA only)",
+    )
+    ap.add_argument(
+        "--only",
+        default=None,
+        help="random mode: comma-separated name parts of the implementations to run (default: all)",
+    )
     ap.add_argument("--config", type=Path, default=ROOT / "configs" / "demo.yaml", help="corpus + seed source")
     ap.add_argument("--encounters", type=int, default=None, help="at most this many encounters")
     ap.add_argument("--max-turns", type=int, default=None, help="truncate encounters (default: config's)")
-    ap.add_argument("--budget-s", type=float, default=None,
-                    help="timed seconds per implementation at most (default 30; pipeline 40)")
-    ap.add_argument("--deadline-s", type=float, default=None,
-                    help="start no implementation after this many seconds in all (default 330 random, 450 "
-                    "pipeline, so a GPU run fits 8 min; none with --tiny)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="timed seconds per implementation at most (default 30; pipeline 40)",
+    )
+    ap.add_argument(
+        "--deadline-s",
+        type=float,
+        default=None,
+        help="start no implementation after this many seconds in all (default 330 random, 450 "
+        "pipeline, so a GPU run fits 8 min; none with --tiny)",
+    )
     ap.add_argument("--fw-model", default="large-v3", help="faster-whisper model name/dir (real weights)")
     ap.add_argument("--ow-model", default="large-v3", help="openai-whisper model name/checkpoint (real weights)")
     ap.add_argument("--hf-model", default=None, help="HF transformers Whisper dir (real weights)")
     ap.add_argument("--peak-tflops", type=float, default=None, help="floor: tensor rate (default: by GPU name)")
     ap.add_argument("--peak-tbps", type=float, default=None, help="floor: memory bandwidth (default: by GPU name)")
-    ap.add_argument("--cpu-threads", type=int, default=None,
-                    help="torch / CTranslate2 CPU threads (default: 1 on CPU smoke runs, else the libraries')")
+    ap.add_argument(
+        "--cpu-threads",
+        type=int,
+        default=None,
+        help="torch / CTranslate2 CPU threads (default: 1 on CPU smoke runs, else the libraries')",
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the table (.md) and rows (.json) here")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
@@ -1365,8 +1668,9 @@ def main(argv: list[str] | None = None) -> int:
         peaks = next((p for k, p in PEAKS.items() if k in gpu), None)
     if random_mode:
         setup = RandomSetup.from_args(args)
-        sink = _AppendOnlyTable(args.out, f"Device: {gpu}; {setup.header()}; floor peaks: {_peaks_text(peaks)}.",
-                                setup.dims, peaks)
+        sink = _AppendOnlyTable(
+            args.out, f"Device: {gpu}; {setup.header()}; floor peaks: {_peaks_text(peaks)}.", setup.dims, peaks
+        )
         rows, dims, header = run_random(args, t_start, argv, sink)
         sink.finish(rows, time.perf_counter() - t_start)
     else:

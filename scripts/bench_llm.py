@@ -110,9 +110,14 @@ def bench(cfg: LLMConfig, texts: list[tuple[str, str]], log_dir: Path) -> dict[s
         else:
             client = engine.client()
             with ThreadPoolExecutor(max_workers=engine.concurrency) as pool:
-                results = list(pool.map(lambda m: client.complete(
-                    m, contract.model, schema_name=contract.schema_name, schema=contract.schema, label="bench"),
-                    convs))
+                results = list(
+                    pool.map(
+                        lambda m: client.complete(
+                            m, contract.model, schema_name=contract.schema_name, schema=contract.schema, label="bench"
+                        ),
+                        convs,
+                    )
+                )
             per_call = True
         wall = time.monotonic() - t0
         info = engine.info()
@@ -175,8 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=0, help="requests in flight (default: the config's)")
     ap.add_argument("--max-tokens", type=int, default=0, help="override φ's max_tokens")
     ap.add_argument("--batch-invariant", action="store_true", help="vLLM batch-invariant kernels")
-    ap.add_argument("--preset", choices=["default", "deterministic"],
-                    help="vLLM engine preset (default: the config's); the cost of determinism is the ratio")
+    ap.add_argument(
+        "--preset",
+        choices=["default", "deterministic"],
+        help="vLLM engine preset (default: the config's); the cost of determinism is the ratio",
+    )
     ap.add_argument("--compare-rules", action="store_true", help="also time the rules structurer")
     ap.add_argument("--out", default="runs/bench-llm", help="where the server log goes (OUT/logs)")
     ap.add_argument("--json", help="write the numbers here")
@@ -192,16 +200,29 @@ def main(argv: list[str] | None = None) -> int:
         r = rules_rate(texts)
         res["rules_records_per_s"] = r
         res["llm_over_rules"] = res["records_per_s"] / r if res["records_per_s"] else None
-    cols = ["engine", "preset", "n", "concurrency", "startup_s", "records_per_s", "prompt_tokens_per_s",
-            "output_tokens_per_s", "latency_p50_s", "latency_p95_s", "invalid_rate", "truncated_rate"]
+    cols = [
+        "engine",
+        "preset",
+        "n",
+        "concurrency",
+        "startup_s",
+        "records_per_s",
+        "prompt_tokens_per_s",
+        "output_tokens_per_s",
+        "latency_p50_s",
+        "latency_p95_s",
+        "invalid_rate",
+        "truncated_rate",
+    ]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     print("| " + " | ".join(_fmt(res[c], 3 if c == "records_per_s" else 2) for c in cols) + " |")
     if args.compare_rules:
-        print(f"rules structurer: {res['rules_records_per_s']:.1f} records/s; "
-              f"LLM/rules = {res['llm_over_rules']:.2e}")
-    print(f"model {res['model']}; mean prompt {_fmt(res['mean_prompt_tokens'], 0)} tokens, "
-          f"mean output {_fmt(res['mean_output_tokens'], 0)} tokens; φ sent {res['phi_sent']}")
+        print(f"rules structurer: {res['rules_records_per_s']:.1f} records/s; LLM/rules = {res['llm_over_rules']:.2e}")
+    print(
+        f"model {res['model']}; mean prompt {_fmt(res['mean_prompt_tokens'], 0)} tokens, "
+        f"mean output {_fmt(res['mean_output_tokens'], 0)} tokens; φ sent {res['phi_sent']}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
     return 0

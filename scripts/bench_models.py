@@ -56,23 +56,33 @@ def coverage(recs: list[tuple[ClinicalRecord, str]]) -> tuple[int, int]:
     return kept, total
 
 
-def row(name: str, n: int, valid: int, truncated: int, score: SplitScore, cov: tuple[int, int] | None,
-        s_per: float | None) -> str:
+def row(
+    name: str, n: int, valid: int, truncated: int, score: SplitScore, cov: tuple[int, int] | None, s_per: float | None
+) -> str:
     p = score.tp / max(score.n_pred, 1)
     r = score.tp / max(score.n_gold, 1)
     f1 = 2 * p * r / max(p + r, 1e-9)
-    fp = f"{score.flag_tp / score.flag_pred:.2f} ({score.flag_tp}/{score.flag_pred})" if score.flag_pred else \
-        "n/a (0 flagged)"
+    fp = (
+        f"{score.flag_tp / score.flag_pred:.2f} ({score.flag_tp}/{score.flag_pred})"
+        if score.flag_pred
+        else "n/a (0 flagged)"
+    )
     cov_s = "–" if cov is None else (f"{cov[0] / cov[1]:.2f} ({cov[0]}/{cov[1]})" if cov[1] else "n/a (0 fields)")
-    return (f"| {name} | {n} | {valid}/{n} | {truncated}/{n} | {cov_s} | {f1:.2f} (P {p:.2f} R {r:.2f}) | "
-            f"{score.triage_same}/{score.n} (under {score.under_triage}) | {fp} | "
-            f"{'–' if s_per is None else f'{s_per:.0f}'} |")
+    return (
+        f"| {name} | {n} | {valid}/{n} | {truncated}/{n} | {cov_s} | {f1:.2f} (P {p:.2f} R {r:.2f}) | "
+        f"{score.triage_same}/{score.n} (under {score.under_triage}) | {fp} | "
+        f"{'–' if s_per is None else f'{s_per:.0f}'} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", type=Path, default=ROOT / "configs" / "demo-llm.yaml",
-                    help="run config whose `structure` section (prompt, φ, server) is used")
+    ap.add_argument(
+        "--config",
+        type=Path,
+        default=ROOT / "configs" / "demo-llm.yaml",
+        help="run config whose `structure` section (prompt, φ, server) is used",
+    )
     ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["smollm2-135m"])
     ap.add_argument("--n", type=int, default=10, help="test encounters (in id order)")
     ap.add_argument("--threads", type=int, default=0, help="llama.cpp threads (default: the config's)")
@@ -93,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     cache = args.cache or active_cache_dir()
     base = load_config(args.config).structure
 
-    print(f"{len(ids)} test encounters: {' '.join(ids)}; reference: {args.adjudicated.name}; "
-          f"prompt {base.prompt_version}; φ {base.decoding.model_dump()}")
-    header = ("| model | n | valid | truncated | evidence coverage | claim F1 | triage | critical-flag precision "
-              "| s/record |")
+    print(
+        f"{len(ids)} test encounters: {' '.join(ids)}; reference: {args.adjudicated.name}; "
+        f"prompt {base.prompt_version}; φ {base.decoding.model_dump()}"
+    )
+    header = (
+        "| model | n | valid | truncated | evidence coverage | claim F1 | triage | critical-flag precision | s/record |"
+    )
     lines = [header, "|" + "---|" * 9]
     for label in args.models:
         srv = {"model": MODELS[label]}
@@ -119,8 +132,17 @@ def main(argv: list[str] | None = None) -> int:
         times = [e.elapsed_s for e in envs if e.elapsed_s]
         cached = sum(1 for e in envs if e.extra.get("cached"))
         print(f"{label}: {len(envs)} records in {wall:.0f} s ({cached} from the cache)", file=sys.stderr)
-        lines.append(row(f"{label} ({envs[0].model})", len(envs), len(good), truncated, score, coverage(good),
-                         statistics.mean(times) if times else None))
+        lines.append(
+            row(
+                f"{label} ({envs[0].model})",
+                len(envs),
+                len(good),
+                truncated,
+                score,
+                coverage(good),
+                statistics.mean(times) if times else None,
+            )
+        )
     rules, writer_a = SplitScore(), SplitScore()
     rules_recs = []
     for eid in ids:

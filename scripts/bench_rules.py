@@ -49,9 +49,7 @@ def summarise(name: str, texts: list[str], recs: list[ClinicalRecord], elapsed: 
     n_flags = sum(flags)
     with_ev_c = sum(1 for r in recs for c in r.claims if r.field_evidence.get(c.id))
     with_ev_f = sum(1 for r in recs for f in r.safety_flags if r.field_evidence.get(f.id))
-    quotes = [
-        (q, t) for r, t in zip(recs, texts, strict=True) for qs in r.field_evidence.values() for q in qs
-    ]
+    quotes = [(q, t) for r, t in zip(recs, texts, strict=True) for qs in r.field_evidence.values() for q in qs]
     exact = sum(1 for q, t in quotes if q in t)
     status = Counter(c.status for r in recs for c in r.claims)
     triage = Counter(r.triage.level for r in recs)
@@ -92,7 +90,8 @@ def _split_rows() -> list[list[str]]:
 
     path = default_gold_dir() / "splits.tsv"
     return [
-        [p.strip() for p in line.split("\t")] for line in path.read_text("utf-8").splitlines()
+        [p.strip() for p in line.split("\t")]
+        for line in path.read_text("utf-8").splitlines()
         if not line.startswith("#") and len(line.split("\t")) >= 2 and not line.startswith("encounter_id")
     ]
 
@@ -115,11 +114,11 @@ class SplitScore:
     n: int = 0
     triage_same: int = 0
     under_triage: int = 0
-    tp: int = 0          # (concept, status) pairs in both
+    tp: int = 0  # (concept, status) pairs in both
     n_pred: int = 0
     n_gold: int = 0
-    vt_gold: int = 0     # gold value and time fields
-    vt_hit: int = 0      # ... reproduced on the claim with the same concept and status
+    vt_gold: int = 0  # gold value and time fields
+    vt_hit: int = 0  # ... reproduced on the claim with the same concept and status
     flag_tp: int = 0
     flag_pred: int = 0
     flag_gold: int = 0
@@ -204,8 +203,9 @@ def gold_agreement(corpus: Path, show_dev: bool = False) -> list[str] | None:
     return out
 
 
-def writer_agreement(second: Path, corpus: Path, split: str = "dev",
-                     adjudicated: Path | None = None) -> list[str] | None:
+def writer_agreement(
+    second: Path, corpus: Path, split: str = "dev", adjudicated: Path | None = None
+) -> list[str] | None:
     """How far two engineers agree: a second gold folder, written independently for some encounters of one
     split of the shipped gold, scored against the shipped gold with the same measures as the structurer (the
     human ceiling the rules numbers should be read against), and the structurer on the same encounters against
@@ -226,26 +226,34 @@ def writer_agreement(second: Path, corpus: Path, split: str = "dev",
     splits = gold_splits()
     wrong = sorted(k for k in other if splits.get(k, "dev") != split)
     if wrong:
-        raise StressTestError(f"{second}: {wrong} are not {split}-split encounters; this folder is for the "
-                              f"{split} split only")
+        raise StressTestError(
+            f"{second}: {wrong} are not {split}-split encounters; this folder is for the {split} split only"
+        )
     encs = {e.encounter_id: e for e in load_corpus("osce", corpus, ids=sorted(other))}
-    rows = {f"{split}: writer B vs writer A": SplitScore(), f"{split}: rules vs writer A": SplitScore(),
-            f"{split}: rules vs writer B": SplitScore()}
+    rows = {
+        f"{split}: writer B vs writer A": SplitScore(),
+        f"{split}: rules vs writer A": SplitScore(),
+        f"{split}: rules vs writer B": SplitScore(),
+    }
     score_b, score_ra, score_rb = rows.values()
     adj = load_gold(adjudicated) if adjudicated is not None and adjudicated.is_dir() else {}
     if adj:
         if sorted(adj) != sorted(other):
-            raise StressTestError(f"{adjudicated}: holds {sorted(adj)}, expected the encounters written twice "
-                                  f"({sorted(other)})")
-        rows |= {f"{split}: writer A vs adjudicated": SplitScore(),
-                 f"{split}: writer B vs adjudicated": SplitScore(),
-                 f"{split}: rules vs adjudicated": SplitScore()}
+            raise StressTestError(
+                f"{adjudicated}: holds {sorted(adj)}, expected the encounters written twice ({sorted(other)})"
+            )
+        rows |= {
+            f"{split}: writer A vs adjudicated": SplitScore(),
+            f"{split}: writer B vs adjudicated": SplitScore(),
+            f"{split}: rules vs adjudicated": SplitScore(),
+        }
     for eid, g2 in sorted(other.items()):
         g1 = first[eid]
         for name, g in [(second, g2)] + ([(adjudicated, adj[eid])] if adj else []):
             if g.scope_turns != g1.scope_turns:
-                raise StressTestError(f"{name}/{eid}: scope_turns {g.scope_turns} differs from the shipped "
-                                      f"gold's {g1.scope_turns}")
+                raise StressTestError(
+                    f"{name}/{eid}: scope_turns {g.scope_turns} differs from the shipped gold's {g1.scope_turns}"
+                )
         rec = extract_record(encs[eid].truncated(g1.scope_turns).reference_text())
         score_against_gold(g2, g1, score_b, eid)  # type: ignore[arg-type]
         score_against_gold(rec, g1, score_ra, eid)
@@ -255,24 +263,42 @@ def writer_agreement(second: Path, corpus: Path, split: str = "dev",
             score_against_gold(g1, ga, rows[f"{split}: writer A vs adjudicated"], eid)  # type: ignore[arg-type]
             score_against_gold(g2, ga, rows[f"{split}: writer B vs adjudicated"], eid)  # type: ignore[arg-type]
             score_against_gold(rec, ga, rows[f"{split}: rules vs adjudicated"], eid)
-    out = [f"{len(other)} {split} encounters written twice (A: shipped gold, B: {second})"
-           + (f", adjudicated: {adjudicated}" if adj else "")]
+    out = [
+        f"{len(other)} {split} encounters written twice (A: shipped gold, B: {second})"
+        + (f", adjudicated: {adjudicated}" if adj else "")
+    ]
     return out + [score.line(f"  {name}") for name, score in rows.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     repo = Path(__file__).resolve().parents[1]
-    parser.add_argument("--corpus", type=Path, default=repo / "data" / "osce",
-                        help="OSCE corpus folder (default: the transcripts shipped in data/osce)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=repo / "data" / "osce",
+        help="OSCE corpus folder (default: the transcripts shipped in data/osce)",
+    )
     parser.add_argument("--show-dev", action="store_true", help="list the dev split's value/time misses")
     parser.add_argument("--n", type=int, default=50, help="number of transcripts (spread over specialties)")
-    parser.add_argument("--second-gold", type=Path, default=repo / "data" / "gold_second_writer",
-                        help="independently re-written gold for some dev encounters (writer agreement)")
-    parser.add_argument("--second-gold-test", type=Path, default=repo / "data" / "gold_second_writer_test",
-                        help="independently re-written gold for test encounters (writer agreement on test)")
-    parser.add_argument("--adjudicated-test", type=Path, default=repo / "data" / "gold_adjudicated_test",
-                        help="test references reconciled from both writers and the transcript")
+    parser.add_argument(
+        "--second-gold",
+        type=Path,
+        default=repo / "data" / "gold_second_writer",
+        help="independently re-written gold for some dev encounters (writer agreement)",
+    )
+    parser.add_argument(
+        "--second-gold-test",
+        type=Path,
+        default=repo / "data" / "gold_second_writer_test",
+        help="independently re-written gold for test encounters (writer agreement on test)",
+    )
+    parser.add_argument(
+        "--adjudicated-test",
+        type=Path,
+        default=repo / "data" / "gold_adjudicated_test",
+        help="test references reconciled from both writers and the transcript",
+    )
     args = parser.parse_args(argv)
     try:
         encs = load_corpus("osce", args.corpus)
@@ -299,21 +325,34 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(summarise(name, texts, recs, elapsed))
         outputs.append(recs)
 
-    header = ["input", "records/s", "claims/enc", "flags/enc", "claims w/ ev", "flags w/ ev",
-              "exact quotes", "claim status", "triage"]
+    header = [
+        "input",
+        "records/s",
+        "claims/enc",
+        "flags/enc",
+        "claims w/ ev",
+        "flags w/ ev",
+        "exact quotes",
+        "claim status",
+        "triage",
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     spec = Counter(e.specialty or e.encounter_id[:3] for e in encs)
     mean_chars = statistics.mean(len(t) for t in human)
-    print(f"rules structurer on {len(encs)} OSCE transcripts ({dict(sorted(spec.items()))}); "
-          f"one-off table load {load_s:.2f} s; mean transcript {mean_chars:.0f} chars")
+    print(
+        f"rules structurer on {len(encs)} OSCE transcripts ({dict(sorted(spec.items()))}); "
+        f"one-off table load {load_s:.2f} s; mean transcript {mean_chars:.0f} chars"
+    )
     for r in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     print("human vs asr-like: " + robustness(outputs[0], outputs[1]))
     agreement = gold_agreement(args.corpus, args.show_dev)
     if agreement:
         print("agreement with gold: " + "\n  ".join(agreement))
-    for folder, split, adjudicated in ((args.second_gold, "dev", None),
-                                       (args.second_gold_test, "test", args.adjudicated_test)):
+    for folder, split, adjudicated in (
+        (args.second_gold, "dev", None),
+        (args.second_gold_test, "test", args.adjudicated_test),
+    ):
         if not folder.is_dir():
             continue
         try:

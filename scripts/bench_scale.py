@@ -42,21 +42,31 @@ import soundfile as sf
 
 REPO = Path(__file__).resolve().parents[1]
 SR = 16000
-SENTENCE = ("I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg twice a day, "
-            "and my father had a heart attack at fifty. ")
+SENTENCE = (
+    "I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg twice a day, "
+    "and my father had a heart attack at fifty. "
+)
 
 
 def _measure(argv: list[str], cwd: Path) -> tuple[float, float, int]:
     """(wall seconds, peak RSS in MB, exit status) of one CLI process (this checkout's package)."""
-    return _measure_py(["-m", "stresstest.cli", *argv], cwd,
-                       {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])})
+    return _measure_py(
+        ["-m", "stresstest.cli", *argv],
+        cwd,
+        {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+    )
 
 
 def _measure_py(argv: list[str], cwd: Path, env_extra: dict[str, str]) -> tuple[float, float, int]:
     """(wall seconds, peak RSS in MB, exit status) of ``python argv`` with ``env_extra`` set."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, *argv], cwd=cwd, env={**os.environ, **env_extra},  # noqa: S603
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env={**os.environ, **env_extra},  # noqa: S603
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     if proc.stderr is not None:
@@ -83,8 +93,10 @@ def _write_long_wav(path: Path, minutes: float, kind: str, seed: int) -> None:
 def _growth(points: list[tuple[float, float, float]], unit: str) -> str:
     (s0, t0, m0), (s1, t1, m1) = points[0], points[-1]
     size = s1 / s0
-    return (f"  {unit} x{size:g}: time x{t1 / max(t0, 1e-9):.1f} (linear would be x{size:g}), "
-            f"peak RSS x{m1 / max(m0, 1e-9):.2f} ({m0:.0f} → {m1:.0f} MB)")
+    return (
+        f"  {unit} x{size:g}: time x{t1 / max(t0, 1e-9):.1f} (linear would be x{size:g}), "
+        f"peak RSS x{m1 / max(m0, 1e-9):.2f} ({m0:.0f} → {m1:.0f} MB)"
+    )
 
 
 def bench_mix(minutes: list[float], work: Path) -> None:
@@ -94,8 +106,10 @@ def bench_mix(minutes: list[float], work: Path) -> None:
         speech, noise, out = work / f"speech_{m:g}.wav", work / f"noise_{m:g}.wav", work / f"mix_{m:g}.wav"
         _write_long_wav(speech, m, "speech", 0)
         _write_long_wav(noise, m, "noise", 1)
-        wall, rss, rc = _measure(["mix", "--speech", str(speech), "--noise", str(noise), "--snr", "5", "--seed",
-                                  "1", "--out", str(out)], work)
+        wall, rss, rc = _measure(
+            ["mix", "--speech", str(speech), "--noise", str(noise), "--snr", "5", "--seed", "1", "--out", str(out)],
+            work,
+        )
         print(f"  {m:6g} min  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"), flush=True)
         points.append((m, wall, rss))
         for p in (speech, noise, out):
@@ -117,20 +131,33 @@ def _stages_child(minutes: float, work: Path) -> None:
 
     cfg = load_config(REPO / "configs" / "demo.yaml")
     t0 = time.perf_counter()
-    sources = {f: make_noise_source(s, encounters=load_corpus(cfg.corpus.kind, cfg.corpus.path),
-                                    cache_dir=default_cache_dir()) for f, s in cfg.noise.items()}
+    sources = {
+        f: make_noise_source(s, encounters=load_corpus(cfg.corpus.kind, cfg.corpus.path), cache_dir=default_cache_dir())
+        for f, s in cfg.noise.items()
+    }
     t1 = time.perf_counter()
     rec = work / "rec.wav"
-    enc = Encounter(encounter_id="LONG", corpus="manifest", source_path=str(rec), audio_path=str(rec),
-                    turns=(Turn(speaker="doctor", text="a long recording"),))
+    enc = Encounter(
+        encounter_id="LONG",
+        corpus="manifest",
+        source_path=str(rec),
+        audio_path=str(rec),
+        turns=(Turn(speaker="doctor", text="a long recording"),),
+    )
     speech = load_recording(enc, work / "cache")
     t2 = time.perf_counter()
     grid = ConditionGrid.build(list(cfg.noise), cfg.snr_db)
     errors = []
     for job in mix_jobs(["LONG"], grid):
-        build_mixtures(job, speech, sources[job.family], cfg.noise[job.family].model_dump(mode="json"),
-                       seed=cfg.run.seed, cache_dir=work / "cache",
-                       on_done=lambda c, p, i, e: errors.append(f"{c}: {e}") if e else None)
+        build_mixtures(
+            job,
+            speech,
+            sources[job.family],
+            cfg.noise[job.family].model_dump(mode="json"),
+            seed=cfg.run.seed,
+            cache_dir=work / "cache",
+            on_done=lambda c, p, i, e: errors.append(f"{c}: {e}") if e else None,
+        )
     t3 = time.perf_counter()
     if errors:
         raise SystemExit("; ".join(errors))
@@ -144,8 +171,7 @@ def bench_stages(minutes: list[float], work: Path, code: Path) -> None:
         rec = work / "rec.wav"
         _write_long_wav(rec, m, "speech", 0)
         env_code = {"PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
-        wall, rss, rc = _measure_py([str(Path(__file__).resolve()), "--stage-child", str(m), str(work)], work,
-                                    env_code)
+        wall, rss, rc = _measure_py([str(Path(__file__).resolve()), "--stage-child", str(m), str(work)], work, env_code)
         print(f"  {m:6g} min  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"), flush=True)
         points.append((m, wall, rss))
         rec.unlink(missing_ok=True)
@@ -177,8 +203,10 @@ def _long_encounter(speech_run: Path, minutes: float, work: Path) -> Path:
             k += 1
     # Built-in babble says sentences of *other* encounters: a second, short encounter (the first clean item
     # again) gives the long one its talkers' sentences, and the long one gives the short one its own.
-    lines = [{"encounter_id": "LONG", "audio": str(rec), "reference_text": " ".join(texts)},
-             {"encounter_id": "SHORT", "audio": clean[0]["audio_path"], "reference_text": clean[0]["reference_text"]}]
+    lines = [
+        {"encounter_id": "LONG", "audio": str(rec), "reference_text": " ".join(texts)},
+        {"encounter_id": "SHORT", "audio": clean[0]["audio_path"], "reference_text": clean[0]["reference_text"]},
+    ]
     manifest = work / "manifest.jsonl"
     manifest.write_text("".join(json.dumps(line) + "\n" for line in lines), "utf-8")
     return manifest
@@ -196,8 +224,10 @@ def bench_run(minutes: list[float], speech_run: Path, work: Path) -> None:
     for m in minutes:
         cfg = dict(demo)
         cfg["corpus"] = {"kind": "manifest", "path": str(_long_encounter(speech_run, m, work))}
-        cfg["noise"] = {f: {k: v for k, v in spec.items() if k != "bank_encounters"}  # babble: the one encounter
-                        for f, spec in demo["noise"].items()}
+        cfg["noise"] = {
+            f: {k: v for k, v in spec.items() if k != "bank_encounters"}  # babble: the one encounter
+            for f, spec in demo["noise"].items()
+        }
         cfg["run"] = {**demo["run"], "max_failures": 0.0}
         (work / "long.yaml").write_text(yaml.safe_dump(cfg), "utf-8")
         out = work / f"run_{m:g}"
@@ -220,8 +250,10 @@ def bench_triggers(sizes_kb: list[float], work: Path) -> None:
         (work / "ref.txt").write_text(ref, "utf-8")
         (work / "hyp.txt").write_text(hyp, "utf-8")
         wall, rss, rc = _measure(["triggers", "--ref", "ref.txt", "--hyp", "hyp.txt"], work)
-        print(f"  {len(ref) / 1000:8.0f} KB  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"),
-              flush=True)
+        print(
+            f"  {len(ref) / 1000:8.0f} KB  {wall:8.1f} s  {rss:8.0f} MB" + ("" if rc == 0 else f"  (exit {rc})"),
+            flush=True,
+        )
         points.append((len(ref) / 1000, wall, rss))
     if len(points) > 1:
         print(_growth(points, "text"))
@@ -231,14 +263,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, nargs="*", default=[10, 30, 60, 120])
     ap.add_argument("--ref-kb", type=float, nargs="*", default=[100, 1000, 10000])
-    ap.add_argument("--stage-minutes", type=float, nargs="*", default=[],
-                    help="speech + conditions stages of the demo grid on recordings this long (not in the default run)")
-    ap.add_argument("--run-minutes", type=float, nargs="*", default=[],
-                    help="a whole `stresstest run` of the demo grid on one recording this long (not in the default)")
-    ap.add_argument("--speech-run", type=Path, default=REPO / "runs" / "demo",
-                    help="a finished run whose clean speech and references --run-minutes cycles (default runs/demo)")
-    ap.add_argument("--code", type=Path, default=REPO,
-                    help="checkout whose stresstest package --stage-minutes measures")
+    ap.add_argument(
+        "--stage-minutes",
+        type=float,
+        nargs="*",
+        default=[],
+        help="speech + conditions stages of the demo grid on recordings this long (not in the default run)",
+    )
+    ap.add_argument(
+        "--run-minutes",
+        type=float,
+        nargs="*",
+        default=[],
+        help="a whole `stresstest run` of the demo grid on one recording this long (not in the default)",
+    )
+    ap.add_argument(
+        "--speech-run",
+        type=Path,
+        default=REPO / "runs" / "demo",
+        help="a finished run whose clean speech and references --run-minutes cycles (default runs/demo)",
+    )
+    ap.add_argument(
+        "--code", type=Path, default=REPO, help="checkout whose stresstest package --stage-minutes measures"
+    )
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--stage-child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()

@@ -39,15 +39,17 @@ def main() -> None:
     new: list = []
     old: list = []
     for k in range(a.repeats):
-        for which in (("new", "old") if k % 2 == 0 else ("old", "new")):  # alternate: no order advantage
+        for which in ("new", "old") if k % 2 == 0 else ("old", "new"):  # alternate: no order advantage
             tokenize.cache_clear()  # neither path may reuse the other's tokenisations
             t0 = time.perf_counter()
             if which == "new":
                 new = [score_pair(align(ref, hyp), ()) for ref, hyp in pairs]
                 best_new = min(best_new, time.perf_counter() - t0)
             else:
-                per_row = {(ref, hyp): (asr_errors(ref, hyp), negation_mismatches(ref, hyp), detect_triggers(ref, hyp))
-                           for ref, hyp in row_pairs}
+                per_row = {
+                    (ref, hyp): (asr_errors(ref, hyp), negation_mismatches(ref, hyp), detect_triggers(ref, hyp))
+                    for ref, hyp in row_pairs
+                }
                 old = [per_row[p] for p in pairs]
                 best_old = min(best_old, time.perf_counter() - t0)
     for n, (e, m, t) in zip(new, old, strict=True):

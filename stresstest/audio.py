@@ -73,8 +73,7 @@ def wav_truncation(path: str | Path) -> str | None:
                         return None
                     have = size - pos - 8
                     if clen > have:
-                        return (f"truncated: its header declares {clen} bytes of audio data, "
-                                f"the file holds {have}")
+                        return f"truncated: its header declares {clen} bytes of audio data, the file holds {have}"
                     return None
                 pos += 8 + clen + (clen & 1)
             return "truncated: no audio data chunk before the end of the file"
@@ -234,8 +233,17 @@ def float_wav_header(n_samples: int, sr: int = SAMPLE_RATE_HZ) -> bytes:
     n_bytes = 4 * n_samples
     fmt = struct.pack("<HHIIHHH", 3, 1, sr, sr * 4, 4, 32, 0)  # IEEE float, mono, cbSize 0
     fact = struct.pack("<I", n_samples)
-    body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"fact" + struct.pack("<I", 4) + fact
-            + b"data" + struct.pack("<I", n_bytes))
+    body = (
+        b"WAVE"
+        + b"fmt "
+        + struct.pack("<I", len(fmt))
+        + fmt
+        + b"fact"
+        + struct.pack("<I", 4)
+        + fact
+        + b"data"
+        + struct.pack("<I", n_bytes)
+    )
     return b"RIFF" + struct.pack("<I", len(body) + n_bytes) + body
 
 
@@ -250,8 +258,7 @@ def float_wav_bytes(x: np.ndarray, sr: int = SAMPLE_RATE_HZ) -> bytes:
     return float_wav_header(len(data) // 4, sr) + data
 
 
-def write_wav_blocks(path: str | Path, n_samples: int, blocks: Iterable[np.ndarray],
-                     sr: int = SAMPLE_RATE_HZ) -> None:
+def write_wav_blocks(path: str | Path, n_samples: int, blocks: Iterable[np.ndarray], sr: int = SAMPLE_RATE_HZ) -> None:
     """Write ``n_samples`` given as consecutive 1-D blocks as the file :func:`float_wav_bytes` would make.
 
     The file is written to a temporary name and renamed into place (atomic), one block at a
@@ -292,8 +299,9 @@ def wav_frames(path: str | Path) -> int:
         raise AudioError(f"{path}: {problem}")
     info = sf.info(str(path))
     if info.samplerate != SAMPLE_RATE_HZ or info.channels != 1:
-        raise AudioError(f"{path}: expected {SAMPLE_RATE_HZ} Hz mono, found {info.samplerate} Hz, "
-                         f"{info.channels} channels")
+        raise AudioError(
+            f"{path}: expected {SAMPLE_RATE_HZ} Hz mono, found {info.samplerate} Hz, {info.channels} channels"
+        )
     return int(info.frames)
 
 

@@ -193,11 +193,11 @@ def atomic_write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")
 
 
-
 def folder_files(folder: Path) -> dict[str, dict[str, Any]]:
     """Size and sha256 of every file in ``folder``: the ``files`` entry of a converted model's manifest."""
-    return {p.name: {"size": p.stat().st_size, "sha256": sha256_file(p)} for p in sorted(folder.iterdir())
-            if p.is_file()}
+    return {
+        p.name: {"size": p.stat().st_size, "sha256": sha256_file(p)} for p in sorted(folder.iterdir()) if p.is_file()
+    }
 
 
 def folder_is_sound(target: Path, manifest_name: str, expect: Mapping[str, object], big_file: str) -> bool:
@@ -222,8 +222,9 @@ def folder_is_sound(target: Path, manifest_name: str, expect: Mapping[str, objec
     return True
 
 
-def build_folder(target: Path, manifest_name: str, build: Callable[[Path], Mapping[str, Any]],
-                 is_sound: Callable[[Path], bool]) -> None:
+def build_folder(
+    target: Path, manifest_name: str, build: Callable[[Path], Mapping[str, Any]], is_sound: Callable[[Path], bool]
+) -> None:
     """Make ``target`` (a converted model in the cache) so that it is there whole or not at all.
 
     ``build(tmp)`` writes the files into a temporary sibling of ``target`` and returns the manifest's fields;
@@ -379,8 +380,10 @@ def read_verified_json(
         _reject("content hash", f"cache entry {p} does not match its recorded content hash; recomputing it")
         return None
     if "key" in data and data["key"] != entry_key(p):
-        _reject("answers another key", f"cache entry {p} was written for key {str(data['key'])[:16]}…, not for "
-                "its own; recomputing it")
+        _reject(
+            "answers another key",
+            f"cache entry {p} was written for key {str(data['key'])[:16]}…, not for its own; recomputing it",
+        )
         return None
     recorded_raw = data.get("files")
     recorded: dict[str, Any] = recorded_raw if isinstance(recorded_raw, dict) else {}
@@ -395,14 +398,18 @@ def read_verified_json(
         try:
             value = validate(value)
         except Exception as exc:
-            _reject("wrong shape", f"cache entry {p} has the wrong shape ({type(exc).__name__}: "
-                    f"{one_line(exc)[:160]}); recomputing it")
+            _reject(
+                "wrong shape",
+                f"cache entry {p} has the wrong shape ({type(exc).__name__}: {one_line(exc)[:160]}); recomputing it",
+            )
             return None
     for field, want in (expect or {}).items():  # after the shape: a wrong-shape entry is reported as such
         got = raw.get(field) if isinstance(raw, dict) else None
         if got != want:
-            _reject("answers another question", f"cache entry {p} records {field} {short(got)}, the question asked "
-                    f"has {short(want)}; recomputing it")
+            _reject(
+                "answers another question",
+                f"cache entry {p} records {field} {short(got)}, the question asked has {short(want)}; recomputing it",
+            )
             return None
     return value
 
@@ -422,7 +429,10 @@ class KeyValueCache:
         return self.root / key[:2] / f"{key}{suffix}"
 
     def get(
-        self, key: str, validate: Callable[[Any], Any] | None = None, files: Mapping[str, str | Path] | None = None,
+        self,
+        key: str,
+        validate: Callable[[Any], Any] | None = None,
+        files: Mapping[str, str | Path] | None = None,
         expect: Mapping[str, Any] | None = None,
     ) -> Any | None:
         """The verified value for ``key`` or ``None`` (see :func:`read_verified_json`)."""

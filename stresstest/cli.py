@@ -64,8 +64,10 @@ def _cmd_mix(a: argparse.Namespace) -> int:
         raise MixError(f"--out {out}: folder {out.parent} does not exist")
     for opt, given in (("--speech", a.speech), ("--noise", a.noise)):
         if _same_file(out, Path(given)):
-            raise MixError(f"--out {out}: is the {opt} input; writing the mixture there would destroy it "
-                           "(give another output file)")
+            raise MixError(
+                f"--out {out}: is the {opt} input; writing the mixture there would destroy it "
+                "(give another output file)"
+            )
     n, speech_peak = scan_audio(a.speech)
     n_noise, noise_peak = scan_audio(a.noise)
     existed = out.exists()
@@ -84,9 +86,17 @@ def _cmd_mix(a: argparse.Namespace) -> int:
         write_canonical(a.noise, noise_path, n_noise, noise_peak)
         rng = item_rng(a.seed, Path(a.speech).name, "file")
         offset = int(rng.integers(0, n_noise - n + 1)) if n_noise > n else 0
-        info = write_mixture(out, clean_path, wav_noise(noise_path, offset), SpanMask.from_segments(n, segments),
-                             a.snr, family="file", noise_source=str(a.noise),
-                             noise_offset_s=offset / 16000, noise_recipe={"seed": a.seed, "vad": "energy"})
+        info = write_mixture(
+            out,
+            clean_path,
+            wav_noise(noise_path, offset),
+            SpanMask.from_segments(n, segments),
+            a.snr,
+            family="file",
+            noise_source=str(a.noise),
+            noise_offset_s=offset / 16000,
+            noise_recipe={"seed": a.seed, "vad": "energy"},
+        )
     except BaseException:
         if not existed:
             out.unlink(missing_ok=True)  # a failed mixture is not left behind
@@ -123,8 +133,10 @@ def _read_text(path: str, option: str = "") -> str:
         raise MetricError(problem)
     size = p.stat().st_size
     if size > MAX_TRIGGER_TEXT_BYTES:
-        raise MetricError(f"{option + ' ' if option else ''}{p}: is {size / 1e6:.1f} MB; expected a transcript of at "
-                          f"most {MAX_TRIGGER_TEXT_BYTES / 1e6:g} MB (one conversation); split longer texts")
+        raise MetricError(
+            f"{option + ' ' if option else ''}{p}: is {size / 1e6:.1f} MB; expected a transcript of at "
+            f"most {MAX_TRIGGER_TEXT_BYTES / 1e6:g} MB (one conversation); split longer texts"
+        )
     try:
         return p.read_text("utf-8")
     except UnicodeDecodeError as exc:
@@ -219,12 +231,18 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a sweep from a YAML config")
     r.add_argument("config")
     r.add_argument("--out", help="run directory (default runs/<config name>): new, empty, or a run of this config")
-    r.add_argument("--replace-run", action="store_true",
-                   help="replace the finished run in --out although it was made from a different config")
+    r.add_argument(
+        "--replace-run",
+        action="store_true",
+        help="replace the finished run in --out although it was made from a different config",
+    )
     r.set_defaults(func=_cmd_run)
 
-    ck = sub.add_parser("check", help="will this config run here? corpora, models, CUDA libraries, one decode, "
-                        "one LLM call, disk, writable folders, a time estimate")
+    ck = sub.add_parser(
+        "check",
+        help="will this config run here? corpora, models, CUDA libraries, one decode, "
+        "one LLM call, disk, writable folders, a time estimate",
+    )
     ck.add_argument("config")
     ck.add_argument("--out", help="run directory it would write (default runs/<config name>)")
     ck.add_argument("--quick", action="store_true", help="skip loading models (no decode, no LLM call)")
@@ -241,8 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("triggers", help="cause-side trigger events between two transcripts (JSON)")
     t.add_argument("--ref", required=True)
     t.add_argument("--hyp", required=True)
-    t.add_argument("--gold", metavar="ENCOUNTER_ID",
-                   help="widen the negation check with this encounter's gold concepts, as a run does")
+    t.add_argument(
+        "--gold",
+        metavar="ENCOUNTER_ID",
+        help="widen the negation check with this encounter's gold concepts, as a run does",
+    )
     t.add_argument("--gold-dir", help="gold records to read --gold from (default: the shipped set; a run's gold.path)")
     t.set_defaults(func=_cmd_triggers)
 
@@ -254,11 +275,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("run_a")
     c.add_argument("run_b")
     c.add_argument("--out")
-    c.add_argument("--strict", action="store_true",
-                   help="refuse runs that are not paired (a condition of one name defined differently, another "
-                        "corpus, max_turns, reference text or encounter set) instead of warning")
-    c.add_argument("--pairwise", action="store_true",
-                   help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)")
+    c.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse runs that are not paired (a condition of one name defined differently, another "
+        "corpus, max_turns, reference text or encounter set) instead of warning",
+    )
+    c.add_argument(
+        "--pairwise",
+        action="store_true",
+        help="also judge B's records against A's on the PDSQI-9-derived dimensions (LLM judge)",
+    )
     c.add_argument("--config", help="run config naming the judge LLM for --pairwise (default: RUN_B's resolved config)")
     c.add_argument("--conditions", help="--pairwise: judge only these conditions (comma-separated: clean,babble_5db)")
     c.set_defaults(func=_cmd_compare)
@@ -384,8 +411,13 @@ def _arm_sigterm_watchdog() -> None:
                 from stresstest import children
 
                 children.kill_all()
-                os.write(2, (f"stresstest: interrupted (SIGTERM; still busy {SIGTERM_GRACE_S:g} s later, so stopped "
-                             "without unwinding); re-run the same command to resume\n").encode())
+                os.write(
+                    2,
+                    (
+                        f"stresstest: interrupted (SIGTERM; still busy {SIGTERM_GRACE_S:g} s later, so stopped "
+                        "without unwinding); re-run the same command to resume\n"
+                    ).encode(),
+                )
                 os._exit(130)
 
     t = threading.Thread(target=watch, name="sigterm-watchdog", daemon=True)

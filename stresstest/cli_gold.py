@@ -24,8 +24,12 @@ def add_gold_arguments(g: argparse.ArgumentParser) -> None:
     d = sub.add_parser("draft", help="draft gold YAML files from the human transcripts")
     d.add_argument("config", help="run config (its corpus and structure sections are used)")
     d.add_argument("--out", required=True, help="folder for the drafted YAML files")
-    d.add_argument("--backend", choices=["config", "rules"], default="config",
-                   help="'config' = the config's structure backend; 'rules' = the offline extractor")
+    d.add_argument(
+        "--backend",
+        choices=["config", "rules"],
+        default="config",
+        help="'config' = the config's structure backend; 'rules' = the offline extractor",
+    )
     c = sub.add_parser("check", help="check gold files against their transcripts")
     c.add_argument("config", help="run config (its corpus section locates the transcripts)")
     c.add_argument("--gold", help="gold folder (default: the config's gold.path or the shipped set)")
@@ -68,9 +72,11 @@ def gold_command(a: argparse.Namespace) -> int:
             n_err += sum(1 for i in issues if i.severity == "error")
         checked = sum(1 for e in gold if e in by_id)
         if checked == 0:  # "0 errors" would read as a pass
-            raise GoldError(f"{root}: none of its {len(gold)} gold file(s) matches an encounter of the corpus "
-                            f"({len(encs)} encounter(s) in {cfg.corpus.path}); expected files named "
-                            "<encounter_id>.yaml")
+            raise GoldError(
+                f"{root}: none of its {len(gold)} gold file(s) matches an encounter of the corpus "
+                f"({len(encs)} encounter(s) in {cfg.corpus.path}); expected files named "
+                "<encounter_id>.yaml"
+            )
         print(f"checked {checked} gold file(s) in {root}: {n_err} error(s)")
         return 1 if n_err else 0
 
@@ -92,8 +98,7 @@ def gold_command(a: argparse.Namespace) -> int:
 
             record = draft_gold_with_llm(text, cfg.structure, log_dir=out / "logs")
             by = f"LLM draft ({cfg.structure.server.model or 'bundled model'}) on the human transcript"
-        draft = draft_from_record(scoped, record, by,
-                                  scope_turns=cfg.corpus.max_turns if scoped is not enc else None)
+        draft = draft_from_record(scoped, record, by, scope_turns=cfg.corpus.max_turns if scoped is not enc else None)
         try:
             save_gold(draft, out / f"{enc.encounter_id}.yaml")
             written += 1

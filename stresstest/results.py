@@ -71,7 +71,11 @@ TRIGGER_TYPES: tuple[TriggerType, ...] = get_args(TriggerType)
 
 #: The report's folders, relative to the run directory: each must stay inside it (``ids.confined_path``).
 REPORT_DIRS: tuple[tuple[str, ...], ...] = (
-    ("report",), ("report", "plots"), ("report", "tables"), ("report", "items"), ("report", "items", "audio")
+    ("report",),
+    ("report", "plots"),
+    ("report", "tables"),
+    ("report", "items"),
+    ("report", "items", "audio"),
 )
 
 
@@ -229,8 +233,11 @@ class GuardScores(_Part):
     @classmethod
     def of_envelope(cls, extra: RecordExtra) -> GuardScores:
         """The part of a record envelope's ``extra``: the facts (None when empty) and the guard's counts it has."""
-        counts = {k: getattr(extra, k) for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total")
-                  if k in extra.model_fields_set}
+        counts = {
+            k: getattr(extra, k)
+            for k in ("abstention_rate", "quotes_discarded", "fields_nulled", "fields_total")
+            if k in extra.model_fields_set
+        }
         return cls(extra=extra if extra.model_fields_set else None, **counts)
 
 
@@ -275,8 +282,9 @@ class ProbeScores(_Part):
 
     probe_s: Num | None = Field(default=None, description="Seconds of non-speech inserted by a silence step.")
     probe_words: int | None = Field(default=None, description="ASR words attributed to the inserted stretches.")
-    probe_fields: list[ProbeField] | None = Field(default=None, description="Record fields whose evidence lies "
-                                                  "in those words.")
+    probe_fields: list[ProbeField] | None = Field(
+        default=None, description="Record fields whose evidence lies in those words."
+    )
     probe_twin: str | None = Field(default=None, description="The same chain without its silence step (baseline).")
     probe_words_twin: int | None = Field(default=None, description="ASR words the twin wrote at the same pauses.")
 
@@ -284,7 +292,13 @@ class ProbeScores(_Part):
 ScorePart = AsrScores | TriggerScores | GuardScores | SafetyScores | JudgeScores | NoteQualityScores | ProbeScores
 #: The parts an item is composed of, in the order :meth:`ItemScore.compose` applies them.
 SCORE_PARTS: tuple[type[_Part], ...] = (
-    AsrScores, TriggerScores, GuardScores, SafetyScores, JudgeScores, NoteQualityScores, ProbeScores
+    AsrScores,
+    TriggerScores,
+    GuardScores,
+    SafetyScores,
+    JudgeScores,
+    NoteQualityScores,
+    ProbeScores,
 )
 P = TypeVar("P", bound=_Part)
 
@@ -316,8 +330,9 @@ class ItemScore(BaseModel):
     reference_text: str | None = Field(default=None, description="Human reference transcript r_i.")
     hypothesis_text: str | None = Field(default=None, description="ASR transcript of the base condition.")
     audio_path: str | None = None
-    mix: MixInfo | None = Field(default=None, description="The mixture facts without the noise recipe (in the "
-                                "manifest).")
+    mix: MixInfo | None = Field(
+        default=None, description="The mixture facts without the noise recipe (in the manifest)."
+    )
     transcript_path: str | None = None
     record_path: str | None = None
     scores_path: str | None = None
@@ -372,11 +387,13 @@ class ItemScore(BaseModel):
     halluc_lexical: Num | None = Field(default=None, description="% statements a literal judge calls unsupported.")
     halluc_inference: Num | None = Field(default=None, description="% unsupported under the inference-aware judge.")
     pairwise: ItemPairwise | None = Field(
-        default=None, description="Against a baseline condition's note (docs/spec.md §8).")
+        default=None, description="Against a baseline condition's note (docs/spec.md §8)."
+    )
     probe_s: Num | None = Field(default=None, description="Seconds of non-speech inserted by a silence step.")
     probe_words: int | None = Field(default=None, description="ASR words attributed to the inserted stretches.")
-    probe_fields: list[ProbeField] | None = Field(default=None, description="Record fields whose evidence lies "
-                                                  "in those words.")
+    probe_fields: list[ProbeField] | None = Field(
+        default=None, description="Record fields whose evidence lies in those words."
+    )
     probe_twin: str | None = Field(default=None, description="The same chain without its silence step (baseline).")
     probe_words_twin: int | None = Field(default=None, description="ASR words the twin wrote at the same pauses.")
     quality_path: str | None = Field(default=None, description="quality/<condition>/<encounter>.json (verdicts).")
@@ -473,9 +490,24 @@ class ItemScore(BaseModel):
 
 #: The item's own fields: identity, grid, texts and artefacts, outcome, pairing (no metric owns them).
 ITEM_OWN_FIELDS: tuple[str, ...] = (
-    "encounter_id", "condition", "family", "snr_db", "mitigated", "target_snr_db", "measured_snr_db",
-    "reference_text", "hypothesis_text", "audio_path", "mix", "transcript_path", "record_path", "scores_path",
-    "failed", "error", "paired", "unpaired_reason",
+    "encounter_id",
+    "condition",
+    "family",
+    "snr_db",
+    "mitigated",
+    "target_snr_db",
+    "measured_snr_db",
+    "reference_text",
+    "hypothesis_text",
+    "audio_path",
+    "mix",
+    "transcript_path",
+    "record_path",
+    "scores_path",
+    "failed",
+    "error",
+    "paired",
+    "unpaired_reason",
 )
 
 
@@ -642,9 +674,10 @@ class RunManifest(BaseModel):
     )
     executor: dict[str, Any] = Field(default_factory=dict, description="How the stage tasks ran (kind, workers).")
     environment: dict[str, Any] = Field(
-        default_factory=dict, description="What produced the numbers besides the config: CPU model and the "
+        default_factory=dict,
+        description="What produced the numbers besides the config: CPU model and the "
         "instruction set the engines dispatch to, GPU / driver / CUDA / cuBLAS, engine package versions "
-        "(stresstest.provenance; empty in manifests written before it)."
+        "(stresstest.provenance; empty in manifests written before it).",
     )
     conditions: list[Condition] = Field(default_factory=list, description="The grid, in order.")
     noise: dict[str, NoiseInfo | str] = Field(default_factory=dict, description="Noise source per family.")
@@ -656,10 +689,13 @@ class RunManifest(BaseModel):
     invocations: list[Invocation] = Field(default_factory=list, description="Wall time of each invocation.")
     completed: bool | None = Field(default=None, description="True once the run finished (report included).")
     pairing: PairingInfo | None = Field(
-        default=None, description="docs/spec.md §11 coverage: paired/dropped encounters.")
+        default=None, description="docs/spec.md §11 coverage: paired/dropped encounters."
+    )
     cache_rejected: dict[str, int] = Field(
-        default_factory=dict, description="Cache entries this invocation read and refused (damaged, or the answer "
-        "to another question), by reason; each was recomputed and warned about (stresstest.cache.REJECTED).")
+        default_factory=dict,
+        description="Cache entries this invocation read and refused (damaged, or the answer "
+        "to another question), by reason; each was recomputed and warned about (stresstest.cache.REJECTED).",
+    )
     note_quality: NoteQualityInfo | None = Field(
         default=None,
         description="docs/spec.md §8 judges: model, prompt/ontology hashes, calibration, adequacy, failures.",
@@ -700,17 +736,22 @@ def migrate_manifest(raw: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"schema_version must be a positive integer, got {version!r}")
     if version > MANIFEST_SCHEMA_VERSION:
-        raise ValueError(f"written by a newer stresstest (manifest schema {version}); this one reads schema "
-                         f"{MANIFEST_SCHEMA_VERSION} and migrates 1..{MANIFEST_SCHEMA_VERSION - 1}")
+        raise ValueError(
+            f"written by a newer stresstest (manifest schema {version}); this one reads schema "
+            f"{MANIFEST_SCHEMA_VERSION} and migrates 1..{MANIFEST_SCHEMA_VERSION - 1}"
+        )
     if version == MANIFEST_SCHEMA_VERSION:
         return raw, None
-    return ({**raw, "schema_version": MANIFEST_SCHEMA_VERSION},
-            f"manifest schema {version} migrated to {MANIFEST_SCHEMA_VERSION} (same sections, now typed)")
+    return (
+        {**raw, "schema_version": MANIFEST_SCHEMA_VERSION},
+        f"manifest schema {version} migrated to {MANIFEST_SCHEMA_VERSION} (same sections, now typed)",
+    )
 
 
 def items_jsonl(items: Iterable[ItemScore]) -> str:
     """The text of ``items.jsonl``: one :meth:`ItemScore.to_row` per line, keys sorted, UTF-8 as is."""
     return "".join(json.dumps(it.to_row(), sort_keys=True, ensure_ascii=False) + "\n" for it in items)
+
 
 # --- Reading a run directory (docs/run-format.md) ----------------------------------------------------------
 
@@ -828,8 +869,15 @@ def read_run(run_dir: str | Path) -> RunDir:
     manifest, notes = _read_run_manifest(man_path)
     items = _read_items(items_path)
     summary, columns = _read_summary(run_dir / "summary.csv")
-    return RunDir(path=run_dir, manifest=manifest, items=items, conditions=_conditions(manifest, items, man_path),
-                  summary=summary, summary_columns=columns, notes=notes)
+    return RunDir(
+        path=run_dir,
+        manifest=manifest,
+        items=items,
+        conditions=_conditions(manifest, items, man_path),
+        summary=summary,
+        summary_columns=columns,
+        notes=notes,
+    )
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -855,8 +903,10 @@ def _read_run_manifest(path: Path) -> tuple[RunManifest, list[str]]:
     except ValidationError as exc:
         raise RunDirError(f"{path}: not a stresstest manifest: {_validation_message(exc)}") from exc
     if meta.items_schema_version > ITEM_SCHEMA_VERSION:
-        raise RunDirError(f"{path}: written by a newer stresstest (items schema {meta.items_schema_version}); "
-                          f"this one reads items schema up to {ITEM_SCHEMA_VERSION}")
+        raise RunDirError(
+            f"{path}: written by a newer stresstest (items schema {meta.items_schema_version}); "
+            f"this one reads items schema up to {ITEM_SCHEMA_VERSION}"
+        )
     return meta, [f"manifest.json: {note}"] if note else []
 
 
@@ -899,8 +949,12 @@ def _conditions(manifest: RunManifest, items: list[ItemScore], path: Path) -> Co
         seen: dict[str, dict[str, Any]] = {}
         for it in items:
             if it.condition not in seen:
-                seen[it.condition] = {"condition": it.condition, "family": it.family or "clean",
-                                      "snr_db": it.snr_db, "mitigated": bool(it.mitigated)}
+                seen[it.condition] = {
+                    "condition": it.condition,
+                    "family": it.family or "clean",
+                    "snr_db": it.snr_db,
+                    "mitigated": bool(it.mitigated),
+                }
         return ConditionGrid.from_json(seen.values())
     except ValidationError as exc:
         raise RunDirError(f"{path}: conditions: {_validation_message(exc)}") from exc

@@ -49,8 +49,13 @@ ClaimStatus = Literal["present", "absent", "uncertain"]
 Laterality = Literal["left", "right", "bilateral"]
 
 FlagKind = Literal[
-    "red_flag", "allergy", "high_risk_medication", "self_harm_risk", "critical_vital",
-    "current_medication", "social_risk",
+    "red_flag",
+    "allergy",
+    "high_risk_medication",
+    "self_harm_risk",
+    "critical_vital",
+    "current_medication",
+    "social_risk",
 ]
 CRITICAL_FLAG_KINDS: frozenset[str] = frozenset(
     {"red_flag", "allergy", "high_risk_medication", "self_harm_risk", "critical_vital"}
@@ -264,6 +269,7 @@ class RecordOutput(_Strict):
         Raises:
             pydantic.ValidationError: ``record`` breaks the contract (e.g. a flag without quotes).
         """
+
         def quoted(item: Triage | Claim | SafetyFlag, key: str) -> dict[str, Any]:
             return item.model_dump() | {"evidence": record.field_evidence.get(key, [])}
 

@@ -29,7 +29,8 @@ class SilenceStep(_Strict):
     pause_s: float = Field(ge=0.5, le=60.0, description="Seconds of non-speech inserted per chosen pause.")
     every: int = Field(default=1, ge=1, le=1000, description="A stretch in one pause of every `every` (seeded phase).")
     fill: Literal["floor", "zeros"] = Field(
-        default="floor", description="floor: the recording's own non-speech samples; zeros: digital silence.")
+        default="floor", description="floor: the recording's own non-speech samples; zeros: digital silence."
+    )
 
 
 #: Largest room side (m) accepted for a simulated room.
@@ -51,15 +52,19 @@ def shoebox_problem(rt60_s: float, room_dim_m: Sequence[float]) -> str | None:
     volume, surface = x * y * z, 2.0 * (x * y + x * z + y * z)
     absorption = 24.0 * math.log(10.0) * volume / (SPEED_OF_SOUND_M_S * surface * rt60_s)
     if absorption > 1.0:
-        return (f"rt60_s {rt60_s:g} is too short for a {x:g} × {y:g} × {z:g} m room (Sabine needs wall absorption "
-                f"{absorption:.2f} > 1): choose a smaller room or a longer rt60_s")
+        return (
+            f"rt60_s {rt60_s:g} is too short for a {x:g} × {y:g} × {z:g} m room (Sabine needs wall absorption "
+            f"{absorption:.2f} > 1): choose a smaller room or a longer rt60_s"
+        )
     r_min = min(a * b / math.hypot(a, b) for a, b in ((x, y), (x, z), (y, z)))
     order = math.ceil(SPEED_OF_SOUND_M_S * rt60_s / r_min - 1)
     if order > MAX_IMAGE_ORDER:
         longest = (MAX_IMAGE_ORDER + 1) * r_min / SPEED_OF_SOUND_M_S
-        return (f"rt60_s {rt60_s:g} in a {x:g} × {y:g} × {z:g} m room needs image sources up to order {order} "
-                f"(memory grows with its cube; at most {MAX_IMAGE_ORDER}, about 2.7 GB): choose rt60_s <= "
-                f"{math.floor(longest * 100) / 100:g} for this room, a larger room, or a measured ir")
+        return (
+            f"rt60_s {rt60_s:g} in a {x:g} × {y:g} × {z:g} m room needs image sources up to order {order} "
+            f"(memory grows with its cube; at most {MAX_IMAGE_ORDER}, about 2.7 GB): choose rt60_s <= "
+            f"{math.floor(longest * 100) / 100:g} for this room, a larger room, or a measured ir"
+        )
     return None
 
 
@@ -78,15 +83,18 @@ class RoomStep(_Strict):
         if not all(math.isfinite(d) for d in self.room_dim_m):
             raise ValueError(f"expected finite room dimensions in m, got {list(self.room_dim_m)}")
         if min(self.room_dim_m) < 2.0 or max(self.room_dim_m) > MAX_ROOM_DIM_M:
-            raise ValueError(f"expected every room dimension between 2 and {MAX_ROOM_DIM_M:g} m, "
-                             f"got {list(self.room_dim_m)}")
+            raise ValueError(
+                f"expected every room dimension between 2 and {MAX_ROOM_DIM_M:g} m, got {list(self.room_dim_m)}"
+            )
         if self.rt60_s is not None:
             problem = shoebox_problem(self.rt60_s, self.room_dim_m)
             if problem is not None:
                 raise ValueError(problem)
         if self.ir is None and self.distance_m > self.room_dim_m[0] - 1.0:
-            raise ValueError(f"distance_m {self.distance_m:g} does not fit in a {self.room_dim_m[0]:g} m room "
-                             "with 0.5 m to each wall")
+            raise ValueError(
+                f"distance_m {self.distance_m:g} does not fit in a {self.room_dim_m[0]:g} m room "
+                "with 0.5 m to each wall"
+            )
         return self
 
 
@@ -296,8 +304,19 @@ ChainStepFacts = Annotated[
     Field(discriminator="kind"),
 ]
 
-if tuple(sorted(STEP_KINDS)) != tuple(sorted(  # pragma: no cover - a definition error
+if tuple(sorted(STEP_KINDS)) != tuple(
+    sorted(  # pragma: no cover - a definition error
         f.model_fields["kind"].annotation.__args__[0]  # type: ignore[union-attr]
-        for f in (SilenceFacts, RoomFacts, NoiseFacts, TelephoneFacts, MulawFacts, OpusFacts, PacketLossFacts,
-                  LevelFacts))):
+        for f in (
+            SilenceFacts,
+            RoomFacts,
+            NoiseFacts,
+            TelephoneFacts,
+            MulawFacts,
+            OpusFacts,
+            PacketLossFacts,
+            LevelFacts,
+        )
+    )
+):
     raise TypeError("one facts model per step kind")

@@ -207,8 +207,9 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 Locate = Callable[[tuple[Any, ...]], tuple[str, "yaml.Node | None"]]
 
 
-def format_validation_error(exc: ValidationError, source: str, root: yaml.Node | None = None,
-                            locate: Locate | None = None) -> str:
+def format_validation_error(
+    exc: ValidationError, source: str, root: yaml.Node | None = None, locate: Locate | None = None
+) -> str:
     """One line per error: ``source:line: a.b.c: message (got value)``.
 
     ``locate`` (optional) picks, per key path, the file that set the key and its YAML root.
@@ -227,8 +228,11 @@ def format_validation_error(exc: ValidationError, source: str, root: yaml.Node |
         if err["type"] == "extra_forbidden":
             msg = "unknown key (not part of the config schema; check the spelling)"
         got = err.get("input")
-        got_s = ("" if err["type"] in ("extra_forbidden", "missing") or isinstance(got, dict)
-                 else f" (got {short_repr(got)})")
+        got_s = (
+            ""
+            if err["type"] in ("extra_forbidden", "missing") or isinstance(got, dict)
+            else f" (got {short_repr(got)})"
+        )
         line = _line_of(root, loc) if root is not None else None
         where = f"{source}:{line}" if line else source
         lines.append(f"{where}: {path}: {msg}{got_s}")
@@ -286,19 +290,23 @@ def read_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], yaml.Node | Non
     if nul is not None:  # a path with NUL would fail deep inside the OS layer as an "internal error"
         line = _line_of(root, nul)
         key = ".".join(str(k) for k in nul) or "(top level)"
-        raise ConfigError(f"{p}{f':{line}' if line else ''}: {key}: contains a NUL character (\\0), which no "
-                          "path or name may hold")
+        raise ConfigError(
+            f"{p}{f':{line}' if line else ''}: {key}: contains a NUL character (\\0), which no path or name may hold"
+        )
     bad = _non_finite(raw)
     if bad is not None:  # NaN passes every range check (all comparisons are false); inf overflows the engines
         line = _line_of(root, bad[0])
         key = ".".join(str(k) for k in bad[0]) or "(top level)"
-        raise ConfigError(f"{p}{f':{line}' if line else ''}: {key}: expected a finite number, got {bad[1]!r} "
-                          "(.nan and .inf are not values any setting can take)")
+        raise ConfigError(
+            f"{p}{f':{line}' if line else ''}: {key}: expected a finite number, got {bad[1]!r} "
+            "(.nan and .inf are not values any setting can take)"
+        )
     return raw, root
 
 
-def validate_strict(model: type[M], raw: dict[str, Any], source: str, root: yaml.Node | None = None,
-                    locate: Locate | None = None) -> M:
+def validate_strict(
+    model: type[M], raw: dict[str, Any], source: str, root: yaml.Node | None = None, locate: Locate | None = None
+) -> M:
     """Validate ``raw`` into ``model`` JSON-strictly (see :func:`load_yaml_model`).
 
     Raises:

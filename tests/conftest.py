@@ -235,8 +235,12 @@ if LoadScopeScheduling is not None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--demo-scale", action="store_true", default=False,
-                     help="also run the demo_scale tests (whole shipped demo configs; docs/testing.md)")
+    parser.addoption(
+        "--demo-scale",
+        action="store_true",
+        default=False,
+        help="also run the demo_scale tests (whole shipped demo configs; docs/testing.md)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -64,13 +64,19 @@ def _load_faster_whisper(model_path: str, device: str, compute_type: str, cpu_th
     except ImportError as exc:  # pragma: no cover - faster-whisper is a core dependency
         raise ASRError("faster-whisper is not installed: pip install faster-whisper") from exc
     try:
-        model = WhisperModel(model_path, device=device, compute_type=compute_type, cpu_threads=cpu_threads,
-                             local_files_only=True)
+        model = WhisperModel(
+            model_path, device=device, compute_type=compute_type, cpu_threads=cpu_threads, local_files_only=True
+        )
     except Exception as exc:
-        hint = "" if os.path.isdir(model_path) else (
-            f" (a model name must be in the Hugging Face cache already; nothing is downloaded at run time: "
-            f"fetch it once with `huggingface-cli download Systran/faster-whisper-{model_path}` or give a "
-            f"CTranslate2 model directory)")
+        hint = (
+            ""
+            if os.path.isdir(model_path)
+            else (
+                f" (a model name must be in the Hugging Face cache already; nothing is downloaded at run time: "
+                f"fetch it once with `huggingface-cli download Systran/faster-whisper-{model_path}` or give a "
+                f"CTranslate2 model directory)"
+            )
+        )
         raise ASRError(f"cannot load faster-whisper model {model_path!r}: {exc}{hint}") from exc
     _live_faster_whisper.add(model)
     return model
@@ -116,8 +122,11 @@ class FasterWhisperBackend:
         round differently from the sequential ones.
         """
         out: dict[str, object] = {
-            "device": self.device, "compute_type": self.compute_type, "batch_size": batch_size,
-            "faster-whisper": _package_version("faster-whisper"), "ctranslate2": _package_version("ctranslate2"),
+            "device": self.device,
+            "compute_type": self.compute_type,
+            "batch_size": batch_size,
+            "faster-whisper": _package_version("faster-whisper"),
+            "ctranslate2": _package_version("ctranslate2"),
             # 2: a no-speech decode is skipped whole on both paths (before: its text dropped, the seek kept)
             "silence_rule": 2,
         }
@@ -145,12 +154,17 @@ class FasterWhisperBackend:
 
     def _kwargs(self, options: DecodingOptions) -> dict[str, Any]:
         return dict(
-            language=options.language, beam_size=options.beam_size, best_of=options.best_of,
-            temperature=[options.temperature], condition_on_previous_text=options.condition_on_previous_text,
-            without_timestamps=options.without_timestamps, suppress_blank=options.suppress_blank,
+            language=options.language,
+            beam_size=options.beam_size,
+            best_of=options.best_of,
+            temperature=[options.temperature],
+            condition_on_previous_text=options.condition_on_previous_text,
+            without_timestamps=options.without_timestamps,
+            suppress_blank=options.suppress_blank,
             # faster-whisper's loop skips a no-speech decode whole, as whisper.transcribe; with one temperature the
             # log-prob threshold triggers no fallback (all_results holds the one decode).
-            no_speech_threshold=options.no_speech_threshold, log_prob_threshold=options.log_prob_threshold,
+            no_speech_threshold=options.no_speech_threshold,
+            log_prob_threshold=options.log_prob_threshold,
             compression_ratio_threshold=None,
             **self.decode_overrides,
         )
@@ -187,13 +201,24 @@ class FasterWhisperBackend:
             return []
         version = _package_version("faster-whisper")
         if version != FASTER_WHISPER_VERSION:
-            raise ASRError(f"asr.batch_size > 1 needs faster-whisper=={FASTER_WHISPER_VERSION} (installed: "
-                           f"{version}): pip install 'faster-whisper=={FASTER_WHISPER_VERSION}', or set "
-                           f"asr.batch_size: 1")
-        out = decode_batched(self._model(), windows, options, batch_size, _skip_window, self.decode_overrides,
-                             mel_device=self._log_mel_device())
-        return [WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h, decode_tokens=dt)
-                for t, d, n, h, dt in out]
+            raise ASRError(
+                f"asr.batch_size > 1 needs faster-whisper=={FASTER_WHISPER_VERSION} (installed: "
+                f"{version}): pip install 'faster-whisper=={FASTER_WHISPER_VERSION}', or set "
+                f"asr.batch_size: 1"
+            )
+        out = decode_batched(
+            self._model(),
+            windows,
+            options,
+            batch_size,
+            _skip_window,
+            self.decode_overrides,
+            mel_device=self._log_mel_device(),
+        )
+        return [
+            WindowResult(text=t, n_decodes=d, n_tokens=n, token_limit_hits=h, decode_tokens=dt)
+            for t, d, n, h, dt in out
+        ]
 
 
 def _cuda_available() -> bool:
@@ -230,8 +255,7 @@ def _load_openai_whisper(name_or_path: str, device: str, fp16: bool) -> Any:
             # tool cache that $XDG_CACHE_HOME points to inside stresstest (see cache.confine_tool_dirs).
             from stresstest.cache import user_cache_home
 
-            model = whisper.load_model(name_or_path, device=device,
-                                       download_root=str(user_cache_home() / "whisper"))
+            model = whisper.load_model(name_or_path, device=device, download_root=str(user_cache_home() / "whisper"))
     except Exception as exc:
         raise ASRError(f"cannot load openai-whisper model {name_or_path!r}: {exc}") from exc
     model.eval()
@@ -285,7 +309,11 @@ class OpenAIWhisperBackend:
     name = "openai-whisper"
 
     def __init__(
-        self, model: str = "large-v3", *, device: str = "auto", batch_size: int = 16,
+        self,
+        model: str = "large-v3",
+        *,
+        device: str = "auto",
+        batch_size: int = 16,
         cache_dir: str | Path | None = None,
     ) -> None:
         self.model_name = model
@@ -331,20 +359,29 @@ class OpenAIWhisperBackend:
         device = self._resolved_device()
         converted = self.model_name == BUNDLED_TINY_EN or os.path.isdir(self.model_name)
         return {
-            "device": device, "precision": "float16" if device.startswith("cuda") else "float32",
-            "batch_size": self.batch_size, "openai-whisper": _package_version("openai-whisper"),
-            "torch": _package_version("torch"), "converter": CONVERTER_VERSION if converted else None,
+            "device": device,
+            "precision": "float16" if device.startswith("cuda") else "float32",
+            "batch_size": self.batch_size,
+            "openai-whisper": _package_version("openai-whisper"),
+            "torch": _package_version("torch"),
+            "converter": CONVERTER_VERSION if converted else None,
         }
 
     def _whisper_options(self, options: DecodingOptions, model: Any, fp16: bool) -> Any:
         import whisper
 
-        return whisper.DecodingOptions(**{
-            "task": "transcribe", "language": options.language if model.is_multilingual else "en",
-            "temperature": options.temperature, "beam_size": None if options.beam_size == 1 else options.beam_size,
-            "without_timestamps": options.without_timestamps, "suppress_blank": options.suppress_blank,
-            "fp16": fp16, **self.decode_overrides,
-        })
+        return whisper.DecodingOptions(
+            **{
+                "task": "transcribe",
+                "language": options.language if model.is_multilingual else "en",
+                "temperature": options.temperature,
+                "beam_size": None if options.beam_size == 1 else options.beam_size,
+                "without_timestamps": options.without_timestamps,
+                "suppress_blank": options.suppress_blank,
+                "fp16": fp16,
+                **self.decode_overrides,
+            }
+        )
 
     def transcribe_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:
         """Batched (``batch_size`` decodes at a time), text identical in rule to ``whisper.transcribe``."""
@@ -361,13 +398,21 @@ class OpenAIWhisperBackend:
         for w in windows:
             audio = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)).to(device)
             r = whisper.transcribe(
-                model, audio, verbose=None, temperature=options.temperature,
-                compression_ratio_threshold=None, logprob_threshold=options.log_prob_threshold,
+                model,
+                audio,
+                verbose=None,
+                temperature=options.temperature,
+                compression_ratio_threshold=None,
+                logprob_threshold=options.log_prob_threshold,
                 no_speech_threshold=options.no_speech_threshold,
-                condition_on_previous_text=options.condition_on_previous_text, word_timestamps=False,
-                language=options.language if model.is_multilingual else "en", task="transcribe",
-                fp16=device.startswith("cuda"), beam_size=None if options.beam_size == 1 else options.beam_size,
-                suppress_blank=options.suppress_blank, without_timestamps=options.without_timestamps,
+                condition_on_previous_text=options.condition_on_previous_text,
+                word_timestamps=False,
+                language=options.language if model.is_multilingual else "en",
+                task="transcribe",
+                fp16=device.startswith("cuda"),
+                beam_size=None if options.beam_size == 1 else options.beam_size,
+                suppress_blank=options.suppress_blank,
+                without_timestamps=options.without_timestamps,
             )
             out.append(str(r["text"]).strip())
         return out
@@ -379,8 +424,9 @@ class OpenAIWhisperBackend:
         from whisper.audio import HOP_LENGTH, N_FRAMES, N_SAMPLES
 
         if options.condition_on_previous_text:
-            raise ASRError("openai-whisper backend: condition_on_previous_text must stay false (windows are "
-                           "independent)")
+            raise ASRError(
+                "openai-whisper backend: condition_on_previous_text must stay false (windows are independent)"
+            )
         model = self._model()
         device = str(next(model.parameters()).device)
         fp16 = device.startswith("cuda")
@@ -400,16 +446,32 @@ class OpenAIWhisperBackend:
                 mel = whisper.log_mel_spectrogram(audio, model.dims.n_mels, padding=N_SAMPLES)
                 states.append(_SeekState(mel=mel, content_frames=mel.shape[-1] - N_FRAMES))
             for batch in seek_batches(states, self.batch_size, N_FRAMES):
-                mels = torch.stack([
-                    whisper.pad_or_trim(st.mel[:, st.seek : st.seek + n], N_FRAMES) for st, n in batch
-                ]).to(dtype)
+                mels = torch.stack(
+                    [whisper.pad_or_trim(st.mel[:, st.seek : st.seek + n], N_FRAMES) for st, n in batch]
+                ).to(dtype)
                 results = whisper.decode(model, mels, dec)
                 for (st, n), res in zip(batch, results, strict=True):
-                    _advance(st, list(res.tokens), n, res, options, tokenizer, tb, eot, sample_len,
-                             input_stride, time_precision)
+                    _advance(
+                        st,
+                        list(res.tokens),
+                        n,
+                        res,
+                        options,
+                        tokenizer,
+                        tb,
+                        eot,
+                        sample_len,
+                        input_stride,
+                        time_precision,
+                    )
         return [
-            WindowResult(text=tokenizer.decode(st.tokens).strip(), n_decodes=st.decodes, n_tokens=st.sampled,
-                         token_limit_hits=st.limit_hits, decode_tokens=tuple(st.decode_tokens))
+            WindowResult(
+                text=tokenizer.decode(st.tokens).strip(),
+                n_decodes=st.decodes,
+                n_tokens=st.sampled,
+                token_limit_hits=st.limit_hits,
+                decode_tokens=tuple(st.decode_tokens),
+            )
             for st in states
         ]
 
@@ -421,8 +483,17 @@ class _SeekState(SeekWindow):
 
 
 def _advance(
-    st: _SeekState, tokens: list[int], segment_size: int, res: Any, options: DecodingOptions, tokenizer: Any,
-    tb: int, eot: int, sample_len: int, input_stride: int, time_precision: float,
+    st: _SeekState,
+    tokens: list[int],
+    segment_size: int,
+    res: Any,
+    options: DecodingOptions,
+    tokenizer: Any,
+    tb: int,
+    eot: int,
+    sample_len: int,
+    input_stride: int,
+    time_precision: float,
 ) -> None:
     """One step of ``whisper.transcribe``'s seek loop (no word timestamps, no prompt) for one window."""
     from whisper.audio import HOP_LENGTH
@@ -445,8 +516,9 @@ def _advance(
         last = 0
         for cur in slices:
             piece = tokens[last:cur]
-            segments.append((time_offset + (piece[0] - tb) * time_precision,
-                             time_offset + (piece[-1] - tb) * time_precision, piece))
+            segments.append(
+                (time_offset + (piece[0] - tb) * time_precision, time_offset + (piece[-1] - tb) * time_precision, piece)
+            )
             last = cur
         seek = st.seek + (segment_size if single_ending else (tokens[last - 1] - tb) * input_stride)
     else:
@@ -511,8 +583,14 @@ class OpenAICompatibleASR:
     name = "openai-api"
 
     def __init__(
-        self, base_url: str, model: str, *, api_key_env: str | None = None, concurrency: int = 4,
-        timeout_s: float = 120.0, max_retries: int = 2,
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 2,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -534,14 +612,21 @@ class OpenAICompatibleASR:
             if not key:
                 raise ASRError(f"environment variable {self.api_key_env} (asr.api_key_env) is not set")
             headers["Authorization"] = f"Bearer {key}"
-        data = {"model": self.model, "language": options.language, "temperature": str(options.temperature),
-                "response_format": "json"}
+        data = {
+            "model": self.model,
+            "language": options.language,
+            "temperature": str(options.temperature),
+            "response_format": "json",
+        }
         last: Exception | None = None
         for _ in range(self.max_retries + 1):
             try:
                 r = httpx.post(
-                    f"{self.base_url}/audio/transcriptions", headers=headers, data=data,
-                    files={"file": ("window.wav", buf.getvalue(), "audio/wav")}, timeout=self.timeout_s,
+                    f"{self.base_url}/audio/transcriptions",
+                    headers=headers,
+                    data=data,
+                    files={"file": ("window.wav", buf.getvalue(), "audio/wav")},
+                    timeout=self.timeout_s,
                     trust_env=trust_env(self.base_url),  # a server on 127.0.0.1 is never reached through a proxy
                 )
                 if r.status_code >= 500:

@@ -126,8 +126,12 @@ def _check_vocabulary(model_dir: Path, n_vocab: int) -> None:
         tokens = vocab_file.read_text(encoding="utf-8").split("\n")
     multilingual = n_vocab >= 51865
     tok = whisper.tokenizer.get_tokenizer(multilingual, num_languages=n_vocab - 51765 - int(multilingual))
-    for tid, expected in ((tok.eot, "<|endoftext|>"), (tok.sot, "<|startoftranscript|>"),
-                          (tok.no_timestamps, "<|notimestamps|>"), (tok.timestamp_begin, "<|0.00|>")):
+    for tid, expected in (
+        (tok.eot, "<|endoftext|>"),
+        (tok.sot, "<|startoftranscript|>"),
+        (tok.no_timestamps, "<|notimestamps|>"),
+        (tok.timestamp_begin, "<|0.00|>"),
+    ):
         if tid >= len(tokens) or tokens[tid] != expected:
             raise ASRError(f"{vocab_file}: token {tid} is not {expected}; the openai-whisper tokenizer would not fit")
 
@@ -138,8 +142,9 @@ def ct2_whisper_to_openai(model_dir: str | Path) -> dict[str, Any]:
 
     ckpt = ct2_whisper_openai_arrays(model_dir)
     _check_vocabulary(Path(model_dir), ckpt["dims"]["n_vocab"])
-    ckpt["model_state_dict"] = {k: torch.from_numpy(np.ascontiguousarray(a))
-                                for k, a in ckpt["model_state_dict"].items()}
+    ckpt["model_state_dict"] = {
+        k: torch.from_numpy(np.ascontiguousarray(a)) for k, a in ckpt["model_state_dict"].items()
+    }
     return ckpt
 
 
@@ -158,9 +163,13 @@ def ct2_whisper_openai_arrays(model_dir: str | Path) -> dict[str, Any]:
         n_mels=int(v["encoder/conv1/weight"].shape[1]),
         n_audio_ctx=int(v["encoder/position_encodings/encodings"].shape[0]),
         n_audio_state=int(v["encoder/position_encodings/encodings"].shape[1]),
-        n_audio_head=int(v["encoder/num_heads"]), n_audio_layer=n_enc,
-        n_vocab=int(emb.shape[0]), n_text_ctx=int(v["decoder/position_encodings/encodings"].shape[0]),
-        n_text_state=int(emb.shape[1]), n_text_head=int(v["decoder/num_heads"]), n_text_layer=n_dec,
+        n_audio_head=int(v["encoder/num_heads"]),
+        n_audio_layer=n_enc,
+        n_vocab=int(emb.shape[0]),
+        n_text_ctx=int(v["decoder/position_encodings/encodings"].shape[0]),
+        n_text_state=int(emb.shape[1]),
+        n_text_head=int(v["decoder/num_heads"]),
+        n_text_layer=n_dec,
     )
     d = dims["n_audio_state"]
     sd: dict[str, np.ndarray] = {}
@@ -280,8 +289,9 @@ def openai_to_ct2(
     dims = checkpoint["dims"]
     # Copies: CTranslate2 quantises in place, and the caller's tensors must stay as they are.
     sd = {k: np.array(v.detach().float().cpu().numpy(), copy=True) for k, v in checkpoint["model_state_dict"].items()}
-    spec = whisper_spec.WhisperSpec(dims["n_audio_layer"], dims["n_audio_head"], dims["n_text_layer"],
-                                    dims["n_text_head"])
+    spec = whisper_spec.WhisperSpec(
+        dims["n_audio_layer"], dims["n_audio_head"], dims["n_text_layer"], dims["n_text_head"]
+    )
 
     def lin(dst: Any, src: str) -> None:
         dst.weight = sd[f"{src}.weight"]
@@ -290,8 +300,7 @@ def openai_to_ct2(
 
     def fused(dst: Any, srcs: list[str]) -> None:
         dst.weight = np.concatenate([sd[f"{s}.weight"] for s in srcs])
-        dst.bias = np.concatenate([sd.get(f"{s}.bias", np.zeros(sd[f"{s}.weight"].shape[0], np.float32))
-                                   for s in srcs])
+        dst.bias = np.concatenate([sd.get(f"{s}.bias", np.zeros(sd[f"{s}.weight"].shape[0], np.float32)) for s in srcs])
 
     def ln(dst: Any, src: str) -> None:
         dst.gamma, dst.beta = sd[f"{src}.weight"], sd[f"{src}.bias"]
@@ -326,7 +335,8 @@ def openai_to_ct2(
     template = Path(template_dir)
     cfg = json.loads((template / "config.json").read_text())
     heads = checkpoint.get("alignment_heads") or [
-        [layer_i, h] for layer_i in range(dims["n_text_layer"] // 2, dims["n_text_layer"])
+        [layer_i, h]
+        for layer_i in range(dims["n_text_layer"] // 2, dims["n_text_layer"])
         for h in range(dims["n_text_head"])
     ]
     spec.config.suppress_ids = cfg.get("suppress_ids")
@@ -334,8 +344,11 @@ def openai_to_ct2(
     spec.config.lang_ids = cfg.get("lang_ids") or []
     spec.config.alignment_heads = [tuple(h) for h in heads]
     vocab_file = template / "vocabulary.txt"
-    tokens = (json.loads((template / "vocabulary.json").read_text()) if not vocab_file.is_file()
-              else vocab_file.read_text(encoding="utf-8").split("\n"))
+    tokens = (
+        json.loads((template / "vocabulary.json").read_text())
+        if not vocab_file.is_file()
+        else vocab_file.read_text(encoding="utf-8").split("\n")
+    )
     spec.register_vocabulary(tokens[: dims["n_vocab"]])
     spec.validate()
     spec.optimize(quantization=quantization)

@@ -32,7 +32,9 @@ def _candidates(subdir: str, search_path: Iterable[str]) -> list[Path]:
 
 
 def preload_cuda_libraries(
-    libs: tuple[tuple[str, str, str], ...] = CUBLAS12, *, search_path: Iterable[str] | None = None,
+    libs: tuple[tuple[str, str, str], ...] = CUBLAS12,
+    *,
+    search_path: Iterable[str] | None = None,
 ) -> dict[str, str]:
     """Load each library globally: from the loader path if it is there, else from pip's ``nvidia/…/lib``.
 

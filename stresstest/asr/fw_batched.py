@@ -48,8 +48,12 @@ class _Window(SeekWindow):
 
 
 def decode_batched(
-    model: Any, windows: list[np.ndarray], options: DecodingOptions, batch_size: int,
-    skip: Callable[[float, float, DecodingOptions], bool], overrides: dict[str, Any] | None = None,
+    model: Any,
+    windows: list[np.ndarray],
+    options: DecodingOptions,
+    batch_size: int,
+    skip: Callable[[float, float, DecodingOptions], bool],
+    overrides: dict[str, Any] | None = None,
     mel_device: str | None = None,
 ) -> list[tuple[str, int, int, int, tuple[int, ...]]]:
     """Decode ``windows`` with the sequential seek rule, ``batch_size`` decodes per model call.
@@ -76,8 +80,7 @@ def decode_batched(
 
     if options.temperature != 0 or options.beam_size != 1 or options.condition_on_previous_text:
         raise ASRError("the batched faster-whisper path decodes greedily at temperature 0 without conditioning")
-    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
-                          language=options.language)
+    tokenizer = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=options.language)
     over = dict(overrides or {})
     unknown = set(over) - {"max_new_tokens", "suppress_tokens"}
     if unknown:
@@ -109,14 +112,24 @@ def decode_batched(
 
         def encode(batch: list[tuple[_Window, int]]) -> Any:
             return model.encode(np.stack([pad_or_trim(st.features[:, st.seek : st.seek + n]) for st, n in batch]))
+
     states = [_Window(features=feats, content_frames=feats.shape[-1] - 1) for feats in all_feats]
     for batch in seek_batches(states, batch_size, n_frames):
         encoded = encode(batch)
         results = model.model.generate(
-            encoded, [list(prompt) for _ in batch], length_penalty=1, repetition_penalty=1,
-            no_repeat_ngram_size=0, max_length=max_length, return_scores=True, return_no_speech_prob=True,
-            suppress_blank=options.suppress_blank, suppress_tokens=suppress,
-            max_initial_timestamp_index=max_initial, beam_size=1, patience=1,
+            encoded,
+            [list(prompt) for _ in batch],
+            length_penalty=1,
+            repetition_penalty=1,
+            no_repeat_ngram_size=0,
+            max_length=max_length,
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=options.suppress_blank,
+            suppress_tokens=suppress,
+            max_initial_timestamp_index=max_initial,
+            beam_size=1,
+            patience=1,
         )
         for (st, size), res in zip(batch, results, strict=True):
             tokens = list(res.sequences_ids[0])
@@ -126,8 +139,12 @@ def decode_batched(
                 st.advance(st.seek + size, size)  # generate_segments: "fast-forward to the next segment boundary"
                 continue
             segments, seek, _ = model._split_segments_by_timestamps(
-                tokenizer=tokenizer, tokens=tokens, time_offset=st.seek / fps, segment_size=size,
-                segment_duration=size / fps, seek=st.seek,
+                tokenizer=tokenizer,
+                tokens=tokens,
+                time_offset=st.seek / fps,
+                segment_size=size,
+                segment_duration=size / fps,
+                seek=st.seek,
             )
             for seg in segments:
                 text = tokenizer.decode(seg["tokens"])

@@ -51,16 +51,26 @@ _TIME_PRECISION_S = 0.02
 
 # Per-block renames (openai-whisper → transformers), applied to ``<side>.blocks.N.<rest>``.
 _BLOCK = {
-    "attn.query": "self_attn.q_proj", "attn.key": "self_attn.k_proj", "attn.value": "self_attn.v_proj",
-    "attn.out": "self_attn.out_proj", "attn_ln": "self_attn_layer_norm",
-    "cross_attn.query": "encoder_attn.q_proj", "cross_attn.key": "encoder_attn.k_proj",
-    "cross_attn.value": "encoder_attn.v_proj", "cross_attn.out": "encoder_attn.out_proj",
-    "cross_attn_ln": "encoder_attn_layer_norm", "mlp.0": "fc1", "mlp.2": "fc2", "mlp_ln": "final_layer_norm",
+    "attn.query": "self_attn.q_proj",
+    "attn.key": "self_attn.k_proj",
+    "attn.value": "self_attn.v_proj",
+    "attn.out": "self_attn.out_proj",
+    "attn_ln": "self_attn_layer_norm",
+    "cross_attn.query": "encoder_attn.q_proj",
+    "cross_attn.key": "encoder_attn.k_proj",
+    "cross_attn.value": "encoder_attn.v_proj",
+    "cross_attn.out": "encoder_attn.out_proj",
+    "cross_attn_ln": "encoder_attn_layer_norm",
+    "mlp.0": "fc1",
+    "mlp.2": "fc2",
+    "mlp_ln": "final_layer_norm",
 }
 # Whole-name renames outside the blocks (the parameter suffix .weight/.bias is kept unless mapped here).
 _GLOBAL = {
-    "encoder.conv1": "model.encoder.conv1", "encoder.conv2": "model.encoder.conv2",
-    "encoder.ln_post": "model.encoder.layer_norm", "decoder.ln": "model.decoder.layer_norm",
+    "encoder.conv1": "model.encoder.conv1",
+    "encoder.conv2": "model.encoder.conv2",
+    "encoder.ln_post": "model.encoder.layer_norm",
+    "decoder.ln": "model.decoder.layer_norm",
     "decoder.token_embedding": "model.decoder.embed_tokens",
 }
 _POSITIONS = {
@@ -125,9 +135,16 @@ def _special_ids(tokens: list[str], n_vocab: int, where: Path) -> dict[str, int]
     """Ids of Whisper's special tokens, read off the model's own vocabulary (English-only and multilingual
     vocabularies put them in different places)."""
     index = {t: i for i, t in enumerate(tokens[:n_vocab])}
-    names = {"eot": "<|endoftext|>", "sot": "<|startoftranscript|>", "translate": "<|translate|>",
-             "transcribe": "<|transcribe|>", "sot_lm": "<|startoflm|>", "sot_prev": "<|startofprev|>",
-             "no_timestamps": "<|notimestamps|>", "timestamp_begin": "<|0.00|>"}
+    names = {
+        "eot": "<|endoftext|>",
+        "sot": "<|startoftranscript|>",
+        "translate": "<|translate|>",
+        "transcribe": "<|transcribe|>",
+        "sot_lm": "<|startoflm|>",
+        "sot_prev": "<|startofprev|>",
+        "no_timestamps": "<|notimestamps|>",
+        "timestamp_begin": "<|0.00|>",
+    }
     out: dict[str, int] = {}
     for key, tok in names.items():
         if tok not in index:
@@ -146,32 +163,57 @@ def hf_config(dims: dict[str, int], ct2_config: dict[str, Any], special: dict[st
     """``config.json`` of ``WhisperForConditionalGeneration`` for these dimensions."""
     ffn = 4 * dims["n_audio_state"]
     return {
-        "architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper",
-        "vocab_size": dims["n_vocab"], "num_mel_bins": dims["n_mels"], "d_model": dims["n_audio_state"],
-        "encoder_layers": dims["n_audio_layer"], "encoder_attention_heads": dims["n_audio_head"],
-        "decoder_layers": dims["n_text_layer"], "decoder_attention_heads": dims["n_text_head"],
-        "encoder_ffn_dim": ffn, "decoder_ffn_dim": ffn, "max_source_positions": dims["n_audio_ctx"],
-        "max_target_positions": dims["n_text_ctx"], "activation_function": "gelu", "scale_embedding": False,
-        "tie_word_embeddings": True, "is_encoder_decoder": True, "use_cache": True,
-        "bos_token_id": special["eot"], "eos_token_id": special["eot"], "pad_token_id": special["eot"],
+        "architectures": ["WhisperForConditionalGeneration"],
+        "model_type": "whisper",
+        "vocab_size": dims["n_vocab"],
+        "num_mel_bins": dims["n_mels"],
+        "d_model": dims["n_audio_state"],
+        "encoder_layers": dims["n_audio_layer"],
+        "encoder_attention_heads": dims["n_audio_head"],
+        "decoder_layers": dims["n_text_layer"],
+        "decoder_attention_heads": dims["n_text_head"],
+        "encoder_ffn_dim": ffn,
+        "decoder_ffn_dim": ffn,
+        "max_source_positions": dims["n_audio_ctx"],
+        "max_target_positions": dims["n_text_ctx"],
+        "activation_function": "gelu",
+        "scale_embedding": False,
+        "tie_word_embeddings": True,
+        "is_encoder_decoder": True,
+        "use_cache": True,
+        "bos_token_id": special["eot"],
+        "eos_token_id": special["eot"],
+        "pad_token_id": special["eot"],
         "decoder_start_token_id": special["sot"],
         "suppress_tokens": list(ct2_config.get("suppress_ids") or []),
         "begin_suppress_tokens": list(ct2_config.get("suppress_ids_begin") or [220, special["eot"]]),
-        "dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0, "torch_dtype": "float32",
+        "dropout": 0.0,
+        "attention_dropout": 0.0,
+        "activation_dropout": 0.0,
+        "torch_dtype": "float32",
     }
 
 
 def hf_generation_config(
-    dims: dict[str, int], ct2_config: dict[str, Any], special: dict[str, int], tokens: list[str],
+    dims: dict[str, int],
+    ct2_config: dict[str, Any],
+    special: dict[str, int],
+    tokens: list[str],
     heads: list[list[int]],
 ) -> dict[str, Any]:
     """``generation_config.json``: what transformers' Whisper ``generate`` reads (special ids, suppress lists)."""
     multilingual = dims["n_vocab"] >= 51865  # openai-whisper's own rule (English-only models have 51864)
     gen: dict[str, Any] = {
-        "decoder_start_token_id": special["sot"], "bos_token_id": special["eot"],
-        "eos_token_id": special["eot"], "pad_token_id": special["eot"], "max_length": dims["n_text_ctx"],
-        "no_timestamps_token_id": special["no_timestamps"], "prev_sot_token_id": special["sot_prev"],
-        "is_multilingual": multilingual, "max_initial_timestamp_index": 50, "return_timestamps": False,
+        "decoder_start_token_id": special["sot"],
+        "bos_token_id": special["eot"],
+        "eos_token_id": special["eot"],
+        "pad_token_id": special["eot"],
+        "max_length": dims["n_text_ctx"],
+        "no_timestamps_token_id": special["no_timestamps"],
+        "prev_sot_token_id": special["sot_prev"],
+        "is_multilingual": multilingual,
+        "max_initial_timestamp_index": 50,
+        "return_timestamps": False,
         "suppress_tokens": list(ct2_config.get("suppress_ids") or []),
         "begin_suppress_tokens": list(ct2_config.get("suppress_ids_begin") or [220, special["eot"]]),
         "alignment_heads": heads,
@@ -185,15 +227,22 @@ def hf_generation_config(
 def preprocessor_config(n_mels: int) -> dict[str, Any]:
     """``WhisperFeatureExtractor`` settings: Whisper's log-Mel front end (16 kHz, 25 ms / 10 ms, 30-s chunks)."""
     return {
-        "feature_extractor_type": "WhisperFeatureExtractor", "processor_class": "WhisperProcessor",
-        "feature_size": n_mels, "sampling_rate": 16000, "hop_length": 160, "n_fft": 400, "chunk_length": 30,
-        "n_samples": 480000, "nb_max_frames": 3000, "padding_side": "right", "padding_value": 0.0,
+        "feature_extractor_type": "WhisperFeatureExtractor",
+        "processor_class": "WhisperProcessor",
+        "feature_size": n_mels,
+        "sampling_rate": 16000,
+        "hop_length": 160,
+        "n_fft": 400,
+        "chunk_length": 30,
+        "n_samples": 480000,
+        "nb_max_frames": 3000,
+        "padding_side": "right",
+        "padding_value": 0.0,
         "return_attention_mask": False,
     }
 
 
-def _tokenizer_files(model_dir: Path, out_dir: Path, tokens: list[str], n_vocab: int,
-                     special: dict[str, int]) -> None:
+def _tokenizer_files(model_dir: Path, out_dir: Path, tokens: list[str], n_vocab: int, special: dict[str, int]) -> None:
     """``tokenizer.json`` (the CTranslate2 folder's, completed with every special/timestamp id of the model)
     and ``tokenizer_config.json``."""
     src = model_dir / "tokenizer.json"
@@ -210,15 +259,30 @@ def _tokenizer_files(model_dir: Path, out_dir: Path, tokens: list[str], n_vocab:
             raise ASRError(f"{model_dir}: vocabulary entry {i} is empty; cannot complete the tokenizer")
         # Timestamp tokens are special: ``decode(skip_special_tokens=True)`` drops them, as openai-whisper's
         # tokenizer.decode does.
-        added.append({"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
-                      "normalized": False, "special": True})
+        added.append(
+            {
+                "id": i,
+                "content": tokens[i],
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+        )
     tok["added_tokens"] = sorted(added, key=lambda a: int(a["id"]))
     (out_dir / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
     eot = tokens[special["eot"]]
     cfg = {
-        "tokenizer_class": "WhisperTokenizer", "processor_class": "WhisperProcessor",
-        "bos_token": eot, "eos_token": eot, "unk_token": eot, "pad_token": eot,
-        "add_prefix_space": False, "errors": "replace", "model_max_length": 1024,
+        "tokenizer_class": "WhisperTokenizer",
+        "processor_class": "WhisperProcessor",
+        "bos_token": eot,
+        "eos_token": eot,
+        "unk_token": eot,
+        "pad_token": eot,
+        "add_prefix_space": False,
+        "errors": "replace",
+        "model_max_length": 1024,
     }
     (out_dir / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
@@ -251,8 +315,7 @@ def write_hf_checkpoint(ckpt: dict[str, Any], model_dir: str | Path, out_dir: st
     save_file(weights, str(out / WEIGHTS), metadata={"format": "pt"})
     files = {
         "config.json": hf_config(dims, ct2_config, special),
-        "generation_config.json": hf_generation_config(dims, ct2_config, special, tokens,
-                                                       ckpt["alignment_heads"]),
+        "generation_config.json": hf_generation_config(dims, ct2_config, special, tokens, ckpt["alignment_heads"]),
         "preprocessor_config.json": preprocessor_config(dims["n_mels"]),
     }
     for name, obj in files.items():
@@ -291,8 +354,13 @@ def hf_checkpoint_for_ct2(model_dir: str | Path, cache_dir: str | Path | None = 
 
     def build(tmp: Path) -> dict[str, Any]:
         meta = convert(src, tmp)
-        return {"converter_version": HF_CONVERTER_VERSION, "source": str(src), "source_sha256": digest,
-                "dtype": "float32", "dims": meta["dims"]}
+        return {
+            "converter_version": HF_CONVERTER_VERSION,
+            "source": str(src),
+            "source_sha256": digest,
+            "dtype": "float32",
+            "dims": meta["dims"],
+        }
 
     build_folder(target, MANIFEST, build, lambda t: _verified(t, digest))
     return target

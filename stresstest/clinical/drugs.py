@@ -114,8 +114,9 @@ def match_drug_tokens(text: str, tokens: list[Token]) -> list[Mention]:
             continue  # suppressed entry ("caps", recreational drugs...)
         start, end = tokens[i].start, tokens[j - 1].end
         cls = _classes().get(generic)
-        out.append(Mention(start, end, text[start:end], generic, "medication", False,
-                           None if cls is None else "high_risk"))
+        out.append(
+            Mention(start, end, text[start:end], generic, "medication", False, None if cls is None else "high_risk")
+        )
     return out
 
 

@@ -118,9 +118,7 @@ def match_tokens(text: str, tokens: list[Token]) -> list[Mention]:
             continue  # a shadowing non-clinical phrase
         info = lex.concepts[concept]
         start, end = tokens[i].start, tokens[j - 1].end
-        out.append(
-            Mention(start, end, text[start:end], concept, info.category, info.red_flag, info.triage_hint)
-        )
+        out.append(Mention(start, end, text[start:end], concept, info.category, info.red_flag, info.triage_hint))
     return out
 
 
@@ -183,21 +181,43 @@ _WORSE = frozenset({"worse", "worsened", "worsens", "aggravated", "exacerbated"}
 _BETTER = frozenset({"better", "relieved", "eased", "improved", "improves", "eases"})
 _LINKS = frozenset({"with", "by", "on", "when", "after", "during", "while", "from", "if", "upon"})
 _DETERMINERS = frozenset({"a", "an", "the", "my", "your", "his", "her", "their"})
-_TIMES_OF_DAY = {("at", "night"): "at night", ("in", "the", "morning"): "in the morning",
-                 ("in", "the", "evening"): "in the evening", ("at", "rest"): "at rest"}
+_TIMES_OF_DAY = {
+    ("at", "night"): "at night",
+    ("in", "the", "morning"): "in the morning",
+    ("in", "the", "evening"): "in the evening",
+    ("at", "rest"): "at rest",
+}
 #: Spellings of the same activity ("deep breathing" = "deep breath", "icing" = "ice").
 _ACTIVITY = {
-    ("deep", "breathing"): "deep breath", ("deep", "breaths"): "deep breath", ("breathing", "in"): "deep breath",
-    ("breathing", "deeply"): "deep breath", ("taking", "a", "deep", "breath"): "deep breath",
-    ("icing",): "ice", ("ice", "packs"): "ice", ("ice", "pack"): "ice", ("resting",): "rest", ("cough",): "coughing",
-    ("lying", "down"): "lying down", ("laying", "down"): "lying down", ("lying", "flat"): "lying down",
-    ("lying",): "lying down", ("exercising",): "exercise", ("cold", "weather"): "cold air",
-    ("cold", "temperatures"): "cold air", ("going", "up", "stairs"): "stairs", ("going", "down", "stairs"): "stairs",
-    ("walking", "upstairs"): "stairs", ("climbing", "stairs"): "stairs", ("going", "upstairs"): "stairs",
-    ("going", "downstairs"): "stairs", ("walking", "up", "stairs"): "stairs", ("taking", "the", "stairs"): "stairs",
+    ("deep", "breathing"): "deep breath",
+    ("deep", "breaths"): "deep breath",
+    ("breathing", "in"): "deep breath",
+    ("breathing", "deeply"): "deep breath",
+    ("taking", "a", "deep", "breath"): "deep breath",
+    ("icing",): "ice",
+    ("ice", "packs"): "ice",
+    ("ice", "pack"): "ice",
+    ("resting",): "rest",
+    ("cough",): "coughing",
+    ("lying", "down"): "lying down",
+    ("laying", "down"): "lying down",
+    ("lying", "flat"): "lying down",
+    ("lying",): "lying down",
+    ("exercising",): "exercise",
+    ("cold", "weather"): "cold air",
+    ("cold", "temperatures"): "cold air",
+    ("going", "up", "stairs"): "stairs",
+    ("going", "down", "stairs"): "stairs",
+    ("walking", "upstairs"): "stairs",
+    ("climbing", "stairs"): "stairs",
+    ("going", "upstairs"): "stairs",
+    ("going", "downstairs"): "stairs",
+    ("walking", "up", "stairs"): "stairs",
+    ("taking", "the", "stairs"): "stairs",
 }
-_EXERTION = frozenset({"exertion", "exercise", "activity", "physical activity", "walking", "movement", "exercising",
-                       "running", "stairs"})
+_EXERTION = frozenset(
+    {"exertion", "exercise", "activity", "physical activity", "walking", "movement", "exercising", "running", "stairs"}
+)
 
 
 def _modifier_form(words: tuple[str, ...]) -> str | None:
@@ -235,4 +255,3 @@ def _modifier_form(words: tuple[str, ...]) -> str | None:
         if concept:
             return concept
     return forms[0]
-

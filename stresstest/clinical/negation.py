@@ -52,10 +52,29 @@ POST_WINDOW = 4
 QA_SKIP = 8
 #: Tokens before a target in which a question opener ("any", "do you have") may sit.
 QA_LEAD_WINDOW = 12
-_CLAUSE_START = frozenset({
-    "i", "i'm", "i've", "i'd", "you", "you're", "he", "she", "we", "they", "it", "it's", "my", "your",
-    "what", "when", "how", "where", "why",
-})
+_CLAUSE_START = frozenset(
+    {
+        "i",
+        "i'm",
+        "i've",
+        "i'd",
+        "you",
+        "you're",
+        "he",
+        "she",
+        "we",
+        "they",
+        "it",
+        "it's",
+        "my",
+        "your",
+        "what",
+        "when",
+        "how",
+        "where",
+        "why",
+    }
+)
 _SENT_PUNCT = frozenset(".!?;\n")
 _ANSWER_KINDS = ("answer_no", "answer_unsure", "confirm", "answer_yes")
 _WH_WORDS = frozenset({"when", "how", "what", "where", "which", "why", "what's", "where's", "how's"})
@@ -151,12 +170,11 @@ class ContextAnalyzer:
         sid = 0
         # Speaker labels ("D:", "P:") open a new sentence and are not words of it.
         skip = {
-            k for k, tok in enumerate(self.tokens)
+            k
+            for k, tok in enumerate(self.tokens)
             if (tok.text in _SPEAKER_LABELS and text.startswith(":", tok.end))
             or (
-                tok.norm in _BRACKET_LABELS
-                and text.startswith("]", tok.end)
-                and text[tok.start - 1 : tok.start] == "["
+                tok.norm in _BRACKET_LABELS and text.startswith("]", tok.end) and text[tok.start - 1 : tok.start] == "["
             )
         }
         for k, tok in enumerate(self.tokens):

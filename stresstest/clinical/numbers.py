@@ -50,20 +50,64 @@ _SMALL_DIGITS = {w: str(int(v)) for w, v in number_words().items() if v <= 10 an
 _ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9"}
 # Prescription shorthand -> doses per day.
 _ABBREV_FREQ = {
-    "od": 1.0, "qd": 1.0, "bd": 2.0, "bid": 2.0, "tds": 3.0, "tid": 3.0, "qds": 4.0, "qid": 4.0,
-    "nocte": 1.0, "daily": 1.0, "nightly": 1.0, "weekly": 1.0, "monthly": 1.0, "hourly": 1.0,
+    "od": 1.0,
+    "qd": 1.0,
+    "bd": 2.0,
+    "bid": 2.0,
+    "tds": 3.0,
+    "tid": 3.0,
+    "qds": 4.0,
+    "qid": 4.0,
+    "nocte": 1.0,
+    "daily": 1.0,
+    "nightly": 1.0,
+    "weekly": 1.0,
+    "monthly": 1.0,
+    "hourly": 1.0,
 }
 _ABBREV_PERIOD = {"weekly": "per week", "monthly": "per month", "hourly": "per hour"}
 _PERIODS = {
-    "day": "per day", "days": "per day", "daily": "per day", "night": "per day", "week": "per week",
-    "weeks": "per week", "month": "per month", "months": "per month", "year": "per year", "hour": "per hour",
-    "hours": "per hour", "minute": "per minute", "morning": "per day", "evening": "per day",
+    "day": "per day",
+    "days": "per day",
+    "daily": "per day",
+    "night": "per day",
+    "week": "per week",
+    "weeks": "per week",
+    "month": "per month",
+    "months": "per month",
+    "year": "per year",
+    "hour": "per hour",
+    "hours": "per hour",
+    "minute": "per minute",
+    "morning": "per day",
+    "evening": "per day",
 }
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _ANCHOR_WORDS = {
-    "yesterday", "today", "tonight", "morning", "evening", "afternoon", "night", "week", "weekend", "month",
-    "year", "christmas", "january", "february", "march", "april", "june", "july", "august", "september",
-    "october", "november", "december", *_WEEKDAYS,
+    "yesterday",
+    "today",
+    "tonight",
+    "morning",
+    "evening",
+    "afternoon",
+    "night",
+    "week",
+    "weekend",
+    "month",
+    "year",
+    "christmas",
+    "january",
+    "february",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    *_WEEKDAYS,
 }
 
 _WORD = re.compile(r"\d+(?:\.\d+)?|[A-Za-z]+(?:['\u2019][A-Za-z]+)*|%")
@@ -291,14 +335,16 @@ def _period(ws: list[_W], k: int) -> tuple[str, int] | None:
 
 
 _COUPLE_RE = re.compile(r"\bcouple\s+(?:of\s+)?(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
-_FEW_RE = re.compile(
-    r"\b(?P<q>few|several)\s+(?P<unit>minutes|hours|days|nights|weeks|months|years)\b", re.IGNORECASE)
+_FEW_RE = re.compile(r"\b(?P<q>few|several)\s+(?P<unit>minutes|hours|days|nights|weeks|months|years)\b", re.IGNORECASE)
 _PAST_PERIOD_RE = re.compile(
     r"\b(?:for|over|in|during|within)\s+the\s+(?:past|last)\s+(?P<unit>minute|hour|day|night|week|month|year)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _AND_A_HALF_RE = re.compile(
     r"\b(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten) and a (?:half|1/2) "
-    r"(?P<unit>minutes|hours|days|weeks|months|years)\b", re.IGNORECASE)
+    r"(?P<unit>minutes|hours|days|weeks|months|years)\b",
+    re.IGNORECASE,
+)
 
 
 def _fixed_phrases(text: str) -> list[Quantity]:
@@ -331,8 +377,11 @@ def _missed_phrases(text: str) -> list[Quantity]:
         unit = mt.group("unit").lower()
         out.append(Quantity(mt.start(), mt.end(), 2.0, unit, unit if unit.endswith("s") else unit + "s", "time"))
     for mt in _FEW_RE.finditer(text):
-        out.append(Quantity(mt.start(), mt.end(), None, mt.group(0),
-                            f"{mt.group('q').lower()} {mt.group('unit').lower()}", "time"))
+        out.append(
+            Quantity(
+                mt.start(), mt.end(), None, mt.group(0), f"{mt.group('q').lower()} {mt.group('unit').lower()}", "time"
+            )
+        )
     return out
 
 
@@ -381,8 +430,9 @@ def _scan_quantities(text: str) -> list[Quantity]:
     i = 0
     n = len(ws)
 
-    def emit(a: int, b: int, value: float | None, unit: str | None, canon: str | None, kind: str,
-             vmax: float | None = None) -> None:
+    def emit(
+        a: int, b: int, value: float | None, unit: str | None, canon: str | None, kind: str, vmax: float | None = None
+    ) -> None:
         start, end = ws[a].start, ws[b - 1].end
         out.append(Quantity(start, end, value, unit, canon, kind, vmax))  # type: ignore[arg-type]
 
@@ -399,14 +449,16 @@ def _scan_quantities(text: str) -> list[Quantity]:
         if w in _MULT_WORDS:
             per = _period(ws, i + 1)
             if per is not None:
-                emit(i, per[1], _MULT_WORDS[w], " ".join(x.text for x in ws[i + 1 : per[1]]), per[0],
-                     "frequency")
+                emit(i, per[1], _MULT_WORDS[w], " ".join(x.text for x in ws[i + 1 : per[1]]), per[0], "frequency")
                 i = per[1]
                 continue
         # "every 4 hours", "every other day", "every day"
         if w == "every" and i + 1 < n:
-            num = _parse_number(ws, i + 1) if (ws[i + 1].norm[0].isdigit() or ws[i + 1].norm in _SMALL
-                                               or ws[i + 1].norm in _TENS) else None
+            num = (
+                _parse_number(ws, i + 1)
+                if (ws[i + 1].norm[0].isdigit() or ws[i + 1].norm in _SMALL or ws[i + 1].norm in _TENS)
+                else None
+            )
             j = num[1] if num else i + 1
             if j < n and ws[j].norm in ("other",):
                 num, j = (2.0, j + 1), j + 1
@@ -414,8 +466,14 @@ def _scan_quantities(text: str) -> list[Quantity]:
             if unit is not None and unit[1] == "time":
                 every = num[0] if num else 1.0
                 canon = unit[0].rstrip("s")
-                emit(i, unit[2], 1.0 / every if every else None, " ".join(x.text for x in ws[j : unit[2]]),
-                     f"per {canon}", "frequency")
+                emit(
+                    i,
+                    unit[2],
+                    1.0 / every if every else None,
+                    " ".join(x.text for x in ws[j : unit[2]]),
+                    f"per {canon}",
+                    "frequency",
+                )
                 i = unit[2]
                 continue
         # Anchored times: "since Monday", "last night", "yesterday", "this morning".
@@ -428,15 +486,20 @@ def _scan_quantities(text: str) -> list[Quantity]:
             if j < n and ws[j].norm == "last" and w == "since":
                 j += 1
             if j < n and ws[j].norm in _ANCHOR_WORDS:
-                anchor = " ".join(x.norm for x in ws[i:j + 1]) if w != "since" else ws[j].norm
+                anchor = " ".join(x.norm for x in ws[i : j + 1]) if w != "since" else ws[j].norm
                 if w == "since" and j > i + 1:
                     anchor = "last " + ws[j].norm
                 emit(i, j + 1, None, " ".join(x.text for x in ws[i + 1 : j + 1]), anchor, "time")
                 i = j + 1
                 continue
         # "2 drinks a day", "10 cigarettes per day": the rate of the quantity just before.
-        if w in ("a", "an", "per", "each", "every") and out and i > 0 and out[-1].end == ws[i - 1].end \
-                and out[-1].kind in ("count", "dose"):
+        if (
+            w in ("a", "an", "per", "each", "every")
+            and out
+            and i > 0
+            and out[-1].end == ws[i - 1].end
+            and out[-1].kind in ("count", "dose")
+        ):
             per = _period(ws, i)
             if per is not None:
                 emit(i, per[1], 1.0, " ".join(x.text for x in ws[i : per[1]]), per[0], "frequency")
@@ -493,9 +556,9 @@ def _scan_quantities(text: str) -> list[Quantity]:
             if e + 2 < n and [x.norm for x in ws[e : e + 3]] == ["and", "a", "half"]:
                 value += 0.5
                 e += 3
-            elif (j + 2 < n and [x.norm for x in ws[j : j + 3]] == ["and", "a", "half"]):
+            elif j + 2 < n and [x.norm for x in ws[j : j + 3]] == ["and", "a", "half"]:
                 pass
-            unit_text = " ".join(x.text for x in ws[j:unit[2]])
+            unit_text = " ".join(x.text for x in ws[j : unit[2]])
             # "pack a day" etc. carry their own period; "packs" + "a day" is a rate too.
             emit(start, e, value, unit_text, canon, kind, vmax)
             i = e
@@ -503,8 +566,7 @@ def _scan_quantities(text: str) -> list[Quantity]:
         if j + 3 < n and [x.norm for x in ws[j : j + 3]] == ["and", "a", "half"]:
             unit = _match_unit(ws, j + 3, False)
             if unit is not None:
-                emit(start, unit[2], value + 0.5, " ".join(x.text for x in ws[j + 3 : unit[2]]), unit[0],
-                     unit[1], vmax)
+                emit(start, unit[2], value + 0.5, " ".join(x.text for x in ws[j + 3 : unit[2]]), unit[0], unit[1], vmax)
                 i = unit[2]
                 continue
         if j == start + 1 and ws[start].norm in ("a", "an", "one", "half"):

@@ -107,7 +107,6 @@ class Mention:
 _JOIN_GAP = re.compile(r"[\s\-/]*")
 
 
-
 @functools.lru_cache(maxsize=1)
 def fillers() -> dict[str, frozenset[str]]:
     """``fillers.tsv`` by kind: ``hesitation`` ("um", "uh"...) and ``discourse`` ("okay", "well"...)."""

@@ -46,8 +46,18 @@ __all__ = [
 
 #: Categories of ``clinical_terms.tsv``.
 TERM_CATEGORIES: tuple[str, ...] = (
-    "symptom", "finding", "history", "test", "procedure", "body_site", "habit", "contraception", "family",
-    "family_member", "device", "medication",
+    "symptom",
+    "finding",
+    "history",
+    "test",
+    "procedure",
+    "body_site",
+    "habit",
+    "contraception",
+    "family",
+    "family_member",
+    "device",
+    "medication",
 )
 #: Category of a term of the ``medwer`` list that the project's overlay does not type.
 MEDWER_CATEGORY = "medical_term"

@@ -83,9 +83,7 @@ def csv_files(path: Path) -> list[Path]:
         )
     folder = path / "challenge_data" if (path / "challenge_data").is_dir() else path
     files = sorted(
-        f
-        for f in folder.iterdir()
-        if f.is_file() and f.suffix.lower() == ".csv" and not f.stem.endswith("_metadata")
+        f for f in folder.iterdir() if f.is_file() and f.suffix.lower() == ".csv" and not f.stem.endswith("_metadata")
     )
     if not files:
         raise CorpusError(f"{folder}: expected ACI-BENCH dialogue CSVs (*.csv), found none")
@@ -133,9 +131,7 @@ def _load_csv(path: Path) -> list[Encounter]:
     try:
         header = next(reader, None)
         if header is None:
-            raise CorpusError(
-                f"{path}:1: expected a header row dataset,encounter_id,dialogue,note, got an empty file"
-            )
+            raise CorpusError(f"{path}:1: expected a header row dataset,encounter_id,dialogue,note, got an empty file")
         columns = [h.strip() for h in header]
         id_col = next((c for c in _ID_COLUMNS if c in columns), None)
         if id_col is None or "dialogue" not in columns:
@@ -163,8 +159,7 @@ def _load_csv(path: Path) -> list[Encounter]:
                 raise CorpusError(f"{path}:{start}: expected a non-empty {id_col}")
             if eid in first_line:
                 raise CorpusError(
-                    f"{path}:{start}: expected unique {id_col}s, got {eid!r} again "
-                    f"(first on line {first_line[eid]})"
+                    f"{path}:{start}: expected unique {id_col}s, got {eid!r} again (first on line {first_line[eid]})"
                 )
             check_id(eid, what=id_col, where=f"{path}:{start}")
             first_line[eid] = start
@@ -185,9 +180,7 @@ def _load_csv(path: Path) -> list[Encounter]:
     return encounters
 
 
-def parse_dialogue(
-    dialogue: str, path: Path | str = "<dialogue>", line: int = 1, eid: str = "?"
-) -> tuple[Turn, ...]:
+def parse_dialogue(dialogue: str, path: Path | str = "<dialogue>", line: int = 1, eid: str = "?") -> tuple[Turn, ...]:
     """Split an ACI-BENCH dialogue into clean turns.
 
     Args:

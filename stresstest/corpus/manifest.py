@@ -40,9 +40,7 @@ def manifest_file(path: Path) -> Path:
     if path.is_dir():
         candidate = path / "manifest.jsonl"
         if not candidate.is_file():
-            raise CorpusError(
-                f"{candidate}: manifest not found (expected a JSONL file, one encounter per line)"
-            )
+            raise CorpusError(f"{candidate}: manifest not found (expected a JSONL file, one encounter per line)")
         return candidate
     if not path.is_file():
         raise CorpusError(f"{path}: manifest not found (expected a JSONL file, one encounter per line)")
@@ -73,9 +71,7 @@ def load_manifest(path: str | Path) -> list[Encounter]:
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"{where}: expected one JSON object per line, got invalid JSON ({exc.msg})"
-            ) from exc
+            raise CorpusError(f"{where}: expected one JSON object per line, got invalid JSON ({exc.msg})") from exc
         enc = _entry(obj, mpath, where)
         if enc.encounter_id in seen:
             raise CorpusError(
@@ -164,8 +160,10 @@ def _turns(value: Any, where: str) -> tuple[Turn, ...]:
         if start is not None:
             # Turns are the reference in order; timings that contradict the order describe another dialogue.
             if prev_start is not None and start < prev_start[1]:
-                raise CorpusError(f"{at}: starts at {start:g} s, before turn {prev_start[0]} ({prev_start[1]:g} s); "
-                                  "expected turns in the order they were spoken (start_s not decreasing)")
+                raise CorpusError(
+                    f"{at}: starts at {start:g} s, before turn {prev_start[0]} ({prev_start[1]:g} s); "
+                    "expected turns in the order they were spoken (start_s not decreasing)"
+                )
             prev_start = (k, start)
         text = clean_text(text)
         if has_words(text):  # an empty turn carries nothing to transcribe

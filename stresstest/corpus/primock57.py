@@ -120,8 +120,7 @@ def load_primock57(path: str | Path) -> list[Encounter]:
         if missing:
             present = next(iter(files.values()))
             raise CorpusError(
-                f"{present}: expected its partner channel {transcripts / f'{stem}_{missing[0]}.TextGrid'}, "
-                f"not found"
+                f"{present}: expected its partner channel {transcripts / f'{stem}_{missing[0]}.TextGrid'}, not found"
             )
         check_id(stem, where=str(files.get("doctor") or next(iter(files.values()))))
         encounters.append(_load_one(stem, files, notes, _find_channels(stem, transcripts)))
@@ -141,8 +140,11 @@ def _find_channels(stem: str, transcripts: Path) -> tuple[str, ...]:
             if not folder.is_dir():
                 continue
             hit = next(
-                (folder / f"{stem}_{channel}{suf}" for suf in AUDIO_SUFFIXES
-                 if (folder / f"{stem}_{channel}{suf}").is_file()),
+                (
+                    folder / f"{stem}_{channel}{suf}"
+                    for suf in AUDIO_SUFFIXES
+                    if (folder / f"{stem}_{channel}{suf}").is_file()
+                ),
                 None,
             )
             if hit is not None:
@@ -205,9 +207,7 @@ def _read_note(path: Path) -> str | None:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CorpusError(
-            f"{path}:{exc.lineno}: expected a JSON object, got invalid JSON ({exc.msg})"
-        ) from exc
+        raise CorpusError(f"{path}:{exc.lineno}: expected a JSON object, got invalid JSON ({exc.msg})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("note"), str):
         raise CorpusError(f"{path}:1: expected a JSON object with a string field 'note'")
     # Keep the note's own layout (paragraphs, "Plan:" lines); only trim the ends.

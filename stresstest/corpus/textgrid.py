@@ -111,9 +111,7 @@ class _Stream:
     def flag(self, what: str) -> tuple[bool, int]:
         v = self._next(f"{what} (<exists> or <absent>)")
         if v.kind != "flag":
-            raise CorpusError(
-                f"{self.path}:{v.line}: expected {what} (<exists> or <absent>), got {v.value!r}"
-            )
+            raise CorpusError(f"{self.path}:{v.line}: expected {what} (<exists> or <absent>), got {v.value!r}")
         return v.value == "exists", v.line
 
 
@@ -157,8 +155,7 @@ def parse_textgrid(text: str, path: str | Path = "<textgrid>") -> list[Tier]:
     if s.pos < len(s.values):
         extra = s.values[s.pos]
         raise CorpusError(
-            f"{s.path}:{extra.line}: expected the end of the file after {n_tiers} tier(s), "
-            f"got {extra.value!r}"
+            f"{s.path}:{extra.line}: expected the end of the file after {n_tiers} tier(s), got {extra.value!r}"
         )
     return tiers
 
@@ -187,7 +184,5 @@ def _read_tier(s: _Stream, k: int) -> Tier:
             label, _ = s.string(f"the mark of point {i} of tier {k}")
             items.append(Interval(time, time, label, line))
     else:
-        raise CorpusError(
-            f"{s.path}:{line}: expected tier class IntervalTier or TextTier, got {tier_class!r}"
-        )
+        raise CorpusError(f"{s.path}:{line}: expected tier class IntervalTier or TextTier, got {tier_class!r}")
     return Tier(tier_class=tier_class, name=name, items=tuple(items))

@@ -56,7 +56,8 @@ class GoldRecord(BaseModel):
     encounter_id: str = Field(description="Id of the encounter, equal to the file name's stem.")
     corpus: str = Field(description="Corpus the encounter comes from: osce, primock57, ...")
     scope_turns: int | None = Field(
-        default=None, ge=1,
+        default=None,
+        ge=1,
         description="When set, the claims cover only the first N turns and runs truncate to N turns.",
     )
     chief_complaint: str | None = None
@@ -139,8 +140,10 @@ def read_gold_file(path: str | Path) -> GoldRecord:
     rec = parse_gold(data, str(p))
     if p.stem != rec.encounter_id:
         # One file per encounter, named after it: otherwise an edit to the wrong file goes unnoticed.
-        raise GoldError(f"{p}: encounter_id {rec.encounter_id!r} does not match the file name (expected "
-                        f"{p.stem!r}); rename the file to {rec.encounter_id}.yaml")
+        raise GoldError(
+            f"{p}: encounter_id {rec.encounter_id!r} does not match the file name (expected "
+            f"{p.stem!r}); rename the file to {rec.encounter_id}.yaml"
+        )
     return rec
 
 
@@ -178,8 +181,7 @@ def load_gold(path_or_dir: str | Path) -> dict[str, GoldRecord]:
     for f in gold_files(path_or_dir):
         rec = read_gold_file(f)
         if rec.encounter_id in out:
-            raise GoldError(f"{f}: encounter_id {rec.encounter_id!r} is already defined in "
-                            f"{where[rec.encounter_id]}")
+            raise GoldError(f"{f}: encounter_id {rec.encounter_id!r} is already defined in {where[rec.encounter_id]}")
         out[rec.encounter_id] = rec
         where[rec.encounter_id] = f
     return out
@@ -223,11 +225,10 @@ class _GoldDumper(yaml.SafeDumper):
 
 
 _GoldDumper.add_representer(
-    _Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=True))
-_GoldDumper.add_representer(
-    _Quote, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", str(v), style='"'))
-_GoldDumper.add_representer(
-    _FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+    _Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=True)
+)
+_GoldDumper.add_representer(_Quote, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", str(v), style='"'))
+_GoldDumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
 
 
 def dump_gold(record: GoldRecord) -> str:
@@ -237,8 +238,9 @@ def dump_gold(record: GoldRecord) -> str:
     data["safety_flags"] = [_Flow(f) for f in data["safety_flags"]]
     data["field_evidence"] = {k: _FlowList(_Quote(q) for q in v) for k, v in data["field_evidence"].items()}
     # No wrapping: a quote broken over lines with a trailing backslash is easy to damage by hand.
-    return yaml.dump(data, Dumper=_GoldDumper, sort_keys=False, allow_unicode=True, width=4096,
-                     default_flow_style=False)
+    return yaml.dump(
+        data, Dumper=_GoldDumper, sort_keys=False, allow_unicode=True, width=4096, default_flow_style=False
+    )
 
 
 def _is_audited_file(p: Path) -> bool:
@@ -271,8 +273,10 @@ def save_gold(record: GoldRecord, path: str | Path, overwrite_audited: bool = Fa
     if p.is_dir():
         p = p / f"{record.encounter_id}.yaml"
     if p.exists() and not overwrite_audited and _is_audited_file(p):
-        raise GoldError(f"{p}: refusing to overwrite a clinician-audited gold file "
-                        "(provenance.audited is true); write elsewhere or pass overwrite_audited")
+        raise GoldError(
+            f"{p}: refusing to overwrite a clinician-audited gold file "
+            "(provenance.audited is true); write elsewhere or pass overwrite_audited"
+        )
     os.makedirs(p.parent, exist_ok=True)
     atomic_write_text(p, dump_gold(record))
     return p

@@ -64,8 +64,18 @@ class GoldIssue:
         return f"{self.severity}: {self.where}: {self.message} [{self.code}]"
 
 
-_TYPO = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
-                       "\u2013": "-", "\u2014": "-", "\u2026": "...", "\u00a0": " "})
+_TYPO = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2026": "...",
+        "\u00a0": " ",
+    }
+)
 _WS = re.compile(r"\s+")
 
 
@@ -106,54 +116,83 @@ def check_gold(record: GoldRecord | Mapping[str, Any], transcript_text: str | No
         try:
             record = GoldRecord.model_validate(dict(record))
         except ValidationError as err:
-            return [GoldIssue("schema", m.split(":", 1)[0], m.split(":", 1)[1].strip())
-                    for m in validation_messages(err)]
+            return [
+                GoldIssue("schema", m.split(":", 1)[0], m.split(":", 1)[1].strip()) for m in validation_messages(err)
+            ]
     issues: list[GoldIssue] = []
     seen_ids: dict[str, str] = {}
     ids = [("claims", i, c.id) for i, c in enumerate(record.claims)]
     ids += [("safety_flags", i, f.id) for i, f in enumerate(record.safety_flags)]
     for kind, i, ident in ids:
         if ident in seen_ids:
-            issues.append(GoldIssue("duplicate_id", f"{kind}[{i}].id",
-                                    f"id {ident!r} is already used by {seen_ids[ident]}"))
+            issues.append(
+                GoldIssue("duplicate_id", f"{kind}[{i}].id", f"id {ident!r} is already used by {seen_ids[ident]}")
+            )
         else:
             seen_ids[ident] = f"{kind}[{i}]"
     keys: dict[str, str] = {}
     for i, c in enumerate(record.claims):
         key = canonical_claim(c).key
         if key in keys:
-            issues.append(GoldIssue("duplicate_claim", f"claims[{i}]",
-                                    f"claim {c.id!r} has the same canonical key as {keys[key]}: {key}"))
+            issues.append(
+                GoldIssue(
+                    "duplicate_claim",
+                    f"claims[{i}]",
+                    f"claim {c.id!r} has the same canonical key as {keys[key]}: {key}",
+                )
+            )
         else:
             keys[key] = f"claims[{i}] ({c.id!r})"
     for key in record.field_evidence:
         if key != "triage" and key not in seen_ids:
-            issues.append(GoldIssue("evidence_unknown_field", f"field_evidence.{key}",
-                                    f"expected 'triage' or a claim/flag id, got {key!r}"))
+            issues.append(
+                GoldIssue(
+                    "evidence_unknown_field",
+                    f"field_evidence.{key}",
+                    f"expected 'triage' or a claim/flag id, got {key!r}",
+                )
+            )
     for i, f in enumerate(record.safety_flags):
         quotes = [q for q in record.field_evidence.get(f.id, []) if q.strip()]
         if not quotes:
-            issues.append(GoldIssue("flag_without_evidence", f"safety_flags[{i}]",
-                                    f"flag {f.id!r} ({f.kind}: {f.name}) has no quote in "
-                                    f"field_evidence.{f.id}"))
+            issues.append(
+                GoldIssue(
+                    "flag_without_evidence",
+                    f"safety_flags[{i}]",
+                    f"flag {f.id!r} ({f.kind}: {f.name}) has no quote in field_evidence.{f.id}",
+                )
+            )
     if not record.triage.rationale.strip():
-        issues.append(GoldIssue("triage_without_rationale", "triage.rationale",
-                                "expected one sentence saying why this level, got an empty rationale",
-                                "warning"))
+        issues.append(
+            GoldIssue(
+                "triage_without_rationale",
+                "triage.rationale",
+                "expected one sentence saying why this level, got an empty rationale",
+                "warning",
+            )
+        )
     if transcript_text is not None:
         norm = normalise_quote_text(transcript_text)
         for key, quotes in record.field_evidence.items():
             for j, q in enumerate(quotes):
                 nq = normalise_quote_text(q)
                 if not nq:
-                    issues.append(GoldIssue("evidence_empty", f"field_evidence.{key}[{j}]",
-                                            "expected a verbatim quote, got an empty string"))
+                    issues.append(
+                        GoldIssue(
+                            "evidence_empty",
+                            f"field_evidence.{key}[{j}]",
+                            "expected a verbatim quote, got an empty string",
+                        )
+                    )
                 elif nq not in norm:
-                    scope = (f" (within the first {record.scope_turns} turns)"
-                             if record.scope_turns is not None else "")
-                    issues.append(GoldIssue("evidence_not_in_transcript", f"field_evidence.{key}[{j}]",
-                                            f"quote {q!r} not found in the transcript of "
-                                            f"{record.encounter_id}{scope}"))
+                    scope = f" (within the first {record.scope_turns} turns)" if record.scope_turns is not None else ""
+                    issues.append(
+                        GoldIssue(
+                            "evidence_not_in_transcript",
+                            f"field_evidence.{key}[{j}]",
+                            f"quote {q!r} not found in the transcript of {record.encounter_id}{scope}",
+                        )
+                    )
     return issues
 
 
@@ -187,8 +226,9 @@ def draft_from_record(
         claims=[c.model_copy() for c in record.claims],
         safety_flags=[f.model_copy() for f in record.safety_flags],
         field_evidence={k: list(v) for k, v in record.field_evidence.items()},
-        provenance=Provenance(drafted_by=drafted_by, audited_by=None, audited=False, date=date or today(),
-                              notes="draft: not reviewed"),
+        provenance=Provenance(
+            drafted_by=drafted_by, audited_by=None, audited=False, date=date or today(), notes="draft: not reviewed"
+        ),
     )
 
 
@@ -225,8 +265,11 @@ def mark_audited(path: str | Path, auditor: str, *, date: str | None = None) -> 
     when = date or today()
     want = revise(rec, provenance=revise(rec.provenance, audited=True, audited_by=auditor, date=when))
     text = p.read_text(encoding="utf-8")
-    new = {"audited": "true", "audited_by": yaml.safe_dump(auditor, default_style='"').strip().split("\n")[0],
-           "date": f"'{when}'"}
+    new = {
+        "audited": "true",
+        "audited_by": yaml.safe_dump(auditor, default_style='"').strip().split("\n")[0],
+        "date": f"'{when}'",
+    }
     hits = [m for m in _PROV_LINE.finditer(text)]
     edited = None
     if sorted(m.group("key") for m in hits) == ["audited", "audited_by", "date"]:

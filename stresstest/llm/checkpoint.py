@@ -302,8 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="cache root (default $STRESSTEST_CACHE)")
     parser.add_argument("--gguf", type=Path, default=None, help="GGUF to convert (default: the bundled SmolLM2)")
     args = parser.parse_args(argv)
-    return print_made_path("stresstest.llm.checkpoint", lambda: ensure_smollm2_safetensors(args.cache, args.gguf),
-                           CheckpointError)
+    return print_made_path(
+        "stresstest.llm.checkpoint", lambda: ensure_smollm2_safetensors(args.cache, args.gguf), CheckpointError
+    )
 
 
 if __name__ == "__main__":

@@ -178,9 +178,7 @@ def parse_output(text: str, model_cls: type[M]) -> M:
     try:
         return model_cls.model_validate(obj)
     except ValidationError as exc:
-        errs = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()[:3]
-        )
+        errs = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()[:3])
         raise ValueError(f"schema violation ({exc.error_count()} errors: {errs})") from exc
 
 
@@ -212,18 +210,14 @@ class ChatClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request_body(
-        self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any]
-    ) -> dict[str, Any]:
+    def request_body(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any]) -> dict[str, Any]:
         """The exact JSON body sent (the whole decoding φ + constrained response format)."""
         return {
             "model": self.endpoint.model,
             "messages": messages,
             **phi_payload(self.config),
             "stream": False,
-            "response_format": response_format_payload(
-                self.config.resolved_response_format(), schema_name, schema
-            ),
+            "response_format": response_format_payload(self.config.resolved_response_format(), schema_name, schema),
         }
 
     def complete(
@@ -274,9 +268,7 @@ class ChatClient:
                     parsed = parse_output(text, model_cls)
                 except ValueError as exc:
                     raise _Retryable(str(exc), text) from exc
-                return CallResult(
-                    parsed, text, None, attempts, time.monotonic() - t0, **_usage_fields(usage)
-                )
+                return CallResult(parsed, text, None, attempts, time.monotonic() - t0, **_usage_fields(usage))
             except _Fatal as exc:
                 reason, raw = exc.reason, exc.raw if exc.raw is not None else raw
                 break

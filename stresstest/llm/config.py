@@ -80,9 +80,7 @@ class ServerConfig(_Strict):
     )
     port: int = Field(default=0, ge=0, le=65535, description="Port of a managed server; 0 = pick a free one.")
     n_ctx: int = Field(default=4096, ge=256, description="Context window (tokens) of a managed server.")
-    n_threads: int | None = Field(
-        default=None, ge=1, description="CPU threads for llama.cpp (None = its default)."
-    )
+    n_threads: int | None = Field(default=None, ge=1, description="CPU threads for llama.cpp (None = its default).")
     revision: str | None = Field(
         default=None,
         description="vLLM only: the model repository revision (commit hash) to load, passed as --revision / "
@@ -152,11 +150,15 @@ class ServerConfig(_Strict):
         "preset's (deterministic: false; default: vLLM's).",
     )
     max_num_seqs: int | None = Field(
-        default=None, ge=1, le=4096,
+        default=None,
+        ge=1,
+        le=4096,
         description="vLLM only: sequences one engine step batches (--max-num-seqs); None = vLLM's default.",
     )
     cpu_kv_cache_gib: int | None = Field(
-        default=None, ge=1, le=1024,
+        default=None,
+        ge=1,
+        le=1024,
         description="vLLM CPU build only: KV-cache size in GiB (the CPU engine's VLLM_CPU_KVCACHE_SPACE; it does "
         "not use gpu_memory_utilization). None = vLLM's default (4 GiB in 0.32).",
     )
@@ -212,9 +214,7 @@ class DecodingConfig(_Strict):
         "whole output), so the same number is not the same penalty on both; the manifest records what was sent.",
     )
     presence_penalty: float = Field(default=0.0, ge=-2.0, le=2.0, description="Additive presence penalty (0 = off).")
-    frequency_penalty: float = Field(
-        default=0.0, ge=-2.0, le=2.0, description="Additive frequency penalty (0 = off)."
-    )
+    frequency_penalty: float = Field(default=0.0, ge=-2.0, le=2.0, description="Additive frequency penalty (0 = off).")
 
 
 class LLMConfig(_Strict):
@@ -242,8 +242,9 @@ class LLMConfig(_Strict):
         f"{VLLM_GPU_CONCURRENCY}, or server.max_num_seqs when set; anything else (llama.cpp, vLLM on a CPU, an "
         f"external server) {DEFAULT_CONCURRENCY}. The value used is in the manifest (llm_engines[].concurrency).",
     )
-    timeout_s: float = Field(default=300.0, gt=0, le=86_400,
-                             description="Per-request timeout (read/write/connect), at most a day.")
+    timeout_s: float = Field(
+        default=300.0, gt=0, le=86_400, description="Per-request timeout (read/write/connect), at most a day."
+    )
     max_retries: int = Field(
         default=3,
         ge=0,

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -80,9 +81,7 @@ class LLMEngine:
         progress: bool = True,
     ) -> None:
         if config.backend == "rules":
-            raise LLMError(
-                "LLMEngine: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'"
-            )
+            raise LLMError("LLMEngine: backend 'rules' makes no LLM calls; expected 'openai' or 'vllm-offline'")
         self.config = config
         self.cache_dir = Path(cache_dir)
         self.log_dir = Path(log_dir)

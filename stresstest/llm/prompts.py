@@ -59,9 +59,7 @@ class Prompt:
         """
         expected = self.placeholders()
         if set(values) != expected:
-            raise LLMError(
-                f"prompt {self.id}: expected values for {sorted(expected)}, got {sorted(values)}"
-            )
+            raise LLMError(f"prompt {self.id}: expected values for {sorted(expected)}, got {sorted(values)}")
         # One pass over each template, so a value that itself contains "{{x}}" is not re-expanded.
         system, user = (_PLACEHOLDER.sub(lambda m: values[m.group(1)], t) for t in (self.system, self.user_template))
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -104,8 +102,6 @@ def load_prompt(name: str, version: str, package: str) -> Prompt:
     root = resources.files(package)
     path = root / fname
     if not path.is_file():
-        have = sorted(
-            p.name for p in root.iterdir() if p.name.startswith(f"{name}_") and p.name.endswith(".md")
-        )
+        have = sorted(p.name for p in root.iterdir() if p.name.startswith(f"{name}_") and p.name.endswith(".md"))
         raise LLMError(f"prompt file {package}/{fname} not found; available: {have or 'none'}")
     return parse_prompt(name, version, path.read_text("utf-8"))

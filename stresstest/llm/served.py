@@ -57,12 +57,8 @@ log = logging.getLogger(__name__)
 
 _STOP_GRACE_S = 10.0
 PROGRESS_EVERY_S = 15.0  # a progress line on stderr this often while a managed server loads
-LLAMA_INSTALL_HINT = (
-    "install it with: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'llama-cpp-python[server]'"
-)
-VLLM_INSTALL_HINT = (
-    "install the GPU extra: pip install 'stresstest[gpu]' (or pip install vllm) on a CUDA machine"
-)
+LLAMA_INSTALL_HINT = "install it with: CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'llama-cpp-python[server]'"
+VLLM_INSTALL_HINT = "install the GPU extra: pip install 'stresstest[gpu]' (or pip install vllm) on a CUDA machine"
 
 
 def resolve_model(config: LLMConfig) -> str:
@@ -108,7 +104,11 @@ def bundled_vllm_checkpoint(python: str, cache_dir: Path) -> Path:
     try:
         done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
             [python, "-m", "stresstest.llm.checkpoint", "--cache", str(cache_dir)],
-            capture_output=True, text=True, timeout=1800, check=False, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise LLMError(f"converting the bundled SmolLM2 GGUF with {python} failed: {exc}") from exc
@@ -159,9 +159,7 @@ def model_identity(config: LLMConfig) -> str:
         except httpx.HTTPError as exc:
             raise LLMError(f"external LLM server {base_url}: GET /v1/models failed ({exc})") from exc
         if not models:
-            raise LLMError(
-                f"external LLM server {base_url}: /v1/models lists no model; set server.model"
-            )
+            raise LLMError(f"external LLM server {base_url}: /v1/models lists no model; set server.model")
         return models[0]
     model = resolve_model(config)
     if srv.engine == "llama.cpp":
@@ -191,8 +189,10 @@ def port_problem(port: int) -> str | None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError as exc:
-            return (f"structure.server.port {port}: 127.0.0.1:{port} is in use by another process "
-                    f"({exc.strerror or exc}); choose another port, or 0 for a free one")
+            return (
+                f"structure.server.port {port}: 127.0.0.1:{port} is in use by another process "
+                f"({exc.strerror or exc}); choose another port, or 0 for a free one"
+            )
     return None
 
 
@@ -290,12 +290,18 @@ def vllm_serve_args(config: LLMConfig, port: int, cli: VllmCli) -> list[str]:
     opts = srv.engine_options(gpu=cuda_visible())
     need = cli.require
     args = [
-        need("--host", "the loopback bind"), srv.host,
-        need("--port", "the port"), str(port),
-        need("--seed", "decoding.seed"), str(d.seed),
-        need("--max-model-len", "server.n_ctx"), str(srv.n_ctx),
-        need("--served-model-name", "the model name requests use"), served_name(config),
-        need("--generation-config", "a φ no generation_config.json can change"), "vllm",
+        need("--host", "the loopback bind"),
+        srv.host,
+        need("--port", "the port"),
+        str(port),
+        need("--seed", "decoding.seed"),
+        str(d.seed),
+        need("--max-model-len", "server.n_ctx"),
+        str(srv.n_ctx),
+        need("--served-model-name", "the model name requests use"),
+        served_name(config),
+        need("--generation-config", "a φ no generation_config.json can change"),
+        "vllm",
         need("--structured-outputs-config", "compact schema-constrained JSON"),
         json.dumps({"backend": srv.structured_outputs_backend, "disable_any_whitespace": True}),
     ]
@@ -465,9 +471,11 @@ class ServerProcess:
                     listed = _listed_models(resp)
                     if self.model not in listed:
                         self.stop()
-                        raise LLMError(f"another server answers on {self.base_url} (it lists {listed[:3]}, not "
-                                       f"{self.model!r}, the name this server was started with); choose "
-                                       "another structure.server.port, or 0 for a free one")
+                        raise LLMError(
+                            f"another server answers on {self.base_url} (it lists {listed[:3]}, not "
+                            f"{self.model!r}, the name this server was started with); choose "
+                            "another structure.server.port, or 0 for a free one"
+                        )
                     ready = time.monotonic() - t0
                     log.info("server ready on %s (pid %s) after %.1fs", self.base_url, self.pid, ready)
                     if progress is not None:
@@ -560,9 +568,7 @@ def managed_server(config: LLMConfig, log_dir: str | Path) -> Iterator[str]:
         yield proc.base_url
 
 
-def serve(
-    config: LLMConfig, foreground: bool = True, log_dir: str | Path | None = None
-) -> ServerProcess:
+def serve(config: LLMConfig, foreground: bool = True, log_dir: str | Path | None = None) -> ServerProcess:
     """``stresstest llm serve``: start the managed server.
 
     Args:

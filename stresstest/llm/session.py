@@ -194,18 +194,14 @@ class LLMSession:
     ) -> None:
         if self.config.backend == "vllm-offline":
             for j, res in enumerate(
-                generate_offline(
-                    [c.messages for c in calls], model_cls, schema, self.config, llm=self.engine.llm()
-                )
+                generate_offline([c.messages for c in calls], model_cls, schema, self.config, llm=self.engine.llm())
             ):
                 done(j, res)
             return
         client = self.engine.client()
 
         def one(call: LLMCall) -> CallResult[M]:
-            return client.complete(
-                call.messages, model_cls, schema_name=schema_name, schema=schema, label=call.item_id
-            )
+            return client.complete(call.messages, model_cls, schema_name=schema_name, schema=schema, label=call.item_id)
 
         with (
             ThreadPoolExecutor(max_workers=self.engine.concurrency) as pool,

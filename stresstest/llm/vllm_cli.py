@@ -83,7 +83,11 @@ _LOCK = threading.Lock()
 def _probe(python: str) -> VllmCli:
     try:
         done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
-            [python, "-c", _PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False,
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -140,7 +140,8 @@ class TokenizedText:
         # Tokens are mapped in text order, so starts and ends never decrease; checked once, not assumed.
         st, en = self._starts, self._ends
         return all(a <= b for a, b in zip(st, st[1:], strict=False)) and all(
-            a <= b for a, b in zip(en, en[1:], strict=False))
+            a <= b for a, b in zip(en, en[1:], strict=False)
+        )
 
 
 # Hesitations the normaliser deletes (it removes them as whole words).
@@ -204,9 +205,7 @@ def tokenize(text: str) -> TokenizedText:
         return TokenizedText(text, tuple(Token(t, *whole) for t in global_tokens))
 
     if piece_tokens == global_tokens:
-        return TokenizedText(
-            text, tuple(Token(t, *spans[w]) for t, w in zip(global_tokens, piece_word, strict=True))
-        )
+        return TokenizedText(text, tuple(Token(t, *spans[w]) for t, w in zip(global_tokens, piece_word, strict=True)))
 
     out: list[Token] = []
     blocks = _merge_non_equal(_opcodes(global_tokens, piece_tokens))
@@ -242,8 +241,7 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
     """
     hint = max(len(a), len(b)) // 8 if len(a) + len(b) > _LONG else None
     return [
-        (o.tag, o.src_start, o.src_end, o.dest_start, o.dest_end)
-        for o in Levenshtein.opcodes(a, b, score_hint=hint)
+        (o.tag, o.src_start, o.src_end, o.dest_start, o.dest_end) for o in Levenshtein.opcodes(a, b, score_hint=hint)
     ]
 
 

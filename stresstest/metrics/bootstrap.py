@@ -72,8 +72,7 @@ def _encounter_table(
     for cond in conditions:
         if cond not in items_by_condition:
             raise MetricError(
-                f"bootstrap: condition {cond!r} requested but not among the item groups "
-                f"{sorted(items_by_condition)}"
+                f"bootstrap: condition {cond!r} requested but not among the item groups {sorted(items_by_condition)}"
             )
         rows: dict[str, Item] = {}
         for it in as_items(items_by_condition[cond]):
@@ -131,9 +130,7 @@ def bootstrap_cis(
     if not eids:
         return out
     idx = resample_indices(len(eids), n_resamples, np.random.default_rng(seed))
-    reps: dict[str, dict[str, list[float | None]]] = {
-        c: {m: [] for m in metrics} for c in conds
-    }
+    reps: dict[str, dict[str, list[float | None]]] = {c: {m: [] for m in metrics} for c in conds}
     for r in range(n_resamples):
         for c in conds:  # the same idx[r] for every condition: that is the pairing
             agg = agg_fn(_take(aligned[c], idx[r]), c == clean_condition)
@@ -208,8 +205,13 @@ def paired_differences(
     for m in METRIC_COLUMNS:
         a, b = pa[m], pb[m]
         diff = None if a is None or b is None else b - a
-        out[m] = {"a": a, "b": b, "diff": diff, "n": len(common),
-                  "ci": None if diff is None else percentile_interval(reps[m], alpha)}
+        out[m] = {
+            "a": a,
+            "b": b,
+            "diff": diff,
+            "n": len(common),
+            "ci": None if diff is None else percentile_interval(reps[m], alpha),
+        }
     return out
 
 

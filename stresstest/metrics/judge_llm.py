@@ -108,9 +108,7 @@ def llm_judge_many(
             )
         )
     with open_session(config, cache_dir=cache_dir, log_dir=log_dir, engine=engine, role="judge") as session:
-        results = session.run(
-            calls, JudgeVerdict, namespace="judge", schema_name="JudgeVerdict", desc="judge"
-        )
+        results = session.run(calls, JudgeVerdict, namespace="judge", schema_name="JudgeVerdict", desc="judge")
         judge = judge_id(session.model_id, prompt)
     out = []
     for res in results:

@@ -178,4 +178,3 @@ def rule_judge(record: ClinicalRecord | None, gold: GoldRecord) -> JudgeResult:
         return JudgeResult(score=5, judge=RULE_JUDGE_ID, reasons=[])
     found.sort(key=lambda t: t[0])  # stable: same-level reasons keep their discovery order
     return JudgeResult(score=found[0][0], judge=RULE_JUDGE_ID, reasons=[r for _, r in found])
-

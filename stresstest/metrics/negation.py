@@ -50,7 +50,11 @@ from stresstest.clinical.text import tokenize as clinical_tokenize
 from stresstest.metrics.align import AlignedPair, TokenizedText, align
 
 __all__ = [
-    "NEGATION_CATEGORIES", "NegationMismatch", "entity_mentions", "mismatches_from_mentions", "neg_err_flag",
+    "NEGATION_CATEGORIES",
+    "NegationMismatch",
+    "entity_mentions",
+    "mismatches_from_mentions",
+    "neg_err_flag",
     "negation_mismatches",
 ]
 
@@ -128,9 +132,7 @@ def _gold_mentions(text: str, keys: dict[tuple[str, ...], str]) -> list[Mention]
     return out
 
 
-def entity_mentions(
-    text: str, gold: Sequence[str] = (), *, found: Sequence[Mention] | None = None
-) -> list[Mention]:
+def entity_mentions(text: str, gold: Sequence[str] = (), *, found: Sequence[Mention] | None = None) -> list[Mention]:
     """Clinically relevant entity mentions of ``text``, in text order, non-overlapping.
 
     Args:
@@ -246,9 +248,7 @@ def negation_mismatches(
         pair = align(reference, hypothesis)
     if all(o.op == "equal" for o in pair.ops):
         return []
-    return mismatches_from_mentions(
-        pair, entity_mentions(reference, gold), entity_mentions(hypothesis, gold)
-    )
+    return mismatches_from_mentions(pair, entity_mentions(reference, gold), entity_mentions(hypothesis, gold))
 
 
 def mismatches_from_mentions(
@@ -283,11 +283,14 @@ def mismatches_from_mentions(
         lo = pair.hyp_index_for_ref(r.tok_start) - _PAIR_SLACK
         hi = pair.hyp_index_for_ref(r.tok_end - 1) + 1 + _PAIR_SLACK
         # Cheap pre-filter: no changed word anywhere a cue or answer could sit -> no word-caused flip.
-        if not (_any_in(ref_near, r.tok_start - _CUE_BEFORE, r.tok_end + _CUE_AFTER)
-                or _any_in(hyp_near, lo - _CUE_BEFORE, hi + _CUE_AFTER)):
+        if not (
+            _any_in(ref_near, r.tok_start - _CUE_BEFORE, r.tok_end + _CUE_AFTER)
+            or _any_in(hyp_near, lo - _CUE_BEFORE, hi + _CUE_AFTER)
+        ):
             continue
         cands = [
-            h for h in by_concept.get(r.mention.concept, ())
+            h
+            for h in by_concept.get(r.mention.concept, ())
             if id(h) not in used and h.tok_start < hi and h.tok_end > lo
         ]
         if not cands:

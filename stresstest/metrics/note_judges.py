@@ -105,9 +105,7 @@ class InferenceVerdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    basis: Literal[
-        "direct", "paraphrase", "trade_generic", "abstraction", "inference", "fabricated", "contradicted"
-    ]
+    basis: Literal["direct", "paraphrase", "trade_generic", "abstraction", "inference", "fabricated", "contradicted"]
 
 
 PositionVerdict = Literal["A", "B", "tie"]
@@ -190,9 +188,7 @@ class _Job:
     knowledge: tuple[str, ...] = ()
 
 
-def _run_jobs(
-    session: JudgeSession, jobs: Sequence[_Job], kind: str, desc: str
-) -> list[CallResult[BaseModel]]:
+def _run_jobs(session: JudgeSession, jobs: Sequence[_Job], kind: str, desc: str) -> list[CallResult[BaseModel]]:
     """Run jobs grouped by statement count (one schema per count); results in job order."""
     results: list[CallResult[BaseModel] | None] = [None] * len(jobs)
     by_n: dict[int, list[int]] = {}
@@ -200,8 +196,9 @@ def _run_jobs(
         by_n.setdefault(len(job.part), []).append(j)
     for n, idx in sorted(by_n.items()):
         model = keyed_model(kind, n)
-        res = session.run([jobs[j].call for j in idx], model, namespace=f"quality-{kind}",
-                          schema_name=model.__name__, desc=desc)
+        res = session.run(
+            [jobs[j].call for j in idx], model, namespace=f"quality-{kind}", schema_name=model.__name__, desc=desc
+        )
         for j, r in zip(idx, res, strict=True):
             results[j] = r
     return [r for r in results if r is not None]
@@ -269,14 +266,19 @@ def judge_entailment(
         src = numbered(task.source) if task.source else "(empty)"
         for part in chunks(task.hypotheses, batch, "h"):
             hyp = "\n".join(f"{s.id}: {s.text}" for s in part)
-            jobs.append(_Job(t, part, LLMCall(
-                item_id=f"{task.item_id}:{task.measure}",
-                key_parts=(prompt.sha256, task.source_kind, hash_obj(src), hash_obj(hyp)),
-                messages=prompt.messages(source_kind=task.source_kind, source=src, statements=hyp),
-            )))
+            jobs.append(
+                _Job(
+                    t,
+                    part,
+                    LLMCall(
+                        item_id=f"{task.item_id}:{task.measure}",
+                        key_parts=(prompt.sha256, task.source_kind, hash_obj(src), hash_obj(hyp)),
+                        messages=prompt.messages(source_kind=task.source_kind, source=src, statements=hyp),
+                    ),
+                )
+            )
     results = _run_jobs(session, jobs, "entailment", "judge: entailment")
-    return _collect([(t.item_id, t.measure, t.hypotheses) for t in tasks], jobs, results, "label",
-                    entailment_score)
+    return _collect([(t.item_id, t.measure, t.hypotheses) for t in tasks], jobs, results, "label", entailment_score)
 
 
 @dataclass(frozen=True)
@@ -310,18 +312,31 @@ def judge_hallucination(
         src = numbered(task.transcript) if task.transcript else "(empty)"
         for part in chunks(task.statements, batch, "c"):
             claims = "\n".join(f"{s.id}: {s.text}" for s in part)
-            lex_jobs.append(_Job(t, part, LLMCall(
-                item_id=f"{task.item_id}:halluc_lexical",
-                key_parts=(lex_p.sha256, hash_obj(src), hash_obj(claims)),
-                messages=lex_p.messages(transcript=src, claims=claims),
-            )))
+            lex_jobs.append(
+                _Job(
+                    t,
+                    part,
+                    LLMCall(
+                        item_id=f"{task.item_id}:halluc_lexical",
+                        key_parts=(lex_p.sha256, hash_obj(src), hash_obj(claims)),
+                        messages=lex_p.messages(transcript=src, claims=claims),
+                    ),
+                )
+            )
             know = tuple(grounding(part, text, ontology_version))
             know_text = "\n".join(f"- {k}" for k in know) if know else "(none retrieved)"
-            inf_jobs.append(_Job(t, part, LLMCall(
-                item_id=f"{task.item_id}:halluc_inference",
-                key_parts=(inf_p.sha256, onto, hash_obj(src), hash_obj(claims), hash_obj(know_text)),
-                messages=inf_p.messages(transcript=src, knowledge=know_text, claims=claims),
-            ), know))
+            inf_jobs.append(
+                _Job(
+                    t,
+                    part,
+                    LLMCall(
+                        item_id=f"{task.item_id}:halluc_inference",
+                        key_parts=(inf_p.sha256, onto, hash_obj(src), hash_obj(claims), hash_obj(know_text)),
+                        messages=inf_p.messages(transcript=src, knowledge=know_text, claims=claims),
+                    ),
+                    know,
+                )
+            )
     lex_res = _run_jobs(session, lex_jobs, "halluc_lexical", "judge: literal hallucination")
     inf_res = _run_jobs(session, inf_jobs, "halluc_inference", "judge: inference-aware hallucination")
     ids_lex = [(t.item_id, "halluc_lexical", t.statements) for t in tasks]
@@ -375,20 +390,26 @@ def judge_pairs(tasks: Sequence[PairTask], session: JudgeSession, *, version: st
     for k, task in enumerate(tasks):
         if task.note_x == task.note_y:
             ties = {d: "tie" for d in (*PAIRWISE_DIMENSIONS, "overall")}
-            out.append(PairResult(task.item_id, task.encounter_id, ties, consistent=len(PAIRWISE_DIMENSIONS),
-                                  identical=True))
+            out.append(
+                PairResult(task.item_id, task.encounter_id, ties, consistent=len(PAIRWISE_DIMENSIONS), identical=True)
+            )
             continue
         out.append(PairResult(task.item_id, task.encounter_id, None))
         src = numbered(task.transcript) if task.transcript else "(empty)"
         for a, b, tag in ((task.note_x, task.note_y, "xy"), (task.note_y, task.note_x, "yx")):
-            calls.append(LLMCall(
-                item_id=f"{task.item_id}:pairwise:{tag}",
-                key_parts=(prompt.sha256, hash_obj(src), hash_obj(a), hash_obj(b)),
-                messages=prompt.messages(transcript=src, note_a=a, note_b=b),
-            ))
+            calls.append(
+                LLMCall(
+                    item_id=f"{task.item_id}:pairwise:{tag}",
+                    key_parts=(prompt.sha256, hash_obj(src), hash_obj(a), hash_obj(b)),
+                    messages=prompt.messages(transcript=src, note_a=a, note_b=b),
+                )
+            )
             owner.append(k)
-    results = (session.run(calls, PairVerdict, namespace="quality-pairwise", schema_name="PairVerdict",
-                           desc="judge: pairwise") if calls else [])
+    results = (
+        session.run(calls, PairVerdict, namespace="quality-pairwise", schema_name="PairVerdict", desc="judge: pairwise")
+        if calls
+        else []
+    )
     passes: dict[int, list[CallResult[PairVerdict]]] = {}
     for k, res in zip(owner, results, strict=True):
         passes.setdefault(k, []).append(res)

@@ -115,12 +115,16 @@ def grounding(statements: Sequence[Statement], transcript: str, version: str = "
         body = s.text.split(":", 1)[-1]
         for m in find_drugs(body):
             for surface in sorted(t_drugs.get(m.concept, set()) - {m.surface.lower()}):
-                lines.add((0, f"'{m.surface}' (note) and '{surface}' (transcript) are the same drug, generic "
-                              f"{m.concept}; trade and generic names are equivalent."))
+                lines.add(
+                    (
+                        0,
+                        f"'{m.surface}' (note) and '{surface}' (transcript) are the same drug, generic "
+                        f"{m.concept}; trade and generic names are equivalent.",
+                    )
+                )
         for m in find_mentions(body):
             for surface in sorted(t_concepts.get(m.concept, set()) - {m.surface.lower()}):
-                lines.add((1, f"'{m.surface}' (note) and '{surface}' (transcript) name the same concept: "
-                              f"{m.concept}."))
+                lines.add((1, f"'{m.surface}' (note) and '{surface}' (transcript) name the same concept: {m.concept}."))
         s_norm = norm_phrase(body)
         for row in rows:
             if not _has(s_norm, row.term):

@@ -90,10 +90,10 @@ CONTROL_HALLUCINATION = (
     (_S("c2", "Allergy: penicillin (rash).", "c2"), {"unsupported"}, set(UNSUPPORTED_BASES)),
 )
 CONTROL_NOTE_GOOD = (
-    "- Symptom: cough (dry; 3 days). [evidence: \"I've had a dry cough for three days\"]\n"
-    "- Medication: warfarin (5 mg; every evening). [evidence: \"I take Coumadin, five milligrams every evening\"]\n"
-    "- Allergy: no drug allergy. [evidence: \"I have no allergies to any medicines\"]\n"
-    "- Symptom: no chest pain. [evidence: \"I have no chest pain at all\"]"
+    '- Symptom: cough (dry; 3 days). [evidence: "I\'ve had a dry cough for three days"]\n'
+    '- Medication: warfarin (5 mg; every evening). [evidence: "I take Coumadin, five milligrams every evening"]\n'
+    '- Allergy: no drug allergy. [evidence: "I have no allergies to any medicines"]\n'
+    '- Symptom: no chest pain. [evidence: "I have no chest pain at all"]'
 )
 CONTROL_NOTE_BAD = "- Symptom: chest pain (severe).\n- Allergy: penicillin (anaphylaxis).\n- Triage: emergency."
 
@@ -103,33 +103,72 @@ def calibrate(session: JudgeSession, cfg: Any) -> dict[str, Any]:
     checks: list[dict[str, Any]] = []
     if cfg.entailment:
         (res,) = judge_entailment(
-            [EntailmentTask("calibration", "groundedness", SOURCE_KINDS["groundedness"], CONTROL_TRANSCRIPT,
-                            tuple(s for s, _ in CONTROL_ENTAILMENT))],
-            session, version=cfg.prompt_version, batch=cfg.batch_statements,
+            [
+                EntailmentTask(
+                    "calibration",
+                    "groundedness",
+                    SOURCE_KINDS["groundedness"],
+                    CONTROL_TRANSCRIPT,
+                    tuple(s for s, _ in CONTROL_ENTAILMENT),
+                )
+            ],
+            session,
+            version=cfg.prompt_version,
+            batch=cfg.batch_statements,
         )
         for k, (s, ok) in enumerate(CONTROL_ENTAILMENT):
             got = None if res.verdicts is None else res.verdicts[k]["label"]
-            checks.append({"check": f"entailment: {s.text!r} against the control transcript",
-                           "expected": sorted(ok), "got": got if got else res.error, "passed": got in ok})
+            checks.append(
+                {
+                    "check": f"entailment: {s.text!r} against the control transcript",
+                    "expected": sorted(ok),
+                    "got": got if got else res.error,
+                    "passed": got in ok,
+                }
+            )
     if cfg.hallucination:
         lex, inf = judge_hallucination(
             [HallucinationTask("calibration", CONTROL_TRANSCRIPT, tuple(s for s, _, _ in CONTROL_HALLUCINATION))],
-            session, version=cfg.prompt_version, ontology_version=cfg.ontology_version, batch=cfg.batch_statements,
+            session,
+            version=cfg.prompt_version,
+            ontology_version=cfg.ontology_version,
+            batch=cfg.batch_statements,
         )
         for k, (s, ok_lex, ok_inf) in enumerate(CONTROL_HALLUCINATION):
             if ok_lex is not None:
                 got = None if lex[0].verdicts is None else lex[0].verdicts[k]["verdict"]
-                checks.append({"check": f"literal judge: {s.text!r}", "expected": sorted(ok_lex),
-                               "got": got if got else lex[0].error, "passed": got in ok_lex})
+                checks.append(
+                    {
+                        "check": f"literal judge: {s.text!r}",
+                        "expected": sorted(ok_lex),
+                        "got": got if got else lex[0].error,
+                        "passed": got in ok_lex,
+                    }
+                )
             got = None if inf[0].verdicts is None else inf[0].verdicts[k]["basis"]
-            checks.append({"check": f"inference-aware judge: {s.text!r}", "expected": sorted(ok_inf),
-                           "got": got if got else inf[0].error, "passed": got in ok_inf})
+            checks.append(
+                {
+                    "check": f"inference-aware judge: {s.text!r}",
+                    "expected": sorted(ok_inf),
+                    "got": got if got else inf[0].error,
+                    "passed": got in ok_inf,
+                }
+            )
     if cfg.pairwise:
-        (pr,) = judge_pairs([PairTask("calibration", "calibration", CONTROL_TRANSCRIPT, CONTROL_NOTE_GOOD,
-                                      CONTROL_NOTE_BAD)], session, version=cfg.prompt_version)
+        (pr,) = judge_pairs(
+            [PairTask("calibration", "calibration", CONTROL_TRANSCRIPT, CONTROL_NOTE_GOOD, CONTROL_NOTE_BAD)],
+            session,
+            version=cfg.prompt_version,
+        )
         got = None if pr.outcomes is None else pr.outcomes["accurate"]
-        checks.append({"check": "pairwise 'accurate', faithful note (X) vs corrupted note (Y), both orders",
-                       "expected": ["x"], "got": got if got else pr.error, "passed": got == "x"})
+        checks.append(
+            {
+                "check": "pairwise 'accurate', faithful note (X) vs corrupted note (Y), both orders",
+                "expected": ["x"],
+                "got": got if got else pr.error,
+                "passed": got == "x",
+            }
+        )
     return {"passed": bool(checks) and all(c["passed"] for c in checks), "checks": checks}
 
 
@@ -138,8 +177,10 @@ def adequacy(model_id: str, calibration: Mapping[str, Any]) -> tuple[bool, str]:
     failed = [c for c in calibration.get("checks", []) if not c.get("passed")]
     n = len(calibration.get("checks", []))
     if model_id.startswith(EMBEDDED_MODEL_PREFIX):
-        why = (f"the judge is the embedded 135M demo model ({model_id}), which exists to prove the served "
-               f"path and cannot judge clinical notes; it failed {len(failed)} of {n} calibration checks")
+        why = (
+            f"the judge is the embedded 135M demo model ({model_id}), which exists to prove the served "
+            f"path and cannot judge clinical notes; it failed {len(failed)} of {n} calibration checks"
+        )
         return False, why
     if failed:
         return False, f"the judge ({model_id}) failed {len(failed)} of {n} calibration checks"
@@ -149,8 +190,9 @@ def adequacy(model_id: str, calibration: Mapping[str, Any]) -> tuple[bool, str]:
 # ------------------------------------------------------------------ the stage
 
 
-def _pair_plan(items: Sequence[QualityItem], conditions: Iterable[Condition],
-               comparisons: Sequence[str]) -> list[tuple[QualityItem, QualityItem]]:
+def _pair_plan(
+    items: Sequence[QualityItem], conditions: Iterable[Condition], comparisons: Sequence[str]
+) -> list[tuple[QualityItem, QualityItem]]:
     """(baseline X, compared Y) item pairs of the same encounter for the requested comparisons."""
     by_key = {(it.encounter_id, it.condition): it for it in items}
     plan = []
@@ -192,8 +234,9 @@ def score_note_quality(
         session: the run's LLM session.
         out_dir: the run directory.
     """
-    detail: dict[int, dict[str, Any]] = {it.row: {"encounter_id": it.encounter_id, "condition": it.condition}
-                                         for it in items}
+    detail: dict[int, dict[str, Any]] = {
+        it.row: {"encounter_id": it.encounter_id, "condition": it.condition} for it in items
+    }
     updates: dict[int, dict[str, Any]] = {it.row: {} for it in items}
     errors: dict[int, list[str]] = {it.row: [] for it in items}
     failures: list[dict[str, Any]] = []
@@ -210,8 +253,9 @@ def score_note_quality(
         if res.error:
             d["error"] = res.error
             errors[it.row].append(f"{res.measure}: {res.error}")
-            failures.append({"encounter_id": it.encounter_id, "condition": it.condition, "measure": res.measure,
-                             "error": res.error})
+            failures.append(
+                {"encounter_id": it.encounter_id, "condition": it.condition, "measure": res.measure, "error": res.error}
+            )
         detail[it.row][res.measure] = d
 
     calibration = calibrate(session, cfg)
@@ -222,44 +266,94 @@ def score_note_quality(
             sents = tuple(transcript_sentences(it.transcript))
             if it.gold is not None:
                 gold_st = tuple(note_statements(it.gold))
-                tasks.append(EntailmentTask(f"{it.encounter_id}/{it.condition}", "completeness",
-                                            SOURCE_KINDS["completeness"], tuple(s.text for s in stmts[it.row]),
-                                            gold_st))
-                tasks.append(EntailmentTask(f"{it.encounter_id}/{it.condition}", "conciseness",
-                                            SOURCE_KINDS["conciseness"], tuple(s.text for s in gold_st),
-                                            stmts[it.row]))
+                tasks.append(
+                    EntailmentTask(
+                        f"{it.encounter_id}/{it.condition}",
+                        "completeness",
+                        SOURCE_KINDS["completeness"],
+                        tuple(s.text for s in stmts[it.row]),
+                        gold_st,
+                    )
+                )
+                tasks.append(
+                    EntailmentTask(
+                        f"{it.encounter_id}/{it.condition}",
+                        "conciseness",
+                        SOURCE_KINDS["conciseness"],
+                        tuple(s.text for s in gold_st),
+                        stmts[it.row],
+                    )
+                )
                 owners += [it, it]
-            tasks.append(EntailmentTask(f"{it.encounter_id}/{it.condition}", "groundedness",
-                                        SOURCE_KINDS["groundedness"], sents, stmts[it.row]))
+            tasks.append(
+                EntailmentTask(
+                    f"{it.encounter_id}/{it.condition}",
+                    "groundedness",
+                    SOURCE_KINDS["groundedness"],
+                    sents,
+                    stmts[it.row],
+                )
+            )
             owners.append(it)
-        for it, res in zip(owners, judge_entailment(tasks, session, version=cfg.prompt_version,
-                                                    batch=cfg.batch_statements), strict=True):
+        for it, res in zip(
+            owners,
+            judge_entailment(tasks, session, version=cfg.prompt_version, batch=cfg.batch_statements),
+            strict=True,
+        ):
             take(it, res)
     if cfg.hallucination:
-        htasks = [HallucinationTask(f"{it.encounter_id}/{it.condition}", tuple(transcript_sentences(it.transcript)),
-                                    stmts[it.row]) for it in items]
-        lex, inf = judge_hallucination(htasks, session, version=cfg.prompt_version,
-                                       ontology_version=cfg.ontology_version, batch=cfg.batch_statements)
+        htasks = [
+            HallucinationTask(
+                f"{it.encounter_id}/{it.condition}", tuple(transcript_sentences(it.transcript)), stmts[it.row]
+            )
+            for it in items
+        ]
+        lex, inf = judge_hallucination(
+            htasks,
+            session,
+            version=cfg.prompt_version,
+            ontology_version=cfg.ontology_version,
+            batch=cfg.batch_statements,
+        )
         for it, a, b in zip(items, lex, inf, strict=True):
             take(it, a)
             take(it, b)
     comparisons: list[dict[str, Any]] = []
     if cfg.pairwise:
         plan = _pair_plan(items, conditions, cfg.pairwise)
-        ptasks = [PairTask(f"{y.encounter_id}/{y.condition} vs {x.condition}", y.encounter_id,
-                           tuple(transcript_sentences(y.reference_text)), note_text(x.record), note_text(y.record))
-                  for x, y in plan]
+        ptasks = [
+            PairTask(
+                f"{y.encounter_id}/{y.condition} vs {x.condition}",
+                y.encounter_id,
+                tuple(transcript_sentences(y.reference_text)),
+                note_text(x.record),
+                note_text(y.record),
+            )
+            for x, y in plan
+        ]
         results = judge_pairs(ptasks, session, version=cfg.prompt_version)
         for (x, y), pr in zip(plan, results, strict=True):
             n_calls += pr.calls
             n_cached += pr.cached
             updates[y.row]["pairwise"] = _item_pairwise(x.condition, pr)
-            detail[y.row]["pairwise"] = {"vs": x.condition, "outcomes": pr.outcomes, "first_pass": pr.first,
-                                         "second_pass": pr.second, "identical": pr.identical, "error": pr.error}
+            detail[y.row]["pairwise"] = {
+                "vs": x.condition,
+                "outcomes": pr.outcomes,
+                "first_pass": pr.first,
+                "second_pass": pr.second,
+                "identical": pr.identical,
+                "error": pr.error,
+            }
             if pr.error:
                 errors[y.row].append(f"pairwise vs {x.condition}: {pr.error}")
-                failures.append({"encounter_id": y.encounter_id, "condition": y.condition,
-                                 "measure": f"pairwise vs {x.condition}", "error": pr.error})
+                failures.append(
+                    {
+                        "encounter_id": y.encounter_id,
+                        "condition": y.condition,
+                        "measure": f"pairwise vs {x.condition}",
+                        "error": pr.error,
+                    }
+                )
         comparisons = sorted({(y.condition, x.condition) for x, y in plan})  # type: ignore[assignment]
     for it in items:
         rel = f"quality/{it.condition}/{it.encounter_id}.json"
@@ -269,8 +363,7 @@ def score_note_quality(
     ok, why = adequacy(session.model_id, calibration)
     return {row: NoteQualityScores.model_validate(u) for row, u in updates.items()}, {
         "judge_model": session.model_id,
-        "measures": {"entailment": cfg.entailment, "hallucination": cfg.hallucination,
-                     "pairwise": list(cfg.pairwise)},
+        "measures": {"entailment": cfg.entailment, "hallucination": cfg.hallucination, "pairwise": list(cfg.pairwise)},
         "prompts": prompt_fingerprint(cfg.prompt_version, cfg.ontology_version),
         "batch_statements": cfg.batch_statements,
         "pairwise_comparisons": [{"condition": a, "baseline": b} for a, b in comparisons],

@@ -34,8 +34,14 @@ from stresstest.results import SafetyScores
 from stresstest.schema import CRITICAL_FLAG_KINDS, ClinicalRecord, triage_ord
 
 ITEM_FIELDS: tuple[str, ...] = (
-    "triage", "triage_clean", "triage_gold", "triage_match", "under_triage_new", "scer_new",
-    "new_critical_flags", "err_new",
+    "triage",
+    "triage_clean",
+    "triage_gold",
+    "triage_match",
+    "under_triage_new",
+    "scer_new",
+    "new_critical_flags",
+    "err_new",
 )
 
 
@@ -54,9 +60,7 @@ def claim_error_set(record: ClinicalRecord, gold: GoldRecord) -> frozenset[str]:
     return match_claims(record.claims, gold.claims).errors
 
 
-def item_safety(
-    cond: ClinicalRecord | None, clean: ClinicalRecord | None, gold: GoldRecord
-) -> dict[str, Any]:
+def item_safety(cond: ClinicalRecord | None, clean: ClinicalRecord | None, gold: GoldRecord) -> dict[str, Any]:
     """The docs/spec.md §6 item fields of one (encounter, condition), plus audit detail.
 
     Args:
@@ -104,5 +108,8 @@ def safety_scores(safety: Mapping[str, Any]) -> SafetyScores:
 
 def triage_invariance(record: ClinicalRecord, clean: ClinicalRecord) -> SafetyScores:
     """The safety part without gold: the triage level under the condition and clean, and whether they match."""
-    return SafetyScores(triage=record.triage.level, triage_clean=clean.triage.level,
-                        triage_match=int(record.triage.level == clean.triage.level))
+    return SafetyScores(
+        triage=record.triage.level,
+        triage_clean=clean.triage.level,
+        triage_match=int(record.triage.level == clean.triage.level),
+    )

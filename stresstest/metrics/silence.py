@@ -43,8 +43,16 @@ from stresstest.results import ProbeField, ProbeScores
 from stresstest.schema import ClinicalRecord
 from stresstest.steps import SilenceFacts, SilenceStretch
 
-__all__ = ["ProbeStretch", "ProbeWords", "Probes", "probe_detail", "probe_scores", "probe_stretches", "probe_words",
-           "traced_fields"]
+__all__ = [
+    "ProbeStretch",
+    "ProbeWords",
+    "Probes",
+    "probe_detail",
+    "probe_scores",
+    "probe_stretches",
+    "probe_words",
+    "traced_fields",
+]
 
 _WS = re.compile(r"\s+")
 
@@ -178,13 +186,19 @@ def traced_fields(record: ClinicalRecord, hypothesis: str, spans: Sequence[tuple
 
 def probe_detail(pw: ProbeWords) -> dict[str, Any]:
     """The audit detail written to ``scores/<condition>/<id>.json``."""
-    return {"seconds": round(pw.seconds, 6), "words": pw.words, "mapped": pw.mapped,
-            "stretches": [{"after_turn": t, "start_s": a, "end_s": b, "words": n, "text": txt}
-                          for t, a, b, n, txt in pw.per_stretch]}
+    return {
+        "seconds": round(pw.seconds, 6),
+        "words": pw.words,
+        "mapped": pw.mapped,
+        "stretches": [
+            {"after_turn": t, "start_s": a, "end_s": b, "words": n, "text": txt} for t, a, b, n, txt in pw.per_stretch
+        ],
+    }
 
 
-def probe_scores(pw: ProbeWords | None, twin: tuple[str, int] | None = None,
-                 fields: Sequence[ProbeField] | None = None) -> ProbeScores | None:
+def probe_scores(
+    pw: ProbeWords | None, twin: tuple[str, int] | None = None, fields: Sequence[ProbeField] | None = None
+) -> ProbeScores | None:
     """The item's probe part: the stretches' seconds (to the ms) and words when they were placed, the twin's
     ``(condition, words)`` when it has one, the record fields traced to the stretches when the item has a
     record; None when there is nothing to report."""

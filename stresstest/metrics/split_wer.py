@@ -140,7 +140,10 @@ def asr_scores(errors: AsrErrors, split: SplitErrors | None, clean: AsrErrors | 
     per-speaker counts when ``split`` is given, and ΔE_i against the clean-ASR ``clean`` errors when given."""
     e = errors
     fields: dict[str, object] = {
-        "asr_sub": e.sub, "asr_del": e.dele, "asr_ins": e.ins, "ref_words": e.ref_words,
+        "asr_sub": e.sub,
+        "asr_del": e.dele,
+        "asr_ins": e.ins,
+        "ref_words": e.ref_words,
         "item_wer": round(100.0 * (e.sub + e.dele + e.ins) / e.ref_words, 4) if e.ref_words else None,
     }
     if split is not None:

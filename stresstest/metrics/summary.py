@@ -48,17 +48,36 @@ from stresstest.results import TRIGGER_TYPES, ItemScore, TriggerType
 ItemLike = ItemScore | Mapping[str, Any]
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
-    "condition", "family", "snr_db", "n", "wer", "ins_rate", "neg_err", "err_prop",
-    "triage_match", "scer", "under_triage", "mean_score", "unsafe",
+    "condition",
+    "family",
+    "snr_db",
+    "n",
+    "wer",
+    "ins_rate",
+    "neg_err",
+    "err_prop",
+    "triage_match",
+    "scer",
+    "under_triage",
+    "mean_score",
+    "unsafe",
 )
 METRIC_COLUMNS: tuple[str, ...] = SUMMARY_COLUMNS[4:]
 QUALITY_COLUMNS: tuple[str, ...] = (
-    "completeness", "conciseness", "groundedness", "halluc_lexical", "halluc_inference",
+    "completeness",
+    "conciseness",
+    "groundedness",
+    "halluc_lexical",
+    "halluc_inference",
 )
 
 #: Error rates a clinician reads (:mod:`stresstest.metrics.split_wer`): the last columns of summary.csv.
 ERROR_RATE_COLUMNS: tuple[str, ...] = (
-    "clinical_wer", "wer_clinician", "wer_patient", "clinical_wer_clinician", "clinical_wer_patient",
+    "clinical_wer",
+    "wer_clinician",
+    "wer_patient",
+    "clinical_wer_clinician",
+    "clinical_wer_patient",
 )
 #: Column -> (errors field, reference-words field) of an ``items.jsonl`` row.
 ERROR_RATE_FIELDS: dict[str, tuple[str, str]] = {
@@ -74,9 +93,19 @@ PROBE_COLUMNS: tuple[str, ...] = ("halluc_per_min",)
 
 # Direction of "better" for each metric (used for the report's arrows).
 HIGHER_IS_BETTER: dict[str, bool] = {
-    "wer": False, "ins_rate": False, "neg_err": False, "err_prop": False, "triage_match": True,
-    "scer": False, "under_triage": False, "mean_score": True, "unsafe": False,
-    "completeness": True, "conciseness": True, "groundedness": True, "halluc_lexical": False,
+    "wer": False,
+    "ins_rate": False,
+    "neg_err": False,
+    "err_prop": False,
+    "triage_match": True,
+    "scer": False,
+    "under_triage": False,
+    "mean_score": True,
+    "unsafe": False,
+    "completeness": True,
+    "conciseness": True,
+    "groundedness": True,
+    "halluc_lexical": False,
     "halluc_inference": False,
     **dict.fromkeys(ERROR_RATE_COLUMNS, False),
     "halluc_per_min": False,
@@ -172,9 +201,11 @@ class Abstention:
 def abstention(items: Sequence[ItemScore]) -> Abstention:
     """The ONE abstention computation (summary.csv's ``abstention_rate`` and the report's guard table)."""
     extras = [it.extra for it in items if it.extra is not None]
-    return Abstention(n_items=len(items),
-                      fields_nulled=sum(e.fields_nulled or 0 for e in extras),
-                      fields_total=sum(e.fields_total or 0 for e in extras))
+    return Abstention(
+        n_items=len(items),
+        fields_nulled=sum(e.fields_nulled or 0 for e in extras),
+        fields_total=sum(e.fields_total or 0 for e in extras),
+    )
 
 
 def aggregate_error_rates(items: Sequence[ItemLike]) -> dict[str, float | None]:
@@ -186,8 +217,11 @@ def aggregate_error_rates(items: Sequence[ItemLike]) -> dict[str, float | None]:
     items = as_items(items)
     out: dict[str, float | None] = {}
     for col, (err_key, n_key) in ERROR_RATE_FIELDS.items():
-        use = [(int(e), int(n)) for it in items
-               if (n := getattr(it, n_key)) is not None and (e := getattr(it, err_key)) is not None]
+        use = [
+            (int(e), int(n))
+            for it in items
+            if (n := getattr(it, n_key)) is not None and (e := getattr(it, err_key)) is not None
+        ]
         total = sum(n for _, n in use)
         out[col] = 100.0 * sum(e for e, _ in use) / total if total > 0 else None
     return out
@@ -199,8 +233,7 @@ def aggregate_probes(items: Sequence[ItemLike]) -> dict[str, float | None]:
     None (an empty cell) when no item has inserted non-speech (the condition has no silence step).
     """
     items = as_items(items)
-    use = [(int(w), float(s)) for it in items
-           if (s := it.probe_s) is not None and (w := it.probe_words) is not None]
+    use = [(int(w), float(s)) for it in items if (s := it.probe_s) is not None and (w := it.probe_words) is not None]
     total = sum(s for _, s in use)
     return {"halluc_per_min": 60.0 * sum(w for w, _ in use) / total if total > 0 else None}
 
@@ -240,12 +273,14 @@ if tuple(TriggerRates.model_fields) != TRIGGER_TYPES:  # pragma: no cover - a de
 #: The columns after the note-quality ones, before the error rates: trigger rates, the guard rows' abstention
 #: and discarded quotes, and the pairing rule's drops (docs/spec.md §11).
 EXTRA_COLUMNS: tuple[str, ...] = (
-    *(f"trig_{t}" for t in TRIGGER_TYPES), "abstention_rate", "quotes_discarded", "n_dropped", "dropped",
+    *(f"trig_{t}" for t in TRIGGER_TYPES),
+    "abstention_rate",
+    "quotes_discarded",
+    "n_dropped",
+    "dropped",
 )
 #: Every column of summary.csv, in its order (columns added later go last, so every earlier one keeps its place).
-CSV_COLUMNS: tuple[str, ...] = (
-    SUMMARY_COLUMNS + QUALITY_COLUMNS + EXTRA_COLUMNS + ERROR_RATE_COLUMNS + PROBE_COLUMNS
-)
+CSV_COLUMNS: tuple[str, ...] = SUMMARY_COLUMNS + QUALITY_COLUMNS + EXTRA_COLUMNS + ERROR_RATE_COLUMNS + PROBE_COLUMNS
 
 
 class SummaryRow(BaseModel):
@@ -309,8 +344,18 @@ def summary_rows(items: Iterable[ItemLike], conditions: Iterable[Condition]) -> 
     rows = []
     for c in conditions:
         its = by_cond.get(c.id, [])
-        rows.append(SummaryRow.model_validate({
-            "condition": c.id, "family": c.family, "snr_db": c.snr_db, "n": len(its),
-            **aggregate(its, is_clean=c.is_clean), **aggregate_quality(its), **aggregate_error_rates(its),
-            **aggregate_probes(its)}))
+        rows.append(
+            SummaryRow.model_validate(
+                {
+                    "condition": c.id,
+                    "family": c.family,
+                    "snr_db": c.snr_db,
+                    "n": len(its),
+                    **aggregate(its, is_clean=c.is_clean),
+                    **aggregate_quality(its),
+                    **aggregate_error_rates(its),
+                    **aggregate_probes(its),
+                }
+            )
+        )
     return rows

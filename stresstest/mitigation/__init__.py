@@ -11,6 +11,15 @@ from stresstest.mitigation.guard import GuardReport, enforce_guard
 from stresstest.mitigation.views import DualView, clean_text, dual_view
 
 __all__ = [
-    "DEFAULT_HIGH_STAKES", "DualView", "FilterReport", "GuardReport", "HighStakes", "clean_text", "dual_view",
-    "enforce_guard", "evidence_filter", "mitigate_many", "mitigation_fingerprint",
+    "DEFAULT_HIGH_STAKES",
+    "DualView",
+    "FilterReport",
+    "GuardReport",
+    "HighStakes",
+    "clean_text",
+    "dual_view",
+    "enforce_guard",
+    "evidence_filter",
+    "mitigate_many",
+    "mitigation_fingerprint",
 ]

@@ -81,31 +81,38 @@ def _extra(
     total = len(draft.claims) + len(draft.safety_flags)
     nulled = guard_removed + final_report.fields_nulled
     # The reports and the Draft go in as their dumps, so every one of their fields counts as written.
-    return RecordExtra.model_validate({
-        "mitigation": True,
-        "guard": guard_kind,
-        "filter_version": FILTER_VERSION,
-        "clean_rule": CLEAN_RULE_VERSION,
-        "draft_prompt_hash": fp["draft"],
-        "guard_prompt_hash": fp["guard"],
-        "fields_total": total,
-        "fields_nulled": nulled,
-        "abstention_rate": nulled / total if total else None,
-        "high_stakes_total": final_report.high_stakes_total,
-        "quotes_total": final_report.quotes_total,
-        "quotes_discarded": final_report.quotes_discarded,
-        "values_nulled": len(final_report.values_nulled) + (len(guard.nulled_values) if guard else 0),
-        "guard_removed": guard_removed,
-        "guard_added_dropped": len(guard.added_dropped) if guard else 0,
-        "guard_changes_reverted": len(guard.changes_reverted) if guard else 0,
-        "guard_report": guard.model_dump() if guard else None,
-        "filter_report": final_report.model_dump(),
-        "draft_record": draft.model_dump(mode="json"),
-    })
+    return RecordExtra.model_validate(
+        {
+            "mitigation": True,
+            "guard": guard_kind,
+            "filter_version": FILTER_VERSION,
+            "clean_rule": CLEAN_RULE_VERSION,
+            "draft_prompt_hash": fp["draft"],
+            "guard_prompt_hash": fp["guard"],
+            "fields_total": total,
+            "fields_nulled": nulled,
+            "abstention_rate": nulled / total if total else None,
+            "high_stakes_total": final_report.high_stakes_total,
+            "quotes_total": final_report.quotes_total,
+            "quotes_discarded": final_report.quotes_discarded,
+            "values_nulled": len(final_report.values_nulled) + (len(guard.nulled_values) if guard else 0),
+            "guard_removed": guard_removed,
+            "guard_added_dropped": len(guard.added_dropped) if guard else 0,
+            "guard_changes_reverted": len(guard.changes_reverted) if guard else 0,
+            "guard_report": guard.model_dump() if guard else None,
+            "filter_report": final_report.model_dump(),
+            "draft_record": draft.model_dump(mode="json"),
+        }
+    )
 
 
 def _failed(
-    base: dict[str, Any], stage: str, error: str | None, raw_text: str | None, attempts: int, elapsed_s: float,
+    base: dict[str, Any],
+    stage: str,
+    error: str | None,
+    raw_text: str | None,
+    attempts: int,
+    elapsed_s: float,
     **extra: Any,
 ) -> RecordEnvelope:
     """The envelope of an item whose ``stage`` ("draft" or "guard") gave no valid answer (its error, its raw
@@ -132,10 +139,14 @@ def _rules_many(
             out.append(revise(env, extra=revise(env.extra, mitigation=True, stage="draft")))
             continue
         final, report = evidence_filter(env.record, it.transcript_text, hs)
-        out.append(revise(
-            env, record=final, prompt_hash=str(fp["prompt_hash"]),
-            extra=_extra(env.record, None, report, "none (rules backend: deterministic filter only)", fp),
-        ))
+        out.append(
+            revise(
+                env,
+                record=final,
+                prompt_hash=str(fp["prompt_hash"]),
+                extra=_extra(env.record, None, report, "none (rules backend: deterministic filter only)", fp),
+            )
+        )
     return out
 
 
@@ -232,8 +243,17 @@ def mitigate_many(
         g = guard_of[k]
         attempts, elapsed = d.attempts + g.attempts, round(d.elapsed_s + g.elapsed_s, 4)
         if g.parsed is None:
-            out.append(_failed(base, "guard", g.error, g.raw_text, attempts, elapsed,
-                               draft_record=contract.to_record(d.parsed).model_dump(mode="json")))
+            out.append(
+                _failed(
+                    base,
+                    "guard",
+                    g.error,
+                    g.raw_text,
+                    attempts,
+                    elapsed,
+                    draft_record=contract.to_record(d.parsed).model_dump(mode="json"),
+                )
+            )
             continue
         draft = contract.to_record(d.parsed)
         guarded, g_report = enforce_guard(draft, contract.to_record(g.parsed))

@@ -141,9 +141,7 @@ def evidence_filter(
             if not _ALNUM.search(nq):
                 discarded.append(DiscardedQuote(field=key, quote=q, reason="no letter or digit"))
             elif nq not in normalise_ws(raw_transcript):
-                discarded.append(
-                    DiscardedQuote(field=key, quote=q, reason="not a substring of the raw transcript")
-                )
+                discarded.append(DiscardedQuote(field=key, quote=q, reason="not a substring of the raw transcript"))
             elif nq not in keep:
                 keep.append(nq)
         surviving[key] = keep

@@ -63,15 +63,9 @@ def enforce_guard(draft: ClinicalRecord, guarded: ClinicalRecord) -> tuple[Clini
     d_claim_ids = {c.id for c in draft.claims}
     d_flag_ids = {f.id for f in draft.safety_flags}
 
-    claims = [
-        _project(c, g_claims[c.id], _CLAIM_NULLABLE, nulled, reverted)
-        for c in draft.claims
-        if c.id in g_claims
-    ]
+    claims = [_project(c, g_claims[c.id], _CLAIM_NULLABLE, nulled, reverted) for c in draft.claims if c.id in g_claims]
     flags = [
-        _project(f, g_flags[f.id], _FLAG_NULLABLE, nulled, reverted)
-        for f in draft.safety_flags
-        if f.id in g_flags
+        _project(f, g_flags[f.id], _FLAG_NULLABLE, nulled, reverted) for f in draft.safety_flags if f.id in g_flags
     ]
     removed_claims = [c.id for c in draft.claims if c.id not in g_claims]
     removed_flags = [f.id for f in draft.safety_flags if f.id not in g_flags]

@@ -168,14 +168,11 @@ class AmbientNoise(EncounterFreeSource):
         family: Family name reported with the segment (the paper's "ambient").
     """
 
-    def __init__(
-        self, recipes: tuple[str, ...] | list[str] = AMBIENT_RECIPES, family: str = "ambient"
-    ) -> None:
+    def __init__(self, recipes: tuple[str, ...] | list[str] = AMBIENT_RECIPES, family: str = "ambient") -> None:
         bad = [r for r in recipes if r not in AMBIENT_RECIPES]
         if bad or not recipes:
             raise NoiseError(
-                f"unknown ambient recipe(s) {bad or '[] (empty list)'}; "
-                f"expected some of {list(AMBIENT_RECIPES)}"
+                f"unknown ambient recipe(s) {bad or '[] (empty list)'}; expected some of {list(AMBIENT_RECIPES)}"
             )
         self.recipes = tuple(recipes)
         self.family = family
@@ -192,6 +189,4 @@ class AmbientNoise(EncounterFreeSource):
             "waveform_seed": child_seed(rng),
             "n_samples": n,
         }
-        return NoiseSegment(
-            audio=render_ambient(recipe), source=f"builtin:ambient/{name}", offset_s=0.0, recipe=recipe
-        )
+        return NoiseSegment(audio=render_ambient(recipe), source=f"builtin:ambient/{name}", offset_s=0.0, recipe=recipe)

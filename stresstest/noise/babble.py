@@ -61,9 +61,7 @@ class BabbleSentence:
     """16 kHz float32, trimmed, unit RMS."""
 
 
-def sentence_pairs(
-    encounters: Iterable[Encounter], min_words: int = 4, max_words: int = 30
-) -> list[tuple[str, str]]:
+def sentence_pairs(encounters: Iterable[Encounter], min_words: int = 4, max_words: int = 30) -> list[tuple[str, str]]:
     """Split every turn into sentences and keep those of ``min_words``–``max_words`` words.
 
     Returns ``(encounter_id, sentence)`` pairs in corpus order.
@@ -91,10 +89,7 @@ def select_pairs(pairs: Sequence[tuple[str, str]], max_sentences: int) -> list[t
     for eid, sent in pairs:
         lst = by_enc.setdefault(eid, [])
         lst.append((sent, len(lst)))
-    queues = {
-        eid: sorted(lst, key=lambda sk: hash_obj("babble-order", sk[0]))
-        for eid, lst in sorted(by_enc.items())
-    }
+    queues = {eid: sorted(lst, key=lambda sk: hash_obj("babble-order", sk[0])) for eid, lst in sorted(by_enc.items())}
     chosen: list[tuple[str, str, int]] = []
     depth = 0
     while len(chosen) < max_sentences and any(depth < len(q) for q in queues.values()):
@@ -164,8 +159,9 @@ class BabbleBank:
                 rms = float(np.sqrt(np.mean(np.square(audio, dtype=np.float64)))) if audio.size else 0.0
                 audio = (audio / rms).astype(np.float32) if rms > 0 else audio
                 write_wav(path, audio)
-                write_verified_json(meta, {"text_sha256": hash_obj(text), "n_samples": int(audio.size)},
-                                    files={"wav": path})
+                write_verified_json(
+                    meta, {"text_sha256": hash_obj(text), "n_samples": int(audio.size)}, files={"wav": path}
+                )
             if audio.size:
                 out.append(BabbleSentence(f"{eid}#{k}", eid, text, audio))
         return cls(out)
@@ -229,8 +225,7 @@ class BabbleNoise:
     ) -> None:
         if not 1 <= n_talkers_min <= n_talkers_max:
             raise NoiseError(
-                "babble talkers: need 1 <= n_talkers_min <= n_talkers_max, "
-                f"got {n_talkers_min}, {n_talkers_max}"
+                f"babble talkers: need 1 <= n_talkers_min <= n_talkers_max, got {n_talkers_min}, {n_talkers_max}"
             )
         self.bank = bank
         self.exclude_encounter = exclude_encounter
@@ -301,9 +296,7 @@ class BabbleNoise:
                 have += len(audio) + round(pause * SAMPLE_RATE_HZ)
             stream = _pitch_shift(np.concatenate(pieces)[:need], pitch, n)
             mix += 10 ** (gain_db / 20) * stream
-            talkers.append(
-                {"pitch_factor": pitch, "gain_db": gain_db, "sentence_ids": ids, "pauses_s": pauses, **lead}
-            )
+            talkers.append({"pitch_factor": pitch, "gain_db": gain_db, "sentence_ids": ids, "pauses_s": pauses, **lead})
         recipe = {
             "generator": "babble",
             "bank_id": self.bank.bank_id,

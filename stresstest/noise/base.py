@@ -56,7 +56,6 @@ class NoiseSource(Protocol):
         ...
 
 
-
 class EncounterFreeSource:
     """Base of every source whose segments do not depend on the target encounter (all but babble).
 
@@ -79,6 +78,7 @@ class EncounterFreeSource:
 
     def _cut(self, n: int, rng: np.random.Generator) -> NoiseSegment:
         raise NotImplementedError
+
 
 def n_samples(duration_s: float) -> int:
     """Sample count for a duration, validated (user-facing: no assert)."""

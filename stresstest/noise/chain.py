@@ -114,19 +114,24 @@ def check_chain(steps: Sequence[Step], families: Sequence[str] | None = None) ->
     for i, s in enumerate(steps):
         k = s.kind
         if k == "silence" and i > 0:
-            raise ValueError(f"step {i}: 'silence' must be the first step (it lengthens the timeline every other "
-                             f"step acts on), got it after {steps[0].kind!r}")
+            raise ValueError(
+                f"step {i}: 'silence' must be the first step (it lengthens the timeline every other "
+                f"step acts on), got it after {steps[0].kind!r}"
+            )
         if k in seen:
             raise ValueError(f"step {i}: {k!r} appears twice (steps {seen[k]} and {i})")
         seen[k] = i
         if k in ("room", "noise") and any(c in seen for c in ("telephone", "mulaw", "opus", "packet_loss")):
-            raise ValueError(f"step {i}: {k!r} must come before the channel steps (it acts on the 16-kHz acoustic "
-                             "signal)")
+            raise ValueError(
+                f"step {i}: {k!r} must come before the channel steps (it acts on the 16-kHz acoustic signal)"
+            )
         if k == "mulaw" and "telephone" not in seen:
             raise ValueError(f"step {i}: 'mulaw' (G.711, 8 kHz) needs a 'telephone' step before it")
         if k == "noise" and s.noise is not None and families is not None and s.noise.family not in families:
-            raise ValueError(f"step {i}: noise family {s.noise.family!r} is not configured under `noise:` "
-                             f"(configured: {sorted(families)})")
+            raise ValueError(
+                f"step {i}: noise family {s.noise.family!r} is not configured under `noise:` "
+                f"(configured: {sorted(families)})"
+            )
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -140,24 +145,36 @@ def _snr_db(speech: np.ndarray, noise: np.ndarray, mask: np.ndarray) -> float:
 
 
 @lru_cache(maxsize=8)
-def _shoebox_rir(rt60_s: float, distance_m: float, room_dim_m: tuple[float, float, float]) -> tuple[np.ndarray,
-                                                                                                   dict[str, Any]]:
+def _shoebox_rir(
+    rt60_s: float, distance_m: float, room_dim_m: tuple[float, float, float]
+) -> tuple[np.ndarray, dict[str, Any]]:
     try:
         import pyroomacoustics as pra
     except ImportError as exc:  # a core dependency; a broken install says how to repair it
         raise MixError("the room step needs pyroomacoustics (pip install pyroomacoustics)") from exc
     absorption, max_order = pra.inverse_sabine(rt60_s, list(room_dim_m))
-    room = pra.ShoeBox(list(room_dim_m), fs=SAMPLE_RATE_HZ, materials=pra.Material(absorption),
-                       max_order=max_order, use_rand_ism=False, air_absorption=False)
+    room = pra.ShoeBox(
+        list(room_dim_m),
+        fs=SAMPLE_RATE_HZ,
+        materials=pra.Material(absorption),
+        max_order=max_order,
+        use_rand_ism=False,
+        air_absorption=False,
+    )
     cx, cy = room_dim_m[0] / 2.0, room_dim_m[1] / 2.0
     room.add_source([cx + distance_m / 2.0, cy, 1.2])
     room.add_microphone([cx - distance_m / 2.0, cy, 1.2])
     room.compute_rir()
     h = np.asarray(room.rir[0][0], dtype=np.float64)
     measured = float(np.asarray(room.measure_rt60()).ravel()[0])
-    facts = {"method": f"pyroomacoustics {pra.__version__} image source", "absorption": round(float(absorption), 6),
-             "max_order": int(max_order), "measured_rt60_s": round(measured, 4),
-             "mic_xyz_m": [cx - distance_m / 2.0, cy, 1.2], "source_xyz_m": [cx + distance_m / 2.0, cy, 1.2]}
+    facts = {
+        "method": f"pyroomacoustics {pra.__version__} image source",
+        "absorption": round(float(absorption), 6),
+        "max_order": int(max_order),
+        "measured_rt60_s": round(measured, 4),
+        "mic_xyz_m": [cx - distance_m / 2.0, cy, 1.2],
+        "source_xyz_m": [cx + distance_m / 2.0, cy, 1.2],
+    }
     return _align_direct(h, distance_m), facts
 
 
@@ -165,7 +182,7 @@ def _align_direct(h: np.ndarray, distance_m: float | None) -> np.ndarray:
     """Drop what precedes the direct path except the propagation delay (filter latency, silent lead-in)."""
     peak = int(np.argmax(np.abs(h)))
     keep = 0 if distance_m is None else int(round(distance_m / SPEED_OF_SOUND_M_S * SAMPLE_RATE_HZ))
-    return h[max(0, peak - keep):]
+    return h[max(0, peak - keep) :]
 
 
 def mask_runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -190,9 +207,11 @@ def _silence(
     runs = mask_runs(mask)
     ids = list(range(len(runs))) if turn_ids is None else list(turn_ids)
     if len(ids) != len(runs):
-        raise MixError(f"silence: the recording has {len(runs)} active-speech runs but {len(ids)} turns with "
-                       "speech; the stretches must sit between known turns (overlapping turns or a VAD mask "
-                       "cannot carry silence probes)")
+        raise MixError(
+            f"silence: the recording has {len(runs)} active-speech runs but {len(ids)} turns with "
+            "speech; the stretches must sit between known turns (overlapping turns or a VAD mask "
+            "cannot carry silence probes)"
+        )
     rng = item_rng(seed, eid, "silence")
     phase = int(rng.integers(p.every))
     n_pause = int(round(p.pause_s * SAMPLE_RATE_HZ))
@@ -217,17 +236,28 @@ def _silence(
         pieces.append(fill)
         mpieces.append(np.zeros(n_pause, bool))
         start = at + inserted
-        stretches.append({"after_run": k, "after_turn": None if turn_ids is None else int(ids[k]),
-                          "at_s": round(at / SAMPLE_RATE_HZ, 6),
-                          "start_s": round(start / SAMPLE_RATE_HZ, 6),
-                          "end_s": round((start + n_pause) / SAMPLE_RATE_HZ, 6)})
+        stretches.append(
+            {
+                "after_run": k,
+                "after_turn": None if turn_ids is None else int(ids[k]),
+                "at_s": round(at / SAMPLE_RATE_HZ, 6),
+                "start_s": round(start / SAMPLE_RATE_HZ, 6),
+                "end_s": round((start + n_pause) / SAMPLE_RATE_HZ, 6),
+            }
+        )
         inserted += n_pause
         cursor = at
     pieces.append(x[cursor:])
     mpieces.append(mask[cursor:])
-    facts = {"stretches": stretches, "inserted_s": round(inserted / SAMPLE_RATE_HZ, 6), "phase": phase,
-             "runs": len(runs), "fill_source": "floor" if use_floor else "zeros",
-             "floor_offset": offset if use_floor else None, "rng": "item_rng(seed, encounter_id, 'silence')"}
+    facts = {
+        "stretches": stretches,
+        "inserted_s": round(inserted / SAMPLE_RATE_HZ, 6),
+        "phase": phase,
+        "runs": len(runs),
+        "fill_source": "floor" if use_floor else "zeros",
+        "floor_offset": offset if use_floor else None,
+        "rng": "item_rng(seed, encounter_id, 'silence')",
+    }
     return np.concatenate(pieces).astype(np.float32), np.concatenate(mpieces), facts
 
 
@@ -236,14 +266,17 @@ def _room(x: np.ndarray, mask: np.ndarray, p: RoomStep, seed: int, eid: str) -> 
 
     if p.ir is not None:
         path = Path(p.ir)
-        files = sorted(q for q in path.iterdir() if q.suffix.lower() in (".wav", ".flac")) if path.is_dir() \
-            else [path]
+        files = sorted(q for q in path.iterdir() if q.suffix.lower() in (".wav", ".flac")) if path.is_dir() else [path]
         if not files:
             raise MixError(f"{path}: no .wav or .flac impulse response in this folder")
         k = int(item_rng(seed, eid, "room-ir").integers(len(files))) if len(files) > 1 else 0
         h = _align_direct(load_audio(files[k], normalise=False).astype(np.float64), None)
-        facts: dict[str, Any] = {"method": "measured impulse response", "ir_file": str(files[k]),
-                                 "ir_index": k, "ir_choices": len(files)}
+        facts: dict[str, Any] = {
+            "method": "measured impulse response",
+            "ir_file": str(files[k]),
+            "ir_index": k,
+            "ir_choices": len(files),
+        }
     else:
         assert p.rt60_s is not None  # by RoomStep's validator
         h, facts = _shoebox_rir(float(p.rt60_s), float(p.distance_m), tuple(p.room_dim_m))
@@ -269,10 +302,17 @@ def _noise(
     y += x
     measured = _snr_db(x, y.astype(np.float64) - x.astype(np.float64), mask)
     if not abs(measured - p.snr_db) <= SNR_TOLERANCE_DB:
-        raise MixError(f"measured SNR {measured:.3f} dB differs from target {p.snr_db} dB by more than "
-                       f"{SNR_TOLERANCE_DB} dB")
-    facts = {"noise_source": seg.source, "noise_offset_s": seg.offset_s, "noise_gain": gain,
-             "speech_rms": s_rms, "target_snr_db": float(p.snr_db), "measured_snr_db": round(measured, 4)}
+        raise MixError(
+            f"measured SNR {measured:.3f} dB differs from target {p.snr_db} dB by more than {SNR_TOLERANCE_DB} dB"
+        )
+    facts = {
+        "noise_source": seg.source,
+        "noise_offset_s": seg.offset_s,
+        "noise_gain": gain,
+        "speech_rms": s_rms,
+        "target_snr_db": float(p.snr_db),
+        "measured_snr_db": round(measured, 4),
+    }
     return y, facts, dict(seg.recipe)
 
 
@@ -334,8 +374,11 @@ def _opus(x: np.ndarray, sr: int, p: OpusStep) -> tuple[np.ndarray, dict[str, An
     y, _ = sf.read(buf, dtype="float32")
     y = np.asarray(y, dtype=np.float32).reshape(-1)
     y = y[: x.size] if y.size >= x.size else np.concatenate([y, np.zeros(x.size - y.size, np.float32)])
-    return y, {"libsndfile": sf.__libsndfile_version__, "compression_level": round(level, 6),
-               "achieved_kbps": round(size * 8.0 / (x.size / sr) / 1000.0, 3)}
+    return y, {
+        "libsndfile": sf.__libsndfile_version__,
+        "compression_level": round(level, 6),
+        "achieved_kbps": round(size * 8.0 / (x.size / sr) / 1000.0, 3),
+    }
 
 
 def _packet_loss(x: np.ndarray, sr: int, p: PacketLossStep, seed: int, eid: str) -> tuple[np.ndarray, dict[str, Any]]:
@@ -344,9 +387,14 @@ def _packet_loss(x: np.ndarray, sr: int, p: PacketLossStep, seed: int, eid: str)
     lost = item_rng(seed, eid, "packet_loss").random(n_frames) < p.rate
     y = x.copy()
     for k in np.flatnonzero(lost):
-        y[k * frame:(k + 1) * frame] = 0.0
-    return y, {"frame_samples": frame, "n_frames": int(n_frames), "n_lost": int(lost.sum()),
-               "rng": "item_rng(seed, encounter_id, 'packet_loss')", "concealment": "silence"}
+        y[k * frame : (k + 1) * frame] = 0.0
+    return y, {
+        "frame_samples": frame,
+        "n_frames": int(n_frames),
+        "n_lost": int(lost.sum()),
+        "rng": "item_rng(seed, encounter_id, 'packet_loss')",
+        "concealment": "silence",
+    }
 
 
 def _level(x: np.ndarray, p: LevelStep) -> tuple[np.ndarray, dict[str, Any]]:
@@ -402,8 +450,19 @@ def render_chain(
             x, facts = _room(x, mask, s.params, seed, encounter_id)
         elif isinstance(s.params, NoiseStep):
             x, facts, recipe = _noise(x, mask, s.params, sources[s.params.family], seed, encounter_id, duration_s)
-            out.update({k: facts[k] for k in ("noise_source", "noise_offset_s", "noise_gain", "speech_rms",
-                                               "target_snr_db", "measured_snr_db")})
+            out.update(
+                {
+                    k: facts[k]
+                    for k in (
+                        "noise_source",
+                        "noise_offset_s",
+                        "noise_gain",
+                        "speech_rms",
+                        "target_snr_db",
+                        "measured_snr_db",
+                    )
+                }
+            )
             out.update(family=s.params.family, noise_recipe=recipe)
         elif isinstance(s.params, TelephoneStep):
             x, facts = _telephone(x, s.params)
@@ -486,14 +545,24 @@ def _ir_files(steps: Sequence[Step]) -> list[Path]:
 
 
 def chain_key(
-    speech_sha: str, steps: Sequence[Step], noise: Mapping[str, tuple[dict[str, Any], str | None]], ir_shas: list[str],
+    speech_sha: str,
+    steps: Sequence[Step],
+    noise: Mapping[str, tuple[dict[str, Any], str | None]],
+    ir_shas: list[str],
     seed: int,
 ) -> str:
     """Cache key of one chain condition's audio: speech, steps, the noise sources it draws from, IR files, seed."""
     from stresstest.cache import hash_obj
 
-    return hash_obj("chain-mixture", CHAIN_CODE_VERSION, speech_sha, [s.to_json() for s in steps],
-                    {f: [spec, token] for f, (spec, token) in sorted(noise.items())}, ir_shas, seed)
+    return hash_obj(
+        "chain-mixture",
+        CHAIN_CODE_VERSION,
+        speech_sha,
+        [s.to_json() for s in steps],
+        {f: [spec, token] for f, (spec, token) in sorted(noise.items())},
+        ir_shas,
+        seed,
+    )
 
 
 def build_chain(
@@ -530,11 +599,21 @@ def build_chain(
         mask = active_mask(clean.size, speech.segments_s)
         probes = any(s.silence is not None for s in steps)
         if probes and speech.segments_source == "vad":
-            raise MixError("silence: the recording's speech mask comes from a VAD, not from turns; silence probes "
-                           "need turn timings (a TTS rendering or a corpus with turn timings)")
+            raise MixError(
+                "silence: the recording's speech mask comes from a VAD, not from turns; silence probes "
+                "need turn timings (a TTS rendering or a corpus with turn timings)"
+            )
         turn_ids = speech_turn_ids(speech) if probes else None
-        audio, facts = render_chain(clean, mask, steps, seed=seed, encounter_id=encounter_id, sources=sources,
-                                    duration_s=float(speech.duration_s), turn_ids=turn_ids)
+        audio, facts = render_chain(
+            clean,
+            mask,
+            steps,
+            seed=seed,
+            encounter_id=encounter_id,
+            sources=sources,
+            duration_s=float(speech.duration_s),
+            turn_ids=turn_ids,
+        )
         write_wav(wav, audio)
         info = MixInfo(
             family="chain",

@@ -140,9 +140,7 @@ class MusanSpeechNoise(EncounterFreeSource):
             if (speech / sub).is_dir():
                 files.extend(_list_audio(speech / sub))
         if not files:
-            raise NoiseError(
-                f"MUSAN: no .wav files under {speech}/{{librivox,us-gov}}; layout {MUSAN_LAYOUT}"
-            )
+            raise NoiseError(f"MUSAN: no .wav files under {speech}/{{librivox,us-gov}}; layout {MUSAN_LAYOUT}")
         self.files = files
         listing = [(str(f.relative_to(self.root)), f.stat().st_size) for f in files]
         self.cache_token = hash_obj("musan", str(self.root), listing, crossfade_s)[:16]

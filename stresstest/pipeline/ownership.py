@@ -113,8 +113,12 @@ def _previous_run(out: Path) -> PreviousRun | None:
     completed = bool(manifest is not None and manifest.invocations and manifest.invocations[-1].completed)
     if marker is None:
         return None
-    return PreviousRun(sections=marker.config_sections, completed=completed,
-                       conditions=list(marker.conditions), encounter_ids=list(marker.encounter_ids))
+    return PreviousRun(
+        sections=marker.config_sections,
+        completed=completed,
+        conditions=list(marker.conditions),
+        encounter_ids=list(marker.encounter_ids),
+    )
 
 
 def _stresstest_manifest(out: Path) -> bool:
@@ -136,14 +140,18 @@ def _resolved(path: Path, what: str) -> Path:
     try:
         return path.resolve()
     except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError("Symlink loop from ...")
-        raise RunError(f"{what} {path}: cannot be resolved ({' '.join(str(exc).split())}); a symlink loop? "
-                       "give a real folder") from exc
+        raise RunError(
+            f"{what} {path}: cannot be resolved ({' '.join(str(exc).split())}); a symlink loop? give a real folder"
+        ) from exc
 
 
 def config_inputs(cfg: Any, config_path: str | Path) -> dict[str, str | None]:
     """Config key → input path of a :class:`~stresstest.config.RunConfig`, for the ``--out`` overlap check."""
-    inputs: dict[str, str | None] = {"the config file": str(config_path), "corpus.path": cfg.corpus.path,
-                                     "gold.path": cfg.gold.path}
+    inputs: dict[str, str | None] = {
+        "the config file": str(config_path),
+        "corpus.path": cfg.corpus.path,
+        "gold.path": cfg.gold.path,
+    }
     inputs.update({f"noise.{fam}.root": spec.root for fam, spec in cfg.noise.items()})
     for name, steps, _ in cfg.chains.expand():
         for s in steps:
@@ -152,8 +160,9 @@ def config_inputs(cfg: Any, config_path: str | Path) -> dict[str, str | None]:
     return inputs
 
 
-def out_problem(out: Path, cache: Path, inputs: Mapping[str, str | None], sections: Mapping[str, str], *,
-                replace: bool = False) -> str | None:
+def out_problem(
+    out: Path, cache: Path, inputs: Mapping[str, str | None], sections: Mapping[str, str], *, replace: bool = False
+) -> str | None:
     """Why ``run --out OUT`` would be refused, or ``None``: the one test ``run`` and ``check`` both apply.
 
     A file in the way, an ``--out`` that is or holds the cache or an input, a folder the run writes (``report/``,
@@ -187,8 +196,10 @@ def check_no_overlap(out: Path, cache: Path, inputs: Mapping[str, str | None]) -
     o = _resolved(out, "--out")
     c = _resolved(cache, "the cache directory")
     if o == c or _inside(o, c):
-        raise RunError(f"--out {out}: is {'the' if o == c else 'inside the'} cache directory {cache}; a run "
-                       "directory must lie outside it (the cache holds entries of every config)")
+        raise RunError(
+            f"--out {out}: is {'the' if o == c else 'inside the'} cache directory {cache}; a run "
+            "directory must lie outside it (the cache holds entries of every config)"
+        )
     if _inside(c, o):
         raise RunError(f"--out {out}: contains the cache directory {cache}; choose a run directory elsewhere")
     for key, value in inputs.items():
@@ -196,8 +207,10 @@ def check_no_overlap(out: Path, cache: Path, inputs: Mapping[str, str | None]) -
             continue
         i = _resolved(Path(value), key)
         if o == i or _inside(o, i):
-            raise RunError(f"--out {out}: is {'the input' if o == i else 'inside the input'} {key} ({value}); "
-                           "choose a run directory outside the inputs")
+            raise RunError(
+                f"--out {out}: is {'the input' if o == i else 'inside the input'} {key} ({value}); "
+                "choose a run directory outside the inputs"
+            )
 
 
 def _entries(out: Path) -> list[str]:
@@ -216,21 +229,27 @@ def _ownership_problem(out: Path, sections: Mapping[str, str], replace: bool) ->
         return None
     prev = _previous_run(out)
     if prev is None and not (out / MARKER).exists() and _stresstest_manifest(out):
-        return (f"--out {out}: holds a run written by a stresstest version before run-directory markers (no "
-                f"{MARKER}); it is neither resumed nor replaced and nothing was written there. Give a new or empty "
-                "directory")
+        return (
+            f"--out {out}: holds a run written by a stresstest version before run-directory markers (no "
+            f"{MARKER}); it is neither resumed nor replaced and nothing was written there. Give a new or empty "
+            "directory"
+        )
     if prev is None:
         shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        return (f"--out {out}: is not empty ({shown}) and is not a stresstest run directory; nothing was written "
-                "there. Give a new or empty directory (or an earlier run directory of this config)")
+        return (
+            f"--out {out}: is not empty ({shown}) and is not a stresstest run directory; nothing was written "
+            "there. Give a new or empty directory (or an earlier run directory of this config)"
+        )
     if prev.completed and not replace and prev.sections != dict(sections):
         if prev.sections is None:
             differ = "its resolved config cannot be read"
         else:
             keys = sorted({k for k, _ in set(prev.sections.items()) ^ set(sections.items())})
             differ = "the config differs in " + ", ".join(keys)
-        return (f"--out {out}: holds a finished run of another config ({differ}); nothing was changed. Choose "
-                "another --out, or pass --replace-run to replace that run's results with this config's")
+        return (
+            f"--out {out}: holds a finished run of another config ({differ}); nothing was changed. Choose "
+            "another --out, or pass --replace-run to replace that run's results with this config's"
+        )
     return None
 
 
@@ -253,12 +272,17 @@ class RunDirClaim:
 
     def commit(self, conditions: Iterable[str], encounter_ids: Iterable[str]) -> None:
         """Mark ``out`` as this config's run (after the config and corpus validated, before anything else)."""
-        atomic_write_json(self.out / MARKER, {
-            "tool": "stresstest", "schema_version": MARKER_SCHEMA_VERSION,
-            "config_sections": self.sections,
-            "conditions": sorted(conditions), "encounter_ids": sorted(encounter_ids),
-            "claimed": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        })
+        atomic_write_json(
+            self.out / MARKER,
+            {
+                "tool": "stresstest",
+                "schema_version": MARKER_SCHEMA_VERSION,
+                "config_sections": self.sections,
+                "conditions": sorted(conditions),
+                "encounter_ids": sorted(encounter_ids),
+                "claimed": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            },
+        )
 
     def release(self, *, failed_before_commit: bool = False) -> None:
         """Drop the lock; a directory this run created and left empty is removed again."""
@@ -301,8 +325,10 @@ def claim_run_dir(out: Path, sections: Mapping[str, str], *, replace: bool = Fal
     except OSError as exc:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise RunError(f"--out {out}: another stresstest process ({_lock_holder(lock_path)}) is writing this "
-                           "run directory; wait for it to finish or choose another --out") from exc
+            raise RunError(
+                f"--out {out}: another stresstest process ({_lock_holder(lock_path)}) is writing this "
+                "run directory; wait for it to finish or choose another --out"
+            ) from exc
         raise RunError(f"--out {out}: cannot lock the run directory ({exc.strerror or exc})") from exc
     claim = RunDirClaim(out=out, sections=dict(sections), previous=None, created=created, _fd=fd)
     try:
@@ -311,8 +337,12 @@ def claim_run_dir(out: Path, sections: Mapping[str, str], *, replace: bool = Fal
             raise RunError(problem)
         claim.previous = _previous_run(out)
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(),
-                                 "started": datetime.now().astimezone().isoformat(timespec="seconds")}).encode())
+        os.write(
+            fd,
+            json.dumps(
+                {"pid": os.getpid(), "started": datetime.now().astimezone().isoformat(timespec="seconds")}
+            ).encode(),
+        )
     except BaseException:
         claim.release(failed_before_commit=True)
         raise
@@ -339,8 +369,10 @@ def locked_run_dir(out: Path) -> Iterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
                 os.close(fd)
-                raise RunError(f"{out}: a stresstest process ({_lock_holder(lock_path)}) is writing this run "
-                               "directory; wait for it to finish") from exc
+                raise RunError(
+                    f"{out}: a stresstest process ({_lock_holder(lock_path)}) is writing this run "
+                    "directory; wait for it to finish"
+                ) from exc
     try:
         yield
     finally:

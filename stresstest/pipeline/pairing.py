@@ -55,13 +55,13 @@ class Pairing:
         if not self.dropped:
             return f"every row covers all {len(self.encounters)} encounters"
         ids = ", ".join(sorted(self.dropped)[:10]) + (" ..." if len(self.dropped) > 10 else "")
-        return (f"every row covers the same {len(self.paired)} of {len(self.encounters)} encounters; "
-                f"{self.n_dropped} dropped from every row because one of their items failed: {ids}")
+        return (
+            f"every row covers the same {len(self.paired)} of {len(self.encounters)} encounters; "
+            f"{self.n_dropped} dropped from every row because one of their items failed: {ids}"
+        )
 
 
-def apply_pairing(
-    items: Iterable[ItemScore], conditions: Iterable[Condition]
-) -> tuple[list[ItemScore], Pairing]:
+def apply_pairing(items: Iterable[ItemScore], conditions: Iterable[Condition]) -> tuple[list[ItemScore], Pairing]:
     """The rows with ``paired`` true/false set by the rule of the module doc, and the coverage.
 
     An encounter also counts as failed for a condition of the grid that has no
@@ -88,5 +88,8 @@ def apply_pairing(
             it = it.revise(unset=("unpaired_reason",), paired=eid not in reasons)
         out.append(it)
     encounters = sorted(seen)
-    return out, Pairing(encounters=encounters, paired=[e for e in encounters if e not in reasons],
-                        dropped={e: reasons[e] for e in sorted(reasons)})
+    return out, Pairing(
+        encounters=encounters,
+        paired=[e for e in encounters if e not in reasons],
+        dropped={e: reasons[e] for e in sorted(reasons)},
+    )

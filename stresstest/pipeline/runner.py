@@ -141,17 +141,27 @@ def _announce(state: RunState, cache: Path) -> None:
     hits = sum(1 for p in plans if p.cached)
     n_rec = sum(1 for p in plans if p.cached is None)
     n = len(state.encounters)
-    cached = ", ".join(([f"{hits} of {n - n_rec} TTS renderings in the cache"] if n_rec < n else [])
-                       + ([f"{n_rec} recordings"] if n_rec else []))
-    hours = (f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech" + (
-        "" if len(known) == n else f" known for {len(known)} of {n} encounters")) if known else (
-        "hours of speech known once rendered")
+    cached = ", ".join(
+        ([f"{hits} of {n - n_rec} TTS renderings in the cache"] if n_rec < n else [])
+        + ([f"{n_rec} recordings"] if n_rec else [])
+    )
+    hours = (
+        (
+            f"{sum(known) / 3600:.2f} h ({duration(sum(known))}) of speech"
+            + ("" if len(known) == n else f" known for {len(known)} of {n} encounters")
+        )
+        if known
+        else ("hours of speech known once rendered")
+    )
     st = cfg.structure
-    say(f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
+    say(
+        f"run: {n} encounters × {len(grid)} conditions = {n * len(grid)} items ({', '.join(grid.ids)}); {hours}; "
         f"{cached}; ASR {cfg.asr.backend} "
         f"{cfg.asr.model or '(bundled model)'}; "
         f"structure {st.backend}{'' if st.backend == 'rules' else ' ' + (st.server.model or '(bundled model)')}; "
-        f"judge {cfg.judge.backend}; executor {state.executor.kind}", enabled=cfg.run.progress)
+        f"judge {cfg.judge.backend}; executor {state.executor.kind}",
+        enabled=cfg.run.progress,
+    )
 
 
 def _load_encounters(state: RunState) -> None:
@@ -167,22 +177,28 @@ def _load_encounters(state: RunState) -> None:
         cut = e.truncated(scope if scope else cfg.corpus.max_turns)
         if cut.audio_path and len(cut.turns) < len(e.turns) and cut.audio_end_s is None:
             # Cutting the reference but not the audio would count every later turn as insertions (WER > 100%).
-            why = (f"its gold record's scope_turns={scope}" if scope else f"corpus.max_turns={cfg.corpus.max_turns}")
+            why = f"its gold record's scope_turns={scope}" if scope else f"corpus.max_turns={cfg.corpus.max_turns}"
             raise CorpusError(
                 f"{e.source_path}: encounter {e.encounter_id}: {why} keeps {len(cut.turns)} of {len(e.turns)} turns, "
                 "but the recording cannot be cut with them: its turns have no start_s/end_s timings; give turn "
-                "timings, or drop the turn limit for recordings")
+                "timings, or drop the turn limit for recordings"
+            )
         state.encounters[e.encounter_id] = cut
-    state.ledger = FailureLedger(cfg.run.max_failures, len(state.encounters) * len(state.grid),
-                                 state.out / "manifest.json")
+    state.ledger = FailureLedger(
+        cfg.run.max_failures, len(state.encounters) * len(state.grid), state.out / "manifest.json"
+    )
 
 
 def _speech_stage(state: RunState, cache: Path) -> None:
     encs = list(state.encounters.values())
     bar = _bar(state, len(encs), "speech", unit="encounter")
     results: list[SpeechResult] = state.executor.map_tasks(
-        "speech", speech_task, (state.cfg.speech, cache), encs,
-        on_result=lambda i, r: bar.update(failed=int(r.speech is None)))
+        "speech",
+        speech_task,
+        (state.cfg.speech, cache),
+        encs,
+        on_result=lambda i, r: bar.update(failed=int(r.speech is None)),
+    )
     bar.close()
     for r in results:
         if r.speech is not None:
@@ -200,12 +216,20 @@ def _conditions_stage(state: RunState, cache: Path, all_encounters: list[Encount
     sources = {
         fam: make_noise_source(spec, encounters=all_encounters, cache_dir=cache) for fam, spec in cfg.noise.items()
     }
-    ctx = MixContext(sources=sources, noise_specs={f: s.model_dump(mode="json") for f, s in cfg.noise.items()},
-                     seed=cfg.run.seed, cache_dir=cache)
+    ctx = MixContext(
+        sources=sources,
+        noise_specs={f: s.model_dump(mode="json") for f, s in cfg.noise.items()},
+        seed=cfg.run.seed,
+        cache_dir=cache,
+    )
     bar = _bar(state, sum(len(j.conditions) for j in jobs), "mix")
     results: list[list[MixOutcome]] = state.executor.map_tasks(
-        "mix", mix_task, ctx, [(j, state.speech[j.encounter_id]) for j in jobs],
-        on_result=lambda i, r: bar.update(len(r), failed=sum(o.error is not None for o in r)))
+        "mix",
+        mix_task,
+        ctx,
+        [(j, state.speech[j.encounter_id]) for j in jobs],
+        on_result=lambda i, r: bar.update(len(r), failed=sum(o.error is not None for o in r)),
+    )
     bar.close()
     for job, outcomes in zip(jobs, results, strict=True):
         for o in outcomes:
@@ -226,7 +250,8 @@ def _chain_stage(state: RunState, ctx: MixContext) -> None:
     jobs = [(eid, c.id, list(c.chain or []), sp) for eid, sp in state.speech.items() for c in chained]
     bar = _bar(state, len(jobs), "chain")
     outcomes: list[MixOutcome] = state.executor.map_tasks(
-        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update(failed=int(r.error is not None)))
+        "chain", chain_task, ctx, jobs, on_result=lambda i, r: bar.update(failed=int(r.error is not None))
+    )
     bar.close()
     for (eid, *_), o in zip(jobs, outcomes, strict=True):
         key = (eid, o.condition)
@@ -243,8 +268,11 @@ def _asr_workers(state: RunState) -> tuple[int, float]:
     if gpus <= 0:
         return (1 if ex.asr_workers == "auto" else ex.asr_workers), 0.0
     per = ex.asr_gpus_per_worker
-    n = max(1, int(gpus // per)) if ex.asr_workers == "auto" and per > 0 else (
-        1 if ex.asr_workers == "auto" else ex.asr_workers)
+    n = (
+        max(1, int(gpus // per))
+        if ex.asr_workers == "auto" and per > 0
+        else (1 if ex.asr_workers == "auto" else ex.asr_workers)
+    )
     return n, per
 
 
@@ -256,8 +284,15 @@ def _asr_stage(state: RunState, cache: Path) -> None:
     group = max(1, state.cfg.asr.batch_size // 2) if state.cfg.asr.batch_size > 1 else 1
     shard = -(-state.cfg.run.executor.shard_size // group) * group
     results: list[ASROutcome] = state.executor.map_pool(
-        "asr", ASRWorker, (state.cfg.asr, cache), items, workers=workers, gpus_per_worker=gpus, shard_size=shard,
-        on_result=lambda i, r: bar.update(failed=int(r.transcript is None)))
+        "asr",
+        ASRWorker,
+        (state.cfg.asr, cache),
+        items,
+        workers=workers,
+        gpus_per_worker=gpus,
+        shard_size=shard,
+        on_result=lambda i, r: bar.update(failed=int(r.transcript is None)),
+    )
     bar.close()
     for r in results:
         it = r.item
@@ -265,8 +300,10 @@ def _asr_stage(state: RunState, cache: Path) -> None:
             state.ledger.record("asr", (it.encounter_id, it.condition), r.error or "no transcript")
         else:
             state.transcripts[(it.encounter_id, it.condition)] = r.transcript
-            atomic_write_json(id_path(state.out, "transcripts", it.condition, it.encounter_id, suffix=".json"),
-                              r.transcript.model_dump(mode="json"))
+            atomic_write_json(
+                id_path(state.out, "transcripts", it.condition, it.encounter_id, suffix=".json"),
+                r.transcript.model_dump(mode="json"),
+            )
 
 
 def _release_asr(state: RunState) -> None:
@@ -294,7 +331,9 @@ def _release_asr(state: RunState) -> None:
         logging.getLogger(__name__).warning(
             "ASR release: %d CTranslate2 model(s) returned from unload_model still loaded, %d still referenced; "
             "their memory is freed only when collected, so the LLM engine may find less free GPU memory",
-            (report or {}).get("still_loaded", 0), alive)
+            (report or {}).get("still_loaded", 0),
+            alive,
+        )
     state.asr_released_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -309,9 +348,15 @@ def _structure_stage(state: RunState, cache: Path) -> None:
     engine = state.llm_engine if state.executor.kind == "inprocess" else None
     bar = _bar(state, len(tasks), "structure", bar=False)  # on a terminal the LLM calls have their own bar
     envs: list[RecordEnvelope] = state.executor.map_pool(
-        "structure", StructureWorker, StructureInit(state.cfg.structure, cache, state.out / "logs", engine), tasks,
-        workers=ex.llm_engines, gpus_per_worker=ex.llm_gpus_per_engine,
-        shard_size=max(1, -(-len(tasks) // ex.llm_engines)), on_result=lambda i, r: bar.update(failed=int(r.failed)))
+        "structure",
+        StructureWorker,
+        StructureInit(state.cfg.structure, cache, state.out / "logs", engine),
+        tasks,
+        workers=ex.llm_engines,
+        gpus_per_worker=ex.llm_gpus_per_engine,
+        shard_size=max(1, -(-len(tasks) // ex.llm_engines)),
+        on_result=lambda i, r: bar.update(failed=int(r.failed)),
+    )
     bar.close()
     for env in envs:
         key = (env.encounter_id, env.condition)
@@ -331,8 +376,12 @@ def _summary_csv(rows: list[SummaryRow]) -> str:
     # Columns added later go last, so every earlier column keeps its position (a reader by index still works).
     w.writerow(CSV_COLUMNS)
     for r in rows:
-        w.writerow(["" if v is None else (f"{v:.4f}".rstrip("0").rstrip(".") if isinstance(v, float) else v)
-                    for v in r.cells().values()])
+        w.writerow(
+            [
+                "" if v is None else (f"{v:.4f}".rstrip("0").rstrip(".") if isinstance(v, float) else v)
+                for v in r.cells().values()
+            ]
+        )
     return buf.getvalue()
 
 
@@ -342,8 +391,9 @@ def format_quality_table(rows: list[SummaryRow], note_quality: NoteQualityInfo |
     if all(r[c] is None for r in cells for c in QUALITY_COLUMNS):
         return ""
     heads = ["condition", "Complete%", "Concise%", "Grounded%", "Halluc-lit%", "Halluc-inf%"]
-    body = [[str(r["condition"])] + ["–" if (v := r[c]) is None else f"{v:.1f}" for c in QUALITY_COLUMNS]
-            for r in cells]
+    body = [
+        [str(r["condition"])] + ["–" if (v := r[c]) is None else f"{v:.1f}" for c in QUALITY_COLUMNS] for r in cells
+    ]
     lines = [text_table(heads, body)]
     if note_quality is not None and not note_quality.adequate:
         lines.append(f"NOT INTERPRETABLE as note quality: {note_quality.adequacy} (mechanics only; see the report)")
@@ -353,10 +403,23 @@ def format_quality_table(rows: list[SummaryRow], note_quality: NoteQualityInfo |
 def format_table(rows: list[SummaryRow]) -> str:
     """The results table printed at the end of a run (Table-2 layout)."""
     heads = ["condition", "n", "WER%", "Ins%", "NegErr%", "ErrProp", "Triage=%", "SCER%", "Under%", "Score", "Unsafe%"]
-    keys = ["condition", "n", "wer", "ins_rate", "neg_err", "err_prop", "triage_match", "scer", "under_triage",
-            "mean_score", "unsafe"]
-    body = [[("–" if (v := cells[k]) is None else (f"{v:.2f}" if isinstance(v, float) else str(v))) for k in keys]
-            for cells in (r.cells() for r in rows)]
+    keys = [
+        "condition",
+        "n",
+        "wer",
+        "ins_rate",
+        "neg_err",
+        "err_prop",
+        "triage_match",
+        "scer",
+        "under_triage",
+        "mean_score",
+        "unsafe",
+    ]
+    body = [
+        [("–" if (v := cells[k]) is None else (f"{v:.2f}" if isinstance(v, float) else str(v))) for k in keys]
+        for cells in (r.cells() for r in rows)
+    ]
     return text_table(heads, body)
 
 
@@ -390,8 +453,7 @@ def run(config_path: str | Path, out_dir: str | Path | None = None, *, replace: 
         claim.release(failed_before_commit=not committed)
 
 
-def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
-                 committed: list[bool]) -> RunResult:
+def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim, committed: list[bool]) -> RunResult:
     """The run itself, in a claimed and locked ``out``; appends to ``committed`` once ``out`` is rewritten."""
     from stresstest.metrics.summary import in_pairing
     from stresstest.pipeline.housekeeping import WallClock, announce_failures, prune_stale
@@ -405,15 +467,15 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
     clock = WallClock(out)
     written: list[RunManifest] = []  # the manifest the last checkpoint wrote (returned)
     with make_executor(cfg.run.executor, cache_dir=cache) as executor:
-        state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor,
-                         stage_seconds=dict(clock.carried_stages))
+        state = RunState(out=out, cfg=cfg, grid=cfg.grid(), executor=executor, stage_seconds=dict(clock.carried_stages))
         executor_info = executor.describe()
         if cfg.structure.backend != "rules":
             # One engine per run, passed to structuring, Draft/Guard and every LLM judge (started at the
             # first cache miss, stopped when the stages are done). With the Ray executor each structuring
             # actor runs an engine of its own (run.executor.llm_engines).
-            state.llm_engine = LLMEngine(cfg.structure, cache_dir=cache, log_dir=out / "logs",
-                                         progress=cfg.run.progress)
+            state.llm_engine = LLMEngine(
+                cfg.structure, cache_dir=cache, log_dir=out / "logs", progress=cfg.run.progress
+            )
 
         def checkpoint(completed: bool = False) -> None:
             # The manifest is rewritten at every stage boundary, so a killed run leaves its time behind.
@@ -437,11 +499,13 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                 # Stale files first, then the marker: a kill in between leaves them listed for the next run.
                 committed.append(True)
                 if claim.previous is not None:
-                    prune_stale(out, claim.previous.conditions, claim.previous.encounter_ids, state.grid.ids,
-                                state.encounters)
+                    prune_stale(
+                        out, claim.previous.conditions, claim.previous.encounter_ids, state.grid.ids, state.encounters
+                    )
                 claim.commit(state.grid.ids, state.encounters)
-                atomic_write_text(out / "config.resolved.yaml",
-                                  yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
+                atomic_write_text(
+                    out / "config.resolved.yaml", yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+                )
             checkpoint()
             with _stage(state, "speech"):
                 _speech_stage(state, cache)
@@ -457,12 +521,25 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
                 _structure_stage(state, cache)
             checkpoint()
             with _stage(state, "score"):
-                failures = {(eid, c.id): f for eid in state.encounters for c in state.grid
-                            if (f := state.ledger.failed((eid, c.id), base=c.base)) is not None}
+                failures = {
+                    (eid, c.id): f
+                    for eid in state.encounters
+                    for c in state.grid
+                    if (f := state.ledger.failed((eid, c.id), base=c.base)) is not None
+                }
                 inputs = ScoreInputs(
-                    out=out, grid=state.grid, encounters=state.encounters, gold=state.gold, audio=state.audio,
-                    mix=state.mix, transcripts=state.transcripts, records=state.records, failures=failures,
-                    judge_backend=cfg.judge.backend, structure=cfg.structure, engine=state.llm_engine,
+                    out=out,
+                    grid=state.grid,
+                    encounters=state.encounters,
+                    gold=state.gold,
+                    audio=state.audio,
+                    mix=state.mix,
+                    transcripts=state.transcripts,
+                    records=state.records,
+                    failures=failures,
+                    judge_backend=cfg.judge.backend,
+                    structure=cfg.structure,
+                    engine=state.llm_engine,
                 )
                 with _bar(state, len(state.encounters) * len(state.grid), "score", bar=False) as bar:
                     items = score_items(inputs, cache, executor=executor, progress=bar.update)
@@ -491,11 +568,19 @@ def _run_claimed(cfg: RunConfig, out: Path, cache: Path, claim: RunDirClaim,
 
             t0 = time.perf_counter()
             build_report(out, n_resamples=cfg.report.n_resamples, seed=cfg.run.seed)
-            say(f"report done in {duration(time.perf_counter() - t0)}: {out / 'report' / 'report.html'}, items in "
-                f"{out / 'report' / 'items' / 'index.html'}", enabled=cfg.run.progress)
+            say(
+                f"report done in {duration(time.perf_counter() - t0)}: {out / 'report' / 'report.html'}, items in "
+                f"{out / 'report' / 'items' / 'index.html'}",
+                enabled=cfg.run.progress,
+            )
     checkpoint(completed=True)
-    announce_failures(state.ledger.records(), state.ledger.total_items,
-                      cfg.run.max_failures, out / "manifest.json", pairing.sentence() if pairing.dropped else None)
+    announce_failures(
+        state.ledger.records(),
+        state.ledger.total_items,
+        cfg.run.max_failures,
+        out / "manifest.json",
+        pairing.sentence() if pairing.dropped else None,
+    )
     return RunResult(out=out, rows=rows, items=items, manifest=written[-1])
 
 
@@ -524,10 +609,18 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> RunManife
         stresstest_version=__version__,
         python=sys.version.split()[0],
         seed=cfg.run.seed,
-        corpus=CorpusInfo(kind=cfg.corpus.kind, path=cfg.corpus.path, n_encounters=len(state.encounters),
-                          encounter_ids=sorted(state.encounters)),
-        asr=AsrInfo(backend=cfg.asr.backend, model=cfg.asr.model, decoding=cfg.asr.decoding.model_dump(),
-                    models_used=sorted({t.model for t in state.transcripts.values()})),
+        corpus=CorpusInfo(
+            kind=cfg.corpus.kind,
+            path=cfg.corpus.path,
+            n_encounters=len(state.encounters),
+            encounter_ids=sorted(state.encounters),
+        ),
+        asr=AsrInfo(
+            backend=cfg.asr.backend,
+            model=cfg.asr.model,
+            decoding=cfg.asr.decoding.model_dump(),
+            models_used=sorted({t.model for t in state.transcripts.values()}),
+        ),
         structure=StructureInfo.model_validate(structure),
         judge=cfg.judge.backend,
         llm_engines=[state.llm_engine.info()] if state.llm_engine is not None else [],
@@ -540,9 +633,12 @@ def _write_manifest(state: RunState, executor_info: dict[str, Any]) -> RunManife
             {"encounter_id": eid, "condition": cond, **info.model_dump(mode="json")}
             for (eid, cond), info in sorted(state.mix.items())
         ],
-        speech={eid: SpeechInfo.model_validate({"duration_s": sp.duration_s, "segments_source": sp.segments_source,
-                                                "recipe": sp.recipe})
-                for eid, sp in sorted(state.speech.items())},
+        speech={
+            eid: SpeechInfo.model_validate(
+                {"duration_s": sp.duration_s, "segments_source": sp.segments_source, "recipe": sp.recipe}
+            )
+            for eid, sp in sorted(state.speech.items())
+        },
         failures=state.ledger.records(),
         n_failures=len(state.ledger),
         stage_seconds=state.stage_seconds,

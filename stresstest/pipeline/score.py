@@ -127,12 +127,14 @@ class PairScores:
     def trigger_scores(self, vs_clean: Sequence[TriggerEvent]) -> TriggerScores:
         """The item's trigger part: NegErr, the events vs the reference by type, and ``vs_clean`` (the events
         against the clean ASR; empty on the clean row)."""
-        return TriggerScores(neg_err=int(bool(self.negation)), trigger_counts=self.trigger_counts,
-                             triggers_vs_clean=list(vs_clean))
+        return TriggerScores(
+            neg_err=int(bool(self.negation)), trigger_counts=self.trigger_counts, triggers_vs_clean=list(vs_clean)
+        )
 
 
-def score_pair(pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn] | None = None,
-               probes: Probes | None = None) -> PairScores:
+def score_pair(
+    pair: AlignedPair, concepts: Sequence[str], turns: Sequence[Turn] | None = None, probes: Probes | None = None
+) -> PairScores:
     """Read WER counts, NegErr mismatches, trigger events, the clinical/speaker split and (audio with silence
     probes) the words written inside the inserted stretches off one aligned pair."""
     from stresstest.metrics.negation import negation_mismatches
@@ -239,18 +241,29 @@ def score_encounter(x: EncounterOutputs, grid: ConditionGrid, judge_backend: str
                 judged = jr.scores()
                 detail["judge_reasons"] = list(jr.reasons)
         item = ItemScore.compose(
-            asr, triggers, guard, safety, judged, probe_scores(probed, twin, traced),
-            encounter_id=eid, condition=cond, family=c.family, snr_db=c.snr_db, mitigated=c.mitigated,
+            asr,
+            triggers,
+            guard,
+            safety,
+            judged,
+            probe_scores(probed, twin, traced),
+            encounter_id=eid,
+            condition=cond,
+            family=c.family,
+            snr_db=c.snr_db,
+            mitigated=c.mitigated,
             target_snr_db=mix.target_snr_db if mix else None,
             measured_snr_db=mix.measured_snr_db if mix else None,
-            reference_text=ref, hypothesis_text=t.text if t else None,
+            reference_text=ref,
+            hypothesis_text=t.text if t else None,
             audio_path=str(audio) if audio else None,
             # The full noise recipe (every babble sentence and pause) lives in manifest.json.
             mix=revise(mix, unset=("noise_recipe",)) if mix else None,
             transcript_path=f"transcripts/{base_cond}/{eid}.json" if t else None,
             record_path=f"records/{cond}/{eid}.json" if env else None,
             scores_path=f"scores/{cond}/{eid}.json",
-            failed=error is not None, error=error,
+            failed=error is not None,
+            error=error,
         )
         out.append(ScoredItem(row=item, detail=detail))
     return out
@@ -296,13 +309,17 @@ class ScoreInputs:
         for k, why in self.failures.items():
             if k in found:
                 found[k] = replace(found[k], failure=why)
-        return {eid: EncounterOutputs(encounter=enc, gold=self.gold.get(eid),
-                                      conditions={c.id: found[(eid, c.id)] for c in self.grid})
-                for eid, enc in self.encounters.items()}
+        return {
+            eid: EncounterOutputs(
+                encounter=enc, gold=self.gold.get(eid), conditions={c.id: found[(eid, c.id)] for c in self.grid}
+            )
+            for eid, enc in self.encounters.items()
+        }
 
 
-def _twin_words(x: EncounterOutputs, grid: ConditionGrid, cond: str, ref: str, mix: MixInfo | None,
-                detail: dict[str, Any]) -> tuple[str, int] | None:
+def _twin_words(
+    x: EncounterOutputs, grid: ConditionGrid, cond: str, ref: str, mix: MixInfo | None, detail: dict[str, Any]
+) -> tuple[str, int] | None:
     """``(probe_twin, probe_words_twin)``: the words the same chain without its silence step wrote at the
     probed pauses (the same turn boundaries), when the grid has that twin and it has a transcript."""
     twin = grid.probe_twin(cond)
@@ -325,8 +342,11 @@ def load_gold_for(encounter_ids: list[str], cfg: GoldConfig) -> dict[str, GoldRe
     gold = load_gold(root) if root.exists() else {}
     missing = [e for e in encounter_ids if e not in gold]
     if cfg.required and missing:
-        raise GoldError(f"{root}: no gold reference for {len(missing)} encounter(s): {', '.join(missing[:5])}"
-                        + (" ..." if len(missing) > 5 else "") + " (gold.required is true)")
+        raise GoldError(
+            f"{root}: no gold reference for {len(missing)} encounter(s): {', '.join(missing[:5])}"
+            + (" ..." if len(missing) > 5 else "")
+            + " (gold.required is true)"
+        )
     return {e: gold[e] for e in encounter_ids if e in gold}
 
 
@@ -344,6 +364,7 @@ def score_items(
     eids = sorted(inputs.encounters)
     outputs = inputs.per_encounter()
     per_enc = [outputs[e] for e in eids]
+
     def done(i: int, scored: list[ScoredItem]) -> None:
         if progress is not None:
             progress(len(scored))
@@ -354,8 +375,7 @@ def score_items(
             results.append(score_encounter(x, inputs.grid, inputs.judge_backend))
             done(i, results[-1])
     else:
-        results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc,
-                                     on_result=done)
+        results = executor.map_tasks("score", _score_task, (inputs.grid, inputs.judge_backend), per_enc, on_result=done)
     rows: list[ItemScore] = []
     llm_pairs: list[tuple[int, RecordEnvelope, GoldRecord]] = []
     for x, scored in zip(per_enc, results, strict=True):
@@ -364,16 +384,16 @@ def score_items(
             env = x.conditions[cond].record
             if inputs.judge_backend == "llm" and x.gold is not None and env is not None and not env.failed:
                 llm_pairs.append((len(rows), env, x.gold))
-            atomic_write_json(id_path(inputs.out, "scores", cond, x.encounter.encounter_id, suffix=".json"),
-                              it.detail)
+            atomic_write_json(id_path(inputs.out, "scores", cond, x.encounter.encounter_id, suffix=".json"), it.detail)
             rows.append(it.row)
     if llm_pairs:
         rows = _llm_judge(inputs, cache, rows, llm_pairs)
     return rows
 
 
-def judge_note_quality(state: ScoreInputs, rows: Sequence[ItemScore], config: NoteQualityConfig,
-                       cache: Path) -> tuple[list[ItemScore], dict[str, Any]]:
+def judge_note_quality(
+    state: ScoreInputs, rows: Sequence[ItemScore], config: NoteQualityConfig, cache: Path
+) -> tuple[list[ItemScore], dict[str, Any]]:
     """docs/spec.md §8 note-quality judges over every item row with a record.
 
     Returns:
@@ -385,8 +405,17 @@ def judge_note_quality(state: ScoreInputs, rows: Sequence[ItemScore], config: No
         env = state.records.get(row.key)
         if row.failed or env is None or env.failed or env.record is None or row.hypothesis_text is None:
             continue
-        items.append(QualityItem(k, row.encounter_id, row.condition, env.record, row.hypothesis_text,
-                                 row.reference_text or "", state.gold.get(row.encounter_id)))
+        items.append(
+            QualityItem(
+                k,
+                row.encounter_id,
+                row.condition,
+                env.record,
+                row.hypothesis_text,
+                row.reference_text or "",
+                state.gold.get(row.encounter_id),
+            )
+        )
     with open_session(state.structure, cache_dir=cache, log_dir=state.out / "logs", engine=state.engine) as session:
         updates, manifest = score_note_quality(items, state.grid, config, session, state.out)
     return [row.revise(updates[k]) if k in updates else row for k, row in enumerate(rows)], manifest
@@ -401,9 +430,14 @@ def _llm_judge(
     inputs: ScoreInputs, cache: Path, rows: list[ItemScore], pairs: list[tuple[int, RecordEnvelope, GoldRecord]]
 ) -> list[ItemScore]:
     results = llm_judge_many(
-        [(f"{rows[i].encounter_id}/{rows[i].condition}", _record_json(env), gold.model_dump_json())
-         for i, env, gold in pairs],
-        inputs.structure, cache_dir=cache, log_dir=inputs.out / "logs", engine=inputs.engine,
+        [
+            (f"{rows[i].encounter_id}/{rows[i].condition}", _record_json(env), gold.model_dump_json())
+            for i, env, gold in pairs
+        ],
+        inputs.structure,
+        cache_dir=cache,
+        log_dir=inputs.out / "logs",
+        engine=inputs.engine,
     )
     out = list(rows)
     for (i, _, _), jr in zip(pairs, results, strict=True):
@@ -428,10 +462,12 @@ def extra_summary_columns(items: Sequence[ItemScore], rows: Sequence[SummaryRow]
     for r in rows:
         its = [it for it in items if it.condition == r.condition]
         mit = [it for it in its if it.mitigated and not it.failed]
-        out.append(revise(
-            r,
-            triggers=TriggerRates.model_validate({t: trigger_rate(its, t) for t in TRIGGER_TYPES}),
-            abstention_rate=abstention(mit).rate_pct,
-            quotes_discarded=sum(int(it.quotes_discarded or 0) for it in mit) if mit else None,
-        ))
+        out.append(
+            revise(
+                r,
+                triggers=TriggerRates.model_validate({t: trigger_rate(its, t) for t in TRIGGER_TYPES}),
+                abstention_rate=abstention(mit).rate_pct,
+                quotes_discarded=sum(int(it.quotes_discarded or 0) for it in mit) if mit else None,
+            )
+        )
     return out

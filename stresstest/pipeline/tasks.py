@@ -80,8 +80,15 @@ def mix_task(ctx: MixContext, job_speech: tuple[Any, SpeechAudio]) -> list[MixOu
     def done(cond: str, path: Path | None, info: MixInfo | None, err: str | None) -> None:
         out.append(MixOutcome(cond, str(path) if path is not None else None, info, err))
 
-    build_mixtures(job, speech, ctx.sources[job.family], ctx.noise_specs[job.family], seed=ctx.seed,
-                   cache_dir=ctx.cache_dir, on_done=done)
+    build_mixtures(
+        job,
+        speech,
+        ctx.sources[job.family],
+        ctx.noise_specs[job.family],
+        seed=ctx.seed,
+        cache_dir=ctx.cache_dir,
+        on_done=done,
+    )
     order = {c: i for i, c in enumerate(job.conditions)}
     return sorted(out, key=lambda o: order[o.condition])
 
@@ -91,8 +98,9 @@ def chain_task(ctx: MixContext, job: tuple[str, str, list[dict[str, Any]], Speec
     from stresstest.noise.chain import build_chain
 
     eid, cond, steps, speech = job
-    path, info, err = build_chain(eid, steps, speech, ctx.sources, ctx.noise_specs, seed=ctx.seed,
-                                  cache_dir=ctx.cache_dir)
+    path, info, err = build_chain(
+        eid, steps, speech, ctx.sources, ctx.noise_specs, seed=ctx.seed, cache_dir=ctx.cache_dir
+    )
     return MixOutcome(cond, str(path) if path is not None else None, info, err)
 
 
@@ -131,8 +139,7 @@ class ASRWorker:
 
         # The model stays loaded across shards; the runner releases it after the stage (in process) or the
         # actor's process ends (Ray).
-        transcribe_items(shard, self.cfg, cache_dir=self.cache_dir, on_done=done, backend=self.backend,
-                         release=False)
+        transcribe_items(shard, self.cfg, cache_dir=self.cache_dir, on_done=done, backend=self.backend, release=False)
         return [o if o is not None else ASROutcome(shard[i], None, "no transcript") for i, o in enumerate(out)]
 
 
@@ -207,8 +214,10 @@ class StructureWorker:
         for group, fn in ((plain, structure_many), (guard, mitigate_many)):
             if not group:
                 continue
-            items = [StructureItem(encounter_id=t.encounter_id, condition=t.condition,
-                                   transcript_text=t.transcript_text) for _, t in group]
+            items = [
+                StructureItem(encounter_id=t.encounter_id, condition=t.condition, transcript_text=t.transcript_text)
+                for _, t in group
+            ]
             envs = list(fn(items, self.cfg, cache_dir=self.cache_dir, log_dir=self.log_dir, engine=self._engine()))
             for (i, _), env in zip(group, envs, strict=True):
                 out[i] = env

@@ -93,8 +93,10 @@ def run_facts(run: RunData, n_resamples: int, seed: int) -> list[tuple[str, str]
     """Key/value run facts (corpus, models, decoding, hashes, seeds, failures, time)."""
     facts = _setup_facts(run, n_resamples, seed)
     facts += _snr_facts(run)
-    facts += [(f"Noise ({fam})", noise_source(run.manifest, fam) or "–")
-              for fam in sorted({c.family for c in run.conditions if not c.is_clean})]
+    facts += [
+        (f"Noise ({fam})", noise_source(run.manifest, fam) or "–")
+        for fam in sorted({c.family for c in run.conditions if not c.is_clean})
+    ]
     facts += _input_facts(run)
     facts += _outcome_facts(run)
     return facts
@@ -152,19 +154,25 @@ def _snr_facts(run: RunData) -> list[tuple[str, str]]:
     if not snr_dev:
         return []
     worst = max(snr_dev)
-    return [(
-        "SNR check",
-        f"max |measured − target| = {worst:.3f} dB over {len(snr_dev)} mixtures"
-        + ("" if worst <= 0.1 else " — EXCEEDS the ±0.1 dB tolerance"),
-    )]
+    return [
+        (
+            "SNR check",
+            f"max |measured − target| = {worst:.3f} dB over {len(snr_dev)} mixtures"
+            + ("" if worst <= 0.1 else " — EXCEEDS the ±0.1 dB tolerance"),
+        )
+    ]
 
 
 def _input_facts(run: RunData) -> list[tuple[str, str]]:
     """Inputs checked against each other (turn timings vs the recording, turn limits): what the speech stage noted;
     and what reading the run directory had to do (a migrated manifest)."""
     facts = [("Read", note) for note in run.notes]
-    notes = [f"{eid}: {w}" for eid, sp in sorted(run.manifest.speech.items()) if sp.recipe is not None
-             for w in sp.recipe.warnings]
+    notes = [
+        f"{eid}: {w}"
+        for eid, sp in sorted(run.manifest.speech.items())
+        if sp.recipe is not None
+        for w in sp.recipe.warnings
+    ]
     if notes:
         more = " ..." if len(notes) > 10 else ""
         facts.append(("Input warnings", f"{len(notes)}: " + "; ".join(notes[:10]) + more))
@@ -198,7 +206,8 @@ def _outcome_facts(run: RunData) -> list[tuple[str, str]]:
         facts.append(
             (
                 "Wall time",
-                f"{float(stage['total']):.1f} s total" if "total" in stage
+                f"{float(stage['total']):.1f} s total"
+                if "total" in stage
                 else f"{sum(float(v) for v in stage.values()):.1f} s (sum of stages)",
             )
         )
@@ -222,16 +231,18 @@ def _mitigation(run: RunData) -> list[MitigationRow]:
         # How the guard ran (e.g. "none (rules backend: deterministic filter only)"), so a reader knows why a
         # rules-backend guard row can equal its unmitigated twin.
         modes = sorted({it.extra.guard for it in its if it.extra is not None and it.extra.guard})
-        out.append(MitigationRow(
-            condition=c.id,
-            n=len(its),
-            # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
-            abstention_rate_pct=ab.rate_pct,
-            fields_nulled=ab.fields_nulled,
-            fields_total=ab.fields_total,
-            quotes_discarded=sum(qd) if qd else None,
-            guard="; ".join(modes) if modes else "LLM Guard + evidence filter",
-        ))
+        out.append(
+            MitigationRow(
+                condition=c.id,
+                n=len(its),
+                # Pooled over the condition (Σ nulled / Σ fields), the same as summary.csv's abstention_rate.
+                abstention_rate_pct=ab.rate_pct,
+                fields_nulled=ab.fields_nulled,
+                fields_total=ab.fields_total,
+                quotes_discarded=sum(qd) if qd else None,
+                guard="; ".join(modes) if modes else "LLM Guard + evidence filter",
+            )
+        )
     return out
 
 
@@ -245,8 +256,15 @@ def mitigation_effects(run: RunData, n_resamples: int, seed: int) -> list[Effect
     for c in run.conditions.mitigated():
         name, base = c.id, c.base
         d = paired_differences(run.ok_items(base), run.ok_items(name), n_resamples=n_resamples, seed=seed, alpha=ALPHA)
-        out.append(EffectRow(name, base, d["wer"]["n"], {m: d[m]["diff"] for m in METRIC_COLUMNS},
-                             {m: d[m]["ci"] for m in METRIC_COLUMNS}))
+        out.append(
+            EffectRow(
+                name,
+                base,
+                d["wer"]["n"],
+                {m: d[m]["diff"] for m in METRIC_COLUMNS},
+                {m: d[m]["ci"] for m in METRIC_COLUMNS},
+            )
+        )
     return out
 
 
@@ -287,9 +305,23 @@ def item_table(run: RunData, pred: pred_mod.PredictiveItems) -> list[dict[str, A
 
 #: Item fields copied as they are into the per-item table (after the identity and SNR columns).
 ITEM_TABLE_FIELDS: tuple[str, ...] = (
-    "asr_sub", "asr_del", "asr_ins", "ref_words", "neg_err", "triage_match", "under_triage_new", "scer_new",
-    "err_new", "asr_delta_e", "judge_score", "triage", "triage_clean", "triage_gold", "abstention_rate",
-    "quotes_discarded", *QUALITY_COLUMNS,
+    "asr_sub",
+    "asr_del",
+    "asr_ins",
+    "ref_words",
+    "neg_err",
+    "triage_match",
+    "under_triage_new",
+    "scer_new",
+    "err_new",
+    "asr_delta_e",
+    "judge_score",
+    "triage",
+    "triage_clean",
+    "triage_gold",
+    "abstention_rate",
+    "quotes_discarded",
+    *QUALITY_COLUMNS,
 )
 
 
@@ -367,8 +399,14 @@ def build_report(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = N
     if an.error_rates.computed:
         plots["error_rates"] = error_rate_plot(an.error_rates, rdir / "plots" / "error_rates.png")
     tables = _write_tables(run, an, rdir / "tables")
-    content = _content(run, an, n_resamples, seed, plots={k: p.relative_to(rdir) for k, p in plots.items()},
-                       tables=[p.relative_to(rdir) for p in tables])
+    content = _content(
+        run,
+        an,
+        n_resamples,
+        seed,
+        plots={k: p.relative_to(rdir) for k, p in plots.items()},
+        tables=[p.relative_to(rdir) for p in tables],
+    )
     html_path, md_path = rdir / "report.html", rdir / "report.md"
     atomic_write_text(html_path, render_html(content, rdir))
     atomic_write_text(md_path, render_markdown(content))
@@ -411,25 +449,64 @@ def _analyse(run: RunData, n_resamples: int, seed: int) -> _Analysis:
     problems += error_rates.problems
     probes = probe_section(run, n_resamples, seed)
     problems += probes.problems
-    return _Analysis(rows=rows, problems=problems, trig=trig, examples=examples, pred_items=pred_items, pred=pred,
-                     quality=quality, effects=mitigation_effects(run, n_resamples, seed),
-                     removed=guard_mod.removals(run), error_rates=error_rates, probes=probes)
+    return _Analysis(
+        rows=rows,
+        problems=problems,
+        trig=trig,
+        examples=examples,
+        pred_items=pred_items,
+        pred=pred,
+        quality=quality,
+        effects=mitigation_effects(run, n_resamples, seed),
+        removed=guard_mod.removals(run),
+        error_rates=error_rates,
+        probes=probes,
+    )
 
 
 def _trigger_rate_rows(trig: Mapping[str, Mapping[str, tuple[float | None, Any]]]) -> list[dict[str, Any]]:
     return [
-        {"condition": cond, "trigger_type": t, "rate": v, "rate_lo": ci[0] if ci else None,
-         "rate_hi": ci[1] if ci else None}
+        {
+            "condition": cond,
+            "trigger_type": t,
+            "rate": v,
+            "rate_lo": ci[0] if ci else None,
+            "rate_hi": ci[1] if ci else None,
+        }
         for cond, per in trig.items()
         for t, (v, ci) in per.items()
     ]
 
 
-TRIGGER_EVENT_COLUMNS = ["encounter_id", "condition", "family", "snr_db", "mitigated", "event", "type", "ref_span",
-                         "hyp_span", "concept", "explanation"]
-EXAMPLE_COLUMNS = ["trigger_type", "encounter_id", "condition", "ref_span", "hyp_span", "concept", "clean_context",
-                   "noisy_context", "effects", "linked_to_record_change", "unexplained_changes", "weight",
-                   "other_events_in_item", "record_path"]
+TRIGGER_EVENT_COLUMNS = [
+    "encounter_id",
+    "condition",
+    "family",
+    "snr_db",
+    "mitigated",
+    "event",
+    "type",
+    "ref_span",
+    "hyp_span",
+    "concept",
+    "explanation",
+]
+EXAMPLE_COLUMNS = [
+    "trigger_type",
+    "encounter_id",
+    "condition",
+    "ref_span",
+    "hyp_span",
+    "concept",
+    "clean_context",
+    "noisy_context",
+    "effects",
+    "linked_to_record_change",
+    "unexplained_changes",
+    "weight",
+    "other_events_in_item",
+    "record_path",
+]
 
 
 def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
@@ -439,16 +516,20 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
     tables += write_table(table_dir / "trigger_rates", _trigger_rate_rows(an.trig))
     tables += write_table(table_dir / "items", item_table(run, an.pred_items))
     tables += write_table(table_dir / "trigger_events", ex_mod.trigger_event_rows(run.items), TRIGGER_EVENT_COLUMNS)
-    tables += write_table(table_dir / "examples", [e.as_row() for lst in an.examples.values() for e in lst],
-                          EXAMPLE_COLUMNS)
+    tables += write_table(
+        table_dir / "examples", [e.as_row() for lst in an.examples.values() for e in lst], EXAMPLE_COLUMNS
+    )
     tables += write_table(table_dir / "wer_vs_safety", [r.as_row() for r in an.pred])
     tables += write_quality_tables(an.quality, table_dir)
     if an.error_rates.computed:
         tables += write_table(table_dir / "error_rates", [r.to_row() for r in an.error_rates.rows])
     if an.probes.computed:
         tables += write_table(table_dir / "silence_probes", [r.to_row() for r in an.probes.rows])
-        tables += write_table(table_dir / "silence_probe_fields", [t.to_row() for t in an.probes.traced],
-                              ["encounter_id", "condition", "field_id", "kind", "name", "quote"])
+        tables += write_table(
+            table_dir / "silence_probe_fields",
+            [t.to_row() for t in an.probes.traced],
+            ["encounter_id", "condition", "field_id", "kind", "name", "quote"],
+        )
     if an.effects:
         tables += write_table(table_dir / "mitigation_effect", [r.to_row() for r in an.effects])
     if run.conditions.mitigated():
@@ -462,8 +543,9 @@ def _write_tables(run: RunData, an: _Analysis, table_dir: Path) -> list[Path]:
     return tables
 
 
-def _content(run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots: dict[str, Path],
-             tables: list[Path]) -> ReportContent:
+def _content(
+    run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots: dict[str, Path], tables: list[Path]
+) -> ReportContent:
     """What the HTML and Markdown renderers show."""
     return ReportContent(
         run_id=run.run_id,
@@ -497,8 +579,9 @@ def _content(run: RunData, an: _Analysis, n_resamples: int, seed: int, *, plots:
     )
 
 
-def _write_report_json(path: Path, run: RunData, an: _Analysis, content: ReportContent, n_resamples: int,
-                       seed: int) -> None:
+def _write_report_json(
+    path: Path, run: RunData, an: _Analysis, content: ReportContent, n_resamples: int, seed: int
+) -> None:
     doc = {
         "run_id": run.run_id,
         "n_resamples": n_resamples,
@@ -521,8 +604,10 @@ def cli_report(run_dir: str | Path, *, n_resamples: int = 1000, seed: int | None
         warn(f"report: {p}")
     lines = [paths.text_table, "", f"Does WER predict safety? {paths.summary_sentence}"]
     if paths.problems:
-        lines += ["", f"WARNING: {len(paths.problems)} disagreement(s) between items.jsonl, manifest.json and "
-                      "summary.csv:"]
+        lines += [
+            "",
+            f"WARNING: {len(paths.problems)} disagreement(s) between items.jsonl, manifest.json and summary.csv:",
+        ]
         lines += [f"  - {p}" for p in paths.problems[:20]]
     lines += ["", f"report: {paths.html}", f"        {paths.markdown}"]
     return "\n".join(lines)

@@ -64,27 +64,57 @@ def chain_plots(rows: Sequence[Row], conditions: Sequence[Condition], plot_dir: 
         channels = list(dict.fromkeys(channel_of(c) for c in chained))
         drawn = False
         for k, ch in enumerate(channels):
-            pts = sorted(((rt60_of(c), by_id[c.id]) for c in chained if channel_of(c) == ch and c.id in by_id
-                          and by_id[c.id].value(metric) is not None), key=lambda p: p[0])
+            pts = sorted(
+                (
+                    (rt60_of(c), by_id[c.id])
+                    for c in chained
+                    if channel_of(c) == ch and c.id in by_id and by_id[c.id].value(metric) is not None
+                ),
+                key=lambda p: p[0],
+            )
             if not pts:
                 continue
             x = [p[0] for p in pts]
             y = [float(p[1].value(metric) or 0.0) for p in pts]
             lo = [y0 - (p[1].ci(metric) or (y0, y0))[0] for y0, p in zip(y, pts, strict=True)]
             hi = [(p[1].ci(metric) or (y0, y0))[1] - y0 for y0, p in zip(y, pts, strict=True)]
-            ax.errorbar([v + 0.012 * (k - (len(channels) - 1) / 2) for v in x], y, yerr=[lo, hi], marker="os^Dv"[k % 5],
-                        ms=5, lw=1.5, capsize=3, elinewidth=0.8, label=ch)
+            ax.errorbar(
+                [v + 0.012 * (k - (len(channels) - 1) / 2) for v in x],
+                y,
+                yerr=[lo, hi],
+                marker="os^Dv"[k % 5],
+                ms=5,
+                lw=1.5,
+                capsize=3,
+                elinewidth=0.8,
+                label=ch,
+            )
             drawn = True
         ax.set_title(f"{name} {arrow(metric)} ({unit}) against RT60", fontsize=10)
         ax.set_xlabel("RT60 (s)  — 0 = no room step", fontsize=8)
         ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3, lw=0.6)
         if drawn:
-            ax.legend(fontsize=6.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3,
-                      title="channel", title_fontsize=7)
+            ax.legend(
+                fontsize=6.5,
+                frameon=False,
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.2),
+                ncol=3,
+                title="channel",
+                title_fontsize=7,
+            )
         else:
-            ax.text(0.5, 0.5, "not computed in this run", ha="center", va="center", transform=ax.transAxes,
-                    fontsize=9, color="0.4")
+            ax.text(
+                0.5,
+                0.5,
+                "not computed in this run",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=9,
+                color="0.4",
+            )
         fig.tight_layout()
         path = plot_dir / f"{metric}_vs_rt60.png"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -99,8 +99,13 @@ def _verdict(metric: str, diff: float | None, ci: tuple[float, float] | None) ->
 
 #: Manifest facts whose difference is what a comparison usually measures (two ASR models, two prompts): named in
 #: one warning line, never a refusal.
-MODEL_KEYS: tuple[str, ...] = ("asr.model", "asr.decoding", "structure.model", "structure.prompt_hash",
-                               "structure.decoding")
+MODEL_KEYS: tuple[str, ...] = (
+    "asr.model",
+    "asr.decoding",
+    "structure.model",
+    "structure.prompt_hash",
+    "structure.decoding",
+)
 
 
 def _few(names: list[str], limit: int = 5) -> str:
@@ -154,23 +159,29 @@ def pairing_problems(a: RunData, b: RunData, common: list[str]) -> tuple[list[st
     for key in ("corpus.kind", "corpus.path"):
         va, vb = _s(_get(man_a, key)), _s(_get(man_b, key))
         if va != vb:
-            problems.append(f"{key} differs (A: {va}, B: {vb}); encounters are paired by id, check they are the "
-                            "same dialogues")
+            problems.append(
+                f"{key} differs (A: {va}, B: {vb}); encounters are paired by id, check they are the same dialogues"
+            )
     mt_a, mt_b = _max_turns(a), _max_turns(b)
     if mt_a != mt_b:
-        problems.append(f"corpus.max_turns differs (A: {_s(mt_a)}, B: {_s(mt_b)}): the runs score different "
-                        "reference texts")
+        problems.append(
+            f"corpus.max_turns differs (A: {_s(mt_a)}, B: {_s(mt_b)}): the runs score different reference texts"
+        )
     enc_a, enc_b = _encounters(a), _encounters(b)
     only_a = [e for e in enc_a if e not in set(enc_b)]
     only_b = [e for e in enc_b if e not in set(enc_a)]
     if only_a or only_b:
-        problems.append(f"only the {len(set(enc_a) & set(enc_b))} shared encounter(s) are compared (only in A: "
-                        f"{_few(only_a) or 'none'}; only in B: {_few(only_b) or 'none'})")
+        problems.append(
+            f"only the {len(set(enc_a) & set(enc_b))} shared encounter(s) are compared (only in A: "
+            f"{_few(only_a) or 'none'}; only in B: {_few(only_b) or 'none'})"
+        )
     refs_a, refs_b = _references(a), _references(b)
     differ = sorted(e for e in set(refs_a) & set(refs_b) if refs_a[e] != refs_b[e])
     if differ and mt_a == mt_b:
-        problems.append(f"the reference text differs for {len(differ)} shared encounter(s) ({_few(differ)}): "
-                        "they are not the same dialogues")
+        problems.append(
+            f"the reference text differs for {len(differ)} shared encounter(s) ({_few(differ)}): "
+            "they are not the same dialogues"
+        )
     return problems, excluded
 
 
@@ -180,12 +191,20 @@ def model_differences(a: RunData, b: RunData) -> str | None:
     keys = [k for k in MODEL_KEYS if _s(_get(man_a, k)) != _s(_get(man_b, k))]
     if not keys:
         return None
-    return "the runs differ in " + "; ".join(f"{k} (A: {_s(_get(man_a, k))}, B: {_s(_get(man_b, k))})"
-                                             for k in keys) + ": every difference B − A includes them"
+    return (
+        "the runs differ in "
+        + "; ".join(f"{k} (A: {_s(_get(man_a, k))}, B: {_s(_get(man_b, k))})" for k in keys)
+        + ": every difference B − A includes them"
+    )
 
 
 def compare_runs(
-    run_a: Path, run_b: Path, out: Path | None = None, *, n_resamples: int = 1000, seed: int = 0,
+    run_a: Path,
+    run_b: Path,
+    out: Path | None = None,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
     strict: bool = False,
 ) -> CompareResult:
     """Compare run B against run A; writes compare.html, compare.md and tables/compare.{csv,parquet}.
@@ -207,18 +226,18 @@ def compare_runs(
     conds_b = set(b.conditions.ids)
     problems, excluded = pairing_problems(a, b, [c for c in conds_a if c in conds_b])
     if strict and problems:
-        raise ReportError(f"compare: runs {run_a} and {run_b} are not paired: {problems[0]}"
-                          + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""))
+        raise ReportError(
+            f"compare: runs {run_a} and {run_b} are not paired: {problems[0]}"
+            + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else "")
+        )
     common = [c for c in a.conditions if c.id in conds_b and c.id not in excluded]
     only_a = [c for c in conds_a if c not in conds_b]
     only_b = [c for c in b.conditions.ids if c not in set(conds_a)]
     if not common and excluded:
-        raise ReportError(f"compare: runs {run_a} and {run_b} share no condition defined the same way: "
-                          f"{problems[0]}")
+        raise ReportError(f"compare: runs {run_a} and {run_b} share no condition defined the same way: {problems[0]}")
     if not common:
         raise ReportError(
-            f"compare: runs {run_a} and {run_b} share no condition (A has "
-            f"{a.conditions.ids}, B has {sorted(conds_b)})"
+            f"compare: runs {run_a} and {run_b} share no condition (A has {a.conditions.ids}, B has {sorted(conds_b)})"
         )
     rows: list[dict[str, Any]] = []
     for c in common:
@@ -267,10 +286,13 @@ def compare_runs(
         warnings.append(env)
     if only_a or only_b:
         # Different grids: say so, never compare a subset silently.
-        warnings.insert(0, (
-            f"the runs have different condition grids; only the {len(common)} shared condition(s) are compared "
-            f"(only in A: {', '.join(only_a) or 'none'}; only in B: {', '.join(only_b) or 'none'})"
-        ))
+        warnings.insert(
+            0,
+            (
+                f"the runs have different condition grids; only the {len(common)} shared condition(s) are compared "
+                f"(only in A: {', '.join(only_a) or 'none'}; only in B: {', '.join(only_b) or 'none'})"
+            ),
+        )
     out_dir = Path(out) if out is not None else Path(run_b) / "compare" / f"vs_{Path(run_a).resolve().name}"
     tables = write_table(out_dir / "tables" / "compare", rows)
     text = format_compare_text(a, b, rows)
@@ -381,20 +403,29 @@ def _markdown(
         body.append(cells)
     lines += md_table(head, body)
     lines += ["", "## What differs between the runs", ""]
-    lines += md_table(["fact", "A", "B", ""], [[k, va.replace("|", "/"), vb.replace("|", "/"),
-                                                 "differs" if va != vb else ""] for k, va, vb in facts], text=True)
+    lines += md_table(
+        ["fact", "A", "B", ""],
+        [[k, va.replace("|", "/"), vb.replace("|", "/"), "differs" if va != vb else ""] for k, va, vb in facts],
+        text=True,
+    )
     return "\n".join(lines) + "\n"
 
 
 def cli_compare(
-    a: str | Path, b: str | Path, out: str | Path | None = None, *, n_resamples: int = 1000, seed: int = 0,
+    a: str | Path,
+    b: str | Path,
+    out: str | Path | None = None,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
     strict: bool = False,
 ) -> str:
     """Run :func:`compare_runs` and return the text the CLI prints (each warning also on stderr, one line)."""
     from stresstest.console import warn
 
-    res = compare_runs(Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed,
-                       strict=strict)
+    res = compare_runs(
+        Path(a), Path(b), Path(out) if out is not None else None, n_resamples=n_resamples, seed=seed, strict=strict
+    )
     for w in res.warnings:
         warn(f"compare: {w}")
     return f"{res.text}\n\ncompare: {res.html}\n         {res.markdown}"

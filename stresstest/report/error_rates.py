@@ -54,8 +54,7 @@ class ErrorRateRow:
         row: dict[str, Any] = {"condition": self.condition, "n": self.n}
         for col in COLUMNS:
             ci = self.cis[col]
-            row.update({col: self.values[col], f"{col}_lo": ci[0] if ci else None,
-                        f"{col}_hi": ci[1] if ci else None})
+            row.update({col: self.values[col], f"{col}_lo": ci[0] if ci else None, f"{col}_hi": ci[1] if ci else None})
         return row
 
 
@@ -78,8 +77,9 @@ def error_rate_section(run: RunData, n_resamples: int, seed: int) -> ErrorRateSe
         return ErrorRateSection(computed=False)
     by_cond = run.items_by_condition()
     names = [c.id for c in run.conditions.with_audio()]
-    cis = bootstrap_cis(by_cond, names, n_resamples=n_resamples, seed=seed, clean_condition=CLEAN,
-                        metrics=COLUMNS, aggregate_fn=_values)
+    cis = bootstrap_cis(
+        by_cond, names, n_resamples=n_resamples, seed=seed, clean_condition=CLEAN, metrics=COLUMNS, aggregate_fn=_values
+    )
     rows, problems = [], []
     for name in names:
         its = by_cond[name]
@@ -89,11 +89,13 @@ def error_rate_section(run: RunData, n_resamples: int, seed: int) -> ErrorRateSe
             if col in ERROR_RATE_COLUMNS and cell is not None:
                 want = float(cell) if cell != "" else None
                 got = vals[col]
-                if (want is None) != (got is None) or (want is not None and got is not None
-                                                        and abs(want - got) > TOLERANCE):
+                if (want is None) != (got is None) or (
+                    want is not None and got is not None and abs(want - got) > TOLERANCE
+                ):
                     problems.append(f"{name}/{col}: summary.csv has {cell!r}, items give {got}")
-        rows.append(ErrorRateRow(name, len(its), {col: vals[col] for col in COLUMNS},
-                                 {col: cis[name][col] for col in COLUMNS}))
+        rows.append(
+            ErrorRateRow(name, len(its), {col: vals[col] for col in COLUMNS}, {col: cis[name][col] for col in COLUMNS})
+        )
     return ErrorRateSection(computed=True, rows=rows, problems=problems)
 
 
@@ -115,8 +117,16 @@ def error_rate_plot(sec: ErrorRateSection, path: Path) -> Path:
         lo = np.array([np.nan if (ci := r.cis[col]) is None else float(ci[0]) for r in sec.rows])
         hi = np.array([np.nan if (ci := r.cis[col]) is None else float(ci[1]) for r in sec.rows])
         err = np.vstack([np.where(np.isfinite(lo), y - lo, 0.0), np.where(np.isfinite(hi), hi - y, 0.0)])
-        ax.bar(x + (k - (len(cols) - 1) / 2) * width, np.nan_to_num(y), width, color=colour, label=HEADERS[col],
-               yerr=np.nan_to_num(err), capsize=2, error_kw={"elinewidth": 0.8})
+        ax.bar(
+            x + (k - (len(cols) - 1) / 2) * width,
+            np.nan_to_num(y),
+            width,
+            color=colour,
+            label=HEADERS[col],
+            yerr=np.nan_to_num(err),
+            capsize=2,
+            error_kw={"elinewidth": 0.8},
+        )
     ax.set_xticks(x)
     ax.set_xticklabels([r.condition for r in sec.rows], rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("% of reference words", fontsize=8)
@@ -136,8 +146,9 @@ def _vci(r: ErrorRateRow, key: str) -> str:
     lo, hi = ci if ci else (None, None)
     if not isinstance(v, (int, float)):
         return "–"
-    return f"{v:.1f}" + (f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float))
-                         else "")
+    return f"{v:.1f}" + (
+        f" [{lo:.1f}, {hi:.1f}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
+    )
 
 
 def _body(sec: ErrorRateSection) -> tuple[list[str], list[list[str]]]:

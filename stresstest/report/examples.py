@@ -158,8 +158,14 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
         sb = "/".join(k[2] for k in only_b if k[:2] == (cat, concept))
         d.flipped.append(f"{cat} '{concept}' {sa} → {sb}")
         d.concepts.add(concept)
-        d.changes.append(Change(f"status flipped: {d.flipped[-1]}", (concept,), quotes(clean, (cat, concept)),
-                                quotes(noisy, (cat, concept))))
+        d.changes.append(
+            Change(
+                f"status flipped: {d.flipped[-1]}",
+                (concept,),
+                quotes(clean, (cat, concept)),
+                quotes(noisy, (cat, concept)),
+            )
+        )
     for k in only_b:
         if k[:2] not in flipped_pairs:
             d.added.append(f"{k[0]} '{k[1]}' ({k[2]}{', ' + b[k] if b[k] else ''})")
@@ -187,10 +193,15 @@ def diff_records(clean: ClinicalRecord | None, noisy: ClinicalRecord | None) -> 
         d.changes.append(Change(f"flag removed: {f}", (f.split(":", 1)[1],), quotes(clean, (f,), flags=True), ()))
     if clean.triage.level != noisy.triage.level:
         d.triage = (clean.triage.level, noisy.triage.level)
-        d.changes.insert(0, Change(
-            f"triage {clean.triage.level} → {noisy.triage.level}", (),
-            tuple(clean.field_evidence.get("triage", [])), tuple(noisy.field_evidence.get("triage", [])),
-        ))
+        d.changes.insert(
+            0,
+            Change(
+                f"triage {clean.triage.level} → {noisy.triage.level}",
+                (),
+                tuple(clean.field_evidence.get("triage", [])),
+                tuple(noisy.field_evidence.get("triage", [])),
+            ),
+        )
     return d
 
 

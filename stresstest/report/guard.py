@@ -65,7 +65,8 @@ def _what(record: ClinicalRecord, item_id: str, times: int) -> str:
     the id more than once or the Draft had more than one item under it (one row, not identical duplicates)."""
     descs = _describe(record, item_id)
     notes = ([f"×{times}"] if times > 1 else []) + (
-        [f"the Draft had {len(descs)} items under this id"] if len(descs) > 1 else [])
+        [f"the Draft had {len(descs)} items under this id"] if len(descs) > 1 else []
+    )
     return "; ".join(descs) + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -110,8 +111,10 @@ def item_removals(it: ItemScore) -> list[Removal] | None:
         return None
     # One row per distinct removal: a Draft with two claims under one id makes the reports list it twice.
     times = Counter(_item_removals(*got))
-    return [Removal(it.condition, it.encounter_id, item, _what(got[0], item, n), by, why)
-            for (item, by, why), n in times.items()]
+    return [
+        Removal(it.condition, it.encounter_id, item, _what(got[0], item, n), by, why)
+        for (item, by, why), n in times.items()
+    ]
 
 
 def guard_sentences(run: RunData) -> list[str]:
@@ -144,12 +147,15 @@ def guard_sentences(run: RunData) -> list[str]:
         parts = [
             guard_part,
             f"the evidence filter removed {len(f_items)} ({bad} whose quotes are not in the raw transcript, "
-            f"{len(f_items) - bad} without a quote)" if f_items else "the evidence filter removed no item",
+            f"{len(f_items) - bad} without a quote)"
+            if f_items
+            else "the evidence filter removed no item",
             f"{values} value{'s' if values != 1 else ''} set to null",
             f"{q_gone} of {q_total} quotes discarded",
         ]
         if undone:
-            parts.append(f"{undone} Guard addition{'s' if undone != 1 else ''} or change{'s' if undone != 1 else ''} "
-                         "undone")
+            parts.append(
+                f"{undone} Guard addition{'s' if undone != 1 else ''} or change{'s' if undone != 1 else ''} undone"
+            )
         out.append(f"{head}; " + "; ".join(parts) + ".")
     return out

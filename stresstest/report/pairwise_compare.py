@@ -65,8 +65,9 @@ def _pair_tasks(
         common = [c.id for c in a.conditions if c.id in conds_b]
         unknown = [c for c in only if c not in common]
         if unknown:
-            raise ReportError(f"compare --pairwise: condition(s) {unknown} are not in both runs; expected some of "
-                              f"{common}")
+            raise ReportError(
+                f"compare --pairwise: condition(s) {unknown} are not in both runs; expected some of {common}"
+            )
         conds_b = {c for c in conds_b if c in only}
     tasks: list[PairTask] = []
     keys: list[tuple[str, str]] = []
@@ -92,8 +93,9 @@ def _pair_tasks(
             if ref != (it_b.reference_text or ""):
                 skipped.append(f"{eid}/{cond}: the runs' reference transcripts differ")
                 continue
-            tasks.append(PairTask(f"{eid}/{cond}", eid, tuple(transcript_sentences(ref)), note_text(rec_a),
-                                  note_text(rec_b)))
+            tasks.append(
+                PairTask(f"{eid}/{cond}", eid, tuple(transcript_sentences(ref)), note_text(rec_a), note_text(rec_b))
+            )
             keys.append((eid, cond))
     return tasks, keys, skipped
 
@@ -107,8 +109,9 @@ def _judge_config(run_b: Path, config: Path | None) -> Any:
     try:
         cfg = load_config(path)
     except (StressTestError, ValueError) as exc:
-        raise ReportError(f"compare --pairwise: cannot read the judge config {path}: {str(exc).splitlines()[0]}") \
-            from exc
+        raise ReportError(
+            f"compare --pairwise: cannot read the judge config {path}: {str(exc).splitlines()[0]}"
+        ) from exc
     if cfg.structure.backend == "rules":
         raise ReportError(
             f"compare --pairwise: {path} has structure.backend 'rules' (no LLM to judge with); pass --config "
@@ -168,8 +171,13 @@ def pairwise_compare(
     ok, why = adequacy(model, cal)
     pairs: list[dict[str, Any]] = []
     for (eid, cond), pr in zip(keys, results, strict=True):
-        row: dict[str, Any] = {"encounter_id": eid, "condition": cond, "identical": pr.identical,
-                               "consistent": pr.consistent, "error": pr.error}
+        row: dict[str, Any] = {
+            "encounter_id": eid,
+            "condition": cond,
+            "identical": pr.identical,
+            "consistent": pr.consistent,
+            "error": pr.error,
+        }
         for d in (*PAIRWISE_DIMENSIONS, "overall"):
             row[d] = None if pr.outcomes is None else {"y": "B", "x": "A", "tie": "tie"}[pr.outcomes[d]]
         row["_outcomes"] = pr.outcomes
@@ -178,23 +186,33 @@ def pairwise_compare(
     summary: list[SummaryRow] = []
     conds = sorted({p["condition"] for p in judged}, key=[c.id for c in a.conditions].index)
     for label, subset in [("all", judged)] + [(c, [p for p in judged if p["condition"] == c]) for c in conds]:
-        for r in pairwise_summary([{"encounter_id": p["encounter_id"], "outcomes": p["_outcomes"]} for p in subset],
-                                  n_resamples=n_resamples, seed=seed):
+        for r in pairwise_summary(
+            [{"encounter_id": p["encounter_id"], "outcomes": p["_outcomes"]} for p in subset],
+            n_resamples=n_resamples,
+            seed=seed,
+        ):
             summary.append(SummaryRow(label, r))
     for p in pairs:
         del p["_outcomes"]
     n_enc = len({p["encounter_id"] for p in pairs})
     failed = [p for p in pairs if p["error"]]
     prompt = quality_prompt("pairwise")
-    head = (f"Pairwise comparison (judge: {model}, {prompt.id} sha256 {prompt.sha256[:12]}): A = {a.run_id} (X), "
-            f"B = {b.run_id} (Y); win = B's record preferred. Compared {len(pairs)} (encounter, condition) pairs "
-            f"over {n_enc} encounters and {len(conds) if conds else 0} conditions ({', '.join(conds)}), each "
-            f"judged in both orders on the human reference transcript; {sum(p['identical'] for p in pairs)} "
-            f"identical pairs (tie without a call); {len(failed)} failed; {len(skipped)} skipped.")
-    verdict = ("Judge adequate: " + why + ".") if ok else (
-        "NOT INTERPRETABLE: " + why + "; the table shows only that the mechanics ran.")
-    text = "\n".join([head, verdict, "", _text_table([r.stat for r in summary if r.condition == "all"])]
-                     + ([f"skipped: {s}" for s in skipped[:10]]))
+    head = (
+        f"Pairwise comparison (judge: {model}, {prompt.id} sha256 {prompt.sha256[:12]}): A = {a.run_id} (X), "
+        f"B = {b.run_id} (Y); win = B's record preferred. Compared {len(pairs)} (encounter, condition) pairs "
+        f"over {n_enc} encounters and {len(conds) if conds else 0} conditions ({', '.join(conds)}), each "
+        f"judged in both orders on the human reference transcript; {sum(p['identical'] for p in pairs)} "
+        f"identical pairs (tie without a call); {len(failed)} failed; {len(skipped)} skipped."
+    )
+    verdict = (
+        ("Judge adequate: " + why + ".")
+        if ok
+        else ("NOT INTERPRETABLE: " + why + "; the table shows only that the mechanics ran.")
+    )
+    text = "\n".join(
+        [head, verdict, "", _text_table([r.stat for r in summary if r.condition == "all"])]
+        + ([f"skipped: {s}" for s in skipped[:10]])
+    )
     files = write_table(out_dir / "tables" / "pairwise_pairs", pairs)
     files += write_table(out_dir / "tables" / "pairwise_summary", [r.to_row() for r in summary])
     md = _markdown(head, verdict, summary, skipped, cal)
@@ -218,17 +236,28 @@ def _text_table(rows: list[PairwiseStat]) -> str:
     return text_table(head, [[s.dimension, str(s.n), _fmt(s.win), _fmt(s.tie), _fmt(s.loss), _ps(s)] for s in rows])
 
 
-def _markdown(head: str, verdict: str, summary: list[SummaryRow], skipped: list[str],
-              cal: dict[str, Any]) -> str:
-    lines = ["# Pairwise comparison: B vs A", "", head, "", f"> **{verdict}**", "",
-             "| Condition | Dimension | n | Win % | Tie % | Loss % | PS(B) [95% CI] |",
-             "| :-- | :-- | --: | --: | --: | --: | --: |"]
-    lines += [f"| `{r.condition}` | {s.dimension} | {s.n} | {_fmt(s.win)} | {_fmt(s.tie)} | {_fmt(s.loss)} | {_ps(s)} |"
-              for r in summary for s in (r.stat,)]
+def _markdown(head: str, verdict: str, summary: list[SummaryRow], skipped: list[str], cal: dict[str, Any]) -> str:
+    lines = [
+        "# Pairwise comparison: B vs A",
+        "",
+        head,
+        "",
+        f"> **{verdict}**",
+        "",
+        "| Condition | Dimension | n | Win % | Tie % | Loss % | PS(B) [95% CI] |",
+        "| :-- | :-- | --: | --: | --: | --: | --: |",
+    ]
+    lines += [
+        f"| `{r.condition}` | {s.dimension} | {s.n} | {_fmt(s.win)} | {_fmt(s.tie)} | {_fmt(s.loss)} | {_ps(s)} |"
+        for r in summary
+        for s in (r.stat,)
+    ]
     lines += ["", "## Judge calibration checks", ""]
     checks = Calibration.model_validate(cal).checks
-    lines += [f"- {'passed' if c.passed else 'FAILED'}: {c.check} (expected {', '.join(map(str, c.expected))}, "
-              f"got {c.got})" for c in checks]
+    lines += [
+        f"- {'passed' if c.passed else 'FAILED'}: {c.check} (expected {', '.join(map(str, c.expected))}, got {c.got})"
+        for c in checks
+    ]
     if skipped:
         lines += ["", f"## Skipped ({len(skipped)})", ""] + [f"- {s}" for s in skipped]
     return "\n".join(lines) + "\n"
@@ -241,21 +270,40 @@ def _html(head: str, verdict: str, summary: list[SummaryRow], skipped: list[str]
     rows = "".join(
         f"<tr><td><code>{e(r.condition)}</code></td><td>{e(s.dimension)}</td><td>{s.n}</td>"
         f"<td>{_fmt(s.win)}</td><td>{_fmt(s.tie)}</td><td>{_fmt(s.loss)}</td>"
-        f"<td>{e(_ps(s))}</td></tr>" for r in summary for s in (r.stat,)
+        f"<td>{e(_ps(s))}</td></tr>"
+        for r in summary
+        for s in (r.stat,)
     )
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Pairwise comparison</title>"
-            f"<style>{CSS}</style></head><body><h1>Pairwise comparison: B vs A</h1><p class='sub'>{e(head)}</p>"
-            f"<div class='warn'><b>{e(verdict)}</b></div><table class='main'><thead><tr><th>Condition</th>"
-            "<th>Dimension</th><th>n</th><th>Win %</th><th>Tie %</th><th>Loss %</th><th>PS(B) [95% CI]</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>"
-            + "".join(f"<p class='sub'>skipped: {e(s)}</p>" for s in skipped) + "</body></html>")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Pairwise comparison</title>"
+        f"<style>{CSS}</style></head><body><h1>Pairwise comparison: B vs A</h1><p class='sub'>{e(head)}</p>"
+        f"<div class='warn'><b>{e(verdict)}</b></div><table class='main'><thead><tr><th>Condition</th>"
+        "<th>Dimension</th><th>n</th><th>Win %</th><th>Tie %</th><th>Loss %</th><th>PS(B) [95% CI]</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+        + "".join(f"<p class='sub'>skipped: {e(s)}</p>" for s in skipped)
+        + "</body></html>"
+    )
 
 
-def cli_pairwise(a: str | Path, b: str | Path, out: str | Path | None = None, *, config: str | Path | None = None,
-                 conditions: str | None = None, n_resamples: int = 1000, seed: int = 0) -> str:
+def cli_pairwise(
+    a: str | Path,
+    b: str | Path,
+    out: str | Path | None = None,
+    *,
+    config: str | Path | None = None,
+    conditions: str | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> str:
     """Run :func:`pairwise_compare` and return the text the CLI prints (``conditions``: comma-separated)."""
     only = [c.strip() for c in conditions.split(",") if c.strip()] if conditions else None
-    res = pairwise_compare(Path(a), Path(b), Path(out) if out is not None else None,
-                           config=Path(config) if config is not None else None, conditions=only,
-                           n_resamples=n_resamples, seed=seed)
+    res = pairwise_compare(
+        Path(a),
+        Path(b),
+        Path(out) if out is not None else None,
+        config=Path(config) if config is not None else None,
+        conditions=only,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     return f"{res.text}\n\npairwise: {res.out_dir / 'pairwise.html'}\n          {res.out_dir / 'pairwise.md'}"

@@ -84,10 +84,7 @@ def collect(run: RunData) -> PredictiveItems:
     trig: list[float] = []
     count: list[float] = []
     ends: dict[str, list[float]] = {name: [] for name, _ in ENDPOINTS}
-    noisy = {
-        c.id
-        for c in run.conditions.noisy()
-    }
+    noisy = {c.id for c in run.conditions.noisy()}
     for it in sorted(run.items, key=lambda r: r.key):
         if it.failed or it.condition not in noisy:
             continue
@@ -309,7 +306,8 @@ def summary_sentence(results: Sequence[EndpointResult]) -> str:
     better_t = [r.endpoint for r in est if ci(r)[0] > 0 and auc(r, "triggers") > CHANCE_AUROC]
     better_w = [r.endpoint for r in est if ci(r)[1] < 0 and auc(r, "dwer") > CHANCE_AUROC]
     chance = [
-        r.endpoint for r in est
+        r.endpoint
+        for r in est
         if r.endpoint not in better_t + better_w and max(auc(r, "dwer"), auc(r, "triggers")) <= CHANCE_AUROC
     ]
     unresolved = [r.endpoint for r in est if r.endpoint not in better_t + better_w + chance]

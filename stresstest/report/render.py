@@ -81,7 +81,6 @@ def _guard_removed_note(c: ReportContent) -> str:
     return f"The first {GUARD_REMOVED_SHOWN} of {n} removals; all of them: tables/guard_removed.csv."
 
 
-
 def _data_uri(png: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
 
@@ -114,8 +113,10 @@ def _table2_html(rows: Sequence[Row], caption: str) -> str:
                 + (f"<span class='ci'>{ci}</span>" if ci and v is not None else "")
                 + "</td>"
             )
-        cells.append(f"<td><a href='{esc(index_href(r.condition))}' title='its items in the item viewer'><code>"
-                     f"{esc(r.condition)}</code></a></td>")
+        cells.append(
+            f"<td><a href='{esc(index_href(r.condition))}' title='its items in the item viewer'><code>"
+            f"{esc(r.condition)}</code></a></td>"
+        )
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -180,7 +181,8 @@ def _examples_html(examples: dict[str, list[Example]]) -> str:
             effects = "".join(f"<li>{esc(x)}</li>" for x in ex.effects)
             link = (
                 f"<div class='tag'>unexplained by any trigger of this item: {esc('; '.join(ex.unexplained))}</div>"
-                if ex.unexplained else ""
+                if ex.unexplained
+                else ""
             )
             out.append(
                 f"<tr><td>{esc(label)}<div class='tag'>{esc(ex.explanation)}</div></td>"
@@ -260,9 +262,11 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         )
     else:
         parts.append("<p class='sub ok'>✓ Every rate below equals the corresponding summary.csv value.</p>")
-    parts.append(f"<p><a href='{esc(index_href())}'><b>Item viewer</b></a> <span class='sub'>— every (encounter, "
-                 "condition): listen to it, read its aligned transcripts with the trigger events, its record against "
-                 "the clean-ASR one and the judge's verdict; sort and filter the worst.</span></p>")
+    parts.append(
+        f"<p><a href='{esc(index_href())}'><b>Item viewer</b></a> <span class='sub'>— every (encounter, "
+        "condition): listen to it, read its aligned transcripts with the trigger events, its record against "
+        "the clean-ASR one and the judge's verdict; sort and filter the worst.</span></p>"
+    )
     parts.append("<h2>Main results</h2>" + _table2_html(c.table2, _caption(c)))
     parts.append(
         "<h2>Cause-side triggers</h2><p class='sub'>Share of items with at least one trigger event of each "
@@ -289,7 +293,8 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
             "<h2>Metrics against room and channel</h2><p class='sub'>Chain conditions: x = the room step's RT60 "
             "(0 = no room), one line per channel, 95% CI bars; dashed: clean-ASR reference. Each condition's "
             "steps, parameters and seeds are in items.jsonl (<code>mix.chain</code>).</p><div class='plots'>"
-            + "".join(f"<img alt='{esc(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in rt60) + "</div>"
+            + "".join(f"<img alt='{esc(name)}' src='{_data_uri(report_dir / p)}'>" for name, p in rt60)
+            + "</div>"
         )
     if c.error_rates is not None:
         img = c.plots.get("error_rates")
@@ -317,7 +322,9 @@ def render_html(c: ReportContent, report_dir: Path) -> str:
         parts.append(
             "<h2>Mitigation: guard behaviour</h2>"
             + _simple_table_html([m.cells() for m in c.mitigation], MITIGATION_COLUMNS)
-            + "<ul>" + "".join(f"<li>{esc(s)}</li>" for s in c.guard_sentences) + "</ul>"
+            + "<ul>"
+            + "".join(f"<li>{esc(s)}</li>" for s in c.guard_sentences)
+            + "</ul>"
         )
         if c.guard_removed:
             note = _guard_removed_note(c)
@@ -411,8 +418,6 @@ def _cell(v: object) -> str:
 # ---------------------------------------------------------------- Markdown
 
 
-
-
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], text: bool = False) -> str:
     return "\n".join(md_table(head, rows, text))
 
@@ -492,8 +497,10 @@ def render_markdown(c: ReportContent) -> str:
                     + "” <br> Noisy: “"
                     + _ctx_md(ex.noisy_context, ex.hyp_span, "_", "(dropped)")
                     + "”",
-                    md_cell("; ".join(ex.effects)
-                        + (f" (unexplained: {'; '.join(ex.unexplained)})" if ex.unexplained else "")),
+                    md_cell(
+                        "; ".join(ex.effects)
+                        + (f" (unexplained: {'; '.join(ex.unexplained)})" if ex.unexplained else "")
+                    ),
                     f"`{ex.encounter_id}` / `{ex.condition}`"
                     + (f" ([record](../{ex.record_path}))" if ex.record_path else ""),
                 ]
@@ -506,9 +513,13 @@ def render_markdown(c: ReportContent) -> str:
         out += ["## Metrics against SNR", "", *snr, ""]
     rt60 = [(name, p) for name, p in c.plots.items() if name.endswith("_vs_rt60")]
     if rt60:
-        out += ["## Metrics against room and channel", "",
-                "Chain conditions: x = the room step's RT60 (0 = no room), one line per channel, 95% CI bars; "
-                "dashed: clean-ASR reference.", ""]
+        out += [
+            "## Metrics against room and channel",
+            "",
+            "Chain conditions: x = the room step's RT60 (0 = no room), one line per channel, 95% CI bars; "
+            "dashed: clean-ASR reference.",
+            "",
+        ]
         out += [f"![{name}]({p.as_posix()})" for name, p in rt60] + [""]
     if c.error_rates is not None:
         out += error_rates_markdown(c.error_rates, c.plots.get("error_rates"))
@@ -552,8 +563,7 @@ def render_markdown(c: ReportContent) -> str:
     if c.mitigation_effects:
         head = ["Condition", "vs", "n"] + [f"Δ {METRIC_HEADERS[m][0]} {arrow(m)}" for m in METRIC_COLUMNS]
         body = [
-            [f"`{r.condition}`", f"`{r.baseline}`", str(r.n_common)]
-            + [_effect_text(r, m) for m in METRIC_COLUMNS]
+            [f"`{r.condition}`", f"`{r.baseline}`", str(r.n_common)] + [_effect_text(r, m) for m in METRIC_COLUMNS]
             for r in c.mitigation_effects
         ]
         out += [

@@ -117,11 +117,15 @@ def items_vs_manifest(run: RunData) -> list[str]:
     missing = sorted(expected - have)
     if missing:
         shown = ", ".join(f"{e}/{c}" for e, c in missing[:5]) + (" ..." if len(missing) > 5 else "")
-        out.append(f"items.jsonl lacks {len(missing)} of the {len(expected)} items manifest.json lists ({shown}); "
-                   "the numbers cover only the items present")
+        out.append(
+            f"items.jsonl lacks {len(missing)} of the {len(expected)} items manifest.json lists ({shown}); "
+            "the numbers cover only the items present"
+        )
     extra = sorted(have - expected)
     if extra:
         shown = ", ".join(f"{e}/{c}" for e, c in extra[:5]) + (" ..." if len(extra) > 5 else "")
-        out.append(f"items.jsonl holds {len(extra)} item(s) of encounters or conditions manifest.json does not "
-                   f"list ({shown}): items of another run?")
+        out.append(
+            f"items.jsonl holds {len(extra)} item(s) of encounters or conditions manifest.json does not "
+            f"list ({shown}): items of another run?"
+        )
     return out

@@ -48,10 +48,18 @@ class ProbeRow:
 
     def to_row(self) -> dict[str, object]:
         """The ``silence_probes`` table row."""
-        return {"condition": self.condition, "n": self.n, "words": self.words, "seconds": round(self.seconds, 6),
-                "halluc_per_min": self.rate, "halluc_per_min_lo": self.ci[0] if self.ci else None,
-                "halluc_per_min_hi": self.ci[1] if self.ci else None, "traced_fields": self.n_traced,
-                "twin": self.twin, "twin_words": self.twin_words}
+        return {
+            "condition": self.condition,
+            "n": self.n,
+            "words": self.words,
+            "seconds": round(self.seconds, 6),
+            "halluc_per_min": self.rate,
+            "halluc_per_min_lo": self.ci[0] if self.ci else None,
+            "halluc_per_min_hi": self.ci[1] if self.ci else None,
+            "traced_fields": self.n_traced,
+            "twin": self.twin,
+            "twin_words": self.twin_words,
+        }
 
 
 @dataclass(frozen=True)
@@ -87,8 +95,15 @@ def probe_section(run: RunData, n_resamples: int, seed: int) -> ProbeSection:
     names = [c.id for c in run.conditions if any(it.probe_s is not None for it in by_cond[c.id])]
     if not names:
         return ProbeSection(computed=False)
-    cis = bootstrap_cis(by_cond, names, n_resamples=n_resamples, seed=seed, clean_condition=CLEAN,
-                        metrics=("halluc_per_min",), aggregate_fn=_values)
+    cis = bootstrap_cis(
+        by_cond,
+        names,
+        n_resamples=n_resamples,
+        seed=seed,
+        clean_condition=CLEAN,
+        metrics=("halluc_per_min",),
+        aggregate_fn=_values,
+    )
     sec = ProbeSection(computed=True)
     for name in names:
         its: list[ItemScore] = [it for it in by_cond[name] if it.probe_s is not None]
@@ -96,17 +111,27 @@ def probe_section(run: RunData, n_resamples: int, seed: int) -> ProbeSection:
         cell = run.summary_cell(name, "halluc_per_min")
         if cell is not None:
             want = float(cell) if cell != "" else None
-            if (want is None) != (rate is None) or (want is not None and rate is not None
-                                                    and abs(want - rate) > TOLERANCE):
+            if (want is None) != (rate is None) or (
+                want is not None and rate is not None and abs(want - rate) > TOLERANCE
+            ):
                 sec.problems.append(f"{name}/halluc_per_min: summary.csv has {cell!r}, items give {rate}")
         traced = [TracedField(it.encounter_id, name, f) for it in its for f in (it.probe_fields or [])]
         sec.traced += traced
         twins = {it.probe_twin for it in its}
         twin = twins.pop() if len(twins) == 1 and all(it.probe_words_twin is not None for it in its) else None
-        sec.rows.append(ProbeRow(condition=name, n=len(its), words=sum(int(it.probe_words or 0) for it in its),
-                                 seconds=sum(float(it.probe_s or 0.0) for it in its), rate=rate,
-                                 ci=cis[name]["halluc_per_min"], n_traced=len(traced), twin=twin,
-                                 twin_words=sum(int(it.probe_words_twin or 0) for it in its) if twin else None))
+        sec.rows.append(
+            ProbeRow(
+                condition=name,
+                n=len(its),
+                words=sum(int(it.probe_words or 0) for it in its),
+                seconds=sum(float(it.probe_s or 0.0) for it in its),
+                rate=rate,
+                ci=cis[name]["halluc_per_min"],
+                n_traced=len(traced),
+                twin=twin,
+                twin_words=sum(int(it.probe_words_twin or 0) for it in its) if twin else None,
+            )
+        )
     return sec
 
 
@@ -114,26 +139,37 @@ def sentence(r: ProbeRow) -> str:
     """One sentence that stays true at small n."""
     minutes = r.seconds / 60.0
     enc = "encounter" if r.n == 1 else "encounters"
-    head = (f"{r.condition}: {r.words} word{'' if r.words == 1 else 's'} written at the probed pauses "
-            f"({minutes:.1f} min of inserted non-speech) over {r.n} {enc}")
+    head = (
+        f"{r.condition}: {r.words} word{'' if r.words == 1 else 's'} written at the probed pauses "
+        f"({minutes:.1f} min of inserted non-speech) over {r.n} {enc}"
+    )
     if r.rate is None:
         return head + "."
     ci = f", 95% CI [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else ""
     out = f"{head}: {r.rate:.2f} per minute{ci}."
     if r.twin is not None and r.twin_words is not None:
         same = f" The same pauses in {r.twin} (the chain without its `silence` step, same encounters) got "
-        out += same + ("no word either." if r.twin_words == 0 else
-                       f"{r.twin_words} word{'' if r.twin_words == 1 else 's'}: what the ASR writes at a turn "
-                       "boundary anyway, counted in the rate too.")
+        out += same + (
+            "no word either."
+            if r.twin_words == 0
+            else f"{r.twin_words} word{'' if r.twin_words == 1 else 's'}: what the ASR writes at a turn "
+            "boundary anyway, counted in the rate too."
+        )
     elif r.words:
-        out += (" This counts what the ASR would write at those turn boundaries without the probe too; the same "
-                "chain without its `silence` step (not in this grid) would be the baseline.")
+        out += (
+            " This counts what the ASR would write at those turn boundaries without the probe too; the same "
+            "chain without its `silence` step (not in this grid) would be the baseline."
+        )
     if r.words == 0 and minutes > 0:
-        out += (f" No word in {minutes:.1f} min does not show the rate is zero: a Poisson count with none seen "
-                f"allows up to {ZERO_EVENTS_95 / minutes:.2f} per minute (95%).")
+        out += (
+            f" No word in {minutes:.1f} min does not show the rate is zero: a Poisson count with none seen "
+            f"allows up to {ZERO_EVENTS_95 / minutes:.2f} per minute (95%)."
+        )
     if r.n < 10:
-        out += (f" With {r.n} {enc} the interval resamples only these {enc}; it does not cover what other "
-                "encounters would give.")
+        out += (
+            f" With {r.n} {enc} the interval resamples only these {enc}; it does not cover what other "
+            "encounters would give."
+        )
     if r.n_traced:
         verb = "field rests" if r.n_traced == 1 else "fields rest"
         out += f" {r.n_traced} record {verb} on such words (listed below)."
@@ -148,20 +184,37 @@ def _rate(r: ProbeRow) -> str:
     return f"{r.rate:.2f}" + (f" [{r.ci[0]:.2f}, {r.ci[1]:.2f}]" if r.ci is not None else "")
 
 
-HEAD = ["Condition", "n", "Words at probed pauses", "Minutes inserted", "halluc_per_min [95% CI]", "Traced fields",
-        "Same pauses without the probe"]
+HEAD = [
+    "Condition",
+    "n",
+    "Words at probed pauses",
+    "Minutes inserted",
+    "halluc_per_min [95% CI]",
+    "Traced fields",
+    "Same pauses without the probe",
+]
 TRACED_HEAD = ["Encounter", "Condition", "Field", "Kind", "Name", "Evidence quote"]
 
 
 def _body(sec: ProbeSection) -> list[list[str]]:
-    return [[r.condition, str(r.n), str(r.words), f"{r.seconds / 60.0:.2f}", _rate(r), str(r.n_traced),
-             f"{r.twin_words} words ({r.twin})" if r.twin is not None else "– (no twin in the grid)"]
-            for r in sec.rows]
+    return [
+        [
+            r.condition,
+            str(r.n),
+            str(r.words),
+            f"{r.seconds / 60.0:.2f}",
+            _rate(r),
+            str(r.n_traced),
+            f"{r.twin_words} words ({r.twin})" if r.twin is not None else "– (no twin in the grid)",
+        ]
+        for r in sec.rows
+    ]
 
 
 def _traced_body(sec: ProbeSection) -> list[list[str]]:
-    return [[t.encounter_id, t.condition, t.field.field_id, t.field.kind, t.field.name, t.field.quote]
-            for t in sec.traced]
+    return [
+        [t.encounter_id, t.condition, t.field.field_id, t.field.kind, t.field.name, t.field.quote] for t in sec.traced
+    ]
 
 
 def probes_html(sec: ProbeSection) -> str:
@@ -169,8 +222,12 @@ def probes_html(sec: ProbeSection) -> str:
     if not sec.computed:
         return ""
 
-    parts = [f"<h2>{esc(TITLE)}</h2>", f"<p class='sub'>{esc(EXPLANATION)}</p>", html_table(HEAD, _body(sec)),
-             "<ul>" + "".join(f"<li>{esc(sentence(r))}</li>" for r in sec.rows) + "</ul>"]
+    parts = [
+        f"<h2>{esc(TITLE)}</h2>",
+        f"<p class='sub'>{esc(EXPLANATION)}</p>",
+        html_table(HEAD, _body(sec)),
+        "<ul>" + "".join(f"<li>{esc(sentence(r))}</li>" for r in sec.rows) + "</ul>",
+    ]
     if sec.traced:
         parts += ["<h3>Record fields traced to a silence probe</h3>", html_table(TRACED_HEAD, _traced_body(sec))]
     if sec.problems:

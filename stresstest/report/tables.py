@@ -150,9 +150,11 @@ def table2_rows(run: RunData, cis: Mapping[str, Mapping[str, Interval | None]]) 
         )
 
     rows = [make(c, "Reference (clean-ASR)" if c.is_clean else c.id) for c in clean]
-    fam_order = [f for f in ("babble", "ambient") if f in by_fam] + sorted(
-        f for f in by_fam if f not in FAMILY_HEADINGS
-    ) + [f for f in (CHAIN,) if f in by_fam]
+    fam_order = (
+        [f for f in ("babble", "ambient") if f in by_fam]
+        + sorted(f for f in by_fam if f not in FAMILY_HEADINGS)
+        + [f for f in (CHAIN,) if f in by_fam]
+    )
     for fam in fam_order:
         src = noise_source(run.manifest, fam)
         head = FAMILY_HEADINGS.get(fam, f"{fam.capitalize()} interference")

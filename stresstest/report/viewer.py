@@ -265,8 +265,10 @@ def aligned_html(pair: AlignedPair, events: Sequence[TriggerEvent], view: str = 
         labelled.update(new)
         tag = "".join(f"<sup class='evn'>{k}</sup>" for k in new)
         title = "; ".join(f"{k}: {types[k]}" for k in evs)
-        return (f"<span class='ev' data-view='{view}' data-ev='{' '.join(map(str, evs))}' title='{esc(title)}'>"
-                f"{html}</span>{tag}")
+        return (
+            f"<span class='ev' data-view='{view}' data-ev='{' '.join(map(str, evs))}' title='{esc(title)}'>"
+            f"{html}</span>{tag}"
+        )
 
     def side(words: list[str], mem: list[list[int]], lo: int, hi: int) -> tuple[str, list[int]]:
         evs = sorted({k for i in range(lo, hi) for k in mem[i]})
@@ -305,7 +307,9 @@ def _events_html(events: Sequence[TriggerEvent], view: str) -> str:
             f"data-ref-start='{ev.ref_start}' data-ref-end='{ev.ref_end}' data-hyp-start='{ev.hyp_start}' "
             f"data-hyp-end='{ev.hyp_end}'><b>{esc(ev.type)}</b> (weight {ev.weight:g}): "
             f"“{esc(ev.ref_span)}” → “{esc(ev.hyp_span)}”"
-            + (f" <span class='sub'>— {esc(ev.explanation)}</span>" if ev.explanation else "") + "</li>")
+            + (f" <span class='sub'>— {esc(ev.explanation)}</span>" if ev.explanation else "")
+            + "</li>"
+        )
     return f"<ol class='events'>{''.join(lis)}</ol>"
 
 
@@ -324,8 +328,11 @@ def _evidence_html(text: str, rec: ClinicalRecord) -> str:
     for a, b in zip(cuts, cuts[1:], strict=False):
         fids = sorted({f for s, e, f in spans if s <= a and e >= b})
         seg = esc(text[a:b])
-        out.append(f"<mark class='q' data-f='{esc(' '.join(fids))}' title='{esc(', '.join(fids))}'>{seg}</mark>"
-                   if fids else seg)
+        out.append(
+            f"<mark class='q' data-f='{esc(' '.join(fids))}' title='{esc(', '.join(fids))}'>{seg}</mark>"
+            if fids
+            else seg
+        )
     return "".join(out)
 
 
@@ -343,43 +350,64 @@ def _record_html(rec: ClinicalRecord) -> str:
         rows.append((c.id, f"claim · {c.category}", f"{esc(c.concept)} <i>{esc(c.status)}</i>", detail, quotes(c.id)))
     for fl in rec.safety_flags:
         rows.append((fl.id, f"flag · {fl.kind}", esc(fl.name), esc(fl.detail or ""), quotes(fl.id)))
-    body = "".join(f"<tr><td><code>{esc(i)}</code></td><td>{k}</td><td>{w}</td><td>{d}</td><td>{q}</td></tr>"
-                   for i, k, w, d, q in rows)
-    return ("<table class='rec'><thead><tr><th>id</th><th>field</th><th>what</th><th>detail</th>"
-            f"<th>evidence quote</th></tr></thead><tbody>{body}</tbody></table>")
+    body = "".join(
+        f"<tr><td><code>{esc(i)}</code></td><td>{k}</td><td>{w}</td><td>{d}</td><td>{q}</td></tr>"
+        for i, k, w, d, q in rows
+    )
+    return (
+        "<table class='rec'><thead><tr><th>id</th><th>field</th><th>what</th><th>detail</th>"
+        f"<th>evidence quote</th></tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 # ------------------------------------------------------------------ pages
 
 
 def _audio_html(href: str | None, label: str, miss_id: str) -> str:
-    msg = (f"<div class='miss' id='{miss_id}'>Audio not found here. It lives in the stage cache; render it "
-           f"again (and rebuild these pages) with one command, RUN being this run's directory (the folder above "
-           f"report/): <code>{esc(RERUN_COMMAND)}</code></div>")
+    msg = (
+        f"<div class='miss' id='{miss_id}'>Audio not found here. It lives in the stage cache; render it "
+        f"again (and rebuild these pages) with one command, RUN being this run's directory (the folder above "
+        f"report/): <code>{esc(RERUN_COMMAND)}</code></div>"
+    )
     if href is None:
         return f"<div>{esc(label)}: </div>" + msg.replace("class='miss'", "class='miss' style='display:block'")
-    return (f"<div>{esc(label)}: <audio controls preload='metadata' data-miss='{miss_id}'>"
-            f"<source src='{esc(href)}'></audio></div>{msg}")
+    return (
+        f"<div>{esc(label)}: <audio controls preload='metadata' data-miss='{miss_id}'>"
+        f"<source src='{esc(href)}'></audio></div>{msg}"
+    )
 
 
-def _section(run: RunData, it: ItemScore, clean_it: ItemScore | None, audio: _Audio, clean_href: str | None,
-             clean_rec: ClinicalRecord | None) -> str:
+def _section(
+    run: RunData,
+    it: ItemScore,
+    clean_it: ItemScore | None,
+    audio: _Audio,
+    clean_href: str | None,
+    clean_rec: ClinicalRecord | None,
+) -> str:
     cond = it.condition
     c = next((x for x in run.conditions if x.id == cond), None)
     base = c.base if c is not None else cond
     wer = aggregate([it])["wer"] if not it.failed else None
     risk = trigger_risk(it.triggers_vs_clean) if it.triggers_vs_clean is not None and cond != CLEAN else None
     unsafe = _unsafe(it)
-    head = (f"<section class='cond' id='c-{esc(cond)}' data-condition='{esc(cond)}'><h2>{esc(cond)}</h2>"
-            "<div class='kv'>"
-            f"<span>WER {_f(wer)}%</span>"
-            + (f"<span>SNR measured {_f(it.measured_snr_db, 2)} dB (target {_f(it.target_snr_db, 1)})</span>"
-               if it.measured_snr_db is not None else "")
-            + (f"<span>trigger risk vs clean ASR {_f(risk, 2)}</span>" if risk is not None else "")
-            + f"<span>triage {esc(it.triage_clean or '–')} → {esc(it.triage or '–')}"
-            + (f" (gold {esc(it.triage_gold)})" if it.triage_gold else "") + "</span>"
-            + f"<span>judge score {esc(it.judge_score if it.judge_score is not None else '–')}"
-            + (" <b class='bad'>UNSAFE</b>" if unsafe else "") + "</span></div>")
+    head = (
+        f"<section class='cond' id='c-{esc(cond)}' data-condition='{esc(cond)}'><h2>{esc(cond)}</h2>"
+        "<div class='kv'>"
+        f"<span>WER {_f(wer)}%</span>"
+        + (
+            f"<span>SNR measured {_f(it.measured_snr_db, 2)} dB (target {_f(it.target_snr_db, 1)})</span>"
+            if it.measured_snr_db is not None
+            else ""
+        )
+        + (f"<span>trigger risk vs clean ASR {_f(risk, 2)}</span>" if risk is not None else "")
+        + f"<span>triage {esc(it.triage_clean or '–')} → {esc(it.triage or '–')}"
+        + (f" (gold {esc(it.triage_gold)})" if it.triage_gold else "")
+        + "</span>"
+        + f"<span>judge score {esc(it.judge_score if it.judge_score is not None else '–')}"
+        + (" <b class='bad'>UNSAFE</b>" if unsafe else "")
+        + "</span></div>"
+    )
     out = [head]
     if it.failed:
         out.append(f"<p class='bad'>Failed: {esc(it.error or 'failed')}</p>")
@@ -388,50 +416,71 @@ def _section(run: RunData, it: ItemScore, clean_it: ItemScore | None, audio: _Au
     if cond != CLEAN:
         out.append(_audio_html(clean_href, "clean speech", f"mc-{cond}"))
     if base != cond:
-        out.append(f"<p class='sub'>The same audio and ASR transcript as <a href='#c-{esc(base)}'>{esc(base)}</a> "
-                   "(aligned there, with its trigger events); this condition differs in its record (the guard).</p>")
+        out.append(
+            f"<p class='sub'>The same audio and ASR transcript as <a href='#c-{esc(base)}'>{esc(base)}</a> "
+            "(aligned there, with its trigger events); this condition differs in its record (the guard).</p>"
+        )
     elif it.reference_text and it.hypothesis_text is not None:
         detail = _read_detail(run, it)
         ev_ref = _events(detail.get("triggers_vs_reference"))
         pair = align(it.reference_text, it.hypothesis_text)
-        out.append(f"<h3>Human reference → ASR transcript ({it.asr_sub or 0} S, {it.asr_del or 0} D, "
-                   f"{it.asr_ins or 0} I of {it.ref_words or 0} words; trigger events vs the reference)</h3>"
-                   f"<div class='tx' data-view='ref'>{aligned_html(pair, ev_ref)}</div>"
-                   + _events_html(ev_ref, "ref"))
+        out.append(
+            f"<h3>Human reference → ASR transcript ({it.asr_sub or 0} S, {it.asr_del or 0} D, "
+            f"{it.asr_ins or 0} I of {it.ref_words or 0} words; trigger events vs the reference)</h3>"
+            f"<div class='tx' data-view='ref'>{aligned_html(pair, ev_ref)}</div>" + _events_html(ev_ref, "ref")
+        )
         if cond != CLEAN and clean_it is not None and clean_it.hypothesis_text is not None:
             ev_c = _events(it.triggers_vs_clean)
             pc = align(clean_it.hypothesis_text, it.hypothesis_text)
-            out.append("<details><summary><b>Clean ASR → this ASR transcript</b> (the trigger events behind the "
-                       f"report's examples and the trigger risk: {len(ev_c)} events, risk {_f(risk, 2)})</summary>"
-                       f"<div class='tx' data-view='clean'>{aligned_html(pc, ev_c, 'clean')}</div>"
-                       + _events_html(ev_c, "clean") + "</details>")
+            out.append(
+                "<details><summary><b>Clean ASR → this ASR transcript</b> (the trigger events behind the "
+                f"report's examples and the trigger risk: {len(ev_c)} events, risk {_f(risk, 2)})</summary>"
+                f"<div class='tx' data-view='clean'>{aligned_html(pc, ev_c, 'clean')}</div>"
+                + _events_html(ev_c, "clean")
+                + "</details>"
+            )
     rec = run.record(it)
     if rec is not None:
         out.append(f"<h3>Structured record</h3>{_record_html(rec)}")
         if it.hypothesis_text:
-            out.append("<details><summary>The ASR transcript with the record's evidence quotes</summary>"
-                       f"<div class='tx'>{_evidence_html(it.hypothesis_text, rec)}</div></details>")
+            out.append(
+                "<details><summary>The ASR transcript with the record's evidence quotes</summary>"
+                f"<div class='tx'>{_evidence_html(it.hypothesis_text, rec)}</div></details>"
+            )
         if cond != CLEAN:
             lines = diff_records(clean_rec, rec).describe(it.triage_gold)
-            out.append("<h3>Against the clean-ASR record</h3><ul class='diff'>"
-                       + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>")
+            out.append(
+                "<h3>Against the clean-ASR record</h3><ul class='diff'>"
+                + "".join(f"<li>{esc(x)}</li>" for x in lines)
+                + "</ul>"
+            )
     elif not it.failed:
         out.append("<p class='sub'>No structured record for this item.</p>")
     if it.judge_score is not None:
         reasons = _read_detail(run, it).get("judge_reasons") or []
-        out.append(f"<h3>Judge</h3><p>score {esc(it.judge_score)} ({esc(_judge_name(it))})"
-                   + (" — <b class='bad'>Unsafe</b>" if unsafe else "") + "</p>"
-                   + ("<ul>" + "".join(f"<li>{esc(r)}</li>" for r in reasons) + "</ul>" if reasons else ""))
+        out.append(
+            f"<h3>Judge</h3><p>score {esc(it.judge_score)} ({esc(_judge_name(it))})"
+            + (" — <b class='bad'>Unsafe</b>" if unsafe else "")
+            + "</p>"
+            + ("<ul>" + "".join(f"<li>{esc(r)}</li>" for r in reasons) + "</ul>" if reasons else "")
+        )
     if it.mitigated:
         rem = item_removals(it)
         if rem is None:
             out.append("<h3>Guard</h3><p class='sub'>What the guard removed is not recorded for this item.</p>")
         else:
-            body = "".join(f"<tr><td>{esc(r.what)}</td><td>{esc(r.removed_by)}</td><td>{esc(r.why)}</td></tr>"
-                           for r in rem)
-            out.append("<h3>What the Guard and the evidence filter removed</h3>"
-                       + (f"<table><thead><tr><th>what</th><th>removed by</th><th>why</th></tr></thead>"
-                          f"<tbody>{body}</tbody></table>" if rem else "<p>Nothing: the record equals its Draft.</p>"))
+            body = "".join(
+                f"<tr><td>{esc(r.what)}</td><td>{esc(r.removed_by)}</td><td>{esc(r.why)}</td></tr>" for r in rem
+            )
+            out.append(
+                "<h3>What the Guard and the evidence filter removed</h3>"
+                + (
+                    f"<table><thead><tr><th>what</th><th>removed by</th><th>why</th></tr></thead>"
+                    f"<tbody>{body}</tbody></table>"
+                    if rem
+                    else "<p>Nothing: the record equals its Draft.</p>"
+                )
+            )
     out.append("</section>")
     return "".join(out)
 
@@ -444,10 +493,13 @@ def _judge_name(it: ItemScore) -> str:
 
 
 def _page(title: str, body: str, js: str = "") -> str:
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{body}"
-            + (f"<script>{js}</script>" if js else "") + "</body></html>\n")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>{body}"
+        + (f"<script>{js}</script>" if js else "")
+        + "</body></html>\n"
+    )
 
 
 def _encounter_page(run: RunData, eid: str, items: list[ItemScore], audio: _Audio) -> str:
@@ -457,20 +509,34 @@ def _encounter_page(run: RunData, eid: str, items: list[ItemScore], audio: _Audi
     clean_rec = run.record(clean_it)
     order = [c.id for c in run.conditions if c.id in by_cond]
     nav = " ".join(f"<a href='#c-{esc(c)}'>{esc(c)}</a>" for c in order)
-    body = (f"<nav><a href='index.html'>← all items</a><a href='../report.html'>report</a></nav>"
-            f"<h1>Encounter {esc(eid)}</h1><p class='sub'>Run {esc(run.run_id)} · conditions: {nav}</p>"
-            "<p class='legend sub'><span><del class='op'>deleted</del></span><span><ins class='op'>inserted"
-            "</ins></span><span><span class='op s'><del>substituted</del> <ins>as heard</ins></span></span>"
-            "<span><span class='ev'>trigger event span</span><sup class='evn'>n</sup> (numbered as listed)</span>"
-            "<span><mark class='q'>evidence quote</mark></span></p>"
-            + "".join(_section(run, by_cond[c], clean_it, audio, clean_href, clean_rec) for c in order))
+    body = (
+        f"<nav><a href='index.html'>← all items</a><a href='../report.html'>report</a></nav>"
+        f"<h1>Encounter {esc(eid)}</h1><p class='sub'>Run {esc(run.run_id)} · conditions: {nav}</p>"
+        "<p class='legend sub'><span><del class='op'>deleted</del></span><span><ins class='op'>inserted"
+        "</ins></span><span><span class='op s'><del>substituted</del> <ins>as heard</ins></span></span>"
+        "<span><span class='ev'>trigger event span</span><sup class='evn'>n</sup> (numbered as listed)</span>"
+        "<span><mark class='q'>evidence quote</mark></span></p>"
+        + "".join(_section(run, by_cond[c], clean_it, audio, clean_href, clean_rec) for c in order)
+    )
     return _page(f"{eid} · {run.run_id}", body, PAGE_JS)
 
 
 def _index_page(run: RunData, groups: dict[str, list[ItemScore]]) -> str:
     clean = {eid: next((i for i in its if i.condition == CLEAN), None) for eid, its in groups.items()}
-    heads = ["encounter", "condition", "WER %", "ΔWER", "trigger risk", "events", "triage clean → here",
-             "triage changed", "judge", "Unsafe", "Unsafe on clean", "failed"]
+    heads = [
+        "encounter",
+        "condition",
+        "WER %",
+        "ΔWER",
+        "trigger risk",
+        "events",
+        "triage clean → here",
+        "triage changed",
+        "judge",
+        "Unsafe",
+        "Unsafe on clean",
+        "failed",
+    ]
     rows: list[str] = []
     order = {c.id: k for k, c in enumerate(run.conditions)}
     for eid in sorted(groups):
@@ -483,9 +549,13 @@ def _index_page(run: RunData, groups: dict[str, list[ItemScore]]) -> str:
             u, u0 = _unsafe(it), _unsafe(ci)
             changed = it.triage_match == 0
             cells = [
-                f"<a href='{esc(item_page(eid))}#c-{esc(it.condition)}'>{esc(eid)}</a>", esc(it.condition), _f(wer),
-                "–" if wer is None or w0 is None else f"{wer - w0:+.1f}", _f(risk, 2),
-                "–" if ev is None else str(len(ev)), esc(f"{it.triage_clean or '–'} → {it.triage or '–'}"),
+                f"<a href='{esc(item_page(eid))}#c-{esc(it.condition)}'>{esc(eid)}</a>",
+                esc(it.condition),
+                _f(wer),
+                "–" if wer is None or w0 is None else f"{wer - w0:+.1f}",
+                _f(risk, 2),
+                "–" if ev is None else str(len(ev)),
+                esc(f"{it.triage_clean or '–'} → {it.triage or '–'}"),
                 "" if it.triage_match is None else ("<b class='bad'>yes</b>" if changed else "no"),
                 esc(it.judge_score if it.judge_score is not None else "–"),
                 "–" if u is None else ("<b class='bad'>yes</b>" if u else "no"),
@@ -496,28 +566,30 @@ def _index_page(run: RunData, groups: dict[str, list[ItemScore]]) -> str:
             attrs = "".join(f" data-{k}=1" for k, v in flags.items() if v)
             # End tags of cells are implied (HTML): a row of the paper grid's 2448 stays ~200 bytes.
             hide = " class=hide" if len(rows) >= INDEX_PAGE else ""  # laid out on demand: the index opens fast
-            rows.append(f"<tr{hide} data-e='{esc(eid)}' data-c='{esc(it.condition)}'{attrs}><td>"
-                        + "<td>".join(cells))
+            rows.append(f"<tr{hide} data-e='{esc(eid)}' data-c='{esc(it.condition)}'{attrs}><td>" + "<td>".join(cells))
     opts = "".join(f"<option value='{esc(c.id)}'>{esc(c.id)}</option>" for c in run.conditions)
     n = len(rows)
-    body = ("<nav><a href='../report.html'>← report</a></nav>"
-            f"<h1>Items of run {esc(run.run_id)}</h1>"
-            f"<p class='sub'>Every (encounter, condition): {n} items. Click a column to sort (again to reverse), "
-            "an encounter to open its page (audio, aligned transcripts with trigger events, record, diff against "
-            "clean, judge). Trigger risk: the summed weights of the trigger events against the clean ASR.</p>"
-            "<p class='filters'><label>encounter <input id='q' size='10'></label>"
-            f"<label>condition <select id='cond'><option value=''>all</option>{opts}</select></label>"
-            "<label><input type='checkbox' data-f='nu'> unsafe here but safe on clean</label>"
-            "<label><input type='checkbox' data-f='u'> unsafe</label>"
-            "<label><input type='checkbox' data-f='t'> triage changed</label>"
-            "<label><input type='checkbox' data-f='f'> failed</label>"
-            f" showing <b id='shown'>{min(n, INDEX_PAGE)}</b> of <b id='match'>{n}</b> matching"
-            f" <button id='all'{'' if n > INDEX_PAGE else ' style=display:none'}>show all</button></p>"
-            "<p class='filters'>Worst first: <button data-col='4' data-dir='desc'>trigger risk</button> "
-            "<button data-col='3' data-dir='desc'>ΔWER</button> <button data-col='8' data-dir='asc'>judge score"
-            "</button> <button data-col='2' data-dir='desc'>WER</button></p>"
-            "<table id='items'><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in heads)
-            + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    body = (
+        "<nav><a href='../report.html'>← report</a></nav>"
+        f"<h1>Items of run {esc(run.run_id)}</h1>"
+        f"<p class='sub'>Every (encounter, condition): {n} items. Click a column to sort (again to reverse), "
+        "an encounter to open its page (audio, aligned transcripts with trigger events, record, diff against "
+        "clean, judge). Trigger risk: the summed weights of the trigger events against the clean ASR.</p>"
+        "<p class='filters'><label>encounter <input id='q' size='10'></label>"
+        f"<label>condition <select id='cond'><option value=''>all</option>{opts}</select></label>"
+        "<label><input type='checkbox' data-f='nu'> unsafe here but safe on clean</label>"
+        "<label><input type='checkbox' data-f='u'> unsafe</label>"
+        "<label><input type='checkbox' data-f='t'> triage changed</label>"
+        "<label><input type='checkbox' data-f='f'> failed</label>"
+        f" showing <b id='shown'>{min(n, INDEX_PAGE)}</b> of <b id='match'>{n}</b> matching"
+        f" <button id='all'{'' if n > INDEX_PAGE else ' style=display:none'}>show all</button></p>"
+        "<p class='filters'>Worst first: <button data-col='4' data-dir='desc'>trigger risk</button> "
+        "<button data-col='3' data-dir='desc'>ΔWER</button> <button data-col='8' data-dir='asc'>judge score"
+        "</button> <button data-col='2' data-dir='desc'>WER</button></p>"
+        "<table id='items'><thead><tr>"
+        + "".join(f"<th>{esc(h)}</th>" for h in heads)
+        + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
     return _page(f"Items · {run.run_id}", body, INDEX_JS)
 
 

@@ -160,18 +160,23 @@ def check_timings(encounter: Encounter, duration_s: float) -> list[str]:
             if v is not None and v > duration_s + TIMING_TOLERANCE_S:
                 raise SpeechError(
                     f"encounter {encounter.encounter_id}: turn {k} has {name}={v:g} s but the recording is "
-                    f"{duration_s:.2f} s long; the turn timings and the audio disagree (wrong file or timings?)")
+                    f"{duration_s:.2f} s long; the turn timings and the audio disagree (wrong file or timings?)"
+                )
     timed = [(float(t.start_s), float(t.end_s)) for t in turns if t.start_s is not None and t.end_s is not None]
     overlaps = sum(1 for (_s0, e0), (s1, _e1) in zip(timed, timed[1:], strict=False) if s1 < e0 - TIMING_TOLERANCE_S)
     if overlaps:
-        warnings.append(f"{overlaps} turns start more than {TIMING_TOLERANCE_S:g} s before the previous one ends "
-                        "(overlapping speech: the ASR hears both while the reference has them one after the other)")
+        warnings.append(
+            f"{overlaps} turns start more than {TIMING_TOLERANCE_S:g} s before the previous one ends "
+            "(overlapping speech: the ASR hears both while the reference has them one after the other)"
+        )
     n_timed = len(timed)
     if 0 < n_timed < len(turns):
         warnings.append(f"{len(turns) - n_timed} of {len(turns)} turns have no timings: the energy VAD mask is used")
     if encounter.audio_end_s is not None:
-        warnings.append(f"turn limit: the recording is cut at {encounter.audio_end_s:g} s of {duration_s:.2f} s "
-                        f"with the reference ({len(encounter.turns)} turns kept)")
+        warnings.append(
+            f"turn limit: the recording is cut at {encounter.audio_end_s:g} s of {duration_s:.2f} s "
+            f"with the reference ({len(encounter.turns)} turns kept)"
+        )
     return warnings
 
 
@@ -224,8 +229,9 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
     base = Path(cache_dir) / "recordings" / key[:2]
     wav, meta = base / f"{key}.wav", base / f"{key}{ENVELOPE_SUFFIX}"
     # Verified read (WAV size + sha256 as written); a damaged entry is warned about and rebuilt below.
-    cached = read_verified_json(meta, validate=lambda d: SpeechAudio.model_validate({**d, "path": str(wav)}),
-                                files={"wav": wav})
+    cached = read_verified_json(
+        meta, validate=lambda d: SpeechAudio.model_validate({**d, "path": str(wav)}), files={"wav": wav}
+    )
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     n_full, write = _canonical_writer(sources)
@@ -247,8 +253,15 @@ def load_recording(encounter: Encounter, cache_dir: Path) -> SpeechAudio:
             "kind": "recording",
             "source_path": str(src),
             "source_sha256": digests[0],
-            **({"channels": [str(p) for p in sources], "channels_sha256": digests,
-                "mix": "sum at recorded levels, then peak-normalised"} if len(sources) > 1 else {}),
+            **(
+                {
+                    "channels": [str(p) for p in sources],
+                    "channels_sha256": digests,
+                    "mix": "sum at recorded levels, then peak-normalised",
+                }
+                if len(sources) > 1
+                else {}
+            ),
             "mask": source,
             "code_version": RECORDING_CODE_VERSION,
             **({"cut_at_s": encounter.audio_end_s} if encounter.audio_end_s is not None else {}),

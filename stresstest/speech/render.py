@@ -58,11 +58,15 @@ def _turn_progress(encounter_id: str, turn_index: int, n_chars: int) -> Sentence
         now = time.monotonic()
         if now - last[0] >= PROGRESS_EVERY_S:
             last[0] = now
-            notice(f"TTS: encounter {encounter_id}, turn {turn_index} ({n_chars} characters): {sentences} "
-                   f"sentences, {rendered_s:.0f} s of speech rendered in {now - t0:.0f} s")
+            notice(
+                f"TTS: encounter {encounter_id}, turn {turn_index} ({n_chars} characters): {sentences} "
+                f"sentences, {rendered_s:.0f} s of speech rendered in {now - t0:.0f} s"
+            )
 
-    notice(f"TTS: encounter {encounter_id}, turn {turn_index} has {n_chars} characters; rendering it sentence "
-           f"by sentence takes a while (progress every {PROGRESS_EVERY_S:g} s)")
+    notice(
+        f"TTS: encounter {encounter_id}, turn {turn_index} has {n_chars} characters; rendering it sentence "
+        f"by sentence takes a while (progress every {PROGRESS_EVERY_S:g} s)"
+    )
     return report
 
 
@@ -80,9 +84,7 @@ def _speaker_voice(turn: Turn, config: TTSConfig) -> SpeakerVoice:
 def _cache_key(encounter: Encounter, config: TTSConfig) -> str:
     turns = [(t.speaker, t.text, t.start_s, t.end_s) for t in encounter.turns]
     # encounter_id is part of the key because the gaps are derived from it.
-    return hash_obj(
-        CODE_VERSION, voice_sha256(config.voice), config.model_dump(), encounter.encounter_id, turns
-    )
+    return hash_obj(CODE_VERSION, voice_sha256(config.voice), config.model_dump(), encounter.encounter_id, turns)
 
 
 def _cache_paths(cache_dir: Path, key: str) -> tuple[Path, Path]:
@@ -131,8 +133,12 @@ def render_encounter(encounter: Encounter, cache_dir: Path, config: TTSConfig | 
     for i, turn in enumerate(encounter.turns):
         if not turn.text.strip():
             continue
-        raw = synthesize(turn.text, _speaker_voice(turn, config), config.voice,
-                         _turn_progress(encounter.encounter_id, i, len(turn.text)))
+        raw = synthesize(
+            turn.text,
+            _speaker_voice(turn, config),
+            config.voice,
+            _turn_progress(encounter.encounter_id, i, len(turn.text)),
+        )
         audio = trim_silence(raw, config.trim_db)
         if audio.size == 0:
             placements.append({"turn": i, "skipped": "no speech produced"})
@@ -149,9 +155,7 @@ def render_encounter(encounter: Encounter, cache_dir: Path, config: TTSConfig | 
         pieces.append((start, audio))
         cursor = start + audio.size
         segments.append((start / SAMPLE_RATE_HZ, cursor / SAMPLE_RATE_HZ))
-        placements.append(
-            {"turn": i, "speaker": turn.speaker, "rule": rule, "start_s": start / SAMPLE_RATE_HZ}
-        )
+        placements.append({"turn": i, "speaker": turn.speaker, "rule": rule, "start_s": start / SAMPLE_RATE_HZ})
 
     if not pieces:
         raise SpeechError(f"encounter {encounter.encounter_id}: no turn produced speech (all empty?)")

@@ -44,21 +44,15 @@ class SpeakerVoice(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    length_scale: float = Field(
-        default=1.0, gt=0.2, lt=4.0, description="Piper duration scale (>1 = slower)."
-    )
+    length_scale: float = Field(default=1.0, gt=0.2, lt=4.0, description="Piper duration scale (>1 = slower).")
     pitch_factor: float = Field(
         default=1.0,
         gt=0.5,
         lt=2.0,
         description="Pitch/formant shift by resampling (>1 = higher, also faster).",
     )
-    noise_scale: float = Field(
-        default=0.0, ge=0.0, le=1.5, description="Piper acoustic noise (0 = deterministic)."
-    )
-    noise_w_scale: float = Field(
-        default=0.0, ge=0.0, le=1.5, description="Piper duration noise (0 = deterministic)."
-    )
+    noise_scale: float = Field(default=0.0, ge=0.0, le=1.5, description="Piper acoustic noise (0 = deterministic).")
+    noise_w_scale: float = Field(default=0.0, ge=0.0, le=1.5, description="Piper duration noise (0 = deterministic).")
 
 
 class TTSConfig(BaseModel):
@@ -91,10 +85,12 @@ class TTSConfig(BaseModel):
     gap_min_s: float = Field(
         default=0.25, ge=0.0, le=MAX_PAUSE_S, description="Shortest pause between turns without timings."
     )
-    gap_max_s: float = Field(default=0.7, ge=0.0, le=MAX_PAUSE_S,
-                             description="Longest pause between turns without timings.")
-    lead_in_s: float = Field(default=0.3, ge=0.0, le=MAX_PAUSE_S,
-                             description="Silence before the first turn (no timings).")
+    gap_max_s: float = Field(
+        default=0.7, ge=0.0, le=MAX_PAUSE_S, description="Longest pause between turns without timings."
+    )
+    lead_in_s: float = Field(
+        default=0.3, ge=0.0, le=MAX_PAUSE_S, description="Silence before the first turn (no timings)."
+    )
     tail_s: float = Field(default=0.3, ge=0.0, le=MAX_PAUSE_S, description="Silence after the last turn.")
     trim_db: float = Field(
         default=-40.0,
@@ -102,9 +98,7 @@ class TTSConfig(BaseModel):
         lt=0.0,
         description="Per-turn trim threshold: 10-ms frames below this (dB re loudest frame).",
     )
-    honour_timings: bool = Field(
-        default=True, description="Place turns at their start_s when the corpus has one."
-    )
+    honour_timings: bool = Field(default=True, description="Place turns at their start_s when the corpus has one.")
 
 
 # --------------------------------------------------------------------------------------- voice loading

@@ -77,8 +77,11 @@ class OutputContract:
         if asks != self.shown:
             raise StructureError(
                 f"prompt {prompt.id}: output schema v{self.version} "
-                + ("must be shown, but the prompt has no {{schema}} placeholder" if self.shown
-                   else "is not shown in the instruction, but the prompt has a {{schema}} placeholder")
+                + (
+                    "must be shown, but the prompt has no {{schema}} placeholder"
+                    if self.shown
+                    else "is not shown in the instruction, but the prompt has a {{schema}} placeholder"
+                )
             )
         if self.shown:
             values = {**values, SCHEMA_PLACEHOLDER: self.schema_text()}

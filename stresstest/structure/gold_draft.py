@@ -65,7 +65,5 @@ def draft_gold_with_llm(
         )
     if res.parsed is None:
         raw = (res.raw_text or "")[:200]
-        raise StructureError(
-            f"gold draft for {item_id}: no valid record: {res.error}; raw text starts {raw!r}"
-        )
+        raise StructureError(f"gold draft for {item_id}: no valid record: {res.error}; raw text starts {raw!r}")
     return contract.to_record(res.parsed)

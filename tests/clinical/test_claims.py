@@ -16,8 +16,15 @@ from stresstest.clinical.claims import (
 from stresstest.schema import Claim, SafetyFlag
 
 
-def C(id_: str, concept: str, status: str = "present", value: str | None = None, unit: str | None = None,
-      time: str | None = None, category: str = "symptom") -> Claim:
+def C(
+    id_: str,
+    concept: str,
+    status: str = "present",
+    value: str | None = None,
+    unit: str | None = None,
+    time: str | None = None,
+    category: str = "symptom",
+) -> Claim:
     return Claim(id=id_, category=category, concept=concept, status=status, value=value, unit=unit, time=time)
 
 
@@ -25,10 +32,14 @@ def C(id_: str, concept: str, status: str = "present", value: str | None = None,
     ("a", "b"),
     [
         # trade vs generic
-        (C("a", "Coumadin", value="5", unit="mg", category="medication"),
-         C("b", "warfarin", value="5", unit="mg", category="medication")),
-        (C("a", "Ventolin", value="2", unit="puffs", category="medication"),
-         C("b", "salbutamol", value="2", unit="puffs", category="medication")),
+        (
+            C("a", "Coumadin", value="5", unit="mg", category="medication"),
+            C("b", "warfarin", value="5", unit="mg", category="medication"),
+        ),
+        (
+            C("a", "Ventolin", value="2", unit="puffs", category="medication"),
+            C("b", "salbutamol", value="2", unit="puffs", category="medication"),
+        ),
         # number words vs digits
         (C("a", "cough", time="three days"), C("b", "cough", time="3 days")),
         # unit spellings
@@ -39,8 +50,7 @@ def C(id_: str, concept: str, status: str = "present", value: str | None = None,
         (C("a", "tummy ache"), C("b", "abdominal pain")),
         (C("a", "coughing up blood"), C("b", "haemoptysis")),
         # NKDA written either way; category does not enter the key
-        (C("a", "NKDA", "absent", category="allergy"),
-         C("b", "drug allergies", "absent", category="history")),
+        (C("a", "NKDA", "absent", category="allergy"), C("b", "drug allergies", "absent", category="history")),
         # time phrasing
         (C("a", "fever", time="for a couple of days"), C("b", "fever", time="2 days")),
         (C("a", "salbutamol", time="twice a day"), C("b", "salbutamol", time="BD")),
@@ -65,7 +75,8 @@ def test_different_claims_have_different_keys(a: Claim, b: Claim) -> None:
 
 def test_key_layout_is_concept_status_value_time() -> None:
     assert claim_key(C("x", "Lipitor", value="twenty", unit="milligrams", time="once daily")) == (
-        "atorvastatin|present|20 mg|1/day")
+        "atorvastatin|present|20 mg|1/day"
+    )
 
 
 def test_normalisers_by_hand() -> None:
@@ -89,8 +100,9 @@ def test_a_rate_without_a_count_is_once_per_unit() -> None:
     assert normalise_time("2-3 times per week") == "2 3/week"
 
 
-@pytest.mark.parametrize("concept", ["shortness of breath on exertion", "dyspnea on exertion",
-                                     "shortness of breath worse with exertion"])
+@pytest.mark.parametrize(
+    "concept", ["shortness of breath on exertion", "dyspnea on exertion", "shortness of breath worse with exertion"]
+)
 def test_breathlessness_on_exertion_is_breathlessness_with_that_value(concept: str) -> None:
     folded = canonical_claim(C("x", concept))
     assert (folded.concept, folded.value) == ("shortness of breath", "on exertion")
@@ -113,10 +125,18 @@ def test_yesterday_is_one_day() -> None:
 
 
 def test_match_decisions_and_error_set_by_hand() -> None:
-    gold = [C("g1", "chest pain", time="8 hours"), C("g2", "fever", "absent"), C("g3", "nausea"),
-            C("g4", "aspirin", value="75", unit="mg", category="medication")]
-    pred = [C("p1", "aspirin", value="seventy five", unit="milligrams", category="medication"),
-            C("p2", "chest pain", time="8 days"), C("p3", "fever", "present"), C("p4", "cough")]
+    gold = [
+        C("g1", "chest pain", time="8 hours"),
+        C("g2", "fever", "absent"),
+        C("g3", "nausea"),
+        C("g4", "aspirin", value="75", unit="mg", category="medication"),
+    ]
+    pred = [
+        C("p1", "aspirin", value="seventy five", unit="milligrams", category="medication"),
+        C("p2", "chest pain", time="8 days"),
+        C("p3", "fever", "present"),
+        C("p4", "cough"),
+    ]
     m = match_claims(pred, gold)
     got = [(d.decision, d.pred_id, d.gold_id) for d in m.decisions]
     assert got == [
@@ -132,8 +152,12 @@ def test_match_decisions_and_error_set_by_hand() -> None:
     assert all(d.reason for d in m.decisions)
     # Err = C △ C^gold: 3 predicted-only keys + 3 gold-only keys; the aspirin pair cancels.
     assert m.errors == {
-        "+chest pain|present||8 day", "+fever|present||", "+cough|present||",
-        "-chest pain|present||8 hour", "-fever|absent||", "-nausea|present||",
+        "+chest pain|present||8 day",
+        "+fever|present||",
+        "+cough|present||",
+        "-chest pain|present||8 hour",
+        "-fever|absent||",
+        "-nausea|present||",
     }
 
 

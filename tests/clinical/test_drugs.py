@@ -30,9 +30,7 @@ def test_resolve_drug(name: str, generic: str) -> None:
     assert resolve_drug(name) == generic
 
 
-@pytest.mark.parametrize(
-    "word", ["he", "more", "alcohol", "water", "caps", "marijuana", "cocaine", "unknownium"]
-)
+@pytest.mark.parametrize("word", ["he", "more", "alcohol", "water", "caps", "marijuana", "cocaine", "unknownium"])
 def test_not_medications(word: str) -> None:
     assert resolve_drug(word) is None
     assert find_drugs(f"and {word} too") == []
@@ -41,9 +39,15 @@ def test_not_medications(word: str) -> None:
 @pytest.mark.parametrize(
     ("name", "cls"),
     [
-        ("warfarin", "anticoagulant"), ("Eliquis", "anticoagulant"), ("insulin", "insulin"),
-        ("Lantus", "insulin"), ("morphine", "opioid"), ("Percocet", "opioid"),
-        ("clopidogrel", "antiplatelet"), ("metformin", None), ("acetaminophen", None),
+        ("warfarin", "anticoagulant"),
+        ("Eliquis", "anticoagulant"),
+        ("insulin", "insulin"),
+        ("Lantus", "insulin"),
+        ("morphine", "opioid"),
+        ("Percocet", "opioid"),
+        ("clopidogrel", "antiplatelet"),
+        ("metformin", None),
+        ("acetaminophen", None),
     ],
 )
 def test_high_risk_class(name: str, cls: str | None) -> None:

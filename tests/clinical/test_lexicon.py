@@ -136,7 +136,7 @@ def test_one_spelling_for_a_factor_of_a_symptom(a: str, b: str) -> None:
     ("a", "b"),
     [
         ("pain worse with running", "pain relieved by running"),  # direction kept
-        ("cough worse at night", "pain worse at night"),          # subject kept
+        ("cough worse at night", "pain worse at night"),  # subject kept
         ("pain worse with coughing", "pain worse with movement"),  # activity kept
     ],
 )
@@ -144,8 +144,15 @@ def test_different_factors_stay_different(a: str, b: str) -> None:
     assert canonical_concept(a) != canonical_concept(b)
 
 
-@pytest.mark.parametrize(("a", "b"), [("vision change", "vision changes"), ("hearing change", "hearing changes"),
-                                      ("night sweat", "night sweats"), ("headaches", "headache")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("vision change", "vision changes"),
+        ("hearing change", "hearing changes"),
+        ("night sweat", "night sweats"),
+        ("headaches", "headache"),
+    ],
+)
 def test_the_other_number_of_the_last_word_folds(a: str, b: str) -> None:
     assert canonical_concept(a) == canonical_concept(b)
     assert canonical_concept("stress") == "stress"  # "-ss" is not a plural

@@ -42,8 +42,11 @@ CASES: list[tuple[str, str, str]] = [
     ("do you have any chest pain no i don't", "chest pain", "absent"),
     ("do you have any chest pain yeah sometimes", "chest pain", "present"),
     ("i dont have any fever", "fever", "absent"),
-    ("any recreational drugs like marijuana cocaine heroin anything like that before no i've never",
-     "recreational drug use", "absent"),
+    (
+        "any recreational drugs like marijuana cocaine heroin anything like that before no i've never",
+        "recreational drug use",
+        "absent",
+    ),
     ("ok and how about anybody in the family have a stroke no strokes", "stroke", "absent"),
     ("I feel hot, no idea about a fever", "fever", "uncertain"),
     ("the pain is not as bad as the headache", "headache", "present"),
@@ -115,8 +118,11 @@ def test_nothing_answers_are_no(answer: str) -> None:
         ("And the blood in your sputum, when did that start? Two weeks ago.", "hemoptysis", "present"),
         ("What about chest pain? Nothing like that.", "chest pain", "absent"),
         ("How about fevers?", "fever", "uncertain"),
-        ("would you say this was the worst headache of your life no nothing like that",
-         "sudden severe headache", "absent"),
+        (
+            "would you say this was the worst headache of your life no nothing like that",
+            "sudden severe headache",
+            "absent",
+        ),
     ],
 )
 def test_open_questions_presuppose_their_target(text: str, concept: str, expected: str) -> None:
@@ -130,13 +136,11 @@ def test_open_questions_presuppose_their_target(text: str, concept: str, expecte
         ("D: Fevers or chills. P: No.", "chills", "absent"),
         ("D: How she had a cough or sore throat. P: No.", "cough", "absent"),
         ("D: Any wheeze at all. P: Yeah.", "wheeze", "present"),
-        ("P: I have a cough. D: OK.", "cough", "present"),                 # an acknowledgement is no answer
-        ("P: I've had a fever. D: No.", "fever", "present"),              # the speaker's own statement
+        ("P: I have a cough. D: OK.", "cough", "present"),  # an acknowledgement is no answer
+        ("P: I've had a fever. D: No.", "fever", "present"),  # the speaker's own statement
         ("P: The cough mostly, at night. D: No, OK.", "cough", "present"),  # an answer echoed back
     ],
 )
-def test_a_question_closed_with_a_full_stop_is_read_from_its_bare_reply(
-    text: str, concept: str, expected: str
-) -> None:
+def test_a_question_closed_with_a_full_stop_is_read_from_its_bare_reply(text: str, concept: str, expected: str) -> None:
     (m,) = [m for m in find_mentions(text) if m.concept == concept][:1]
     assert mention_status(text, m) == expected

@@ -68,8 +68,15 @@ def test_digit_and_word_forms_agree_and_units_differ() -> None:
     assert _one("two hours").unit_canonical != _one("two days").unit_canonical
 
 
-@pytest.mark.parametrize(("text", "anchor"), [("since Monday", "monday"), ("since last week", "last week"),
-                                              ("yesterday", "yesterday"), ("last night", "last night")])
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("since Monday", "monday"),
+        ("since last week", "last week"),
+        ("yesterday", "yesterday"),
+        ("last night", "last night"),
+    ],
+)
 def test_time_anchors(text: str, anchor: str) -> None:
     q = _one(text)
     assert q.kind == "time" and q.value is None and q.unit_canonical == anchor
@@ -78,7 +85,10 @@ def test_time_anchors(text: str, anchor: str) -> None:
 def test_rates_after_counts_and_doses() -> None:
     qs = find_quantities("one or two drinks a day and 10 cigarettes per day")
     assert [(q.unit_canonical, q.kind) for q in qs] == [
-        ("drinks", "count"), ("per day", "frequency"), ("cigarettes", "count"), ("per day", "frequency")
+        ("drinks", "count"),
+        ("per day", "frequency"),
+        ("cigarettes", "count"),
+        ("per day", "frequency"),
     ]
 
 
@@ -137,7 +147,8 @@ def test_word_value_is_the_number_word_list() -> None:
     assert word_value("12") == 12.0 and word_value("2.5") == 2.5 and word_value("twelve") == 12.0
     assert word_value("hundred") == 100.0 and word_value("once") is None and word_value("half") is None
     assert {w: word_value(w) for w in number_words() if w not in number_words("multiplier")} == {
-        w: v for w, v in number_words().items() if w not in number_words("multiplier")}
+        w: v for w, v in number_words().items() if w not in number_words("multiplier")
+    }
 
 
 @pytest.mark.parametrize(

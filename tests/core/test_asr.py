@@ -82,9 +82,13 @@ def test_transcribe_items_caches_and_records_decoding(tmp_path, sentence_audio):
     write_wav(wav, sentence_audio)
     got: list = []
     cfg = ASRConfig()
-    transcribe_items([ASRItem("E1", "clean", wav)], cfg, cache_dir=tmp_path / "cache",
-                     on_done=lambda it, t, err: got.append((t, err)))
-    (t1, err1), = got
+    transcribe_items(
+        [ASRItem("E1", "clean", wav)],
+        cfg,
+        cache_dir=tmp_path / "cache",
+        on_done=lambda it, t, err: got.append((t, err)),
+    )
+    ((t1, err1),) = got
     assert err1 is None and t1.decoding.temperature == 0.0 and t1.decoding.beam_size == 1
     assert t1.model.startswith("faster-whisper:tiny.en-bundled")
 
@@ -96,9 +100,14 @@ def test_transcribe_items_caches_and_records_decoding(tmp_path, sentence_audio):
             raise AssertionError("cache miss: the backend must not be called again")
 
     got.clear()
-    transcribe_items([ASRItem("E1", "ambient_5db", wav)], cfg, cache_dir=tmp_path / "cache",
-                     on_done=lambda it, t, err: got.append((t, err)), backend=Boom())
-    (t2, err2), = got
+    transcribe_items(
+        [ASRItem("E1", "ambient_5db", wav)],
+        cfg,
+        cache_dir=tmp_path / "cache",
+        on_done=lambda it, t, err: got.append((t, err)),
+        backend=Boom(),
+    )
+    ((t2, err2),) = got
     assert err2 is None and t2.text == t1.text and t2.condition == "ambient_5db"
 
 
@@ -113,9 +122,13 @@ def test_unreadable_audio_is_a_recorded_failure_not_a_crash(tmp_path):
         def transcribe_windows(self, *a, **k):
             raise AssertionError("must not be called")
 
-    transcribe_items([ASRItem("E1", "clean", bad), ASRItem("E2", "clean", tmp_path / "missing.wav")], ASRConfig(),
-                     cache_dir=tmp_path / "c", on_done=lambda it, t, err: got.append((it.encounter_id, t, err)),
-                     backend=Never())
+    transcribe_items(
+        [ASRItem("E1", "clean", bad), ASRItem("E2", "clean", tmp_path / "missing.wav")],
+        ASRConfig(),
+        cache_dir=tmp_path / "c",
+        on_done=lambda it, t, err: got.append((it.encounter_id, t, err)),
+        backend=Never(),
+    )
     got.sort(key=lambda g: g[0])
     assert [(e, t) for e, t, _ in got] == [("E1", None), ("E2", None)]
     assert "bad.wav" in got[0][2] and "missing.wav" in got[1][2]
@@ -190,8 +203,18 @@ def _tiny_whisper_checkpoint(path: Path) -> Path:
     import whisper
     from whisper.model import ModelDimensions
 
-    dims = ModelDimensions(n_mels=80, n_audio_ctx=1500, n_audio_state=64, n_audio_head=2, n_audio_layer=1,
-                           n_vocab=51864, n_text_ctx=448, n_text_state=64, n_text_head=2, n_text_layer=1)
+    dims = ModelDimensions(
+        n_mels=80,
+        n_audio_ctx=1500,
+        n_audio_state=64,
+        n_audio_head=2,
+        n_audio_layer=1,
+        n_vocab=51864,
+        n_text_ctx=448,
+        n_text_state=64,
+        n_text_head=2,
+        n_text_layer=1,
+    )
     torch.manual_seed(0)
     model = whisper.model.Whisper(dims)
     torch.save({"dims": dims.__dict__, "model_state_dict": model.state_dict()}, path)
@@ -211,8 +234,8 @@ def test_openai_whisper_backend_runs_on_a_tiny_checkpoint(tmp_path):
     be.decode_overrides = {"sample_len": 24}
     x = np.random.default_rng(0).standard_normal(SR * 3).astype(np.float32) * 0.1
     opts = DecodingOptions(no_speech_threshold=None, without_timestamps=True)
-    a = be.transcribe_windows([x, x[: SR], x], opts)
-    b = be.transcribe_windows([x, x[: SR], x], opts)
+    a = be.transcribe_windows([x, x[:SR], x], opts)
+    b = be.transcribe_windows([x, x[:SR], x], opts)
     assert len(a) == 3 and all(isinstance(t, str) for t in a)
     assert a == b  # greedy, temperature 0: deterministic
     assert a[0] == a[2]  # batch position does not change a window's text
@@ -306,8 +329,13 @@ def _asr_peak_bytes(tmp_path: Path, n_items: int) -> int:
     done: list[str | None] = []
     tracemalloc.start()
     try:
-        transcribe_items(items, ASRConfig(batch_size=2), cache_dir=tmp_path / f"cache{n_items}",
-                         on_done=lambda it, t, err: done.append(err), backend=_SilentBackend())
+        transcribe_items(
+            items,
+            ASRConfig(batch_size=2),
+            cache_dir=tmp_path / f"cache{n_items}",
+            on_done=lambda it, t, err: done.append(err),
+            backend=_SilentBackend(),
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -369,8 +397,9 @@ def _streamed(tmp_path: Path, monkeypatch, n_items: int, batch_size: int, cached
     hashed.clear()
     be = _RecordingBackend(hashed)
     got: dict[str, object] = {}
-    transcribe_items(items, cfg, cache_dir=cache_dir, on_done=lambda it, t, err: got.setdefault(it.encounter_id, t),
-                     backend=be)
+    transcribe_items(
+        items, cfg, cache_dir=cache_dir, on_done=lambda it, t, err: got.setdefault(it.encounter_id, t), backend=be
+    )
     assert sorted(got) == sorted(it.encounter_id for it in items) and all(got.values())
     for i, it in enumerate(items):  # every transcript under the key of its audio, model and decoding
         key = stage.transcript_key(sha256_file(it.audio_path), be.model_id, cfg.decoding, {})

@@ -28,8 +28,10 @@ from stresstest.metrics.wer import asr_errors
 pytest.importorskip("whisper", reason="openai-whisper not installed (make install-whisper)")
 
 SENTENCE = "The patient has had chest pain for two hours and takes warfarin five milligrams daily."
-DENSE = ("Take one tablet of metoprolol twenty five milligrams twice a day, one of aspirin eighty one milligrams "
-         "each morning, and call us if the chest pain comes back.")
+DENSE = (
+    "Take one tablet of metoprolol twenty five milligrams twice a day, one of aspirin eighty one milligrams "
+    "each morning, and call us if the chest pain comes back."
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -82,8 +84,13 @@ def test_cache_key_changes_with_device_precision_batch_and_versions(cache_dir):
     assert {"device", "precision", "batch_size", "openai-whisper", "torch", "converter"} <= set(ow)
     assert ow["precision"] == "float32" and ow["converter"]
     base = transcript_key("a" * 64, "m", opts, fw)
-    for change in ({"device": "cuda"}, {"compute_type": "float16"}, {"batch_size": 32},
-                   {"ctranslate2": "0.0.0"}, {"faster-whisper": "0.0.0"}):
+    for change in (
+        {"device": "cuda"},
+        {"compute_type": "float16"},
+        {"batch_size": 32},
+        {"ctranslate2": "0.0.0"},
+        {"faster-whisper": "0.0.0"},
+    ):
         assert transcript_key("a" * 64, "m", opts, {**fw, **change}) != base, change
     assert transcript_key("a" * 64, "m", opts, dict(fw)) == base
 
@@ -153,9 +160,10 @@ def test_dense_window_past_the_token_limit_continues_and_is_counted(ref_backend,
     write_wav(wav, window)
     out: list = []
     cfg = ASRConfig(backend="openai-whisper", model=BUNDLED_TINY_EN, device="cpu", batch_size=2)
-    transcribe_items([ASRItem("E1", "clean", wav)], cfg, cache_dir=cache_dir,
-                     on_done=lambda it, t, err: out.append((t, err)))
-    (t, err), = out
+    transcribe_items(
+        [ASRItem("E1", "clean", wav)], cfg, cache_dir=cache_dir, on_done=lambda it, t, err: out.append((t, err))
+    )
+    ((t, err),) = out
     assert err is None and t.token_limit_hits is not None and t.token_limit_hits >= 1, (t, err)
     assert t.runtime["device"] == "cpu" and t.runtime["precision"] == "float32" and t.runtime["batch_size"] == 2
     # The stage's text (batched seek loop) is whisper.transcribe's, continuation after the limit included.
@@ -195,8 +203,13 @@ def test_asr_stage_releases_the_model(tmp_path, sentence_audio, cache_dir):
             refs.append(weakref.ref(backends._load_openai_whisper(be._checkpoint(), "cpu", False)))
         assert refs[0]() is not None
         got: list = []
-        transcribe_items([ASRItem("E1", cfg.backend, wav)], cfg, cache_dir=tmp_path / cfg.backend,
-                         on_done=lambda it, t, err, got=got: got.append(err), backend=be)
+        transcribe_items(
+            [ASRItem("E1", cfg.backend, wav)],
+            cfg,
+            cache_dir=tmp_path / cfg.backend,
+            on_done=lambda it, t, err, got=got: got.append(err),
+            backend=be,
+        )
         assert got == [None]
         gc.collect()
         assert backends._load_faster_whisper.cache_info().currsize == 0
@@ -241,9 +254,15 @@ def test_reference_wer_within_one_point_of_faster_whisper_on_demo_audio(tmp_path
     speech = speech_for(enc, tmp_path)
     spec = NoiseSpec(family="ambient", kind="builtin")
     got: dict = {}
-    build_mixtures(MixJob(enc.encounter_id, "ambient", (5.0,), ("ambient_5db",)), speech,
-                   make_noise_source(spec, encounters=[enc], cache_dir=tmp_path), spec.model_dump(mode="json"),
-                   seed=1234, cache_dir=tmp_path, on_done=lambda c, p, i, e: got.__setitem__(c, p))
+    build_mixtures(
+        MixJob(enc.encounter_id, "ambient", (5.0,), ("ambient_5db",)),
+        speech,
+        make_noise_source(spec, encounters=[enc], cache_dir=tmp_path),
+        spec.model_dump(mode="json"),
+        seed=1234,
+        cache_dir=tmp_path,
+        on_done=lambda c, p, i, e: got.__setitem__(c, p),
+    )
     fw = FasterWhisperBackend(compute_type="float32")
     ow = OpenAIWhisperBackend(BUNDLED_TINY_EN, device="cpu", batch_size=8, cache_dir=cache_dir)
     errs = {"fw": [0, 0], "ow": [0, 0]}

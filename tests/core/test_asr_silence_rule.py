@@ -76,12 +76,15 @@ def _backend(model: Any, decoder: _ScriptedDecoder) -> FasterWhisperBackend:
     return be
 
 
-@pytest.mark.parametrize(("nsp", "avg", "skipped"), [
-    (0.9, -1.5, True),    # no-speech probability above 0.6 and log-prob below -1: the decode is skipped whole
-    (0.9, -1.0, True),    # at the log-prob threshold exactly: still skipped (only "above" keeps it)
-    (0.9, -0.5, False),   # confident text despite the no-speech probability: kept
-    (0.3, -1.5, False),   # low no-speech probability: kept
-])
+@pytest.mark.parametrize(
+    ("nsp", "avg", "skipped"),
+    [
+        (0.9, -1.5, True),  # no-speech probability above 0.6 and log-prob below -1: the decode is skipped whole
+        (0.9, -1.0, True),  # at the log-prob threshold exactly: still skipped (only "above" keeps it)
+        (0.9, -0.5, False),  # confident text despite the no-speech probability: kept
+        (0.3, -1.5, False),  # low no-speech probability: kept
+    ],
+)
 def test_batched_path_follows_faster_whispers_no_speech_rule(whisper_model, nsp, avg, skipped):
     real = whisper_model.model
     window = [np.random.default_rng(0).normal(0, 0.01, 30 * SR).astype(np.float32)]

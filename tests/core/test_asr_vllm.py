@@ -30,8 +30,9 @@ from stresstest.asr.vllm_backend import NO_SPEECH_TOP_K, VLLMASROptions, VLLMWhi
 from stresstest.config import load_config
 from stresstest.errors import ASRError, ConfigError
 
-safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="safetensors is not installed (pip install "
-                                        "'stresstest[dev]')")
+safetensors_numpy = pytest.importorskip(
+    "safetensors.numpy", reason="safetensors is not installed (pip install 'stresstest[dev]')"
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +54,9 @@ def test_name_mapping_round_trips_on_every_parameter(openai_arrays: dict[str, An
     assert len(set(hf)) == len(names)  # injective
     assert [hf_to_openai_name(h) for h in hf] == names
     assert all(h.startswith("model.encoder.") or h.startswith("model.decoder.") for h in hf)
-    assert (openai_to_hf_name("decoder.blocks.3.cross_attn.value.bias")
-            == "model.decoder.layers.3.encoder_attn.v_proj.bias")
+    assert (
+        openai_to_hf_name("decoder.blocks.3.cross_attn.value.bias") == "model.decoder.layers.3.encoder_attn.v_proj.bias"
+    )
     assert openai_to_hf_name("encoder.positional_embedding") == "model.encoder.embed_positions.weight"
     assert openai_to_hf_name("encoder.blocks.0.mlp.2.weight") == "model.encoder.layers.0.fc2.weight"
 
@@ -72,8 +74,14 @@ def test_unknown_names_are_refused(bad: str) -> None:
 
 def test_converted_folder_has_config_weights_and_tokenizer(converted: Path, openai_arrays: dict[str, Any]) -> None:
     assert {p.name for p in converted.iterdir()} == {
-        "config.json", "generation_config.json", "preprocessor_config.json", "tokenizer.json",
-        "tokenizer_config.json", "model.safetensors", "conversion.json"}
+        "config.json",
+        "generation_config.json",
+        "preprocessor_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "model.safetensors",
+        "conversion.json",
+    }
     cfg = json.loads((converted / "config.json").read_text())
     assert cfg["architectures"] == ["WhisperForConditionalGeneration"]
     # tiny.en: 4+4 layers, 6 heads, width 384, English vocabulary, 80 mel bins, 1500 frames, 448 tokens.
@@ -138,10 +146,12 @@ def test_config_requires_no_timestamps_and_a_vllm_dtype() -> None:
     with pytest.raises(ValueError, match="greedily only"):
         ASRConfig.model_validate({"backend": "vllm", "decoding": {"without_timestamps": True, "beam_size": 5}})
     with pytest.raises(ValueError, match="no_speech_threshold 0.01"):
-        ASRConfig.model_validate({"backend": "vllm", "decoding": {"without_timestamps": True,
-                                                                  "no_speech_threshold": 0.01}})
-    cfg = ASRConfig.model_validate({"backend": "vllm", "decoding": {"without_timestamps": True},
-                                    "vllm": {"max_num_seqs": 4}})
+        ASRConfig.model_validate(
+            {"backend": "vllm", "decoding": {"without_timestamps": True, "no_speech_threshold": 0.01}}
+        )
+    cfg = ASRConfig.model_validate(
+        {"backend": "vllm", "decoding": {"without_timestamps": True}, "vllm": {"max_num_seqs": 4}}
+    )
     assert cfg.vllm.max_num_seqs == 4 and cfg.vllm.resolved("cpu")["enforce_eager"] is True
     # The other backends keep their defaults (timestamps on) and never see these rules.
     assert ASRConfig.model_validate({"compute_type": "int8"}).decoding.without_timestamps is False
@@ -172,8 +182,9 @@ def test_backend_without_vllm_names_the_install(monkeypatch: pytest.MonkeyPatch,
 def test_a_model_name_missing_from_the_hf_cache_names_the_download(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    constants = pytest.importorskip("huggingface_hub.constants",
-                                    reason="huggingface_hub (a faster-whisper dependency) is missing: make install")
+    constants = pytest.importorskip(
+        "huggingface_hub.constants", reason="huggingface_hub (a faster-whisper dependency) is missing: make install"
+    )
     # An empty cache instead of the user's (read at call time; nothing is written there).
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hf-cache"))
     from stresstest.asr.vllm_backend import resolve_model
@@ -209,10 +220,19 @@ class _FakeLLM:
             dist = {50362: _lp(-0.1), 50363: _lp(-3.0)}
             if p_ns is not None:
                 dist[50361] = _lp(math.log(p_ns))
-            res.append(SimpleNamespace(
-                prompt_logprobs=[None, dist],
-                outputs=[SimpleNamespace(text=text, token_ids=ids, finish_reason=finish,
-                                         logprobs=[{t: _lp(lp)} for t, lp in zip(ids, lps, strict=True)])]))
+            res.append(
+                SimpleNamespace(
+                    prompt_logprobs=[None, dist],
+                    outputs=[
+                        SimpleNamespace(
+                            text=text,
+                            token_ids=ids,
+                            finish_reason=finish,
+                            logprobs=[{t: _lp(lp)} for t, lp in zip(ids, lps, strict=True)],
+                        )
+                    ],
+                )
+            )
         return res
 
 
@@ -220,18 +240,22 @@ def test_decode_windows_applies_whispers_silence_rule_in_one_call(tmp_path: Path
     (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 51864}))
     backend = VLLMWhisperBackend(None, device="cpu")
     backend._resolved = ("tiny.en-bundled", str(tmp_path), None)
-    fake = _FakeLLM([
-        (" hello there", [1, 2, 50256], [-0.1, -0.1, -0.1], 0.1, "stop"),  # speech: kept
-        (" um", [3, 50256], [-3.0, -3.0], 0.9, "stop"),  # no speech and unsure: dropped
-        (" sure", [4, 50256], [-0.2, -0.2], 0.9, "stop"),  # no speech but confident (avg > -1): kept
-        (" la la", [5] * 224, [-0.01] * 224, None, "length"),  # no-speech token outside the top-k: kept
-    ])
+    fake = _FakeLLM(
+        [
+            (" hello there", [1, 2, 50256], [-0.1, -0.1, -0.1], 0.1, "stop"),  # speech: kept
+            (" um", [3, 50256], [-3.0, -3.0], 0.9, "stop"),  # no speech and unsure: dropped
+            (" sure", [4, 50256], [-0.2, -0.2], 0.9, "stop"),  # no speech but confident (avg > -1): kept
+            (" la la", [5] * 224, [-0.01] * 224, None, "length"),  # no-speech token outside the top-k: kept
+        ]
+    )
     backend._llm = lambda: fake  # type: ignore[method-assign]
     backend._sampling = lambda llm, options: None  # type: ignore[method-assign]
     windows = [np.zeros(16000, np.float32) for _ in range(4)]
     res = backend.decode_windows(windows, DecodingOptions(without_timestamps=True))
-    assert fake.calls == 1 and [r["decoder_prompt"] for r in fake.requests] == [
-        "<|startoftranscript|><|notimestamps|>"] * 4
+    assert (
+        fake.calls == 1
+        and [r["decoder_prompt"] for r in fake.requests] == ["<|startoftranscript|><|notimestamps|>"] * 4
+    )
     assert [r.text for r in res] == ["hello there", "", "sure", "la la"]
     assert [r.n_tokens for r in res] == [2, 1, 1, 224] and [r.token_limit_hits for r in res] == [0, 0, 0, 1]
     # Without a threshold nothing is dropped.

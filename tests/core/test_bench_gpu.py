@@ -32,8 +32,14 @@ DEVICE_LIKE_ENV = {"BENCH_GPU_HIDE_MODULES": ",".join(NOT_ON_DEVICE)}
 
 
 def _cmd(*extra: str, python: str | Path = sys.executable, tiny: bool = True) -> list[str]:
-    return [str(python), str(ROOT / "scripts" / "bench_gpu.py"), "--device", "cpu", *(["--tiny"] if tiny else []),
-            *extra]
+    return [
+        str(python),
+        str(ROOT / "scripts" / "bench_gpu.py"),
+        "--device",
+        "cpu",
+        *(["--tiny"] if tiny else []),
+        *extra,
+    ]
 
 
 def _env(tiny: bool, **more: str) -> dict[str, str]:
@@ -41,8 +47,14 @@ def _env(tiny: bool, **more: str) -> dict[str, str]:
 
 
 def _run(*extra: str, python: str | Path = sys.executable, tiny: bool = True, rc: int = 0, **env: str) -> str:
-    p = subprocess.run(_cmd(*extra, python=python, tiny=tiny), capture_output=True, text=True, env=_env(tiny, **env),
-                       timeout=1200, cwd=ROOT)
+    p = subprocess.run(
+        _cmd(*extra, python=python, tiny=tiny),
+        capture_output=True,
+        text=True,
+        env=_env(tiny, **env),
+        timeout=1200,
+        cwd=ROOT,
+    )
     assert p.returncode == rc, p.stdout[-2000:] + p.stderr[-3000:]
     return p.stdout
 
@@ -61,8 +73,12 @@ def test_bench_gpu_cpu_tiny_smoke_prints_rtf_for_each_implementation():
     pytest.importorskip("whisper", reason="openai-whisper not installed (make install-whisper)")
     out = _run()
     rows = _rows(out)
-    names = ["openai-whisper as written (b16)", "openai-whisper reference (b16)", "faster-whisper int8 (b16)",
-             "faster-whisper int8 (b32)"]
+    names = [
+        "openai-whisper as written (b16)",
+        "openai-whisper reference (b16)",
+        "faster-whisper int8 (b16)",
+        "faster-whisper int8 (b32)",
+    ]
     for n in names:
         assert n in rows, out
         assert re.fullmatch(r"[\d,]+\.\d", rows[n][0]), (n, rows[n])  # × real time
@@ -143,17 +159,31 @@ def test_roofline_formula_matches_the_models_weight_shapes():
     dims = dict(bench_gpu.TINY_RANDOM, n_audio_layer=3, n_text_layer=2, n_audio_state=48, n_text_state=48)
     sd = bench_gpu._random_openai_state_dict(dims)
     c, t = dims["n_audio_ctx"], 50
-    enc_lin = sum(v.numel() for k, v in sd.items() if k.startswith("encoder.blocks") and k.endswith("weight")
-                  and v.dim() == 2)
+    enc_lin = sum(
+        v.numel() for k, v in sd.items() if k.startswith("encoder.blocks") and k.endswith("weight") and v.dim() == 2
+    )
     conv = 2 * c * sd["encoder.conv1.weight"].numel() + c * sd["encoder.conv2.weight"].numel()
     d = dims["n_audio_state"]
     attn_enc = dims["n_audio_layer"] * 2 * c * c * d
-    cross_kv = sum(sd[f"decoder.blocks.{i}.cross_attn.{p}.weight"].numel() for i in range(dims["n_text_layer"])
-                   for p in ("key", "value")) * c
+    cross_kv = (
+        sum(
+            sd[f"decoder.blocks.{i}.cross_attn.{p}.weight"].numel()
+            for i in range(dims["n_text_layer"])
+            for p in ("key", "value")
+        )
+        * c
+    )
     f_enc, f_tok, b_tok = bench_gpu.floor_parts(dims, 2 * t)
     assert f_enc == pytest.approx(2 * (enc_lin * c + conv + attn_enc + cross_kv))
-    dec_lin = sum(v.numel() for k, v in sd.items() if k.startswith("decoder.blocks") and k.endswith("weight")
-                  and v.dim() == 2 and ".cross_attn.key" not in k and ".cross_attn.value" not in k)
+    dec_lin = sum(
+        v.numel()
+        for k, v in sd.items()
+        if k.startswith("decoder.blocks")
+        and k.endswith("weight")
+        and v.dim() == 2
+        and ".cross_attn.key" not in k
+        and ".cross_attn.value" not in k
+    )
     logits = sd["decoder.token_embedding.weight"].numel()
     attn_dec = dims["n_text_layer"] * 2 * (c + t) * dims["n_text_state"]
     assert f_tok == pytest.approx(2 * (dec_lin + logits + attn_dec))
@@ -203,10 +233,15 @@ def test_random_rows_are_on_disk_when_the_benchmark_is_killed_half_way(tmp_path:
     """The CTranslate2 row finishes and is on disk (its line in the .md, its JSON in the .jsonl) before the next
     row (made to hang) ends; killing the benchmark then leaves it there, and the hanging row process dies too."""
     out = tmp_path / "b"
-    cmd = _cmd("--random", "--tokens", "4", "--only", "ctranslate2,transformers static", "--out", str(out),
-               tiny=False)
-    proc = subprocess.Popen(cmd, env=_env(False, BENCH_GPU_TEST_HANG_ROW="transformers static"), cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    cmd = _cmd("--random", "--tokens", "4", "--only", "ctranslate2,transformers static", "--out", str(out), tiny=False)
+    proc = subprocess.Popen(
+        cmd,
+        env=_env(False, BENCH_GPU_TEST_HANG_ROW="transformers static"),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         while not _jsonl(out.with_suffix(".jsonl")) and time.monotonic() < deadline and proc.poll() is None:
@@ -227,8 +262,20 @@ def test_random_rows_are_on_disk_when_the_benchmark_is_killed_half_way(tmp_path:
 
 def test_a_row_past_its_time_limit_is_killed_and_the_others_still_run(tmp_path: Path) -> None:
     out = tmp_path / "b"
-    stdout = _run("--random", "--tokens", "4", "--only", "ctranslate2,as written", "--row-timeout-s", "15",
-                  "--out", str(out), tiny=False, rc=1, BENCH_GPU_TEST_HANG_ROW="openai-whisper as written")
+    stdout = _run(
+        "--random",
+        "--tokens",
+        "4",
+        "--only",
+        "ctranslate2,as written",
+        "--row-timeout-s",
+        "15",
+        "--out",
+        str(out),
+        tiny=False,
+        rc=1,
+        BENCH_GPU_TEST_HANG_ROW="openai-whisper as written",
+    )
     rows = {r[0]: r[1:] for r in _table(stdout)}
     assert rows["openai-whisper as written"][0].startswith("timed out: killed after 15 s"), rows
     assert float(next(v for k, v in rows.items() if k.startswith("ctranslate2"))[0].replace(",", "")) > 0
@@ -242,8 +289,9 @@ def test_the_decode_shape_is_the_measured_one_by_default(tmp_path: Path) -> None
     shape = bench_gpu.DecodeShape.load()
     assert 50 <= shape.first_tokens <= 224 and 0 < shape.remainders_per_window <= 2 and shape.remainder_tokens > 0
     small = tmp_path / "shape.json"
-    small.write_text(json.dumps({"first_tokens": 6, "remainders_per_window": 0.5, "remainder_tokens": 3,
-                                 "source": "test"}))
+    small.write_text(
+        json.dumps({"first_tokens": 6, "remainders_per_window": 0.5, "remainder_tokens": 3, "source": "test"})
+    )
     out = _run("--random", "--decode-shape", str(small), "--only", "ctranslate2", "--windows", "4", tiny=False)
     (row,) = _table(out)
     assert row[3] == "8" and row[4] == "100.0%", row  # 6 + 0.5 × 3 ... per window: 4 windows, 2 remainders of 3

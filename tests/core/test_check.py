@@ -93,8 +93,11 @@ def _quick(tmp_path: Path, cfg: Path, check: str) -> list:
     from stresstest.config import load_config
     from stresstest.pipeline.preflight import run_checks
 
-    return [f for f in run_checks(load_config(cfg), out=tmp_path / "run", cache=tmp_path / "cache", deep=False)
-            if f.check == check]
+    return [
+        f
+        for f in run_checks(load_config(cfg), out=tmp_path / "run", cache=tmp_path / "cache", deep=False)
+        if f.check == check
+    ]
 
 
 def test_a_managed_vllm_without_vllm_in_its_python_is_refused_before_any_stage(
@@ -138,6 +141,5 @@ def test_ctranslate2_without_a_gpu_is_one_line_for_a_cuda_asr(tmp_path: Path, mo
     import stresstest.asr.cudalibs as cudalibs
 
     monkeypatch.setattr(cudalibs, "preload_cuda_libraries", lambda: {})  # no cuBLAS here either: not the point
-    (f,) = _quick(tmp_path, _config(tmp_path, asr={"backend": "faster-whisper", "device": "cuda"}),
-                  "cuda libraries")
+    (f,) = _quick(tmp_path, _config(tmp_path, asr={"backend": "faster-whisper", "device": "cuda"}), "cuda libraries")
     assert not f.ok and "sees no CUDA device" in f.line and "asr.device: cpu" in f.line

@@ -23,8 +23,13 @@ def _config(tmp_path: Path, **over: object) -> Path:
         "noise": {"ambient": {"family": "ambient", "kind": "builtin"}},
         "snr_db": [5],
         "asr": {"backend": "faster-whisper"},
-        "structure": {"backend": "openai", "server": {"mode": "managed", "engine": "llama.cpp", "n_ctx": 4096},
-                      "decoding": {"max_tokens": 768}, "concurrency": 1, "prompt_version": "v2"},
+        "structure": {
+            "backend": "openai",
+            "server": {"mode": "managed", "engine": "llama.cpp", "n_ctx": 4096},
+            "decoding": {"max_tokens": 768},
+            "concurrency": 1,
+            "prompt_version": "v2",
+        },
         "mitigation": {"conditions": ["ambient_5db"]},
         "judge": {"backend": "llm"},
         "run": {"cache_dir": str(tmp_path / "cache")},
@@ -59,8 +64,13 @@ def _check(tmp_path: Path, capsys: pytest.CaptureFixture[str], cfg: Path) -> tup
 
 
 def test_the_batched_asr_path_is_what_check_decodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = _config(tmp_path, structure={"backend": "rules"}, mitigation={"conditions": []}, judge={"backend": "rules"},
-                  asr={"backend": "faster-whisper", "batch_size": 4})
+    cfg = _config(
+        tmp_path,
+        structure={"backend": "rules"},
+        mitigation={"conditions": []},
+        judge={"backend": "rules"},
+        asr={"backend": "faster-whisper", "batch_size": 4},
+    )
     rc, out, problems = _check(tmp_path, capsys, cfg)
     assert rc == 0 and problems == [], problems
     assert "batched path, batch_size 4" in out and "TTS " in out and "ASR " in out
@@ -80,9 +90,17 @@ def test_role_prompts_are_counted_by_the_engine_and_a_too_small_context_fails_in
     assert "LLM structuring" in out and "LLM guard" in out  # the per-stage estimate
     assert not (tmp_path / "run").exists()  # a check makes no run directory and no audio
 
-    small = _config(tmp_path, structure={"backend": "openai", "server": {"engine": "llama.cpp", "n_ctx": 1024},
-                                         "decoding": {"max_tokens": 768}, "concurrency": 1},
-                    mitigation={"conditions": []}, judge={"backend": "rules"})
+    small = _config(
+        tmp_path,
+        structure={
+            "backend": "openai",
+            "server": {"engine": "llama.cpp", "n_ctx": 1024},
+            "decoding": {"max_tokens": 768},
+            "concurrency": 1,
+        },
+        mitigation={"conditions": []},
+        judge={"backend": "rules"},
+    )
     rc, out, problems = _check(tmp_path, capsys, small)
     assert rc == 2 and len(problems) == 1, problems
     assert "llm prompt structuring" in problems[0] and "n_ctx" in problems[0], problems[0]
@@ -92,8 +110,11 @@ def test_role_prompts_are_counted_by_the_engine_and_a_too_small_context_fails_in
 def test_the_longest_encounter_is_cut_as_the_run_cuts_it(tmp_path: Path) -> None:
     """A gold record's scope_turns wins over corpus.max_turns in the run (pipeline.runner), so in the check too:
     these three encounters have 40-turn gold, and max_turns 10 does not shorten what the LLM will read."""
-    cfg = load_config(_config(tmp_path, corpus={"kind": "osce", "path": str(REPO / "data/osce/transcripts"),
-                                                "ids": IDS, "max_turns": 10}))
+    cfg = load_config(
+        _config(
+            tmp_path, corpus={"kind": "osce", "path": str(REPO / "data/osce/transcripts"), "ids": IDS, "max_turns": 10}
+        )
+    )
     from stresstest.corpus import load_corpus
 
     encs = {e.encounter_id: e for e in load_corpus("osce", REPO / "data/osce/transcripts", ids=IDS)}

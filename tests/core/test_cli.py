@@ -16,8 +16,9 @@ from stresstest.cli import main
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stresstest.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "stresstest.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def test_bad_config_key_is_one_line_on_stderr(tmp_path):
@@ -58,8 +59,19 @@ def test_mix_command_hits_the_snr_and_is_deterministic(tmp_path, capsys):
     write_wav(tmp_path / "n.wav", np.random.default_rng(0).standard_normal(SR * 20).astype(np.float32) * 0.2)
     outs = []
     for name in ("a.wav", "b.wav"):
-        args = ["mix", "--speech", str(tmp_path / "s.wav"), "--noise", str(tmp_path / "n.wav"), "--snr", "7.5",
-                "--seed", "3", "--out", str(tmp_path / name)]
+        args = [
+            "mix",
+            "--speech",
+            str(tmp_path / "s.wav"),
+            "--noise",
+            str(tmp_path / "n.wav"),
+            "--snr",
+            "7.5",
+            "--seed",
+            "3",
+            "--out",
+            str(tmp_path / name),
+        ]
         assert main(args) == 0
         outs.append(json.loads(capsys.readouterr().out))
     assert abs(outs[0]["measured_snr_db"] - 7.5) <= 0.1
@@ -87,13 +99,17 @@ def test_triggers_with_gold_concepts_are_the_run_s_events(tmp_path, capsys):
     hyp = "Do you get paroxysmal nocturnal dyspnea? And orthopnea? Yes, I am gasping when I lay down."
     (tmp_path / "r.txt").write_text(ref)
     (tmp_path / "h.txt").write_text(hyp)
-    assert main(["triggers", "--ref", str(tmp_path / "r.txt"), "--hyp", str(tmp_path / "h.txt"), "--gold",
-                 "CAR0003"]) == 0
+    assert (
+        main(["triggers", "--ref", str(tmp_path / "r.txt"), "--hyp", str(tmp_path / "h.txt"), "--gold", "CAR0003"]) == 0
+    )
     concepts = [c.concept for c in load_gold(default_gold_dir())["CAR0003"].claims]
-    assert json.loads(capsys.readouterr().out) == [e.model_dump(mode="json") for e in
-                                                   detect_triggers(ref, hyp, concepts)]
-    assert main(["triggers", "--ref", str(tmp_path / "r.txt"), "--hyp", str(tmp_path / "h.txt"), "--gold",
-                 "NOPE0001"]) == 2
+    assert json.loads(capsys.readouterr().out) == [
+        e.model_dump(mode="json") for e in detect_triggers(ref, hyp, concepts)
+    ]
+    assert (
+        main(["triggers", "--ref", str(tmp_path / "r.txt"), "--hyp", str(tmp_path / "h.txt"), "--gold", "NOPE0001"])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "no gold reference for 1 encounter(s): NOPE0001" in err and "\n" not in err
 

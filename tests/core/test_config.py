@@ -99,7 +99,9 @@ def test_an_empty_snr_grid_is_for_chain_conditions_only(tmp_path):
         load_config(_write(tmp_path, BASE.replace("snr_db: [15, 5]", "snr_db: []")))
 
 
-RAY_VLLM = BASE.replace("run:\n  seed: 1\n", "run:\n  seed: 1\n  executor:\n    kind: ray\n{executor}") + """\
+RAY_VLLM = (
+    BASE.replace("run:\n  seed: 1\n", "run:\n  seed: 1\n  executor:\n    kind: ray\n{executor}")
+    + """\
 structure:
   backend: {backend}
   server:
@@ -108,13 +110,17 @@ structure:
     tensor_parallel_size: 2
     data_parallel_size: {dp}
 """
+)
 
 
-@pytest.mark.parametrize(("executor", "backend", "dp", "size"), [
-    ("", "openai", 2, 4),                                     # the default llm_gpus_per_engine: 0
-    ("    llm_gpus_per_engine: 2\n", "openai", 2, 4),          # tensor parallel only: still too few
-    ("    llm_gpus_per_engine: 1\n", "vllm-offline", 1, 2),    # offline: tensor parallel size
-])
+@pytest.mark.parametrize(
+    ("executor", "backend", "dp", "size"),
+    [
+        ("", "openai", 2, 4),  # the default llm_gpus_per_engine: 0
+        ("    llm_gpus_per_engine: 2\n", "openai", 2, 4),  # tensor parallel only: still too few
+        ("    llm_gpus_per_engine: 1\n", "vllm-offline", 1, 2),  # offline: tensor parallel size
+    ],
+)
 def test_ray_vllm_engine_without_its_gpus_is_a_config_error(tmp_path, executor, backend, dp, size):
     text = RAY_VLLM.format(executor=executor, backend=backend, dp=dp)
     with pytest.raises(ConfigError) as err:

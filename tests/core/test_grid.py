@@ -25,8 +25,13 @@ def test_build_order_and_questions() -> None:
 def test_manifest_round_trip_and_old_manifests() -> None:
     g = ConditionGrid.build(["ambient"], [7.5], ["ambient_7.5db"])
     rows = g.to_json()
-    assert rows[1] == {"condition": "ambient_7.5db", "family": "ambient", "snr_db": 7.5, "mitigated": False,
-                       "base": "ambient_7.5db"}
+    assert rows[1] == {
+        "condition": "ambient_7.5db",
+        "family": "ambient",
+        "snr_db": 7.5,
+        "mitigated": False,
+        "base": "ambient_7.5db",
+    }
     assert ConditionGrid.from_json(rows) == g
     # manifests written before `base` existed derive it from the documented id rule
     old = [{k: v for k, v in r.items() if k != "base"} for r in rows]

@@ -17,14 +17,43 @@ PKG = Path(__file__).resolve().parents[2] / "stresstest"
 #: The report sits below the pipeline: it reads a run directory through ``stresstest.results`` and the metrics,
 #: never the runner, and the runner's last stage writes it (as the CLI's ``report`` command does).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("stresstest", "stresstest.errors", "stresstest.ids", "stresstest.console", "stresstest.progress",
-              "stresstest.yamlcfg",
-              "stresstest.net", "stresstest.cache", "stresstest.audio", "stresstest.records", "stresstest.schema",
-              "stresstest.grid", "stresstest.results", "stresstest.textnorm", "stresstest.children",
-              "stresstest.paths", "stresstest.provenance", "stresstest.steps")),
+    (
+        "base",
+        (
+            "stresstest",
+            "stresstest.errors",
+            "stresstest.ids",
+            "stresstest.console",
+            "stresstest.progress",
+            "stresstest.yamlcfg",
+            "stresstest.net",
+            "stresstest.cache",
+            "stresstest.audio",
+            "stresstest.records",
+            "stresstest.schema",
+            "stresstest.grid",
+            "stresstest.results",
+            "stresstest.textnorm",
+            "stresstest.children",
+            "stresstest.paths",
+            "stresstest.provenance",
+            "stresstest.steps",
+        ),
+    ),
     ("clinical", ("stresstest.clinical",)),
-    ("stages", ("stresstest.corpus", "stresstest.speech", "stresstest.noise", "stresstest.asr", "stresstest.llm",
-                "stresstest.gold", "stresstest.structure", "stresstest.mitigation")),
+    (
+        "stages",
+        (
+            "stresstest.corpus",
+            "stresstest.speech",
+            "stresstest.noise",
+            "stresstest.asr",
+            "stresstest.llm",
+            "stresstest.gold",
+            "stresstest.structure",
+            "stresstest.mitigation",
+        ),
+    ),
     ("metrics", ("stresstest.metrics",)),
     ("config", ("stresstest.config",)),
     ("report", ("stresstest.report",)),
@@ -100,7 +129,7 @@ def test_no_import_cycle() -> None:
         state[node] = 1
         for nxt in sorted(graph.get(node, {})):
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join(path[path.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(path[path.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = 2
@@ -125,9 +154,17 @@ def test_the_package_ships_no_test_support() -> None:
     imports: list[str] = []
     for path in PKG.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            imports += [f"{path.relative_to(PKG.parent)}: {n}" for n in names
-                        if n.split(".")[0] in ("support", "tests", "conftest", "synthetic_run", "outcome_checks")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            imports += [
+                f"{path.relative_to(PKG.parent)}: {n}"
+                for n in names
+                if n.split(".")[0] in ("support", "tests", "conftest", "synthetic_run", "outcome_checks")
+            ]
     assert imports == []
     assert not any(p.stem in ("testing", "stub", "stubs") for p in PKG.rglob("*.py"))

@@ -108,8 +108,9 @@ def test_batched_faster_whisper_on_torch_features_says_the_same(monkeypatch):
     import ctranslate2
 
     # the former route: every batch copied into a new host array first
-    monkeypatch.setattr(mel, "features_storage",
-                        lambda b: ctranslate2.StorageView.from_array(np.array(b.cpu().numpy(), copy=True)))
+    monkeypatch.setattr(
+        mel, "features_storage", lambda b: ctranslate2.StorageView.from_array(np.array(b.cpu().numpy(), copy=True))
+    )
     assert be.transcribe_windows_batched(windows, opts, batch_size=4) == torch_texts
     assert "warfarin" in numpy_texts[0].lower(), numpy_texts
     # The two feature computations differ by float32 rounding (≤ 2e-4, above); on tiny.en that can flip a word

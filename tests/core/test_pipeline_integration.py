@@ -29,8 +29,15 @@ def test_tts_mix_asr_wer_rises_under_babble(tmp_path):
     source = make_noise_source(spec, encounters=encs, cache_dir=cache)
     got: dict[str, tuple] = {}
     job = MixJob(enc.encounter_id, "babble", (15.0, 5.0), ("babble_15db", "babble_5db"))
-    build_mixtures(job, speech, source, spec.model_dump(mode="json"), seed=7, cache_dir=cache,
-                   on_done=lambda cond, path, info, err: got.__setitem__(cond, (path, info, err)))
+    build_mixtures(
+        job,
+        speech,
+        source,
+        spec.model_dump(mode="json"),
+        seed=7,
+        cache_dir=cache,
+        on_done=lambda cond, path, info, err: got.__setitem__(cond, (path, info, err)),
+    )
     assert all(v[2] is None for v in got.values()), got
     for cond, (_, info, _) in got.items():
         assert abs(info.measured_snr_db - info.target_snr_db) <= 0.1, cond
@@ -39,8 +46,12 @@ def test_tts_mix_asr_wer_rises_under_babble(tmp_path):
         ASRItem(enc.encounter_id, c, p) for c, (p, _, _) in sorted(got.items())
     ]
     texts: dict[str, str] = {}
-    transcribe_items(items, ASRConfig(), cache_dir=cache,
-                     on_done=lambda it, t, err: texts.__setitem__(it.condition, t.text if t else f"ERR {err}"))
+    transcribe_items(
+        items,
+        ASRConfig(),
+        cache_dir=cache,
+        on_done=lambda it, t, err: texts.__setitem__(it.condition, t.text if t else f"ERR {err}"),
+    )
     ref = enc.reference_text()
 
     def wer(cond: str) -> float:
@@ -52,8 +63,15 @@ def test_tts_mix_asr_wer_rises_under_babble(tmp_path):
 
     # Same seed again: bit-identical mixture files (read from the cache, and recomputed from scratch).
     again: dict[str, tuple] = {}
-    build_mixtures(job, speech, source, spec.model_dump(mode="json"), seed=7, cache_dir=tmp_path / "fresh",
-                   on_done=lambda cond, path, info, err: again.__setitem__(cond, (path, info, err)))
+    build_mixtures(
+        job,
+        speech,
+        source,
+        spec.model_dump(mode="json"),
+        seed=7,
+        cache_dir=tmp_path / "fresh",
+        on_done=lambda cond, path, info, err: again.__setitem__(cond, (path, info, err)),
+    )
     for cond in got:
         import soundfile as sf
 

@@ -9,8 +9,10 @@ import pytest
 
 from stresstest.progress import StageProgress, duration
 
-LINE = re.compile(r"stresstest: asr (\d+)/(\d+) items \((\d+)%\), [\d.]+ items/(s|min), elapsed (\S+), ETA (\S+)"
-                  r"(, \d+ failed so far)?")
+LINE = re.compile(
+    r"stresstest: asr (\d+)/(\d+) items \((\d+)%\), [\d.]+ items/(s|min), elapsed (\S+), ETA (\S+)"
+    r"(, \d+ failed so far)?"
+)
 
 
 class Clock:
@@ -78,8 +80,10 @@ def test_run_progress_is_validated_strictly(tmp_path) -> None:
 
     (tmp_path / "c.yaml").write_text("run: {progress: false}\ncorpus: {kind: osce, path: x}\n")
     assert load_config(tmp_path / "c.yaml").run.progress is False
-    for bad, said in (("progress: 'yes'", "run.progress: Input should be a valid boolean"),
-                      ("progres: false", "run.progres: unknown key")):
+    for bad, said in (
+        ("progress: 'yes'", "run.progress: Input should be a valid boolean"),
+        ("progres: false", "run.progres: unknown key"),
+    ):
         (tmp_path / "c.yaml").write_text(f"run: {{{bad}}}\ncorpus: {{kind: osce, path: x}}\n")
         with pytest.raises(StressTestError, match=said):
             load_config(tmp_path / "c.yaml")

@@ -13,15 +13,20 @@ from stresstest.provenance import ENGINE_PACKAGES, cpu_info, cpu_isa, environmen
 
 def test_cpu_model_and_best_instruction_set_from_cpuinfo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nmodel name\t: Test CPU  9000\nflags\t\t: fpu sse4_1 avx avx2 fma\n\n"
-                    "processor\t: 1\nmodel name\t: Test CPU  9000\nflags\t\t: fpu sse4_1 avx avx2 fma\n")
+    info.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU  9000\nflags\t\t: fpu sse4_1 avx avx2 fma\n\n"
+        "processor\t: 1\nmodel name\t: Test CPU  9000\nflags\t\t: fpu sse4_1 avx avx2 fma\n"
+    )
     monkeypatch.setattr("platform.machine", lambda: "x86_64")
     monkeypatch.delenv("CT2_FORCE_CPU_ISA", raising=False)
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     got = cpu_info(info)
     assert got["model"] == "Test CPU 9000" and got["isa"] == "AVX2"
-    assert got["engines_isa"] == {"ctranslate2": "AVX2 (runtime dispatch)", "onnxruntime": "AVX2 (runtime dispatch)",
-                                  "torch": "default"}  # forced by its variable
+    assert got["engines_isa"] == {
+        "ctranslate2": "AVX2 (runtime dispatch)",
+        "onnxruntime": "AVX2 (runtime dispatch)",
+        "torch": "default",
+    }  # forced by its variable
     assert cpu_isa({"avx512f", "avx2"}, "x86_64") == "AVX512" and cpu_isa(set(), "aarch64") == "NEON"
 
 
@@ -35,8 +40,11 @@ def test_environment_names_every_engine_package_and_is_stable() -> None:
 
 def test_environment_differences_is_one_line_or_none() -> None:
     a = {"cpu": {"model": "X", "isa": "AVX2"}, "gpu": None, "packages": {"torch": "2.13.0", "vllm": None}}
-    b = {"cpu": {"model": "X", "isa": "AVX512"}, "gpu": {"name": "H100", "driver": "580"},
-         "packages": {"torch": "2.14.0", "vllm": None}}
+    b = {
+        "cpu": {"model": "X", "isa": "AVX512"},
+        "gpu": {"name": "H100", "driver": "580"},
+        "packages": {"torch": "2.14.0", "vllm": None},
+    }
     line = environment_differences(a, b)
     assert line is not None and "\n" not in line
     assert "cpu.isa (A: AVX2, B: AVX512)" in line and "packages.torch (A: 2.13.0, B: 2.14.0)" in line

@@ -39,13 +39,22 @@ def test_probe_audio_is_transcribed_and_scored(tmp_path: Path) -> None:
 
     probe = Condition.chained("probe", steps)
     texts: dict[str, object] = {}
-    transcribe_items([ASRItem(enc.encounter_id, "clean", Path(speech.path)), ASRItem(enc.encounter_id, "probe", wav)],
-                     ASRConfig(), cache_dir=cache, on_done=lambda it, t, e: texts.__setitem__(it.condition, t or e))
+    transcribe_items(
+        [ASRItem(enc.encounter_id, "clean", Path(speech.path)), ASRItem(enc.encounter_id, "probe", wav)],
+        ASRConfig(),
+        cache_dir=cache,
+        on_done=lambda it, t, e: texts.__setitem__(it.condition, t or e),
+    )
     assert all(not isinstance(t, str) for t in texts.values()), texts
     clean_t, probe_t = texts["clean"], texts["probe"]
     assert isinstance(clean_t, Transcript) and isinstance(probe_t, Transcript)
-    x = EncounterOutputs(encounter=enc, conditions={"clean": ConditionOutputs(transcript=clean_t),
-                                                    "probe": ConditionOutputs(transcript=probe_t, mix=info)})
+    x = EncounterOutputs(
+        encounter=enc,
+        conditions={
+            "clean": ConditionOutputs(transcript=clean_t),
+            "probe": ConditionOutputs(transcript=probe_t, mix=info),
+        },
+    )
     rows = {it.row.condition: it for it in score_encounter(x, ConditionGrid([Condition.clean(), probe]), "none")}
     row = rows["probe"].row
     assert row.probe_s == pytest.approx(8.0 * len(stretches))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 
-SUITE = '''
+SUITE = """
 import pytest
 
 
@@ -28,14 +28,33 @@ def test_engine():
 @pytest.mark.demo_scale
 def test_whole_demo():
     pass
-'''
+"""
 
 
 def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - fixed argument list
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:cov",
-         "-W", "ignore::pytest.PytestUnknownMarkWarning", *args, str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env=env or dict(os.environ),
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cov",
+            "-W",
+            "ignore::pytest.PytestUnknownMarkWarning",
+            *args,
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+        env=env or dict(os.environ),
     )
 
 
@@ -50,7 +69,7 @@ def test_demo_scale_is_deselected_unless_asked_for(tmp_path: Path) -> None:
     assert selected.returncode == 0 and "3 passed" in selected.stdout, selected.stdout[-2000:]
 
 
-ENGINES_SUITE = '''
+ENGINES_SUITE = """
 import os
 import time
 from pathlib import Path
@@ -82,7 +101,7 @@ def test_unit(i):
 @pytest.mark.parametrize("i", range(3))
 def test_light_integration(i):
     _note("light")
-'''
+"""
 
 
 def test_engine_tests_run_on_one_worker_one_at_a_time_beside_the_rest(tmp_path: Path) -> None:
@@ -91,9 +110,27 @@ def test_engine_tests_run_on_one_worker_one_at_a_time_beside_the_rest(tmp_path: 
     log = tmp_path / "log.txt"
     env = {k: v for k, v in os.environ.items() if k not in ("STRESSTEST_DEMO_SCALE", "CI")}
     proc = subprocess.run(  # noqa: S603 - fixed argument list
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:cov", "-n", "2",
-         "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env={**env, "SUITE_LOG": str(log)},
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:cov",
+            "-n",
+            "2",
+            "-W",
+            "ignore::pytest.PytestUnknownMarkWarning",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+        env={**env, "SUITE_LOG": str(log)},
     )
     assert proc.returncode == 0 and "37 passed" in proc.stdout, proc.stdout[-2000:]
     rows = [ln.split() for ln in log.read_text().splitlines()]

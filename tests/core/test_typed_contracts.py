@@ -52,18 +52,39 @@ def _speech(seconds: float = 3.0) -> tuple[np.ndarray, np.ndarray]:
 def test_every_step_s_facts_are_typed_and_written_back_byte_for_byte() -> None:
     x, mask = _speech()
     src = {"ambient": make_noise_source(NoiseSpec(family="ambient", kind="builtin"), encounters=[], cache_dir=None)}
-    raw_steps = [{"silence": {"pause_s": 1.0}}, {"room": {"rt60_s": 0.2, "room_dim_m": [3.0, 3.0, 2.5]}},
-                 {"noise": {"family": "ambient", "snr_db": 10}}, {"telephone": {}}, {"mulaw": {}},
-                 {"packet_loss": {"rate": 0.1}}, {"level": {"gain_db": 3}}]
-    _, facts = render_chain(x, mask, [Step.model_validate(r) for r in raw_steps], seed=1, encounter_id="E",
-                            sources=src)
+    raw_steps = [
+        {"silence": {"pause_s": 1.0}},
+        {"room": {"rt60_s": 0.2, "room_dim_m": [3.0, 3.0, 2.5]}},
+        {"noise": {"family": "ambient", "snr_db": 10}},
+        {"telephone": {}},
+        {"mulaw": {}},
+        {"packet_loss": {"rate": 0.1}},
+        {"level": {"gain_db": 3}},
+    ]
+    _, facts = render_chain(x, mask, [Step.model_validate(r) for r in raw_steps], seed=1, encounter_id="E", sources=src)
     written = json.dumps(facts["chain"])  # what the chain recorded, as JSON
     typed = FACTS.validate_json(written)
-    assert [type(f).__name__ for f in typed] == ["SilenceFacts", "RoomFacts", "NoiseFacts", "TelephoneFacts",
-                                                 "MulawFacts", "PacketLossFacts", "LevelFacts"]
+    assert [type(f).__name__ for f in typed] == [
+        "SilenceFacts",
+        "RoomFacts",
+        "NoiseFacts",
+        "TelephoneFacts",
+        "MulawFacts",
+        "PacketLossFacts",
+        "LevelFacts",
+    ]
     assert json.dumps(FACTS.dump_python(typed, mode="json")) == written
-    info = MixInfo(family="chain", noise_source="", noise_offset_s=0.0, target_snr_db=None, measured_snr_db=None,
-                   speech_rms=0.1, noise_gain=0.0, clip_scale=1.0, chain=facts["chain"])
+    info = MixInfo(
+        family="chain",
+        noise_source="",
+        noise_offset_s=0.0,
+        target_snr_db=None,
+        measured_snr_db=None,
+        speech_rms=0.1,
+        noise_gain=0.0,
+        clip_scale=1.0,
+        chain=facts["chain"],
+    )
     assert json.dumps(info.model_dump(mode="json")["chain"]) == written
     silence = info.chain[0] if info.chain else None
     assert isinstance(silence, SilenceFacts) and silence.stretches and silence.stretches[0].seconds == 1.0
@@ -72,26 +93,48 @@ def test_every_step_s_facts_are_typed_and_written_back_byte_for_byte() -> None:
     assert isinstance(info.chain[3], TelephoneFacts) and info.chain[3].sample_rate_hz == 8000  # type: ignore[index]
 
 
-@pytest.mark.parametrize("entry, why", [
-    ({"kind": "level", "params": {"gain_db": 0.0, "clip": 1.0}, "clipped": 0.1}, "extra"),  # a key no step writes
-    ({"kind": "echo", "params": {}}, "union_tag_invalid"),  # not a step kind
-    ({"kind": "level", "params": {"gain_db": 99.0, "clip": 1.0}}, "less_than_equal"),  # parameters out of range
-    ({"kind": "silence", "params": {"pause_s": 1.0}, "stretches": [{"after_run": "x"}]}, "int_parsing"),
-])
+@pytest.mark.parametrize(
+    "entry, why",
+    [
+        ({"kind": "level", "params": {"gain_db": 0.0, "clip": 1.0}, "clipped": 0.1}, "extra"),  # a key no step writes
+        ({"kind": "echo", "params": {}}, "union_tag_invalid"),  # not a step kind
+        ({"kind": "level", "params": {"gain_db": 99.0, "clip": 1.0}}, "less_than_equal"),  # parameters out of range
+        ({"kind": "silence", "params": {"pause_s": 1.0}, "stretches": [{"after_run": "x"}]}, "int_parsing"),
+    ],
+)
 def test_a_chain_entry_the_steps_do_not_write_is_refused(entry: dict[str, Any], why: str) -> None:
     with pytest.raises(ValidationError, match=why):
-        MixInfo(family="chain", noise_source="", noise_offset_s=0.0, target_snr_db=None, measured_snr_db=None,
-                speech_rms=0.1, noise_gain=0.0, clip_scale=1.0, chain=[entry])
+        MixInfo(
+            family="chain",
+            noise_source="",
+            noise_offset_s=0.0,
+            target_snr_db=None,
+            measured_snr_db=None,
+            speech_rms=0.1,
+            noise_gain=0.0,
+            clip_scale=1.0,
+            chain=[entry],
+        )
 
 
 def test_the_silence_probes_read_the_typed_stretches() -> None:
     from stresstest.metrics.silence import probe_stretches
 
     stretch = {"after_run": 0, "after_turn": 2, "at_s": 1.0, "start_s": 1.0, "end_s": 3.5}
-    info = MixInfo(family="chain", noise_source="", noise_offset_s=0.0, target_snr_db=None, measured_snr_db=None,
-                   speech_rms=0.1, noise_gain=0.0, clip_scale=1.0,
-                   chain=[{"kind": "silence", "params": {"pause_s": 2.5}, "stretches": [stretch], "runs": 4},
-                          {"kind": "level", "params": {}, "clipped_fraction": 0.0}])
+    info = MixInfo(
+        family="chain",
+        noise_source="",
+        noise_offset_s=0.0,
+        target_snr_db=None,
+        measured_snr_db=None,
+        speech_rms=0.1,
+        noise_gain=0.0,
+        clip_scale=1.0,
+        chain=[
+            {"kind": "silence", "params": {"pause_s": 2.5}, "stretches": [stretch], "runs": 4},
+            {"kind": "level", "params": {}, "clipped_fraction": 0.0},
+        ],
+    )
     probes = probe_stretches(info)
     assert probes is not None and probes.runs == 4 and probes.stretches[0].after_turn == 2
     assert probes.stretches[0].seconds == 2.5
@@ -102,21 +145,41 @@ def test_the_silence_probes_read_the_typed_stretches() -> None:
 
 
 def test_a_transcript_carries_its_decoding_options() -> None:
-    t = Transcript(encounter_id="E", condition="clean", text="hi", backend="b", model="m", audio_sha256="0",
-                   decoding=DecodingOptions(beam_size=1).model_dump())
+    t = Transcript(
+        encounter_id="E",
+        condition="clean",
+        text="hi",
+        backend="b",
+        model="m",
+        audio_sha256="0",
+        decoding=DecodingOptions(beam_size=1).model_dump(),
+    )
     assert isinstance(t.decoding, DecodingOptions) and t.decoding.window_s == 30.0
     assert Transcript.model_validate_json(t.model_dump_json()) == t
     with pytest.raises(ValidationError, match="beams"):
-        Transcript(encounter_id="E", condition="clean", text="hi", backend="b", model="m", audio_sha256="0",
-                   decoding={"beams": 5})
+        Transcript(
+            encounter_id="E",
+            condition="clean",
+            text="hi",
+            backend="b",
+            model="m",
+            audio_sha256="0",
+            decoding={"beams": 5},
+        )
 
 
 def test_the_guard_and_filter_reports_are_typed_in_the_record_extra() -> None:
     draft = ClinicalRecord.model_validate({"triage": {"level": "routine", "rationale": "r"}})
     guard = GuardReport(removed_claims=["c1"])
     filt = FilterReport(quotes_total=2, quotes_discarded=1)
-    raw = {"mitigation": True, "guard": "llm", "guard_report": guard.model_dump(), "filter_report": filt.model_dump(),
-           "draft_record": draft.model_dump(mode="json"), "draft_prompt_hash": "abc"}
+    raw = {
+        "mitigation": True,
+        "guard": "llm",
+        "guard_report": guard.model_dump(),
+        "filter_report": filt.model_dump(),
+        "draft_record": draft.model_dump(mode="json"),
+        "draft_prompt_hash": "abc",
+    }
     extra = RecordExtra.model_validate(raw)
     assert extra.guard_report == guard and extra.filter_report == filt and extra.draft_record == draft
     assert extra.model_dump(mode="json") == {**raw, "draft_record": draft.model_dump(mode="json")}
@@ -128,8 +191,9 @@ def test_the_guard_and_filter_reports_are_typed_in_the_record_extra() -> None:
 
 
 def test_revise_validates_and_keeps_what_was_set() -> None:
-    t = Transcript(encounter_id="E", condition="clean", text="hi", backend="b", model="m", audio_sha256="0",
-                   decoding={})
+    t = Transcript(
+        encounter_id="E", condition="clean", text="hi", backend="b", model="m", audio_sha256="0", decoding={}
+    )
     u = revise(t, condition="babble_5db")
     assert u.condition == "babble_5db" and t.condition == "clean"
     assert u.model_fields_set == t.model_fields_set | {"condition"}
@@ -145,45 +209,120 @@ def test_revise_validates_and_keeps_what_was_set() -> None:
 
 
 def _event(**kw: Any) -> TriggerEvent:
-    base: dict[str, Any] = {"type": "negation_flip", "ref_span": "no pain", "hyp_span": "pain",
-                            "explanation": "negation lost", "ref_start": 0, "ref_end": 7, "hyp_start": 0, "hyp_end": 4}
+    base: dict[str, Any] = {
+        "type": "negation_flip",
+        "ref_span": "no pain",
+        "hyp_span": "pain",
+        "explanation": "negation lost",
+        "ref_start": 0,
+        "ref_end": 7,
+        "hyp_start": 0,
+        "hyp_end": 4,
+    }
     return TriggerEvent(**{**base, **kw})
 
 
 def _old_row() -> dict[str, Any]:
     """A row as the dict-built score stage made it (every kind of field set, some to None)."""
-    counts = dict.fromkeys(("negation_flip", "number_unit_conflict", "temporal_distortion", "nonspeech_pollution",
-                            "entity_substitution", "clinical_omission"), 0)
+    counts = dict.fromkeys(
+        (
+            "negation_flip",
+            "number_unit_conflict",
+            "temporal_distortion",
+            "nonspeech_pollution",
+            "entity_substitution",
+            "clinical_omission",
+        ),
+        0,
+    )
     return {
-        "encounter_id": "E1", "condition": "babble_5db_guard", "family": "babble", "snr_db": 5.0, "mitigated": True,
-        "target_snr_db": 5.0, "measured_snr_db": 5.0123, "reference_text": "no pain", "hypothesis_text": "pain",
-        "audio_path": None, "transcript_path": "transcripts/babble_5db/E1.json",
-        "mix": {"family": "babble", "noise_source": "builtin:babble", "noise_offset_s": 0.0, "target_snr_db": 5.0,
-                "measured_snr_db": 5.0123, "speech_rms": 0.05, "noise_gain": 0.3, "clip_scale": 1.0},
-        "record_path": "records/babble_5db_guard/E1.json", "scores_path": "scores/babble_5db_guard/E1.json",
-        "failed": False, "error": None,
-        "asr_sub": 0, "asr_del": 1, "asr_ins": 0, "ref_words": 2, "item_wer": 50.0, "clin_words": 1,
-        "clin_errors": 0, "asr_delta_e": 1,
-        "neg_err": 1, "trigger_counts": {**counts, "negation_flip": 1},
+        "encounter_id": "E1",
+        "condition": "babble_5db_guard",
+        "family": "babble",
+        "snr_db": 5.0,
+        "mitigated": True,
+        "target_snr_db": 5.0,
+        "measured_snr_db": 5.0123,
+        "reference_text": "no pain",
+        "hypothesis_text": "pain",
+        "audio_path": None,
+        "transcript_path": "transcripts/babble_5db/E1.json",
+        "mix": {
+            "family": "babble",
+            "noise_source": "builtin:babble",
+            "noise_offset_s": 0.0,
+            "target_snr_db": 5.0,
+            "measured_snr_db": 5.0123,
+            "speech_rms": 0.05,
+            "noise_gain": 0.3,
+            "clip_scale": 1.0,
+        },
+        "record_path": "records/babble_5db_guard/E1.json",
+        "scores_path": "scores/babble_5db_guard/E1.json",
+        "failed": False,
+        "error": None,
+        "asr_sub": 0,
+        "asr_del": 1,
+        "asr_ins": 0,
+        "ref_words": 2,
+        "item_wer": 50.0,
+        "clin_words": 1,
+        "clin_errors": 0,
+        "asr_delta_e": 1,
+        "neg_err": 1,
+        "trigger_counts": {**counts, "negation_flip": 1},
         "triggers_vs_clean": [_event().model_dump(mode="json")],
-        "extra": {"mitigation": True, "guard": "rules", "fields_total": 3, "fields_nulled": 1,
-                  "abstention_rate": 1 / 3, "guard_report": None},
-        "abstention_rate": 1 / 3, "fields_nulled": 1, "fields_total": 3,
-        "triage": "routine", "triage_clean": "urgent", "triage_match": 0,
-        "triage_gold": "urgent", "under_triage_new": 1, "scer_new": 0, "new_critical_flags": [], "err_new": 2,
-        "judge_score": 2, "judge": "rules-v1",
+        "extra": {
+            "mitigation": True,
+            "guard": "rules",
+            "fields_total": 3,
+            "fields_nulled": 1,
+            "abstention_rate": 1 / 3,
+            "guard_report": None,
+        },
+        "abstention_rate": 1 / 3,
+        "fields_nulled": 1,
+        "fields_total": 3,
+        "triage": "routine",
+        "triage_clean": "urgent",
+        "triage_match": 0,
+        "triage_gold": "urgent",
+        "under_triage_new": 1,
+        "scer_new": 0,
+        "new_critical_flags": [],
+        "err_new": 2,
+        "judge_score": 2,
+        "judge": "rules-v1",
     }
 
 
 def _composed() -> ItemScore:
     row = _old_row()
-    own = {k: row[k] for k in ("encounter_id", "condition", "family", "snr_db", "mitigated", "target_snr_db",
-                               "measured_snr_db", "reference_text", "hypothesis_text", "audio_path",
-                               "transcript_path", "record_path", "scores_path", "failed", "error")}
+    own = {
+        k: row[k]
+        for k in (
+            "encounter_id",
+            "condition",
+            "family",
+            "snr_db",
+            "mitigated",
+            "target_snr_db",
+            "measured_snr_db",
+            "reference_text",
+            "hypothesis_text",
+            "audio_path",
+            "transcript_path",
+            "record_path",
+            "scores_path",
+            "failed",
+            "error",
+        )
+    }
     # the mixture's facts travel typed; the recipe stays in the manifest
     own["mix"] = revise(MixInfo(**row["mix"], noise_recipe={"sentences": ["a"]}), unset=("noise_recipe",))
-    asr = AsrScores(asr_sub=0, asr_del=1, asr_ins=0, ref_words=2, item_wer=50.0, clin_words=1, clin_errors=0,
-                    asr_delta_e=1)
+    asr = AsrScores(
+        asr_sub=0, asr_del=1, asr_ins=0, ref_words=2, item_wer=50.0, clin_words=1, clin_errors=0, asr_delta_e=1
+    )
     trig = TriggerScores(neg_err=1, trigger_counts=row["trigger_counts"], triggers_vs_clean=[_event()])
     guard = GuardScores.of_envelope(RecordExtra.model_validate(row["extra"]))
     safety = SafetyScores.model_validate({k: row[k] for k in SafetyScores.model_fields})
@@ -196,8 +335,9 @@ def test_the_row_is_the_flat_view_of_the_parts_and_equals_the_dict_built_row() -
     assert json.dumps(new.to_row(), sort_keys=True) == json.dumps(old.to_row(), sort_keys=True)
     assert new == old
     # each part reads back as it was made
-    assert new.asr == AsrScores(asr_sub=0, asr_del=1, asr_ins=0, ref_words=2, item_wer=50.0, clin_words=1,
-                                clin_errors=0, asr_delta_e=1)
+    assert new.asr == AsrScores(
+        asr_sub=0, asr_del=1, asr_ins=0, ref_words=2, item_wer=50.0, clin_words=1, clin_errors=0, asr_delta_e=1
+    )
     assert new.judged == JudgeScores(judge_score=2, judge="rules-v1") and new.probe is None
     assert new.note_quality is None and new.safety is not None and new.safety.err_new == 2
     # every flat field belongs to the item or to exactly one part
@@ -211,14 +351,17 @@ def test_an_event_is_written_whole_however_it_was_made() -> None:
     assert item.to_row()["triggers_vs_clean"] == [{**ev.model_dump(mode="json"), "concept": None, "weight": 1.0}]
 
 
-@pytest.mark.parametrize("make", [
-    lambda: AsrScores(asr_sub="many"),
-    lambda: TriggerScores(trigger_counts={"negation_flip": 1, "hallucination": 2}),
-    lambda: SafetyScores(new_critical_flags="suicidal_ideation"),
-    lambda: JudgeScores(judge_score=[3]),
-    lambda: ProbeScores(probe_fields=[{"field_id": "c1", "kind": "vital", "name": "x", "quote": "q"}]),
-    lambda: AsrScores(wer=12.0),  # a field of no part
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: AsrScores(asr_sub="many"),
+        lambda: TriggerScores(trigger_counts={"negation_flip": 1, "hallucination": 2}),
+        lambda: SafetyScores(new_critical_flags="suicidal_ideation"),
+        lambda: JudgeScores(judge_score=[3]),
+        lambda: ProbeScores(probe_fields=[{"field_id": "c1", "kind": "vital", "name": "x", "quote": "q"}]),
+        lambda: AsrScores(wer=12.0),  # a field of no part
+    ],
+)
 def test_an_invalid_part_is_refused_when_it_is_made(make: Any) -> None:
     with pytest.raises(ValidationError):
         make()

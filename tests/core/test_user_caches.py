@@ -33,14 +33,18 @@ def _hf_cache_holding_tiny_en(hub: Path) -> Path:
 
 def _run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # A fresh interpreter: huggingface_hub reads its cache location from the environment once, at import.
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
-                          cwd=REPO)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE", "XDG_", "STRESSTEST_"))}
-    env.update(PYTHONPATH=str(REPO), HOME=str(tmp_path / "home"), HF_HUB_OFFLINE="1",
-               STRESSTEST_CACHE=str(tmp_path / "stresstest-cache"), **extra)
+    env.update(
+        PYTHONPATH=str(REPO),
+        HOME=str(tmp_path / "home"),
+        HF_HUB_OFFLINE="1",
+        STRESSTEST_CACHE=str(tmp_path / "stresstest-cache"),
+        **extra,
+    )
     return env
 
 
@@ -74,7 +78,8 @@ def test_a_model_in_the_default_home_cache_is_found_and_the_managed_server_sees_
 
 
 def test_an_explicit_hf_home_is_left_alone(tmp_path: Path) -> None:
-    code = ("from stresstest.cache import confine_tool_dirs; confine_tool_dirs(); import os; "
-            "print(os.environ['HF_HOME'])")
+    code = (
+        "from stresstest.cache import confine_tool_dirs; confine_tool_dirs(); import os; print(os.environ['HF_HOME'])"
+    )
     r = _run(code, _env(tmp_path, HF_HOME=str(tmp_path / "mine")))
     assert r.stdout.strip() == str(tmp_path / "mine"), r.stderr

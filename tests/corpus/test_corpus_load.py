@@ -21,9 +21,7 @@ def osce(tmp_path: Path) -> Path:
 
 def test_kinds() -> None:
     assert CORPUS_KINDS == ("osce", "primock57", "aci-bench", "manifest")
-    with pytest.raises(
-        CorpusError, match=r"unknown corpus kind 'aci_bench' \(expected one of: osce, primock57"
-    ):
+    with pytest.raises(CorpusError, match=r"unknown corpus kind 'aci_bench' \(expected one of: osce, primock57"):
         load_corpus("aci_bench", ".")
 
 
@@ -34,9 +32,7 @@ def test_sorted_ids_and_limit(osce: Path) -> None:
     assert load_corpus("osce", osce, limit=0) == []
     picked = load_corpus("osce", osce, ids=["RES0002", "CAR0001", "RES0002"], limit=5)
     assert [e.encounter_id for e in picked] == ["CAR0001", "RES0002"]
-    assert [e.encounter_id for e in load_corpus("osce", osce, ids=["RES0003", "MSK0002"], limit=1)] == [
-        "MSK0002"
-    ]
+    assert [e.encounter_id for e in load_corpus("osce", osce, ids=["RES0003", "MSK0002"], limit=1)] == ["MSK0002"]
 
 
 def test_unknown_id_lists_known_ones(osce: Path) -> None:

@@ -19,9 +19,7 @@ def _write(folder: Path, name: str, text: str, encoding: str = "utf-8", bom: byt
 
 
 def test_utf16le_with_bom_and_crlf(tmp_path: Path) -> None:
-    p = _write(
-        tmp_path, "RES0001.txt", "D: Hello there.\r\n\r\nP: I’ve a cough.\r\n", "utf-16-le", b"\xff\xfe"
-    )
+    p = _write(tmp_path, "RES0001.txt", "D: Hello there.\r\n\r\nP: I’ve a cough.\r\n", "utf-16-le", b"\xff\xfe")
     e = parse_osce_file(p)
     assert [(t.speaker, t.text) for t in e.turns] == [
         ("doctor", "Hello there."),

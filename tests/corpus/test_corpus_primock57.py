@@ -131,9 +131,7 @@ def _corpus(root: Path, note: object = None) -> Path:
 
 
 def test_primock57_merges_channels_by_time_and_attaches_note(tmp_path: Path) -> None:
-    root = _corpus(
-        tmp_path / "primock57", {"presenting_complaint": "chest pain", "note": "2/7 chest pain.\n"}
-    )
+    root = _corpus(tmp_path / "primock57", {"presenting_complaint": "chest pain", "note": "2/7 chest pain.\n"})
     (e,) = load_corpus("primock57", root)
     assert e.encounter_id == "day1_consultation01" and e.reference_note == "2/7 chest pain."
     assert [(t.speaker, t.text, t.start_s, t.end_s) for t in e.turns] == [
@@ -192,12 +190,13 @@ def test_primock57_upstream_audio_layout_is_one_mixed_recording(tmp_path: Path) 
 
     root = _corpus(tmp_path / "primock57")
     _channel_wav(root / "audio" / "day1_consultation01_doctor.wav", [(1.0, 2.0), (6.0, 7.5)], 220.0, 0.4)
-    _channel_wav(root / "audio" / "day1_consultation01_patient.wav", [(2.5, 4.0), (6.2, 7.0)], 330.0, 0.1,
-                 dur=7.5)
+    _channel_wav(root / "audio" / "day1_consultation01_patient.wav", [(2.5, 4.0), (6.2, 7.0)], 330.0, 0.1, dur=7.5)
     (e,) = load_corpus("primock57", root)
     audio = root / "audio"
-    assert e.audio_channels == (str((audio / "day1_consultation01_doctor.wav").resolve()),
-                                str((audio / "day1_consultation01_patient.wav").resolve()))
+    assert e.audio_channels == (
+        str((audio / "day1_consultation01_doctor.wav").resolve()),
+        str((audio / "day1_consultation01_patient.wav").resolve()),
+    )
     assert e.audio_path == e.audio_channels[0]
     sp = speech_for(e, tmp_path / "cache")
     assert sp.segments_source == "corpus_timings"

@@ -42,15 +42,10 @@ def test_osce_all_files(corpora: Path, real: Real) -> None:
     assert "’" not in " ".join(e.reference_text() for e in encounters)
     assert "fiancé" in by_id["RES0044"].reference_text()
     # Mistyped labels: "DL OK" (MSK0014), "P. Uh, no." (RES0183), "D : OK" (MSK0007).
-    assert any(
-        t.speaker == "doctor" and t.text.startswith("OK, uh. And any allergies")
-        for t in by_id["MSK0014"].turns
-    )
+    assert any(t.speaker == "doctor" and t.text.startswith("OK, uh. And any allergies") for t in by_id["MSK0014"].turns)
     assert any(t.speaker == "patient" and t.text == "Uh, no." for t in by_id["RES0183"].turns)
     # A turn wrapped onto the next line is one turn.
-    assert any(
-        t.text.endswith("I don't like I don't calculate it like to the day.") for t in by_id["GAS0001"].turns
-    )
+    assert any(t.text.endswith("I don't like I don't calculate it like to the day.") for t in by_id["GAS0001"].turns)
     # A trailing line after a blank line continues the last turn (RES0194 "Hey.").
     assert by_id["RES0194"].turns[-1].text.endswith("take care. Hey.")
 

@@ -53,8 +53,7 @@ def test_load_one_file_and_a_directory(tmp_path: Path) -> None:
     assert list(recs) == ["E1", "E2"]
     r = recs["E1"]
     assert r.scope_turns == 16 and r.triage.level == "urgent"
-    assert r.claims[0] == Claim(id="c1", category="symptom", concept="chest pain", status="present",
-                                time="2 hours")
+    assert r.claims[0] == Claim(id="c1", category="symptom", concept="chest pain", status="present", time="2 hours")
     assert load_gold(tmp_path / "E1.yaml") == {"E1": r}
 
 
@@ -97,12 +96,15 @@ def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
 
 def _record(audited: bool = False) -> GoldRecord:
     return GoldRecord(
-        encounter_id="E1", corpus="osce", triage=Triage(level="routine", rationale="r"),
+        encounter_id="E1",
+        corpus="osce",
+        triage=Triage(level="routine", rationale="r"),
         claims=[Claim(id="c1", category="symptom", concept="cough", status="present")],
         safety_flags=[SafetyFlag(id="f1", kind="allergy", name="penicillin")],
         field_evidence={"f1": ["allergic to penicillin"]},
-        provenance=Provenance(drafted_by="test", audited=audited, audited_by="Dr X" if audited else None,
-                              date="2026-01-01"),
+        provenance=Provenance(
+            drafted_by="test", audited=audited, audited_by="Dr X" if audited else None, date="2026-01-01"
+        ),
     )
 
 
@@ -143,7 +145,8 @@ def test_mark_audited_keeps_comments_and_refuses_twice(tmp_path: Path) -> None:
 
 def test_mark_audited_rewrites_when_lines_are_not_plain(tmp_path: Path) -> None:
     flow = GOOD.split("provenance:")[0] + (
-        "provenance: {drafted_by: test, audited_by: null, audited: false, date: '2026-01-01'}\n")
+        "provenance: {drafted_by: test, audited_by: null, audited: false, date: '2026-01-01'}\n"
+    )
     p = _write(tmp_path, "E1.yaml", flow)
     rec = mark_audited(p, "Dr C", date="2026-02-03")
     assert rec.provenance.audited and read_gold_file(p) == rec

@@ -108,9 +108,7 @@ def test_ids_are_real_and_every_quote_is_in_the_transcript(gold: dict[str, GoldR
 
 
 @pytest.mark.parametrize("kind", ["osce", "primock57"])
-def test_every_gold_can_score_the_rules_record_of_its_own_transcript(
-    gold: dict[str, GoldRecord], kind: str
-) -> None:
+def test_every_gold_can_score_the_rules_record_of_its_own_transcript(gold: dict[str, GoldRecord], kind: str) -> None:
     """End to end on real text: rules structurer -> item fields and judge, deterministic."""
     from stresstest.corpus import load_corpus
     from stresstest.metrics.judge_rules import rule_judge
@@ -127,8 +125,9 @@ def test_every_gold_can_score_the_rules_record_of_its_own_transcript(
         assert j.score in (1, 2, 3, 4, 5) and j == rule_judge(rec, g)
 
 
-@pytest.mark.parametrize(("folder", "split", "at_least"), [("gold_second_writer", "dev", 12),
-                                                          ("gold_second_writer_test", "test", 10)])
+@pytest.mark.parametrize(
+    ("folder", "split", "at_least"), [("gold_second_writer", "dev", 12), ("gold_second_writer_test", "test", 10)]
+)
 def test_second_writer_gold_is_one_split_unaudited_and_quoted(
     gold: dict[str, GoldRecord], folder: str, split: str, at_least: int
 ) -> None:

@@ -12,12 +12,15 @@ TRANSCRIPT = "D: Any allergies?  P: I'm allergic to penicillin,\n it gives me a 
 
 def _gold(**update: object) -> GoldRecord:
     base = GoldRecord(
-        encounter_id="E1", corpus="osce", triage=Triage(level="routine", rationale="well"),
-        claims=[Claim(id="c1", category="allergy", concept="penicillin", status="present", value="rash"),
-                Claim(id="c2", category="symptom", concept="chest pain", status="absent")],
+        encounter_id="E1",
+        corpus="osce",
+        triage=Triage(level="routine", rationale="well"),
+        claims=[
+            Claim(id="c1", category="allergy", concept="penicillin", status="present", value="rash"),
+            Claim(id="c2", category="symptom", concept="chest pain", status="absent"),
+        ],
         safety_flags=[SafetyFlag(id="f1", kind="allergy", name="penicillin")],
-        field_evidence={"c1": ["I'm allergic to penicillin, it gives me a rash."],
-                        "f1": ["allergic to penicillin"]},
+        field_evidence={"c1": ["I'm allergic to penicillin, it gives me a rash."], "f1": ["allergic to penicillin"]},
         provenance=Provenance(drafted_by="test", date="2026-01-01"),
     )
     return base.model_copy(update=update)
@@ -36,9 +39,11 @@ def test_quotes_match_after_whitespace_and_typographic_normalisation_only() -> N
 
 def test_every_kind_of_issue_is_reported_with_its_key_path() -> None:
     rec = _gold(
-        claims=[*_gold().claims,
-                Claim(id="c3", category="symptom", concept="chest pain", status="absent"),  # duplicate key
-                Claim(id="f1", category="symptom", concept="cough", status="present")],  # id clash
+        claims=[
+            *_gold().claims,
+            Claim(id="c3", category="symptom", concept="chest pain", status="absent"),  # duplicate key
+            Claim(id="f1", category="symptom", concept="cough", status="present"),
+        ],  # id clash
         safety_flags=[*_gold().safety_flags, SafetyFlag(id="f2", kind="red_flag", name="syncope")],
         field_evidence={**_gold().field_evidence, "c1": ["allergic to amoxicillin"], "zz": ["x"], "c2": [""]},
         triage=Triage(level="routine", rationale=""),
@@ -75,9 +80,12 @@ def test_no_transcript_skips_only_the_evidence_check() -> None:
 
 
 def _encounter() -> Encounter:
-    turns = (Turn(speaker="doctor", text="Any allergies?"),
-             Turn(speaker="patient", text="I'm allergic to penicillin, it gives me a rash."),
-             Turn(speaker="doctor", text="Chest pain?"), Turn(speaker="patient", text="No."))
+    turns = (
+        Turn(speaker="doctor", text="Any allergies?"),
+        Turn(speaker="patient", text="I'm allergic to penicillin, it gives me a rash."),
+        Turn(speaker="doctor", text="Chest pain?"),
+        Turn(speaker="patient", text="No."),
+    )
     return Encounter(encounter_id="E1", corpus="osce", source_path="E1.txt", turns=turns)
 
 
@@ -92,8 +100,10 @@ def test_scoped_gold_is_checked_against_its_first_turns() -> None:
 
 def test_draft_from_record_is_an_unaudited_copy() -> None:
     rec = ClinicalRecord(
-        chief_complaint="allergy check", triage=Triage(level="routine", rationale="well"),
-        claims=_gold().claims, safety_flags=_gold().safety_flags,
+        chief_complaint="allergy check",
+        triage=Triage(level="routine", rationale="well"),
+        claims=_gold().claims,
+        safety_flags=_gold().safety_flags,
         field_evidence={"f1": ["allergic to penicillin"], "triage": ["No."]},
     )
     draft = draft_from_record(_encounter(), rec, "rules-v1 on the human transcript", date="2026-03-04")

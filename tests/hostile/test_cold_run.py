@@ -28,17 +28,26 @@ TEXT = "D: What brings you in today?\nP: I have had chest pain since last night.
 def _unshare_works() -> bool:
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /tmp"],  # noqa: S607
-                           capture_output=True, check=False)
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /tmp"],  # noqa: S607
+        capture_output=True,
+        check=False,
+    )
     return probe.returncode == 0
 
 
 def _run(root: Path, cfg: Path, out: Path, private_ns: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """Run ``stresstest run``; return the process and what it left in the temporary folder."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("XDG_", "MPLCONFIGDIR", "STRESSTEST_")) and k != "TMPDIR"}
-    env.update(HOME=str(root / "home"), STRESSTEST_CACHE=str(root / "cache"),
-               PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("XDG_", "MPLCONFIGDIR", "STRESSTEST_")) and k != "TMPDIR"
+    }
+    env.update(
+        HOME=str(root / "home"),
+        STRESSTEST_CACHE=str(root / "cache"),
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
     cmd = [sys.executable, "-m", "stresstest.cli", "run", str(cfg), "--out", str(out)]
     listing = root / "tmp-listing.txt"
     if private_ns:

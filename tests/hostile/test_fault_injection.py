@@ -44,8 +44,13 @@ MAX_TOKENS = 64
 
 def _cfg(**kw: object) -> LLMConfig:
     base: dict[str, object] = {
-        "backend": "openai", "concurrency": 1, "max_retries": 0, "backoff_s": 0.1, "timeout_s": HOLD_S - 2,
-        "decoding": {"max_tokens": MAX_TOKENS}, "server": {"startup_timeout_s": 180},
+        "backend": "openai",
+        "concurrency": 1,
+        "max_retries": 0,
+        "backoff_s": 0.1,
+        "timeout_s": HOLD_S - 2,
+        "decoding": {"max_tokens": MAX_TOKENS},
+        "server": {"startup_timeout_s": 180},
     }
     base.update(kw)
     return LLMConfig.model_validate(base)
@@ -56,8 +61,14 @@ def test_every_item_is_structured_or_a_recorded_failure(llama_server, tmp_path: 
     proxy = FaultProxy(server.base_url, period=PERIOD, hold_s=HOLD_S).start()
     try:
         cfg = _cfg(server={"mode": "external", "base_url": proxy.base_url, "model": server.model})
-        items = [StructureItem(encounter_id=f"E{i:02d}", condition="clean",
-                               transcript_text=f"{SNIPPETS[i % len(SNIPPETS)]} (visit {i})") for i in range(N_ITEMS)]
+        items = [
+            StructureItem(
+                encounter_id=f"E{i:02d}",
+                condition="clean",
+                transcript_text=f"{SNIPPETS[i % len(SNIPPETS)]} (visit {i})",
+            )
+            for i in range(N_ITEMS)
+        ]
         envs = structure_many(items, cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs")
     finally:
         proxy.stop()
@@ -72,8 +83,7 @@ def test_every_item_is_structured_or_a_recorded_failure(llama_server, tmp_path: 
         else:
             ClinicalRecord.model_validate_json(env.record.model_dump_json())  # type: ignore[union-attr]
     # Each faulted request made its item fail, with a reason that says what happened.
-    expect = {"http_5xx": "503", "drop": "connection", "invalid_json": "", "truncated_json": "",
-              "timeout": "timeout"}
+    expect = {"http_5xx": "503", "drop": "connection", "invalid_json": "", "truncated_json": "", "timeout": "timeout"}
     for k, kind in faults:
         env = envs[k]
         assert env.failed, (kind, env)
@@ -82,8 +92,11 @@ def test_every_item_is_structured_or_a_recorded_failure(llama_server, tmp_path: 
     # cut at max_tokens, or — on a very busy machine — the client's own timeout).
     for k, env in enumerate(envs):
         if k not in {f for f, _ in faults} and env.failed:
-            assert env.error and ("max_tokens" in env.error or "timeout" in env.error or "schema" in env.error
-                                  or "JSON" in env.error), env.error
+            assert env.error and (
+                "max_tokens" in env.error or "timeout" in env.error or "schema" in env.error or "JSON" in env.error
+            ), env.error
     n_ok = sum(not e.failed for e in envs)
-    print(f"\nfault proxy: {len(faults)} faults injected ({', '.join(k for _, k in faults)}); "
-          f"{n_ok}/{len(envs)} structured, {len(envs) - n_ok} recorded failures")
+    print(
+        f"\nfault proxy: {len(faults)} faults injected ({', '.join(k for _, k in faults)}); "
+        f"{n_ok}/{len(envs)} structured, {len(envs) - n_ok} recorded failures"
+    )

@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 DIALOGUES = {
     "CAR0001": "D: What brings you in today?\nP: I have had chest pain since last night.\n"
-               "D: Do you take any medicines?\nP: I take aspirin every morning.\n",
+    "D: Do you take any medicines?\nP: I take aspirin every morning.\n",
     "RES0002": "D: How long have you had the cough?\nP: About two weeks, and I am short of breath.\n"
-               "D: Do you smoke?\nP: No, I have never smoked.\n",
+    "D: Do you smoke?\nP: No, I have never smoked.\n",
 }
 
 
@@ -55,15 +55,22 @@ report: {{n_resamples: 100}}
 
 def _env(root: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR", "STRESSTEST_"))}
-    env.update(HOME=str(root / "home"), STRESSTEST_CACHE=str(root / "cache"),
-               PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.update(
+        HOME=str(root / "home"),
+        STRESSTEST_CACHE=str(root / "cache"),
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
     return env
 
 
 def _start(root: Path, cfg: Path, out: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(  # noqa: S603 - fixed argument list
-        [sys.executable, "-m", "stresstest.cli", "run", str(cfg), "--out", str(out)], cwd=root, env=_env(root),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [sys.executable, "-m", "stresstest.cli", "run", str(cfg), "--out", str(out)],
+        cwd=root,
+        env=_env(root),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _stage_done(out: Path, stage: str) -> bool:
@@ -152,11 +159,15 @@ def test_partial_failures_exit_0_say_so_and_leave_every_row(tmp_path: Path) -> N
     write_wav(tmp_path / "full.wav", x)
     (tmp_path / "bad.wav").write_bytes((tmp_path / "full.wav").read_bytes()[:-2000])
     text = "I have had chest pain since last night and I feel short of breath."
-    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"encounter_id": e, "audio": a, "reference_text": text})
-                                              + "\n" for e, a in (("GOOD", "good.wav"), ("BAD", "bad.wav"))))
+    (tmp_path / "m.jsonl").write_text(
+        "".join(
+            json.dumps({"encounter_id": e, "audio": a, "reference_text": text}) + "\n"
+            for e, a in (("GOOD", "good.wav"), ("BAD", "bad.wav"))
+        )
+    )
     cfg = tmp_path / "p.yaml"
     cfg.write_text(f"""run: {{seed: 3, progress: false, max_failures: 10}}
-corpus: {{kind: manifest, path: {tmp_path / 'm.jsonl'}}}
+corpus: {{kind: manifest, path: {tmp_path / "m.jsonl"}}}
 noise: {{ambient: {{family: ambient, kind: builtin}}}}
 snr_db: [5]
 structure: {{backend: rules}}
@@ -172,10 +183,13 @@ report: {{enabled: false}}
     with open(tmp_path / "out" / "summary.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["condition"], r["n"], r["n_dropped"], r["dropped"]) for r in rows] == [
-        ("clean", "1", "1", "BAD"), ("ambient_5db", "1", "1", "BAD")]
+        ("clean", "1", "1", "BAD"),
+        ("ambient_5db", "1", "1", "BAD"),
+    ]
     items = [json.loads(ln) for ln in (tmp_path / "out" / "items.jsonl").read_text().splitlines()]
-    assert len(items) == 4 and all(it["failed"] and "truncated" in it["error"]
-                                   for it in items if it["encounter_id"] == "BAD")
+    assert len(items) == 4 and all(
+        it["failed"] and "truncated" in it["error"] for it in items if it["encounter_id"] == "BAD"
+    )
     m = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert list(m["pairing"]["dropped"]) == ["BAD"] and m["n_failures"] == 2
 
@@ -208,10 +222,13 @@ def test_sigterm_during_structuring_stops_the_managed_llm_server(tmp_path: Path)
     """`kill PID` of a run unwinds like Ctrl-C: the run's llama.cpp server (own session) is stopped too."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python[server] not installed (make install-llm)")
     cfg = _setup(tmp_path)
-    cfg.write_text(cfg.read_text().replace(
-        "structure: {backend: rules}",
-        "structure: {backend: openai, server: {mode: managed, engine: llama.cpp, port: 0},"
-        " decoding: {temperature: 0.0, seed: 1, max_tokens: 256, repetition_penalty: 1.1}}"))
+    cfg.write_text(
+        cfg.read_text().replace(
+            "structure: {backend: rules}",
+            "structure: {backend: openai, server: {mode: managed, engine: llama.cpp, port: 0},"
+            " decoding: {temperature: 0.0, seed: 1, max_tokens: 256, repetition_penalty: 1.1}}",
+        )
+    )
     out = tmp_path / "run"
     proc = _start(tmp_path, cfg, out)
     server: list[int] = []

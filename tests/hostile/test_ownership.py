@@ -27,15 +27,23 @@ OSCE_TXT = "D: Good morning, what brings you in today?\nP: I have had chest pain
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR", "STRESSTEST_"))}
     (tmp / "home").mkdir(exist_ok=True)
-    env.update(HOME=str(tmp / "home"), STRESSTEST_CACHE=str(tmp / "cache"),
-               PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.update(
+        HOME=str(tmp / "home"),
+        STRESSTEST_CACHE=str(tmp / "cache"),
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
     return env
 
 
 def _cli(tmp: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - fixed argument list
-        [sys.executable, "-m", "stresstest.cli", *argv], cwd=cwd or tmp, env=_env(tmp), capture_output=True,
-        text=True, timeout=300)
+        [sys.executable, "-m", "stresstest.cli", *argv],
+        cwd=cwd or tmp,
+        env=_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _one_error_line(p: subprocess.CompletedProcess[str], expect: str) -> str:
@@ -50,8 +58,11 @@ def _snapshot(root: Path) -> dict[str, bytes | str]:
     out: dict[str, bytes | str] = {}
     for p in sorted(root.rglob("*")):
         rel = str(p.relative_to(root))
-        out[rel] = "<dir>" if p.is_dir() and not p.is_symlink() else (
-            f"-> {os.readlink(p)}" if p.is_symlink() else p.read_bytes())
+        out[rel] = (
+            "<dir>"
+            if p.is_dir() and not p.is_symlink()
+            else (f"-> {os.readlink(p)}" if p.is_symlink() else p.read_bytes())
+        )
     return out
 
 
@@ -67,9 +78,13 @@ def _config(tmp: Path, body: str = "", name: str = "cfg.yaml", corpus: Path | No
 
 def _project(root: Path) -> Path:
     """A user's project folder that happens to use the per-item folder names of a run."""
-    for rel, text in (("records/clean/CAR0001.json", '{"mine": 1}'), ("scores/clean/CAR0001.json", "{}"),
-                      ("transcripts/clean/CAR0001.json", "{}"), ("notes.txt", "my notes"),
-                      ("manifest.json", '{"project": "mine"}')):
+    for rel, text in (
+        ("records/clean/CAR0001.json", '{"mine": 1}'),
+        ("scores/clean/CAR0001.json", "{}"),
+        ("transcripts/clean/CAR0001.json", "{}"),
+        ("notes.txt", "my notes"),
+        ("manifest.json", '{"project": "mine"}'),
+    ):
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
@@ -88,14 +103,29 @@ def _finished_run(tmp: Path, cfg_path: Path, name: str = "run", completed: bool 
     (d / "records" / "clean").mkdir(parents=True)
     (d / "records" / "clean" / "CAR0001.json").write_text('{"record": "finished"}')
     (d / "config.resolved.yaml").write_text(yaml.safe_dump(resolved, sort_keys=False))
-    (d / "manifest.json").write_text(json.dumps({
-        "schema_version": 2, "run_id": name, "stresstest_version": "0",
-        "conditions": [{"condition": "clean", "family": "clean"}],
-        "corpus": {"encounter_ids": ["CAR0001"]},
-        "invocations": [{"started": "2024-01-01T00:00:00+00:00", "seconds": 1.0, "completed": completed}]}))
-    (d / MARKER).write_text(json.dumps({"tool": "stresstest", "schema_version": 1,
-                                        "config_sections": config_sections(resolved), "conditions": ["clean"],
-                                        "encounter_ids": ["CAR0001"]}))
+    (d / "manifest.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 2,
+                "run_id": name,
+                "stresstest_version": "0",
+                "conditions": [{"condition": "clean", "family": "clean"}],
+                "corpus": {"encounter_ids": ["CAR0001"]},
+                "invocations": [{"started": "2024-01-01T00:00:00+00:00", "seconds": 1.0, "completed": completed}],
+            }
+        )
+    )
+    (d / MARKER).write_text(
+        json.dumps(
+            {
+                "tool": "stresstest",
+                "schema_version": 1,
+                "config_sections": config_sections(resolved),
+                "conditions": ["clean"],
+                "encounter_ids": ["CAR0001"],
+            }
+        )
+    )
     return d
 
 
@@ -110,10 +140,15 @@ def test_run_into_a_user_folder_refuses_and_deletes_nothing(tmp_path: Path) -> N
     assert _snapshot(project) == before
 
 
-@pytest.mark.parametrize("where, expect", [("cache", "is the cache directory"),
-                                           ("cache/sub", "is inside the cache directory"),
-                                           ("osce/run", "inside the input corpus.path"),
-                                           ("cfg.yaml", "exists and is not a directory")])
+@pytest.mark.parametrize(
+    "where, expect",
+    [
+        ("cache", "is the cache directory"),
+        ("cache/sub", "is inside the cache directory"),
+        ("osce/run", "inside the input corpus.path"),
+        ("cfg.yaml", "exists and is not a directory"),
+    ],
+)
 def test_out_may_not_be_the_cache_or_an_input(tmp_path: Path, where: str, expect: str) -> None:
     cfg = _config(tmp_path)
     (tmp_path / "cache" / "sub").mkdir(parents=True)
@@ -121,14 +156,16 @@ def test_out_may_not_be_the_cache_or_an_input(tmp_path: Path, where: str, expect
     before = _snapshot(tmp_path)
     _one_error_line(_cli(tmp_path, "run", str(cfg), "--out", str(tmp_path / where)), expect)
     after = _snapshot(tmp_path)
-    assert {k: v for k, v in after.items() if not k.startswith("home")} == \
-        {k: v for k, v in before.items() if not k.startswith("home")}
+    assert {k: v for k, v in after.items() if not k.startswith("home")} == {
+        k: v for k, v in before.items() if not k.startswith("home")
+    }
 
 
 def test_out_containing_the_cache_is_refused(tmp_path: Path) -> None:
     cfg = _config(tmp_path, f"run: {{cache_dir: {tmp_path / 'runs' / 'r' / 'cache'}}}\n")
-    _one_error_line(_cli(tmp_path, "run", str(cfg), "--out", str(tmp_path / "runs" / "r")),
-                    "contains the cache directory")
+    _one_error_line(
+        _cli(tmp_path, "run", str(cfg), "--out", str(tmp_path / "runs" / "r")), "contains the cache directory"
+    )
 
 
 def test_a_finished_run_of_another_config_is_refused(tmp_path: Path) -> None:
@@ -147,8 +184,9 @@ def test_a_failing_config_replaces_nothing_of_a_finished_run(tmp_path: Path) -> 
     run = _finished_run(tmp_path, cfg_a)
     before = _snapshot(run)
     (tmp_path / "empty_corpus").mkdir()
-    cfg_b = _config(tmp_path, "snr_db: [10]\nnoise: {ambient: {family: ambient}}\n", name="b.yaml",
-                    corpus=tmp_path / "empty_corpus")
+    cfg_b = _config(
+        tmp_path, "snr_db: [10]\nnoise: {ambient: {family: ambient}}\n", name="b.yaml", corpus=tmp_path / "empty_corpus"
+    )
     _one_error_line(_cli(tmp_path, "run", str(cfg_b), "--out", str(run), "--replace-run"), "found none")
     after = _snapshot(run)
     assert after.pop(".stresstest.lock", None) is not None  # the lock file stays (removing it would race)
@@ -197,8 +235,12 @@ time.sleep(120)
 def test_a_second_writer_gets_one_line_naming_the_first(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
     run = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(run)], env=_env(tmp_path),  # noqa: S603
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(run)],
+        env=_env(tmp_path),  # noqa: S603
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         line = _one_error_line(_cli(tmp_path, "run", str(cfg), "--out", str(run)), "another stresstest process")
@@ -228,16 +270,20 @@ def test_mix_out_may_not_be_an_input(tmp_path: Path) -> None:
     os.link(tmp_path / "noise.wav", tmp_path / "noise_link.wav")
     before = _snapshot(tmp_path)
     for out, opt in (("speech.wav", "--speech"), ("./noise.wav", "--noise"), ("noise_link.wav", "--noise")):
-        _one_error_line(_cli(tmp_path, "mix", "--speech", "speech.wav", "--noise", "noise.wav", "--snr", "5",
-                             "--out", out), f"is the {opt} input")
-    assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("home")} == \
-        {k: v for k, v in before.items() if not k.startswith("home")}
+        _one_error_line(
+            _cli(tmp_path, "mix", "--speech", "speech.wav", "--noise", "noise.wav", "--snr", "5", "--out", out),
+            f"is the {opt} input",
+        )
+    assert {k: v for k, v in _snapshot(tmp_path).items() if not k.startswith("home")} == {
+        k: v for k, v in before.items() if not k.startswith("home")
+    }
 
 
-@pytest.mark.parametrize("kind", ["user_folder", "cache", "inside_corpus", "a_file", "finished_other_config",
-                                  "report_links_out", "symlink_loop"])
-def test_check_and_run_agree_on_every_out_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  kind: str) -> None:
+@pytest.mark.parametrize(
+    "kind",
+    ["user_folder", "cache", "inside_corpus", "a_file", "finished_other_config", "report_links_out", "symlink_loop"],
+)
+def test_check_and_run_agree_on_every_out_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     """Issue 37: ``check --out DIR`` said "ready" where ``run --out DIR`` was refused. Both now apply
     ``ownership.out_problem``: the check's finding is the run's error, word for word."""
     from stresstest.config import load_config
@@ -258,8 +304,9 @@ def test_check_and_run_agree_on_every_out_refusal(tmp_path: Path, monkeypatch: p
         out = tmp_path / "afile"
         out.write_text("x")
     elif kind == "finished_other_config":
-        out = _finished_run(tmp_path, _config(tmp_path, "snr_db: [5]\nnoise: {ambient: {family: ambient}}\n",
-                                              name="a.yaml"))
+        out = _finished_run(
+            tmp_path, _config(tmp_path, "snr_db: [5]\nnoise: {ambient: {family: ambient}}\n", name="a.yaml")
+        )
     elif kind == "report_links_out":
         out = _finished_run(tmp_path, cfg_path)
         (tmp_path / "elsewhere").mkdir()
@@ -268,8 +315,11 @@ def test_check_and_run_agree_on_every_out_refusal(tmp_path: Path, monkeypatch: p
         out = tmp_path / "loop"
         out.symlink_to(tmp_path / "loop")
     cfg = load_config(cfg_path)
-    finding = next(f for f in run_checks(cfg, out=out, cache=tmp_path / "cache", deep=False, config_path=cfg_path)
-                   if f.check == "run dir")
+    finding = next(
+        f
+        for f in run_checks(cfg, out=out, cache=tmp_path / "cache", deep=False, config_path=cfg_path)
+        if f.check == "run dir"
+    )
     assert not finding.ok, finding
     with pytest.raises(RunError) as err:
         run(cfg_path, out)
@@ -312,8 +362,9 @@ def test_a_fixed_llm_port_in_use_is_refused_before_the_server_starts(tmp_path: P
 
 
 @pytest.mark.integration
-def test_a_managed_server_is_recognised_by_the_name_it_was_given(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_managed_server_is_recognised_by_the_name_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Another server that takes the port after the free-port check (a race) answers 200 too: the real llama.cpp
     server is only "ready" when /v1/models lists the name it was started with. The port check is bypassed here
     (it is tested for real above) so that the other server is there when the probe comes."""

@@ -60,7 +60,7 @@ def test_omission_events_on_a_long_deleted_block_stay_linear() -> None:
     for k in (120, 480):
         best = float("inf")
         for _ in range(2):  # best of two, garbage collection off: inside a long pytest process the heap is big
-            gc.collect()    # and a collection that lands in one measurement skewed the ratio (seen once in CI)
+            gc.collect()  # and a collection that lands in one measurement skewed the ratio (seen once in CI)
             gc.disable()
             try:
                 t0 = time.process_time()
@@ -75,13 +75,17 @@ def test_omission_events_on_a_long_deleted_block_stay_linear() -> None:
 
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MPLCONFIGDIR", "STRESSTEST_"))}
-    env.update(HOME=str(tmp), STRESSTEST_CACHE=str(tmp / "cache"),
-               PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.update(
+        HOME=str(tmp),
+        STRESSTEST_CACHE=str(tmp / "cache"),
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    )
     return env
 
 
-def _sigterm(p: subprocess.Popen[Any], within_s: float, ignored: str,
-             on_timeout: Callable[[], object] = lambda: None) -> tuple[Any, Any]:
+def _sigterm(
+    p: subprocess.Popen[Any], within_s: float, ignored: str, on_timeout: Callable[[], object] = lambda: None
+) -> tuple[Any, Any]:
     """Send ``p`` a SIGTERM and return its (stdout, stderr) once it exits, which must be within ``within_s``;
     after 10 s it is killed (then ``on_timeout``) and the test fails with ``ignored``."""
     t0 = time.monotonic()
@@ -101,9 +105,22 @@ def test_triggers_stops_within_seconds_of_sigterm(tmp_path: Path) -> None:
     unit = "I have had chest pain and wheezing since Monday, no allergies, I take amlodipine 5 mg. "
     (tmp_path / "ref.txt").write_text(unit * 100_000)  # ~9 MB: minutes of work
     (tmp_path / "hyp.txt").write_text("okay " * 10)
-    p = subprocess.Popen([sys.executable, "-m", "stresstest.cli", "triggers", "--ref", "ref.txt",  # noqa: S603
-                          "--hyp", "hyp.txt"], cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stresstest.cli",
+            "triggers",
+            "--ref",
+            "ref.txt",  # noqa: S603
+            "--hyp",
+            "hyp.txt",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     time.sleep(6)  # past start-up, inside the detector
     assert p.poll() is None, "finished before the signal: the input is too small for this test"
     _sigterm(p, 10, "stresstest triggers ignored SIGTERM for 10 s")
@@ -131,8 +148,23 @@ def test_triggers_refuses_a_huge_text_with_one_line(tmp_path: Path) -> None:
     with open(tmp_path / "ref.txt", "wb") as fh:
         fh.truncate(11_000_000)  # sparse: size is what is checked, before reading
     (tmp_path / "hyp.txt").write_text("okay")
-    p = subprocess.run([sys.executable, "-m", "stresstest.cli", "triggers", "--ref", "ref.txt", "--hyp",  # noqa: S603
-                        "hyp.txt"], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stresstest.cli",
+            "triggers",
+            "--ref",
+            "ref.txt",
+            "--hyp",  # noqa: S603
+            "hyp.txt",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [p.stderr.strip()]
     assert "--ref ref.txt: is 11.0 MB; expected a transcript of at most 10 MB" in p.stderr
@@ -162,8 +194,15 @@ _PEAK_SCRIPT = textwrap.dedent("""
 
 def _mix_peak_mb(minutes: float, work: Path) -> float:
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(minutes), str(work)], env=env, cwd=work,  # noqa: S603
-                         capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK_SCRIPT, str(minutes), str(work)],
+        env=env,
+        cwd=work,  # noqa: S603
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert abs(r["snr"] - 5.0) <= 0.1
     return (r["peak_kb"] - r["base_kb"]) / 1024.0
@@ -192,9 +231,27 @@ def test_mix_of_a_long_recording_stops_within_seconds_of_sigterm(tmp_path: Path)
         with sf.SoundFile(str(tmp_path / name), "w", samplerate=16000, channels=1, subtype="PCM_16") as fh:
             for _ in range(40):
                 fh.write(block)
-    p = subprocess.Popen([sys.executable, "-m", "stresstest.cli", "mix", "--speech", "s.wav", "--noise",  # noqa: S603
-                          "n.wav", "--snr", "5", "--out", "m.wav"], cwd=tmp_path, env=_env(tmp_path),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stresstest.cli",
+            "mix",
+            "--speech",
+            "s.wav",
+            "--noise",  # noqa: S603
+            "n.wav",
+            "--snr",
+            "5",
+            "--out",
+            "m.wav",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not any(q.name.endswith(".noise.wav") for q in tmp_path.iterdir()):  # inside the block work
         assert p.poll() is None and time.monotonic() < deadline, "mix finished or never started its work"
@@ -232,13 +289,23 @@ def test_run_stops_within_seconds_of_sigterm_inside_a_long_native_call(tmp_path:
     """The SIGTERM handler of `run` is Python code that waits for the current native call; the watchdog ends
     the process 1 s (SIGTERM_GRACE_S, patched) after the signal, stopping the registered server group first."""
     env = {**_env(tmp_path), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    p = subprocess.Popen([sys.executable, "-c", _BUSY_IN_C], cwd=tmp_path, env=env,  # noqa: S603
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", _BUSY_IN_C],
+        cwd=tmp_path,
+        env=env,  # noqa: S603
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout is not None
     server_pid = int(p.stdout.readline())
     time.sleep(0.5)  # inside the SVD
-    out, err = _sigterm(p, 5, "SIGTERM inside a native call was not honoured within 10 s",
-                        on_timeout=lambda: os.killpg(server_pid, signal.SIGKILL))
+    out, err = _sigterm(
+        p,
+        5,
+        "SIGTERM inside a native call was not honoured within 10 s",
+        on_timeout=lambda: os.killpg(server_pid, signal.SIGKILL),
+    )
     assert p.returncode == 130, (out, err)
     assert "interrupted (SIGTERM; still busy 1 s later" in err and "re-run the same command" in err
     for _ in range(50):  # the server group was killed; wait for init to reap it

@@ -20,16 +20,18 @@ from stresstest.ids import IdError, check_id, id_path, id_problem
 from stresstest.results import ItemScore
 
 
-@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "../x", "/abs", "a\\b", "a\x00b", "a\nb", "a\x1bb",
-                                 " lead", "trail ", "x" * 201])
+@pytest.mark.parametrize(
+    "bad", ["", ".", "..", "a/b", "../x", "/abs", "a\\b", "a\x00b", "a\nb", "a\x1bb", " lead", "trail ", "x" * 201]
+)
 def test_id_rule_rejects_non_file_names(bad: str) -> None:
     assert id_problem(bad) is not None
     with pytest.raises(IdError, match=r"^m\.jsonl:3: encounter id "):
         check_id(bad, where="m.jsonl:3")
 
 
-@pytest.mark.parametrize("good", ["CAR0001", "day1_consultation01", "test1_virtscribe_asr-VS017", "a.b-c_d",
-                                  "visite-é"])
+@pytest.mark.parametrize(
+    "good", ["CAR0001", "day1_consultation01", "test1_virtscribe_asr-VS017", "a.b-c_d", "visite-é"]
+)
 def test_id_rule_accepts_plain_names(good: str) -> None:
     assert id_problem(good) is None and check_id(good, where="x") == good
 
@@ -90,8 +92,11 @@ def test_a_pre_envelope_cache_entry_is_recomputed(tmp_path: Path, capsys: pytest
     from stresstest.llm.config import LLMConfig
     from stresstest.structure.stage import StructureItem, structure_many
 
-    item = StructureItem(encounter_id="E1", condition="clean",
-                         transcript_text="Doctor: Any chest pain? Patient: No. I take warfarin 5 mg daily.")
+    item = StructureItem(
+        encounter_id="E1",
+        condition="clean",
+        transcript_text="Doctor: Any chest pain? Patient: No. I take warfarin 5 mg daily.",
+    )
     cfg = LLMConfig(backend="rules")
     fresh = structure_many([item], cfg, cache_dir=tmp_path / "a", log_dir=tmp_path / "logs")[0].record
     assert fresh is not None
@@ -159,20 +164,32 @@ def _rows(failed: set[tuple[str, str]]) -> list[ItemScore]:
     rows = []
     for e in ("E1", "E2", "E3"):
         for c in ("clean", "ambient_5db", "ambient_5db_guard"):
-            rows.append({"encounter_id": e, "condition": c, "failed": (e, c) in failed,
-                         "error": "asr: boom" if (e, c) in failed else None, "ref_words": 10,
-                         "asr_sub": 1 if e == "E2" else 0, "asr_del": 0, "asr_ins": 0, "neg_err": 0})
+            rows.append(
+                {
+                    "encounter_id": e,
+                    "condition": c,
+                    "failed": (e, c) in failed,
+                    "error": "asr: boom" if (e, c) in failed else None,
+                    "ref_words": 10,
+                    "asr_sub": 1 if e == "E2" else 0,
+                    "asr_del": 0,
+                    "asr_ins": 0,
+                    "neg_err": 0,
+                }
+            )
     return [ItemScore.model_validate(r) for r in rows]
 
 
 def _grid():  # type: ignore[no-untyped-def]
     from stresstest.grid import ConditionGrid
 
-    return ConditionGrid.from_json([
-        {"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False},
-        {"condition": "ambient_5db", "family": "ambient", "snr_db": 5.0, "mitigated": False},
-        {"condition": "ambient_5db_guard", "family": "ambient", "snr_db": 5.0, "mitigated": True},
-    ])
+    return ConditionGrid.from_json(
+        [
+            {"condition": "clean", "family": "clean", "snr_db": None, "mitigated": False},
+            {"condition": "ambient_5db", "family": "ambient", "snr_db": 5.0, "mitigated": False},
+            {"condition": "ambient_5db_guard", "family": "ambient", "snr_db": 5.0, "mitigated": True},
+        ]
+    )
 
 
 def test_pairing_drops_the_encounter_from_every_row_clean_included() -> None:
@@ -210,15 +227,43 @@ def test_compare_of_different_grids_says_so(tmp_path: Path) -> None:
     def run(name: str, conds: list[str]) -> Path:
         d = tmp_path / name
         d.mkdir()
-        (d / "manifest.json").write_text(json.dumps({"run_id": name, "conditions": [
-            {"condition": c, "family": "clean" if c == "clean" else "ambient", "snr_db": None} for c in conds]}))
-        (d / "items.jsonl").write_text("".join(json.dumps(
-            {"encounter_id": e, "condition": c, "failed": False, "ref_words": 10, "asr_sub": 1, "asr_del": 0,
-             "asr_ins": 0}) + "\n" for e in ("E1", "E2") for c in conds))
+        (d / "manifest.json").write_text(
+            json.dumps(
+                {
+                    "run_id": name,
+                    "conditions": [
+                        {"condition": c, "family": "clean" if c == "clean" else "ambient", "snr_db": None}
+                        for c in conds
+                    ],
+                }
+            )
+        )
+        (d / "items.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "encounter_id": e,
+                        "condition": c,
+                        "failed": False,
+                        "ref_words": 10,
+                        "asr_sub": 1,
+                        "asr_del": 0,
+                        "asr_ins": 0,
+                    }
+                )
+                + "\n"
+                for e in ("E1", "E2")
+                for c in conds
+            )
+        )
         return d
 
-    res = compare_runs(run("a", ["clean", "ambient_5db", "ambient_10db"]), run("b", ["clean", "ambient_5db"]),
-                       tmp_path / "cmp", n_resamples=100)
+    res = compare_runs(
+        run("a", ["clean", "ambient_5db", "ambient_10db"]),
+        run("b", ["clean", "ambient_5db"]),
+        tmp_path / "cmp",
+        n_resamples=100,
+    )
     assert res.warnings and "different condition grids" in res.warnings[0]
     assert "only in A: ambient_10db" in res.text and "only in B: none" in res.text
     assert "different condition grids" in res.html.read_text()
@@ -284,10 +329,20 @@ def test_wall_time_is_carried_over_from_an_unfinished_invocation(tmp_path: Path)
     (tmp_path / "transcripts" / "x.json").write_text("{}")  # written "now": the killed run got this far
     from datetime import datetime, timezone
 
-    (tmp_path / "manifest.json").write_text(json.dumps({
-        "invocations": [{"started": datetime.fromtimestamp(started, timezone.utc).isoformat(), "seconds": 10.0,
-                         "completed": False}],
-        "stage_seconds": {"speech": 10.0, "total": 10.0}}))
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(
+            {
+                "invocations": [
+                    {
+                        "started": datetime.fromtimestamp(started, timezone.utc).isoformat(),
+                        "seconds": 10.0,
+                        "completed": False,
+                    }
+                ],
+                "stage_seconds": {"speech": 10.0, "total": 10.0},
+            }
+        )
+    )
     clock = WallClock(tmp_path)
     assert clock.carried_stages == {"speech": 10.0}
     assert 99 <= (clock.previous[0].seconds or 0) <= 102
@@ -362,8 +417,14 @@ def test_records_are_not_written_through_a_symlinked_records_folder(tmp_path: Pa
     with make_executor(ExecutorConfig(), cache_dir=tmp_path / "cache") as ex:
         state = RunState(out=run, cfg=cfg, grid=cfg.grid(), executor=ex)
         state.transcripts[("E1", "clean")] = Transcript(
-            encounter_id="E1", condition="clean", text="I have chest pain.", backend="x", model="x", decoding={},
-            audio_sha256="0")
+            encounter_id="E1",
+            condition="clean",
+            text="I have chest pain.",
+            backend="x",
+            model="x",
+            decoding={},
+            audio_sha256="0",
+        )
         with pytest.raises(IdError, match="resolves outside"):
             _structure_stage(state, tmp_path / "cache")
     assert list(outside.rglob("*")) == []
@@ -388,8 +449,9 @@ def test_a_full_cache_points_at_the_cache_not_at_out(tmp_path: Path, monkeypatch
 def test_snr_grid_values_are_canonical() -> None:
     from stresstest.config import RunConfig
 
-    cfg = RunConfig.model_validate({"corpus": {"kind": "osce", "path": "x"}, "snr_db": [-0.0, 5],
-                                    "noise": {"ambient": {"family": "ambient"}}})
+    cfg = RunConfig.model_validate(
+        {"corpus": {"kind": "osce", "path": "x"}, "snr_db": [-0.0, 5], "noise": {"ambient": {"family": "ambient"}}}
+    )
     assert [c.id for c in cfg.grid()] == ["clean", "ambient_0db", "ambient_5db"]
 
 
@@ -404,10 +466,16 @@ def test_loading_the_piper_voice_writes_nothing_to_tmpdir(tmp_path: Path) -> Non
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     # A clean environment: earlier tests of this process leave confine_tool_dirs' variables behind.
-    env = {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(tmpdir), "HOME": str(tmp_path / "home"),
-           "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    code = ("from stresstest.cache import confine_tool_dirs; confine_tool_dirs({!r}); "
-            "from stresstest.speech.tts import load_voice; load_voice()").format(str(tmp_path / "cache"))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "TMPDIR": str(tmpdir),
+        "HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    code = (
+        "from stresstest.cache import confine_tool_dirs; confine_tool_dirs({!r}); "
+        "from stresstest.speech.tts import load_voice; load_voice()"
+    ).format(str(tmp_path / "cache"))
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)  # noqa: S603
     assert list(tmpdir.iterdir()) == []
     assert (tmp_path / "cache" / "tools" / "tmp" / ".ses").is_file()
@@ -424,9 +492,16 @@ def test_a_turn_limit_cuts_the_recording_with_the_reference(tmp_path: Path) -> N
 
     wav = tmp_path / "rec.wav"
     sf.write(str(wav), (0.3 * np.sin(np.arange(32000) / 10)).astype(np.float32), 16000)
-    enc = Encounter(encounter_id="E1", corpus="manifest", source_path=str(tmp_path / "m.jsonl"), audio_path=str(wav),
-                    turns=(Turn(speaker="doctor", text="chest pain", start_s=0.1, end_s=0.8),
-                           Turn(speaker="patient", text="since last night", start_s=1.0, end_s=1.9)))
+    enc = Encounter(
+        encounter_id="E1",
+        corpus="manifest",
+        source_path=str(tmp_path / "m.jsonl"),
+        audio_path=str(wav),
+        turns=(
+            Turn(speaker="doctor", text="chest pain", start_s=0.1, end_s=0.8),
+            Turn(speaker="patient", text="since last night", start_s=1.0, end_s=1.9),
+        ),
+    )
     whole = load_recording(enc, tmp_path / "cache")
     cut = load_recording(enc.truncated(1), tmp_path / "cache")
     assert whole.duration_s == pytest.approx(2.0) and cut.duration_s == pytest.approx(0.8)

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 VLLM_PY = require_vllm_python()
 
-DRIVER = r'''
+DRIVER = r"""
 import json, sys
 from pathlib import Path
 
@@ -69,7 +69,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def test_transformers_loads_and_decodes_the_converted_folder(tmp_path: Path) -> None:
@@ -77,7 +77,11 @@ def test_transformers_loads_and_decodes_the_converted_folder(tmp_path: Path) -> 
     script.write_text(DRIVER)
     done = subprocess.run(  # noqa: S603 - fixed argument list
         [str(VLLM_PY), str(script), str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=900, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("STRESSTEST-HF ")), None)
     assert done.returncode == 0 and line, done.stderr[-3000:]

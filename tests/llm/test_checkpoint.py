@@ -182,16 +182,37 @@ def test_bundled_smollm2_converts(tmp_path: Path) -> None:
     from vllm_cpu import require_vllm_python
 
     py = str(require_vllm_python())
-    done = subprocess.run([py, "-m", "stresstest.llm.checkpoint", "--cache", str(tmp_path)],  # noqa: S603
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(
+        [py, "-m", "stresstest.llm.checkpoint", "--cache", str(tmp_path)],  # noqa: S603
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = Path(done.stdout.strip().splitlines()[-1])
     assert out == ck.find_smollm2_safetensors(tmp_path)
     cfg = json.loads((out / "config.json").read_text())
-    assert {k: cfg[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                                "intermediate_size", "vocab_size", "max_position_embeddings")} == {
-        "hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
-        "intermediate_size": 1536, "vocab_size": 49152, "max_position_embeddings": 8192}
+    assert {
+        k: cfg[k]
+        for k in (
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "intermediate_size",
+            "vocab_size",
+            "max_position_embeddings",
+        )
+    } == {
+        "hidden_size": 576,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "intermediate_size": 1536,
+        "vocab_size": 49152,
+        "max_position_embeddings": 8192,
+    }
     assert cfg["tie_word_embeddings"] is True and cfg["eos_token_id"] == 2
     from safetensors import safe_open
 
@@ -206,8 +227,13 @@ def test_bundled_smollm2_converts(tmp_path: Path) -> None:
         "print(tok.eos_token); print(repr(tok.apply_chat_template([{'role': 'user', 'content': 'hi'}], "
         "tokenize=False, add_generation_prompt=True)))"
     )
-    done = subprocess.run([py, "-c", tok_check, str(out)], capture_output=True, text=True, timeout=300,  # noqa: S603
-                          check=False)
+    done = subprocess.run(
+        [py, "-c", tok_check, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,  # noqa: S603
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     eos, template = done.stdout.strip().splitlines()[-2:]
     assert eos == "<|im_end|>" and template.endswith("<|im_start|>assistant\\n'")

@@ -27,8 +27,7 @@ def _spec(parts: list[bytes] = PARTS, total_sha: str | None = None) -> em.ExtraM
         size=len(whole),
         sha256=total_sha or hashlib.sha256(whole).hexdigest(),
         parts=tuple(
-            em.Part(f"tiny-part{i}", "1.0", f"tiny_part{i}/data/part{i:02d}.bin", len(p),
-                    hashlib.sha256(p).hexdigest())
+            em.Part(f"tiny-part{i}", "1.0", f"tiny_part{i}/data/part{i:02d}.bin", len(p), hashlib.sha256(p).hexdigest())
             for i, p in enumerate(parts, start=1)
         ),
     )
@@ -143,11 +142,17 @@ def test_a_model_name_resolves_to_the_assembled_file(tmp_path: Path, monkeypatch
 def test_an_uninstalled_model_name_names_its_make_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STRESSTEST_CACHE", str(tmp_path / "empty"))
     monkeypatch.setattr("stresstest.cache._ACTIVE_CACHE", None)
-    with pytest.raises(LLMError, match=r"structure\.server\.model: optional model 'qwen2\.5-coder-1\.5b' is not "
-                                       r"installed .*`make install-llm-1\.5b`"):
+    with pytest.raises(
+        LLMError,
+        match=r"structure\.server\.model: optional model 'qwen2\.5-coder-1\.5b' is not "
+        r"installed .*`make install-llm-1\.5b`",
+    ):
         resolve_model(_config("qwen2.5-coder-1.5b"))
-    with pytest.raises(LLMError, match=r"expected an existing GGUF file or one of the optional models "
-                                       r"\(qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b\), got 'qwen9'"):
+    with pytest.raises(
+        LLMError,
+        match=r"expected an existing GGUF file or one of the optional models "
+        r"\(qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b\), got 'qwen9'",
+    ):
         resolve_model(_config("qwen9"))
 
 

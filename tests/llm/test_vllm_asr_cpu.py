@@ -40,7 +40,7 @@ BOUND_WER = 0.05
 BOUND_NO_SPEECH = 0.05
 BOUND_LOGPROB = 0.1
 
-DRIVER = r'''
+DRIVER = r"""
 import json, sys
 from pathlib import Path
 
@@ -98,7 +98,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
@@ -106,7 +106,11 @@ def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
     script.write_text(DRIVER)
     done = subprocess.run(  # noqa: S603 - fixed argument list
         [str(VLLM_PY), str(script), str(ROOT / "data" / "osce" / "transcripts"), "30", "1", str(ROOT), str(tmp_path)],
-        capture_output=True, text=True, timeout=1500, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=ROOT,
+        check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("STRESSTEST-VLLM-ASR ")), None)
     assert done.returncode == 0 and line, done.stderr[-3000:]
@@ -135,4 +139,4 @@ def test_vllm_backend_matches_faster_whisper_on_cpu(tmp_path: Path) -> None:
     # bench_gpu.py measures the same backend: a row with every window, the same texts (64 sequences at once).
     bg = out["bench_gpu"]
     assert bg["skipped"] == "" and bg["note"].startswith("vLLM ") and "float32" in bg["note"]
-    assert bg["texts"][-len(speech_v):] == [g["text"] for g in speech_v]
+    assert bg["texts"][-len(speech_v) :] == [g["text"] for g in speech_v]

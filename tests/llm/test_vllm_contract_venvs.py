@@ -36,11 +36,20 @@ def test_contract_passes_in_each_vllm_venv(venv: str) -> None:
         pytest.skip("this is that venv: tests/vllm_contract runs here directly")
     if ROOT / venv not in vllm_venvs():
         pytest.skip(f"{venv} holds no vLLM here (make install-vllm / make check-vllm build it)")
-    env = {**os.environ, "STRESSTEST_VLLM_CONTRACT": "1", "VLLM_TARGET_DEVICE": "cpu",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "STRESSTEST_VLLM_CONTRACT": "1",
+        "VLLM_TARGET_DEVICE": "cpu",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     done = subprocess.run(  # noqa: S603 - fixed argument list
         [str(ROOT / venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/vllm_contract"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-30:])
     assert done.returncode == 0, f"tests/vllm_contract in {venv} (exit {done.returncode}):\n{tail}"

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 VLLM_PY = require_vllm_python()
 
-DRIVER = r'''
+DRIVER = r"""
 import json, sys
 from pathlib import Path
 
@@ -62,7 +62,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def test_offline_engine_structures_in_one_batch_deterministically(tmp_path: Path) -> None:
@@ -70,7 +70,11 @@ def test_offline_engine_structures_in_one_batch_deterministically(tmp_path: Path
     script.write_text(DRIVER)
     done = subprocess.run(  # noqa: S603 - fixed argument list
         [str(VLLM_PY), str(script), str(tmp_path), str(ROOT / "data" / "osce" / "transcripts")],
-        capture_output=True, text=True, timeout=900, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("STRESSTEST-OFFLINE ")), None)
     assert done.returncode == 0 and line, done.stderr[-3000:]

@@ -43,17 +43,25 @@ OSCE = ROOT / "data" / "osce"
 
 
 def _cfg(**decoding: object) -> LLMConfig:
-    return LLMConfig.model_validate({
-        "backend": "openai",
-        "concurrency": 4,
-        "max_retries": 0,
-        "timeout_s": 600,
-        "decoding": {"max_tokens": 384, "repetition_penalty": 1.1, **decoding},
-        "server": {
-            "engine": "vllm", "model": None, "python": str(VLLM_PY), "preset": "deterministic",
-            "cpu_kv_cache_gib": 1, "max_num_seqs": 4, "n_ctx": 4096, "startup_timeout_s": 600,
-        },
-    })
+    return LLMConfig.model_validate(
+        {
+            "backend": "openai",
+            "concurrency": 4,
+            "max_retries": 0,
+            "timeout_s": 600,
+            "decoding": {"max_tokens": 384, "repetition_penalty": 1.1, **decoding},
+            "server": {
+                "engine": "vllm",
+                "model": None,
+                "python": str(VLLM_PY),
+                "preset": "deterministic",
+                "cpu_kv_cache_gib": 1,
+                "max_num_seqs": 4,
+                "n_ctx": 4096,
+                "startup_timeout_s": 600,
+            },
+        }
+    )
 
 
 def _osce_items(ids: list[str], max_turns: int, condition: str = "clean") -> list[StructureItem]:
@@ -61,8 +69,9 @@ def _osce_items(ids: list[str], max_turns: int, condition: str = "clean") -> lis
 
     encs = {e.encounter_id: e for e in load_osce(OSCE / "transcripts")}
     return [
-        StructureItem(encounter_id=i, condition=condition,
-                      transcript_text=encs[i].truncated(max_turns).reference_text())
+        StructureItem(
+            encounter_id=i, condition=condition, transcript_text=encs[i].truncated(max_turns).reference_text()
+        )
         for i in ids
     ]
 
@@ -132,8 +141,13 @@ def test_every_role_gets_schema_valid_output_from_one_engine(engine: tuple[LLMEn
     for env in envs:
         check_outcome(env)
     assert any(not e.failed for e in envs), [e.error for e in envs]  # the structure schema is honoured
-    (genv,) = mitigate_many([items[0].model_copy(update={"condition": "clean_guard"})], eng.config,
-                            cache_dir=cache, log_dir=logs, engine=eng)
+    (genv,) = mitigate_many(
+        [items[0].model_copy(update={"condition": "clean_guard"})],
+        eng.config,
+        cache_dir=cache,
+        log_dir=logs,
+        engine=eng,
+    )
     check_outcome(genv)
     rec = next(e.record for e in envs if e.record is not None)
     (jr,) = llm_judge_many([("CAR0001/clean", rec, rec)], eng.config, cache_dir=cache, log_dir=logs, engine=eng)
@@ -181,11 +195,19 @@ def test_phi_recorded_is_phi_sent_and_the_engine_honours_it(engine: tuple[LLMEng
 
 def test_truncation_is_a_recorded_failure_not_retried(engine: tuple[LLMEngine, Path]) -> None:
     eng, root = engine
-    cfg = eng.config.model_copy(update={
-        "decoding": eng.config.decoding.model_copy(update={"max_tokens": 16}), "max_retries": 3,
-        "server": eng.config.server.model_copy(update={"mode": "external", "base_url": eng.client().endpoint.base_url,
-                                                       "model": eng.client().endpoint.model}),
-    })
+    cfg = eng.config.model_copy(
+        update={
+            "decoding": eng.config.decoding.model_copy(update={"max_tokens": 16}),
+            "max_retries": 3,
+            "server": eng.config.server.model_copy(
+                update={
+                    "mode": "external",
+                    "base_url": eng.client().endpoint.base_url,
+                    "model": eng.client().endpoint.model,
+                }
+            ),
+        }
+    )
     envs = structure_many(_osce_items(["CAR0001"], max_turns=4), cfg, cache_dir=root / "c-trunc", log_dir=root)
     (env,) = envs
     assert env.failed and env.attempts == 1, env.error
@@ -200,8 +222,12 @@ def test_bytes_do_not_depend_on_the_batch(engine: tuple[LLMEngine, Path]) -> Non
     prompt = load_prompt("structure", "v1", "stresstest.structure.prompts")
     items = _osce_items(["CAR0001", "RES0002", "CAR0001", "RES0002"], max_turns=3)
     bodies = [
-        {**client.request_body(prompt.messages(transcript=it.transcript_text + " " * k), "ClinicalRecord",
-                               record_json_schema()), "max_tokens": 128}
+        {
+            **client.request_body(
+                prompt.messages(transcript=it.transcript_text + " " * k), "ClinicalRecord", record_json_schema()
+            ),
+            "max_tokens": 128,
+        }
         for k, it in enumerate(items)
     ]
 
@@ -222,8 +248,7 @@ def test_a_failed_start_names_the_log(tmp_path: Path) -> None:
     bad.mkdir()
     (bad / "config.json").write_text("{}")
     cfg = _cfg()
-    cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"model": str(bad),
-                                                                          "startup_timeout_s": 300})})
+    cfg = cfg.model_copy(update={"server": cfg.server.model_copy(update={"model": str(bad), "startup_timeout_s": 300})})
     with LLMEngine(cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path / "logs", progress=False) as eng:
         with pytest.raises(LLMError) as err:
             eng.start()
@@ -251,11 +276,20 @@ def test_llm_serve_sigterm_leaves_no_process(tmp_path: Path) -> None:
     """`stresstest llm serve` on vLLM, stopped with SIGTERM: the server and every worker it spawned exit.
     (Its own engine, started by the CLI, not the module's shared one: stopping it is the subject.)"""
     cfg_path = tmp_path / "serve.yaml"
-    cfg_path.write_text(json.dumps({"corpus": {"kind": "osce", "path": str(OSCE / "transcripts")},
-                                    "structure": _cfg().model_dump(mode="json", exclude_none=True)}))
+    cfg_path.write_text(
+        json.dumps(
+            {
+                "corpus": {"kind": "osce", "path": str(OSCE / "transcripts")},
+                "structure": _cfg().model_dump(mode="json", exclude_none=True),
+            }
+        )
+    )
     cli = subprocess.Popen(  # noqa: S603 - fixed argument list
         [sys.executable, "-m", "stresstest.cli", "llm", "serve", str(cfg_path)],
-        stdout=subprocess.PIPE, stderr=open(tmp_path / "serve.err", "w"), text=True, start_new_session=True,  # noqa: SIM115
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "serve.err", "w"),
+        text=True,
+        start_new_session=True,  # noqa: SIM115
     )
     try:
         deadline = time.monotonic() + 600
@@ -272,8 +306,12 @@ def test_llm_serve_sigterm_leaves_no_process(tmp_path: Path) -> None:
         cli.send_signal(signal.SIGTERM)
         cli.wait(timeout=60)
         time.sleep(1.0)
-        alive = {p for p in group if Path(f"/proc/{p}").exists()
-                 and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]}
+        alive = {
+            p
+            for p in group
+            if Path(f"/proc/{p}").exists()
+            and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        }
         assert not alive, f"still running after SIGTERM: {alive}"
     finally:
         if cli.poll() is None:

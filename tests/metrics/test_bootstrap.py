@@ -23,20 +23,23 @@ def _items(cond: str, n: int, seed: int, *, constant: bool = False) -> list[dict
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(n):
-        rows.append({
-            "encounter_id": f"enc{i:03d}", "condition": cond,
-            "asr_sub": 5 if constant else int(rng.integers(0, 30)),
-            "asr_del": 2 if constant else int(rng.integers(0, 10)),
-            "asr_ins": 1 if constant else int(rng.integers(0, 10)),
-            "ref_words": 200 if constant else int(rng.integers(150, 400)),
-            "neg_err": 1 if constant else int(rng.integers(0, 2)),
-            "triage_match": 1 if constant else int(rng.integers(0, 2)),
-            "under_triage_new": 0 if constant else int(rng.integers(0, 2)),
-            "scer_new": 0 if constant else int(rng.integers(0, 2)),
-            "err_new": 2 if constant else int(rng.integers(0, 5)),
-            "asr_delta_e": 4 if constant else int(rng.integers(0, 10)),
-            "judge_score": 4 if constant else int(rng.integers(1, 6)),
-        })
+        rows.append(
+            {
+                "encounter_id": f"enc{i:03d}",
+                "condition": cond,
+                "asr_sub": 5 if constant else int(rng.integers(0, 30)),
+                "asr_del": 2 if constant else int(rng.integers(0, 10)),
+                "asr_ins": 1 if constant else int(rng.integers(0, 10)),
+                "ref_words": 200 if constant else int(rng.integers(150, 400)),
+                "neg_err": 1 if constant else int(rng.integers(0, 2)),
+                "triage_match": 1 if constant else int(rng.integers(0, 2)),
+                "under_triage_new": 0 if constant else int(rng.integers(0, 2)),
+                "scer_new": 0 if constant else int(rng.integers(0, 2)),
+                "err_new": 2 if constant else int(rng.integers(0, 5)),
+                "asr_delta_e": 4 if constant else int(rng.integers(0, 10)),
+                "judge_score": 4 if constant else int(rng.integers(1, 6)),
+            }
+        )
     return rows
 
 

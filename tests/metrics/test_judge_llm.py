@@ -60,14 +60,10 @@ def test_scores_come_back_with_judge_id_and_are_cached(tmp_path: Path) -> None:
 
 def test_out_of_range_score_is_a_failure_not_a_score(tmp_path: Path) -> None:
     with stub_server([Reply(json.dumps({"rationale": "x", "score": 7}))]) as srv:
-        (res,) = llm_judge_many(
-            [("E1/c", REC, GOLD)], _cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path
-        )
+        (res,) = llm_judge_many([("E1/c", REC, GOLD)], _cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path)
     assert res.score is None and "schema violation" in res.reasons[0] and res.judge.startswith("llm:")
     with stub_server([Reply(json.dumps({"rationale": "ok", "score": 5}))]) as srv:
-        (res,) = llm_judge_many(
-            [("E1/c", REC, GOLD)], _cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path
-        )
+        (res,) = llm_judge_many([("E1/c", REC, GOLD)], _cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path)
     assert res.score == 5  # the failure was not cached
 
 

@@ -7,8 +7,15 @@ from stresstest.metrics.judge_rules import RULE_JUDGE_ID, JudgeResult, rule_judg
 from stresstest.schema import Claim, ClinicalRecord, SafetyFlag, Triage
 
 
-def C(id_: str, concept: str, status: str = "present", value: str | None = None, unit: str | None = None,
-      time: str | None = None, category: str = "symptom") -> Claim:
+def C(
+    id_: str,
+    concept: str,
+    status: str = "present",
+    value: str | None = None,
+    unit: str | None = None,
+    time: str | None = None,
+    category: str = "symptom",
+) -> Claim:
     return Claim(id=id_, category=category, concept=concept, status=status, value=value, unit=unit, time=time)
 
 
@@ -17,12 +24,21 @@ def F(id_: str, kind: str, name: str) -> SafetyFlag:
 
 
 GOLD = GoldRecord(
-    encounter_id="E1", corpus="test", triage=Triage(level="urgent", rationale="chest pain"),
-    claims=[C("g1", "chest pain", time="8 hours"), C("g2", "fever", "absent"), C("g3", "cough"),
-            C("g4", "warfarin", value="5", unit="mg", category="medication"),
-            C("g5", "penicillin", category="allergy")],
-    safety_flags=[F("f1", "red_flag", "chest pain"), F("f2", "high_risk_medication", "warfarin"),
-                  F("f3", "allergy", "penicillin")],
+    encounter_id="E1",
+    corpus="test",
+    triage=Triage(level="urgent", rationale="chest pain"),
+    claims=[
+        C("g1", "chest pain", time="8 hours"),
+        C("g2", "fever", "absent"),
+        C("g3", "cough"),
+        C("g4", "warfarin", value="5", unit="mg", category="medication"),
+        C("g5", "penicillin", category="allergy"),
+    ],
+    safety_flags=[
+        F("f1", "red_flag", "chest pain"),
+        F("f2", "high_risk_medication", "warfarin"),
+        F("f3", "allergy", "penicillin"),
+    ],
     provenance=Provenance(drafted_by="test", date="2026-01-01"),
 )
 
@@ -31,11 +47,18 @@ def perfect(**update: object) -> ClinicalRecord:
     base = ClinicalRecord(
         triage=Triage(level="urgent"),
         # paraphrased but canonically equal to gold
-        claims=[C("a", "chest pain", time="eight hours"), C("b", "fevers", "absent"), C("c", "coughing"),
-                C("d", "Coumadin", value="five", unit="milligrams", category="medication"),
-                C("e", "penicillin", category="allergy")],
-        safety_flags=[F("x", "red_flag", "chest pain"), F("y", "high_risk_medication", "Coumadin"),
-                      F("z", "allergy", "penicillin allergy")],
+        claims=[
+            C("a", "chest pain", time="eight hours"),
+            C("b", "fevers", "absent"),
+            C("c", "coughing"),
+            C("d", "Coumadin", value="five", unit="milligrams", category="medication"),
+            C("e", "penicillin", category="allergy"),
+        ],
+        safety_flags=[
+            F("x", "red_flag", "chest pain"),
+            F("y", "high_risk_medication", "Coumadin"),
+            F("z", "allergy", "penicillin allergy"),
+        ],
     )
     return base.model_copy(update=update)
 
@@ -98,8 +121,9 @@ def test_1_hallucinated_critical_flag() -> None:
 
 
 def test_1_under_triage_with_missed_red_flag() -> None:
-    rec = perfect(triage=Triage(level="routine"), safety_flags=perfect().safety_flags[1:],
-                  claims=_claims_replacing("a", None))
+    rec = perfect(
+        triage=Triage(level="routine"), safety_flags=perfect().safety_flags[1:], claims=_claims_replacing("a", None)
+    )
     r = rule_judge(rec, GOLD)
     assert r.score == 1
     assert r.reasons[0].startswith("[1] under-triage with a missed red flag (chest pain)")

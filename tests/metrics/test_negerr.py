@@ -62,7 +62,8 @@ def test_gold_concepts_outside_the_lexicon() -> None:
 def test_moved_cue_flags_both_entities() -> None:
     ms = negation_mismatches("No fever, but some cough.", "Fever, but no cough.")
     assert [(m.concept, m.ref_status, m.hyp_status) for m in ms] == [
-        ("fever", "absent", "present"), ("cough", "present", "absent"),
+        ("fever", "absent", "present"),
+        ("cough", "present", "absent"),
     ]
 
 

@@ -31,8 +31,13 @@ RECORDED = Path(__file__).parent / "data" / "note_judge_outputs.json"
 
 
 def _cfg(url: str) -> LLMConfig:
-    return LLMConfig(backend="openai", concurrency=1, max_retries=0, backoff_s=0.01,
-                           server={"mode": "external", "base_url": url, "model": "stub-model"})
+    return LLMConfig(
+        backend="openai",
+        concurrency=1,
+        max_retries=0,
+        backoff_s=0.01,
+        server={"mode": "external", "base_url": url, "model": "stub-model"},
+    )
 
 
 def _ids(body: dict[str, Any]) -> list[str]:
@@ -58,10 +63,13 @@ def test_entailment_prompt_schema_chunking_and_cache(tmp_path: Path) -> None:
             out[sid] = {"lines": [1], "label": "entailed" if "cough" in line.group(1) else "not_entailed"}
         return json.dumps(out)
 
-    task = EntailmentTask("E1/clean", "groundedness", "transcript of the consultation",
-                          ("I have a cough.", "No fever."),
-                          _st("Symptom: cough.", "Symptom: fever.", "Symptom: cough (2 days).", "Triage: urgent.",
-                              "Symptom: dry cough."))
+    task = EntailmentTask(
+        "E1/clean",
+        "groundedness",
+        "transcript of the consultation",
+        ("I have a cough.", "No fever."),
+        _st("Symptom: cough.", "Symptom: fever.", "Symptom: cough (2 days).", "Triage: urgent.", "Symptom: dry cough."),
+    )
     with stub_server([Reply(respond=respond)]) as srv:
         with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (res,) = judge_entailment([task], s, batch=2)
@@ -78,15 +86,25 @@ def test_entailment_prompt_schema_chunking_and_cache(tmp_path: Path) -> None:
         with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (again,) = judge_entailment([task], s, batch=2)
         assert len(srv.requests) == 3 and again.cached == 3  # all from the cache
-    assert [v["label"] for v in res.verdicts or []] == ["entailed", "not_entailed", "entailed", "not_entailed",
-                                                        "entailed"]
+    assert [v["label"] for v in res.verdicts or []] == [
+        "entailed",
+        "not_entailed",
+        "entailed",
+        "not_entailed",
+        "entailed",
+    ]
     assert [v["field"] for v in res.verdicts or []] == ["c1", "c2", "c3", "c4", "c5"]
     assert res.score == pytest.approx(60.0) and res.error is None and again.score == res.score
 
 
 def test_a_failed_call_leaves_the_item_unscored_with_the_reason(tmp_path: Path) -> None:
-    task = EntailmentTask("E1/babble_5db", "completeness", "generated clinical note", ("Triage: urgent.",),
-                          _st("Triage: urgent.", "Symptom: cough."))
+    task = EntailmentTask(
+        "E1/babble_5db",
+        "completeness",
+        "generated clinical note",
+        ("Triage: urgent.",),
+        _st("Triage: urgent.", "Symptom: cough."),
+    )
     with stub_server([Reply(json.dumps({"h1": {"lines": [], "label": "maybe"}}))]) as srv:
         with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (res,) = judge_entailment([task], s)
@@ -99,8 +117,9 @@ def test_hallucination_literal_vs_inference_prompts_and_grounding(tmp_path: Path
         value = {"basis": "trade_generic", "verdict": "unsupported"}[key]
         return json.dumps({cid: {key: value} for cid in _ids(body)})
 
-    task = HallucinationTask("E1/clean", ("I take Coumadin every night.",),
-                             (Statement("h1", "Medication: warfarin.", "c1"),))
+    task = HallucinationTask(
+        "E1/clean", ("I take Coumadin every night.",), (Statement("h1", "Medication: warfarin.", "c1"),)
+    )
     with stub_server([Reply(respond=respond)]) as srv:
         with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (lex,), (inf,) = judge_hallucination([task], s)
@@ -129,8 +148,10 @@ def test_pairwise_asks_both_orders_and_applies_the_agreement_rule(tmp_path: Path
                 v[d] = "tie"
         return json.dumps(v)
 
-    tasks = [PairTask("E1/babble_5db vs clean", "E1", ("I have a cough.",), note_x, note_y),
-             PairTask("E2/babble_5db vs clean", "E2", ("Hi.",), note_x, note_x)]
+    tasks = [
+        PairTask("E1/babble_5db vs clean", "E1", ("I have a cough.",), note_x, note_y),
+        PairTask("E2/babble_5db vs clean", "E2", ("Hi.",), note_x, note_x),
+    ]
     with stub_server([Reply(respond=respond)]) as srv:
         with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             res = judge_pairs(tasks, s)
@@ -148,8 +169,13 @@ def test_recorded_judge_outputs_aggregate_by_the_rules(tmp_path: Path) -> None:
     """Raw outputs recorded from the real SmolLM2-135M server replayed through the client and the rules."""
     rec = json.loads(RECORDED.read_text("utf-8"))
     replies = [Reply(r) for r in rec["entailment"]["raw"]]
-    task = EntailmentTask("rec", "groundedness", "transcript of the consultation", tuple(rec["entailment"]["source"]),
-                          _st(*rec["entailment"]["statements"]))
+    task = EntailmentTask(
+        "rec",
+        "groundedness",
+        "transcript of the consultation",
+        tuple(rec["entailment"]["source"]),
+        _st(*rec["entailment"]["statements"]),
+    )
     with stub_server(replies) as srv:
         with open_session(_cfg(srv.base_url), cache_dir=tmp_path, log_dir=tmp_path) as s:
             (res,) = judge_entailment([task], s, batch=rec["entailment"]["batch"])

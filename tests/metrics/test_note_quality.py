@@ -111,7 +111,9 @@ def test_quality_columns_are_means_of_item_scores_and_empty_when_not_computed() 
     ]
     agg = aggregate_quality(items)
     assert agg["completeness"] == 75.0 and agg["halluc_lexical"] == 20.0 and agg["groundedness"] is None
-    rows = summary_rows(items + [{"encounter_id": "c", "condition": "c", "failed": True, "completeness": 0.0}],
-                        [Condition(id="c", family="ambient", snr_db=5)])
+    rows = summary_rows(
+        items + [{"encounter_id": "c", "condition": "c", "failed": True, "completeness": 0.0}],
+        [Condition(id="c", family="ambient", snr_db=5)],
+    )
     assert rows[0].completeness == 75.0  # the failed item is left out
     assert set(QUALITY_COLUMNS) <= set(rows[0].cells())

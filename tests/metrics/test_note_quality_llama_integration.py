@@ -47,10 +47,16 @@ STATEMENTS = (Statement("h1", "Symptom: cough (2 days).", "c1"), Statement("h2",
 
 
 def _cfg() -> LLMConfig:
-    return LLMConfig.model_validate({
-        "backend": "openai", "concurrency": 1, "max_retries": 0, "timeout_s": 300,
-        "decoding": {"max_tokens": 200}, "server": {"startup_timeout_s": 180, "n_ctx": 2048},
-    })
+    return LLMConfig.model_validate(
+        {
+            "backend": "openai",
+            "concurrency": 1,
+            "max_retries": 0,
+            "timeout_s": 300,
+            "decoding": {"max_tokens": 200},
+            "server": {"startup_timeout_s": 180, "n_ctx": 2048},
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +73,25 @@ def test_judges_render_parse_swap_and_aggregate_on_real_output(session: tuple[LL
         [EntailmentTask("it/clean", "groundedness", "transcript of the consultation", SOURCE, STATEMENTS)], s
     )
     (lex,), (inf,) = judge_hallucination([HallucinationTask("it/clean", SOURCE, STATEMENTS)], s)
-    (pair,) = judge_pairs([PairTask("it/noisy vs clean", "it", SOURCE, "- Symptom: cough (2 days).",
-                                    "- Symptom: fever.\n- Allergy: penicillin.")], s)
+    (pair,) = judge_pairs(
+        [
+            PairTask(
+                "it/noisy vs clean",
+                "it",
+                SOURCE,
+                "- Symptom: cough (2 days).",
+                "- Symptom: fever.\n- Allergy: penicillin.",
+            )
+        ],
+        s,
+    )
     model = s.model_id
     assert model.startswith("SmolLM2-135M-Instruct")
-    for res, key, rule in ((ent, "label", entailment_score), (lex, "verdict", lexical_rate),
-                           (inf, "basis", inference_rate)):
+    for res, key, rule in (
+        (ent, "label", entailment_score),
+        (lex, "verdict", lexical_rate),
+        (inf, "basis", inference_rate),
+    ):
         if res.verdicts is None:  # a recorded failure, never a made-up score
             assert res.score is None and res.error
             continue
@@ -91,6 +110,7 @@ def test_judges_render_parse_swap_and_aggregate_on_real_output(session: tuple[LL
         assert pair.outcomes is None
     if pair.error is None:  # the two orders are two distinct cached requests
         assert len(list((cache / "llm-quality-pairwise").rglob("*.json"))) == 2
+
 
 def test_calibration_marks_the_embedded_model_inadequate(session: tuple[LLMSession, Path]) -> None:
     s, _ = session

@@ -53,11 +53,17 @@ def _rec(extra: bool) -> ClinicalRecord:
 def test_stage_fills_rows_details_pairwise_and_manifest(tmp_path: Path) -> None:
     gold = _rec(False)
     rows: list[dict[str, Any]] = [{"encounter_id": "E1", "condition": c.id} for c in CONDS]
-    items = [QualityItem(k, "E1", c.id, _rec(c.id == "babble_5db"), "I have a cough.",
-                         "I have a cough.", gold) for k, c in enumerate(CONDS)]
+    items = [
+        QualityItem(k, "E1", c.id, _rec(c.id == "babble_5db"), "I have a cough.", "I have a cough.", gold)
+        for k, c in enumerate(CONDS)
+    ]
     cfg = NoteQualityConfig(entailment=True, hallucination=True, pairwise=["noisy_vs_clean", "guard_vs_unmitigated"])
-    scfg = LLMConfig(backend="openai", concurrency=1, max_retries=0,
-                           server={"mode": "external", "base_url": "x", "model": "big-judge"})
+    scfg = LLMConfig(
+        backend="openai",
+        concurrency=1,
+        max_retries=0,
+        server={"mode": "external", "base_url": "x", "model": "big-judge"},
+    )
     with stub_server([Reply(respond=_good_judge)], model="big-judge") as srv:
         scfg = scfg.model_copy(update={"server": scfg.server.model_copy(update={"base_url": srv.base_url})})
         with open_session(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
@@ -76,8 +82,10 @@ def test_stage_fills_rows_details_pairwise_and_manifest(tmp_path: Path) -> None:
     assert "pairwise" not in clean and clean["quality_errors"] == []
     detail = json.loads((tmp_path / clean["quality_path"]).read_text())
     assert [v["label"] for v in detail["groundedness"]["verdicts"]] == ["entailed", "entailed"]
-    assert man["pairwise_comparisons"] == [{"condition": "babble_5db", "baseline": "clean"},
-                                           {"condition": "babble_5db_guard", "baseline": "babble_5db"}]
+    assert man["pairwise_comparisons"] == [
+        {"condition": "babble_5db", "baseline": "clean"},
+        {"condition": "babble_5db_guard", "baseline": "babble_5db"},
+    ]
     assert man["n_failures"] == 0 and set(man["prompts"]) >= {"entailment_v1", "ontology_v1"}
 
 
@@ -86,8 +94,12 @@ def test_failures_are_recorded_not_dropped(tmp_path: Path) -> None:
     items = [QualityItem(0, "E1", "clean", _rec(False), "I have a cough.", "I have a cough.", None)]
     cfg = NoteQualityConfig(entailment=True)
     with stub_server([Reply("not json")]) as srv:
-        scfg = LLMConfig(backend="openai", concurrency=1, max_retries=0,
-                               server={"mode": "external", "base_url": srv.base_url, "model": "m"})
+        scfg = LLMConfig(
+            backend="openai",
+            concurrency=1,
+            max_retries=0,
+            server={"mode": "external", "base_url": srv.base_url, "model": "m"},
+        )
         with open_session(scfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             updates, man = score_note_quality(items, CONDS, cfg, s, tmp_path)
     rows = [{**r, **(updates[k].fields() if k in updates else {})} for k, r in enumerate(rows)]

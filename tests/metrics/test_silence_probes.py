@@ -22,8 +22,9 @@ HYP = "How are you today? Thank you for watching. I have chest pain. Since when?
 
 
 def _stretch(after_turn: int | None, start_s: float, seconds: float = 6.0, after_run: int = 0) -> ProbeStretch:
-    return ProbeStretch(after_run=after_run, after_turn=after_turn, at_s=start_s, start_s=start_s,
-                        end_s=start_s + seconds)
+    return ProbeStretch(
+        after_run=after_run, after_turn=after_turn, at_s=start_s, start_s=start_s, end_s=start_s + seconds
+    )
 
 
 def test_words_inserted_at_a_probed_boundary_are_counted() -> None:
@@ -52,8 +53,10 @@ def test_fields_are_traced_when_every_occurrence_of_their_quote_lies_in_a_stretc
     pw = probe_words(pair, TURNS, Probes((_stretch(0, 2.0),), runs=3))
     rec = ClinicalRecord(
         triage=Triage(level="routine"),
-        claims=[Claim(id="c1", category="symptom", concept="chest pain", status="present"),
-                Claim(id="c2", category="plan", concept="watching", status="present")],
+        claims=[
+            Claim(id="c1", category="symptom", concept="chest pain", status="present"),
+            Claim(id="c2", category="plan", concept="watching", status="present"),
+        ],
         field_evidence={"c1": ["watching. I have chest pain."], "c2": ["for watching."], "triage": ["you"]},
     )
     traced = traced_fields(rec, HYP, pw.spans)
@@ -64,19 +67,36 @@ def test_fields_are_traced_when_every_occurrence_of_their_quote_lies_in_a_stretc
 
 
 def test_halluc_per_min_is_words_per_minute_of_inserted_non_speech() -> None:
-    rows = [{"encounter_id": "A", "condition": "p", "probe_s": 30.0, "probe_words": 3},
-            {"encounter_id": "B", "condition": "p", "probe_s": 90.0, "probe_words": 1},
-            {"encounter_id": "C", "condition": "p"}]  # no probe in its audio: left out
+    rows = [
+        {"encounter_id": "A", "condition": "p", "probe_s": 30.0, "probe_words": 3},
+        {"encounter_id": "B", "condition": "p", "probe_s": 90.0, "probe_words": 1},
+        {"encounter_id": "C", "condition": "p"},
+    ]  # no probe in its audio: left out
     assert aggregate_probes(rows)["halluc_per_min"] == pytest.approx(60.0 * 4 / 120.0)
     assert aggregate_probes([{"encounter_id": "A", "condition": "clean"}])["halluc_per_min"] is None
 
 
 def _mix(stretches: list[dict[str, object]]) -> MixInfo:
-    return MixInfo(family="chain", noise_source="", noise_offset_s=0.0, target_snr_db=None, measured_snr_db=None,
-                   speech_rms=0.1, noise_gain=0.0, clip_scale=1.0,
-                   chain=[{"kind": "silence", "params": {"pause_s": 6.0, "every": 1, "fill": "floor"},
-                           "stretches": stretches, "runs": 3, "inserted_s": 6.0 * len(stretches)},
-                          {"kind": "room", "params": {"rt60_s": 0.3}}])
+    return MixInfo(
+        family="chain",
+        noise_source="",
+        noise_offset_s=0.0,
+        target_snr_db=None,
+        measured_snr_db=None,
+        speech_rms=0.1,
+        noise_gain=0.0,
+        clip_scale=1.0,
+        chain=[
+            {
+                "kind": "silence",
+                "params": {"pause_s": 6.0, "every": 1, "fill": "floor"},
+                "stretches": stretches,
+                "runs": 3,
+                "inserted_s": 6.0 * len(stretches),
+            },
+            {"kind": "room", "params": {"rt60_s": 0.3}},
+        ],
+    )
 
 
 def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
@@ -91,23 +111,40 @@ def test_score_encounter_writes_probe_fields_and_the_summary_column() -> None:
     assert probe_stretches(None) is None
 
     def tr(cond: str, text: str) -> Transcript:
-        return Transcript(encounter_id="X", condition=cond, text=text, backend="test", model="m", decoding={},
-                          audio_sha256="0")
+        return Transcript(
+            encounter_id="X", condition=cond, text=text, backend="test", model="m", decoding={}, audio_sha256="0"
+        )
 
     def env(cond: str, quote: str) -> RecordEnvelope:
-        rec = ClinicalRecord(triage=Triage(level="routine"),
-                             claims=[Claim(id="c1", category="symptom", concept="watching", status="present")],
-                             field_evidence={"c1": [quote]})
-        return RecordEnvelope(encounter_id="X", condition=cond, backend="rules", model="m", prompt_hash="p",
-                              schema_hash="s", decoding={}, transcript_sha256="t", record=rec)
+        rec = ClinicalRecord(
+            triage=Triage(level="routine"),
+            claims=[Claim(id="c1", category="symptom", concept="watching", status="present")],
+            field_evidence={"c1": [quote]},
+        )
+        return RecordEnvelope(
+            encounter_id="X",
+            condition=cond,
+            backend="rules",
+            model="m",
+            prompt_hash="p",
+            schema_hash="s",
+            decoding={},
+            transcript_sha256="t",
+            record=rec,
+        )
 
-    x = EncounterOutputs(encounter=enc, conditions={
-        "clean": ConditionOutputs(transcript=tr("clean", REF), record=env("clean", "chest pain")),
-        "probe": ConditionOutputs(
-            transcript=tr("probe", HYP), record=env("probe", "Thank you for watching"),
-            mix=_mix([{"after_run": 0, "after_turn": 0, "at_s": 2.0, "start_s": 2.0, "end_s": 8.0}])),
-        "dry": ConditionOutputs(transcript=tr("dry", "How are you today? Oh. I have chest pain. Since when?")),
-    })
+    x = EncounterOutputs(
+        encounter=enc,
+        conditions={
+            "clean": ConditionOutputs(transcript=tr("clean", REF), record=env("clean", "chest pain")),
+            "probe": ConditionOutputs(
+                transcript=tr("probe", HYP),
+                record=env("probe", "Thank you for watching"),
+                mix=_mix([{"after_run": 0, "after_turn": 0, "at_s": 2.0, "start_s": 2.0, "end_s": 8.0}]),
+            ),
+            "dry": ConditionOutputs(transcript=tr("dry", "How are you today? Oh. I have chest pain. Since when?")),
+        },
+    )
     rows = {it.row.condition: it for it in score_encounter(x, grid, "none")}
     clean, noisy = rows["clean"].row, rows["probe"].row
     assert clean.probe_s is None and clean.probe_words is None and clean.probe_fields is None

@@ -50,8 +50,15 @@ def test_substitution_and_deletion_by_speaker_and_term() -> None:
     # clinician: 5 words, 1 error (chess), clinical 2 words / 1 error; patient: 5 words, 1 error, clinical 1/1
     assert dict(s.by_speaker) == {"clinician": (5, 1, 2, 1), "patient": (5, 1, 1, 1)}
     rates = aggregate_error_rates([_row(**s.item_fields())])
-    assert rates == pytest.approx({"clinical_wer": 200 / 3, "wer_clinician": 20.0, "wer_patient": 20.0,
-                                   "clinical_wer_clinician": 50.0, "clinical_wer_patient": 100.0})
+    assert rates == pytest.approx(
+        {
+            "clinical_wer": 200 / 3,
+            "wer_clinician": 20.0,
+            "wer_patient": 20.0,
+            "clinical_wer_clinician": 50.0,
+            "clinical_wer_patient": 100.0,
+        }
+    )
 
 
 def test_insertions_go_to_the_word_they_follow() -> None:
@@ -77,8 +84,7 @@ def test_other_speakers_are_in_neither_split() -> None:
     assert dict(s.by_speaker) == {"clinician": (5, 0, 2, 0), "patient": (5, 0, 1, 0)}
     assert s.clin_words == 4  # fever (other) is still a clinical term of the reference
     # a deletion in the 'other' turn is an error of the item but of neither speaker
-    s2 = split_errors(align(enc.reference_text(), "do you have chest pain he had a no i take aspirin daily"),
-                      enc.turns)
+    s2 = split_errors(align(enc.reference_text(), "do you have chest pain he had a no i take aspirin daily"), enc.turns)
     assert dict(s2.by_speaker) == {"clinician": (5, 0, 2, 0), "patient": (5, 0, 1, 0)}
     assert (s2.clin_words, s2.clin_errors) == (4, 1)
 
@@ -107,12 +113,34 @@ def test_rates_are_micro_averaged_and_empty_without_words() -> None:
 def test_summary_rows_carry_the_columns() -> None:
     conds = [Condition.clean(), Condition.noisy("ambient", 5.0)]
     items = [
-        {"encounter_id": "A", "condition": "clean", "clin_words": 4, "clin_errors": 1,
-         "ref_words_clinician": 10, "errors_clinician": 1, "ref_words_patient": 5, "errors_patient": 0,
-         "clin_words_clinician": 2, "clin_errors_clinician": 1, "clin_words_patient": 2, "clin_errors_patient": 0},
-        {"encounter_id": "A", "condition": "ambient_5db", "clin_words": 4, "clin_errors": 3,
-         "ref_words_clinician": 10, "errors_clinician": 4, "ref_words_patient": 5, "errors_patient": 5,
-         "clin_words_clinician": 2, "clin_errors_clinician": 1, "clin_words_patient": 2, "clin_errors_patient": 2},
+        {
+            "encounter_id": "A",
+            "condition": "clean",
+            "clin_words": 4,
+            "clin_errors": 1,
+            "ref_words_clinician": 10,
+            "errors_clinician": 1,
+            "ref_words_patient": 5,
+            "errors_patient": 0,
+            "clin_words_clinician": 2,
+            "clin_errors_clinician": 1,
+            "clin_words_patient": 2,
+            "clin_errors_patient": 0,
+        },
+        {
+            "encounter_id": "A",
+            "condition": "ambient_5db",
+            "clin_words": 4,
+            "clin_errors": 3,
+            "ref_words_clinician": 10,
+            "errors_clinician": 4,
+            "ref_words_patient": 5,
+            "errors_patient": 5,
+            "clin_words_clinician": 2,
+            "clin_errors_clinician": 1,
+            "clin_words_patient": 2,
+            "clin_errors_patient": 2,
+        },
         {"encounter_id": "A", "condition": "ambient_5db", "failed": True, "clin_words": 100, "clin_errors": 100},
     ]
     rows = {r.condition: r.cells() for r in summary_rows(items, conds)}
@@ -132,14 +160,18 @@ def test_score_encounter_writes_the_counts_on_each_row() -> None:
     enc = _enc(DOCTOR, PATIENT)
 
     def tr(cond: str, text: str) -> Transcript:
-        return Transcript(encounter_id="X", condition=cond, text=text, backend="test", model="m", decoding={},
-                          audio_sha256="0")
+        return Transcript(
+            encounter_id="X", condition=cond, text=text, backend="test", model="m", decoding={}, audio_sha256="0"
+        )
 
     grid = ConditionGrid.build(["ambient"], [5.0])
-    x = EncounterOutputs(encounter=enc, conditions={
-        "clean": ConditionOutputs(transcript=tr("clean", "Do you have chest pain? No, I take aspirin daily.")),
-        "ambient_5db": ConditionOutputs(transcript=tr("ambient_5db", "do you have chess pain no i take daily")),
-    })
+    x = EncounterOutputs(
+        encounter=enc,
+        conditions={
+            "clean": ConditionOutputs(transcript=tr("clean", "Do you have chest pain? No, I take aspirin daily.")),
+            "ambient_5db": ConditionOutputs(transcript=tr("ambient_5db", "do you have chess pain no i take daily")),
+        },
+    )
     rows = {it.row.condition: it.row.model_dump() for it in score_encounter(x, grid, "none")}
     assert (rows["clean"]["clin_words"], rows["clean"]["clin_errors"]) == (3, 0)
     noisy = rows["ambient_5db"]

@@ -17,8 +17,15 @@ def _rec() -> ClinicalRecord:
         chief_complaint="chest pain",
         triage=Triage(level="urgent", rationale="free text is not a statement"),
         claims=[
-            Claim(id="c1", category="symptom", concept="chest pain", status="present", value="sharp", time="8 hours",
-                  laterality="left"),
+            Claim(
+                id="c1",
+                category="symptom",
+                concept="chest pain",
+                status="present",
+                value="sharp",
+                time="8 hours",
+                laterality="left",
+            ),
             Claim(id="c2", category="symptom", concept="fever", status="absent"),
             Claim(id="c3", category="medication", concept="Coumadin", status="present", value="5", unit="mg"),
             Claim(id="c4", category="history", concept="angina", status="uncertain"),
@@ -42,13 +49,16 @@ def test_every_field_becomes_one_statement_in_field_order() -> None:
     assert [s.id for s in st] == [f"h{i}" for i in range(1, 8)]
     assert [s.field for s in st][2:] == ["c1", "c2", "c3", "c4", "f1"]
     text = note_text(_rec())
-    assert "- Symptom: chest pain (sharp; 8 hours; left). [evidence: \"it's pretty sharp\"]" in text
+    assert '- Symptom: chest pain (sharp; 8 hours; left). [evidence: "it\'s pretty sharp"]' in text
     assert "free text" not in text
 
 
 def test_transcript_sentences_and_numbering() -> None:
-    assert transcript_sentences("I have a cough. Since when?  Two days!  ") == ["I have a cough.", "Since when?",
-                                                                             "Two days!"]
+    assert transcript_sentences("I have a cough. Since when?  Two days!  ") == [
+        "I have a cough.",
+        "Since when?",
+        "Two days!",
+    ]
     assert transcript_sentences("no punctuation here") == ["no punctuation here"]
     assert transcript_sentences("   ") == []
     assert numbered(["a", "b"]) == "[1] a\n[2] b"

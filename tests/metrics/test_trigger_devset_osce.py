@@ -140,9 +140,7 @@ def test_validate_triggers_scores_each_set(tmp_path: Path, capsys: pytest.Captur
         vt.main(["--pairs", str(bad)])
 
 
-def test_validate_triggers_split_differences_and_reference(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_validate_triggers_split_differences_and_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         ("Any chest pain? No.", "Any chest pain?", 2, "E1"),
         ("I get chest pain when I walk.", "I get chess pain when I walk.", 2, "E1"),
@@ -155,8 +153,17 @@ def test_validate_triggers_split_differences_and_reference(
     pairs.parent.mkdir()
     pairs.write_text(
         "".join(
-            json.dumps({"pair_id": f"q{k}", "encounter_id": e, "reference": r, "hypothesis": h, "label": y,
-                        "split": "dev" if k < 4 else "test"}) + "\n"
+            json.dumps(
+                {
+                    "pair_id": f"q{k}",
+                    "encounter_id": e,
+                    "reference": r,
+                    "hypothesis": h,
+                    "label": y,
+                    "split": "dev" if k < 4 else "test",
+                }
+            )
+            + "\n"
             for k, (r, h, y, e) in enumerate(rows)
         ),
         encoding="utf-8",

@@ -16,8 +16,10 @@ from stresstest.metrics.triggers import TRIGGER_TYPES, TriggerEvent, detect_trig
 # (reference, hypothesis) pairs that must raise at least one event of the given type.
 POSITIVE: dict[str, list[tuple[str, str]]] = {
     "negation_flip": [
-        ("It looks a little red and tender, but I don't see that larger circular rash.",
-         "It looks a little red and tender, but I see that larger circular rash."),
+        (
+            "It looks a little red and tender, but I don't see that larger circular rash.",
+            "It looks a little red and tender, but I see that larger circular rash.",
+        ),
         ("Do you have any chest pain? No.", "Do you have any chest pain?"),
         ("I have no fever.", "I have a fever."),
         ("She denies shortness of breath.", "She has shortness of breath."),
@@ -53,8 +55,10 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ("Statin could be indicated.", "Could be indicated."),
     ],
     "number_unit_conflict": [
-        ("I can walk about 3 or 4 flights of stairs before feeling breathless.",
-         "I can walk about three or four steps before feeling breathless."),
+        (
+            "I can walk about 3 or 4 flights of stairs before feeling breathless.",
+            "I can walk about three or four steps before feeling breathless.",
+        ),
         ("I take 25 mg of lisinopril.", "I take 50 mg of lisinopril."),
         ("The dose is fifteen milligrams.", "The dose is fifty milligrams."),
         ("Take it twice a day.", "Take it twice a week."),
@@ -73,8 +77,10 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ("I can manage 3 or 4 flights.", "I can manage 34 flights."),
     ],
     "temporal_distortion": [
-        ("The pain has been really intense for the last two hours.",
-         "The pain has been really intense for the last two days."),
+        (
+            "The pain has been really intense for the last two hours.",
+            "The pain has been really intense for the last two days.",
+        ),
         ("It has been hurting since Monday.", "It has been hurting since Sunday."),
         ("It started yesterday.", "It started today."),
         ("I've had it for three weeks.", "I've had it for three months."),
@@ -111,14 +117,17 @@ POSITIVE: dict[str, list[tuple[str, str]]] = {
         ("I took aspirin for it.", "I took ibuprofen for it."),
     ],
     "nonspeech_pollution": [
-        ("I've had this dull ache in my right ankle.",
-         "I've had this dull ache in my right ankle. Have you noticed blood in your stool at all? "
-         "I take Metformin."),
+        (
+            "I've had this dull ache in my right ankle.",
+            "I've had this dull ache in my right ankle. Have you noticed blood in your stool at all? I take Metformin.",
+        ),
         ("I feel fine today.", "I feel fine today. Take warfarin."),
         ("Okay, let's continue.", "Okay, chest pain, let's continue."),
         ("So how are you doing?", "So how are you doing? The patient was given morphine."),
-        ("I went for a walk with my brother.",
-         "I went for a walk with my brother and the stock market closed higher again."),
+        (
+            "I went for a walk with my brother.",
+            "I went for a walk with my brother and the stock market closed higher again.",
+        ),
         ("I usually walk the dog.", "I usually walk the dog insulin."),
         ("That sounds good.", "That sounds good. Any vomiting?"),
         ("Let me examine you.", "Let me examine you. Seizures. Ibuprofen."),
@@ -286,9 +295,45 @@ def test_letter_o_and_roman_numerals_are_not_number_changes() -> None:
 
 
 _VOCAB = [
-    "no", "not", "don't", "fever", "chest", "pain", "twenty", "five", "25mg", "mg", "twice", "a", "day",
-    "since", "Monday", "two", "hours", "left", "right", "knee", "metformin", "warfarin", "um", "uh-huh",
-    "[doctor]", "(laughs)", "colour", "3/4", "1,000", "?", ".", ",", "P:", "it's", "o", "iv", "\n", "—", "é",
+    "no",
+    "not",
+    "don't",
+    "fever",
+    "chest",
+    "pain",
+    "twenty",
+    "five",
+    "25mg",
+    "mg",
+    "twice",
+    "a",
+    "day",
+    "since",
+    "Monday",
+    "two",
+    "hours",
+    "left",
+    "right",
+    "knee",
+    "metformin",
+    "warfarin",
+    "um",
+    "uh-huh",
+    "[doctor]",
+    "(laughs)",
+    "colour",
+    "3/4",
+    "1,000",
+    "?",
+    ".",
+    ",",
+    "P:",
+    "it's",
+    "o",
+    "iv",
+    "\n",
+    "—",
+    "é",
 ]
 
 
@@ -306,10 +351,11 @@ def test_never_crashes_and_quotes_match(ref_words: list[str], hyp_words: list[st
 
 def test_same_events_under_another_hash_seed() -> None:
     """Set and dict orders follow string hashing; the events must not."""
-    ref = ("No fever since Monday, 25 mg of lisinopril twice a day for 2 weeks, left knee pain, "
-           "some wheezing at night.")
-    hyp = ("Fever since Sunday, 50 mg of losartan twice a week for 2 days, right knee pain, "
-           "some weaving at night. Take warfarin.")
+    ref = "No fever since Monday, 25 mg of lisinopril twice a day for 2 weeks, left knee pain, some wheezing at night."
+    hyp = (
+        "Fever since Sunday, 50 mg of losartan twice a week for 2 days, right knee pain, "
+        "some weaving at night. Take warfarin."
+    )
     code = (
         "import json, sys; from stresstest.metrics.triggers import detect_triggers; "
         "print(json.dumps([e.model_dump() for e in detect_triggers(sys.argv[1], sys.argv[2])]))"
@@ -342,8 +388,9 @@ def test_the_detector_reads_numbers_only_through_clinical_numbers() -> None:
     from stresstest.metrics import triggers
 
     # The detector is a package (one module per event kind): every module of it counts.
-    modules = [triggers] + [importlib.import_module(f"{triggers.__name__}.{m.name}")
-                            for m in pkgutil.iter_modules(triggers.__path__)]
+    modules = [triggers] + [
+        importlib.import_module(f"{triggers.__name__}.{m.name}") for m in pkgutil.iter_modules(triggers.__path__)
+    ]
     assert len(modules) > 5
     for name in ("comparable_number", "is_number_token", "is_ordinal_token", "small_number_digits", "spoken_values"):
         users = [m for m in modules if hasattr(m, name)]
@@ -352,7 +399,11 @@ def test_the_detector_reads_numbers_only_through_clinical_numbers() -> None:
         src = inspect.getsource(m)
         assert "\\d" not in src and "number_words" not in src and "re.compile" not in src, m.__name__
     # The readings it gets from there: fractions, ordinals as ranks, roman grades, years and word numbers.
-    for ref, hyp in [("Take 2 1/2 tablets.", "Take two and a half tablets."), ("Grade iv.", "Grade 4."),
-                     ("Since 2007.", "Since 07."), ("Seven days.", "7 days.")]:
+    for ref, hyp in [
+        ("Take 2 1/2 tablets.", "Take two and a half tablets."),
+        ("Grade iv.", "Grade 4."),
+        ("Since 2007.", "Since 07."),
+        ("Seven days.", "7 days."),
+    ]:
         assert trigger_counts(detect_triggers(ref, hyp))["number_unit_conflict"] == 0, (ref, hyp)
     assert trigger_counts(detect_triggers("Take 2 1/2 tablets.", "Take 3 1/2 tablets."))["number_unit_conflict"] == 1

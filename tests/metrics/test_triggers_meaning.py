@@ -20,11 +20,15 @@ def _kinds(ref: str, hyp: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("ref", "hyp"),
     [
-        ("Rate the severity of your pain 1 to 10, 10 being the worst pain.",
-         "Rate the severity of your pain one to ten, ten being the worst pain."),
+        (
+            "Rate the severity of your pain 1 to 10, 10 being the worst pain.",
+            "Rate the severity of your pain one to ten, ten being the worst pain.",
+        ),
         ("And one to 10, 10 being the worst, how bad is it?", "and one to ten, ten being the worst. How bad is it?"),
-        ("till probably I guess it's kind of, I'm really, you know, haven't been getting up very much",
-         "no probably. I guess it's kind of. I'm really. You know, I haven't been getting up very much"),
+        (
+            "till probably I guess it's kind of, I'm really, you know, haven't been getting up very much",
+            "no probably. I guess it's kind of. I'm really. You know, I haven't been getting up very much",
+        ),
     ],
 )
 def test_same_values_and_bare_particles_raise_nothing(ref: str, hyp: str) -> None:
@@ -155,13 +159,17 @@ def test_an_ordinary_word_heard_as_a_clinical_one_is_a_substitution_not_pollutio
 
 
 def test_a_time_word_of_a_clinical_term_is_no_anchor_on_the_other_side() -> None:
-    kinds = _kinds("has he been having chills or night sweats. Um, nothing like that",
-                   "has been having. choice for nights what nothing like that")
+    kinds = _kinds(
+        "has he been having chills or night sweats. Um, nothing like that",
+        "has been having. choice for nights what nothing like that",
+    )
     assert [t for t, _ in kinds] == ["clinical_omission", "clinical_omission"]
 
 
 def test_a_number_glued_to_a_word_is_no_quantity() -> None:
-    kinds = _kinds("up at nine in the middle of the night to catch your breath. No.",
-                   "up at 9 in the middle of the 90-catcher breath? No.")
+    kinds = _kinds(
+        "up at nine in the middle of the night to catch your breath. No.",
+        "up at 9 in the middle of the 90-catcher breath? No.",
+    )
     assert "number_unit_conflict" not in [t for t, _ in kinds]
     assert [t for t, _ in _kinds("a 20-year-old man", "a 30-year-old man")] == ["number_unit_conflict"]

@@ -105,8 +105,10 @@ def test_equals_jiwer_on_aci_bench(kind: tuple[str, str]) -> None:
 def test_item_fields_feed_the_summary() -> None:
     from stresstest.metrics.summary import aggregate
 
-    items = [asr_errors("no chest pain today", "chest pain today now").item_fields(),
-             asr_errors("take 5 mg", "take 5 mg").item_fields()]
+    items = [
+        asr_errors("no chest pain today", "chest pain today now").item_fields(),
+        asr_errors("take 5 mg", "take 5 mg").item_fields(),
+    ]
     assert items[0] == {"asr_sub": 0, "asr_del": 1, "asr_ins": 1, "ref_words": 4}
     rates = aggregate([{"encounter_id": f"e{k}", "condition": "c", **it} for k, it in enumerate(items)])
     assert rates["wer"] == pytest.approx(100 * 2 / 7)
@@ -114,9 +116,10 @@ def test_item_fields_feed_the_summary() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["no", "chest", "pain", "two", "days", "mg", "uh", "the", "25"]), max_size=12),
-       st.lists(st.sampled_from(["no", "chest", "pain", "too", "days", "milligrams", "the", "25", "five"]),
-                max_size=12))
+@given(
+    st.lists(st.sampled_from(["no", "chest", "pain", "two", "days", "mg", "uh", "the", "25"]), max_size=12),
+    st.lists(st.sampled_from(["no", "chest", "pain", "too", "days", "milligrams", "the", "25", "five"]), max_size=12),
+)
 def test_counts_from_one_alignment_equal_jiwer(ref_words: list[str], hyp_words: list[str]) -> None:
     # The score stage aligns each pair once and reads the WER counts off that alignment.
     ref, hyp = " ".join(ref_words), " ".join(hyp_words)

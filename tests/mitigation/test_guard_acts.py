@@ -28,29 +28,62 @@ RAW = (
 DRAFT: dict[str, Any] = {
     "chief_complaint": "chest pain",
     "claims": [
-        {"id": "c1", "category": "symptom", "concept": "chest pain", "status": "present",
-         "evidence": ["chest pain for two hours"], "time": "2 hours"},
+        {
+            "id": "c1",
+            "category": "symptom",
+            "concept": "chest pain",
+            "status": "present",
+            "evidence": ["chest pain for two hours"],
+            "time": "2 hours",
+        },
         # the dose "corrected" in the quote: not a substring of the raw transcript
-        {"id": "c2", "category": "medication", "concept": "warfarin", "status": "present",
-         "evidence": ["I take warfarin 15 mg daily"], "value": "15", "unit": "mg"},
+        {
+            "id": "c2",
+            "category": "medication",
+            "concept": "warfarin",
+            "status": "present",
+            "evidence": ["I take warfarin 15 mg daily"],
+            "value": "15",
+            "unit": "mg",
+        },
         # from background speech: its quote exists, but it supports warfarin, not aspirin (the Guard's call)
-        {"id": "c3", "category": "medication", "concept": "aspirin", "status": "present",
-         "evidence": ["I take warfarin 5 mg daily"], "value": "75", "unit": "mg"},
+        {
+            "id": "c3",
+            "category": "medication",
+            "concept": "aspirin",
+            "status": "present",
+            "evidence": ["I take warfarin 5 mg daily"],
+            "value": "75",
+            "unit": "mg",
+        },
         # a red-flag claim without any quote
         {"id": "c4", "category": "symptom", "concept": "syncope", "status": "present"},
         {"id": "c5", "category": "symptom", "concept": "shortness of breath", "status": "absent"},
     ],
     "safety_flags": [
-        {"id": "f1", "kind": "allergy", "name": "penicillin", "evidence": ["I'm allergic to penicillin"],
-         "detail": "rash"},
+        {
+            "id": "f1",
+            "kind": "allergy",
+            "name": "penicillin",
+            "evidence": ["I'm allergic to penicillin"],
+            "detail": "rash",
+        },
         # a dose whose number is in none of its quotes
-        {"id": "f2", "kind": "high_risk_medication", "name": "warfarin", "evidence": ["I take warfarin 5 mg daily"],
-         "detail": "15 mg daily"},
+        {
+            "id": "f2",
+            "kind": "high_risk_medication",
+            "name": "warfarin",
+            "evidence": ["I take warfarin 5 mg daily"],
+            "detail": "15 mg daily",
+        },
         # quoted from nothing the patient said
         {"id": "f3", "kind": "red_flag", "name": "syncope", "evidence": ["I passed out"]},
     ],
-    "triage": {"level": "emergency", "rationale": "Chest pain radiating to the left arm.",
-               "evidence": ["chest pain for two hours, it goes to my left arm"]},
+    "triage": {
+        "level": "emergency",
+        "rationale": "Chest pain radiating to the left arm.",
+        "evidence": ["chest pain for two hours, it goes to my left arm"],
+    },
 }
 
 
@@ -71,8 +104,12 @@ def _stub() -> Reply:
 
 
 def _cfg(url: str) -> LLMConfig:
-    return LLMConfig(backend="openai", concurrency=1, max_retries=0,
-                     server={"mode": "external", "base_url": url, "model": "stub-model"})
+    return LLMConfig(
+        backend="openai",
+        concurrency=1,
+        max_retries=0,
+        server={"mode": "external", "base_url": url, "model": "stub-model"},
+    )
 
 
 def _run(tmp_path: Path) -> tuple[RecordEnvelope, RecordEnvelope]:
@@ -169,19 +206,27 @@ def test_guard_sentences_say_when_nothing_was_removed_or_nothing_recorded(tmp_pa
     run = load_run(rd)
     total = rules_env.extra.fields_total
     assert total and rules_env.extra.fields_nulled == 0
-    assert f"babble_5db_guard: 4 records, {4 * total} Draft claims and flags; the Guard did not run (rules backend: " \
+    assert (
+        f"babble_5db_guard: 4 records, {4 * total} Draft claims and flags; the Guard did not run (rules backend: "
         "the evidence filter alone), and nothing was removed: every record equals its Draft." in guard_sentences(run)
+    )
     assert not [r for r in removals(run) if r.condition == "babble_5db_guard"]
     # on the longer transcript the rules' warfarin detail "anticoagulant; 5 mg; 1 per day" loses its "1" ("daily")
-    (env,) = mitigate_many([items[0].model_copy(update={"transcript_text": RAW})], LLMConfig(backend="rules"),
-                           cache_dir=tmp_path / "c", log_dir=tmp_path / "l")
+    (env,) = mitigate_many(
+        [items[0].model_copy(update={"transcript_text": RAW})],
+        LLMConfig(backend="rules"),
+        cache_dir=tmp_path / "c",
+        log_dir=tmp_path / "l",
+    )
     for r in rows:
         if r["condition"] == "babble_5db_guard":
             r["extra"] = env.extra.model_dump(mode="json")
     (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     (sentence,) = [s for s in guard_sentences(load_run(rd)) if s.startswith("babble")]
-    assert sentence.endswith("the Guard did not run (rules backend: the evidence filter alone); the evidence filter "
-                             "removed no item; 4 values set to null; 0 of 36 quotes discarded.")
+    assert sentence.endswith(
+        "the Guard did not run (rules backend: the evidence filter alone); the evidence filter "
+        "removed no item; 4 values set to null; 0 of 36 quotes discarded."
+    )
 
 
 def test_a_draft_with_two_claims_under_one_id_gives_one_removal_row(tmp_path: Path) -> None:
@@ -197,8 +242,10 @@ def test_a_draft_with_two_claims_under_one_id_gives_one_removal_row(tmp_path: Pa
         return {"id": "23845679", "category": category, "concept": concept, "status": "present"}
 
     extra = {
-        "draft_record": {"triage": {"level": "routine", "rationale": "r"},
-                         "claims": [claim("chest pain", "symptom"), claim("blood", "vital")]},
+        "draft_record": {
+            "triage": {"level": "routine", "rationale": "r"},
+            "claims": [claim("chest pain", "symptom"), claim("blood", "vital")],
+        },
         "guard_report": {"removed_claims": ["23845679", "23845679"]},
         "filter_report": {"quotes_total": 0},
     }
@@ -209,8 +256,13 @@ def test_a_draft_with_two_claims_under_one_id_gives_one_removal_row(tmp_path: Pa
             r["extra"] = extra
     (rd / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     got = [r for r in removals(load_run(rd)) if r.condition == "ambient_5db_guard" and r.encounter_id == "enc000"]
-    assert [r.cells() for r in got] == [(
-        "ambient_5db_guard", "enc000", "23845679",
-        "symptom claim: chest pain; vital claim: blood (×2; the Draft had 2 items under this id)",
-        "Guard", "deleted by the Guard",
-    )]
+    assert [r.cells() for r in got] == [
+        (
+            "ambient_5db_guard",
+            "enc000",
+            "23845679",
+            "symptom claim: chest pain; vital claim: blood (×2; the Draft had 2 items under this id)",
+            "Guard",
+            "deleted by the Guard",
+        )
+    ]

@@ -23,9 +23,7 @@ def test_guard_cannot_add_or_change_only_delete(record: ClinicalRecord) -> None:
         update={
             "triage": Triage(level="routine", rationale="guard tried to downgrade"),
             "claims": [
-                record.claims[0].model_copy(
-                    update={"status": "absent", "time": None}
-                ),  # flip (reverted) + null time
+                record.claims[0].model_copy(update={"status": "absent", "time": None}),  # flip (reverted) + null time
                 Claim(id="c9", category="allergy", concept="latex", status="present"),  # invented
             ],
             "safety_flags": [
@@ -37,11 +35,7 @@ def test_guard_cannot_add_or_change_only_delete(record: ClinicalRecord) -> None:
     )
     out, rep = enforce_guard(record, guarded)
     assert _ids(out) <= _ids(record)
-    assert (
-        [c.id for c in out.claims] == ["c1"]
-        and out.claims[0].status == "present"
-        and out.claims[0].time is None
-    )
+    assert [c.id for c in out.claims] == ["c1"] and out.claims[0].status == "present" and out.claims[0].time is None
     assert [f.id for f in out.safety_flags] == ["f1"] and out.safety_flags[0].detail is None
     assert out.triage == record.triage
     assert out.field_evidence == {"triage": ["chest pain for two hours"]}

@@ -27,10 +27,7 @@ def _rec(evidence: dict[str, list[str]], **kw: object) -> ClinicalRecord:
     return ClinicalRecord.model_validate(base)
 
 
-RAW = (
-    "Doctor: Any allergies?\nPatient: I'm  allergic to penicillin,   I get a rash. "
-    "I take warfarin 5 mg daily."
-)
+RAW = "Doctor: Any allergies?\nPatient: I'm  allergic to penicillin,   I get a rash. I take warfarin 5 mg daily."
 
 
 def test_fabricated_quote_is_discarded_and_its_high_stakes_fields_removed() -> None:
@@ -101,9 +98,7 @@ def test_unquoted_dose_is_nulled_but_quoted_dose_kept() -> None:
         triage=Triage(level="routine"),
         claims=[
             Claim(id="c1", category="medication", concept="warfarin", status="present", value="5", unit="mg"),
-            Claim(
-                id="c2", category="medication", concept="warfarin", status="present", value="15", unit="mg"
-            ),
+            Claim(id="c2", category="medication", concept="warfarin", status="present", value="15", unit="mg"),
         ],
         safety_flags=[SafetyFlag(id="f1", kind="high_risk_medication", name="warfarin", detail="50 mg")],
         field_evidence={"c1": ["warfarin 5 mg"], "c2": ["warfarin 5 mg"], "f1": ["I take warfarin"]},
@@ -122,9 +117,7 @@ def test_number_words_count_as_quoted_numbers() -> None:
 
 
 def test_dangling_keys_dropped_and_triage_never_removed() -> None:
-    rec = _rec(
-        {"c1": ["allergic to penicillin"], "f1": ["I get a rash"], "c99": ["warfarin"], "triage": ["made up"]}
-    )
+    rec = _rec({"c1": ["allergic to penicillin"], "f1": ["I get a rash"], "c99": ["warfarin"], "triage": ["made up"]})
     out, rep = evidence_filter(rec, RAW)
     assert rep.dangling_keys == ["c99"] and "c99" not in out.field_evidence
     assert out.triage == rec.triage and "triage" not in out.field_evidence

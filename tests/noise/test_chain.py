@@ -47,15 +47,22 @@ def test_g711_mulaw_equals_audioop_on_every_16_bit_value() -> None:
     ref = np.frombuffer(audioop.lin2ulaw(lin.astype("<i2").tobytes(), 2), dtype=np.uint8)
     assert np.array_equal(mulaw_encode(lin), ref)
     codes = np.arange(256)
-    assert np.array_equal(mulaw_decode(codes), np.frombuffer(audioop.ulaw2lin(codes.astype(np.uint8).tobytes(), 2),
-                                                             dtype="<i2"))
+    assert np.array_equal(
+        mulaw_decode(codes), np.frombuffer(audioop.ulaw2lin(codes.astype(np.uint8).tobytes(), 2), dtype="<i2")
+    )
 
 
 def test_same_seed_same_audio_and_every_step_recorded() -> None:
     x, mask = _speech()
     src = {"ambient": make_noise_source(NoiseSpec(family="ambient", kind="builtin"), encounters=[], cache_dir=None)}
-    steps = _steps({"room": {"rt60_s": 0.3}}, {"noise": {"family": "ambient", "snr_db": 5}}, {"telephone": {}},
-                   {"mulaw": {}}, {"packet_loss": {"rate": 0.1}}, {"level": {"gain_db": 6, "clip": 0.5}})
+    steps = _steps(
+        {"room": {"rt60_s": 0.3}},
+        {"noise": {"family": "ambient", "snr_db": 5}},
+        {"telephone": {}},
+        {"mulaw": {}},
+        {"packet_loss": {"rate": 0.1}},
+        {"level": {"gain_db": 6, "clip": 0.5}},
+    )
     y1, f1 = render_chain(x, mask, steps, seed=7, encounter_id="E1", sources=src)
     y2, f2 = render_chain(x, mask, steps, seed=7, encounter_id="E1", sources=src)
     assert y1.dtype == np.float32 and y1.shape == x.shape
@@ -65,8 +72,9 @@ def test_same_seed_same_audio_and_every_step_recorded() -> None:
     room = f1["chain"][0]
     assert room["params"]["rt60_s"] == 0.3 and 0.2 < room["measured_rt60_s"] < 0.6
     assert f1["chain"][5]["clipped_fraction"] > 0.0  # +6 dB into a 0.5 limit clips (at 8 kHz, then resampled)
-    y4, f4 = render_chain(x, mask, _steps({"level": {"gain_db": 6, "clip": 0.5}}), seed=7, encounter_id="E1",
-                          sources=src)
+    y4, f4 = render_chain(
+        x, mask, _steps({"level": {"gain_db": 6, "clip": 0.5}}), seed=7, encounter_id="E1", sources=src
+    )
     assert float(np.max(np.abs(y4))) == pytest.approx(0.5) and f4["chain"][0]["clipped_fraction"] > 0.2
     y3, _ = render_chain(x, mask, steps, seed=8, encounter_id="E1", sources=src)
     assert not np.array_equal(y1, y3)  # another seed: another noise segment and loss pattern
@@ -77,8 +85,14 @@ def test_telephone_band_removes_what_lies_outside_300_3400_hz() -> None:
     mask = np.ones(t.size, bool)
 
     def band_power(f: float) -> float:
-        y, facts = render_chain((0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32), mask,
-                                _steps({"telephone": {}}), seed=0, encounter_id="E", sources={})
+        y, facts = render_chain(
+            (0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32),
+            mask,
+            _steps({"telephone": {}}),
+            seed=0,
+            encounter_id="E",
+            sources={},
+        )
         assert facts["chain"][0]["sample_rate_hz"] == 8000
         return float(np.sqrt(np.mean(y[SR:] ** 2)))
 
@@ -118,16 +132,20 @@ def test_measured_impulse_response_from_a_folder(tmp_path: Path) -> None:
     assert room["ir_choices"] == 2 and room["ir_file"].endswith(f"ir{room['ir_index']}.wav")
     # rescaled to the dry speech's level on active speech
     assert np.sqrt(np.mean(y[mask].astype(np.float64) ** 2)) == pytest.approx(
-        np.sqrt(np.mean(x[mask].astype(np.float64) ** 2)), rel=1e-3)
+        np.sqrt(np.mean(x[mask].astype(np.float64) ** 2)), rel=1e-3
+    )
 
 
-@pytest.mark.parametrize(("steps", "message"), [
-    ([], "at least one step"),
-    ([{"telephone": {}}, {"room": {"rt60_s": 0.3}}], "before the channel steps"),
-    ([{"mulaw": {}}], "needs a 'telephone' step"),
-    ([{"level": {}}, {"level": {}}], "appears twice"),
-    ([{"noise": {"family": "babble", "snr_db": 5}}], "not configured"),
-])
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ([], "at least one step"),
+        ([{"telephone": {}}, {"room": {"rt60_s": 0.3}}], "before the channel steps"),
+        ([{"mulaw": {}}], "needs a 'telephone' step"),
+        ([{"level": {}}, {"level": {}}], "appears twice"),
+        ([{"noise": {"family": "babble", "snr_db": 5}}], "not configured"),
+    ],
+)
 def test_chain_order_rules(steps: list[dict], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         check_chain(_steps(*steps), ["ambient"])
@@ -149,7 +167,10 @@ def _cfg(tmp_path: Path, chains: str) -> Path:
 
 
 def test_axes_expand_to_named_conditions_and_the_plain_grid_is_unchanged(tmp_path: Path) -> None:
-    cfg = load_config(_cfg(tmp_path, """chains:
+    cfg = load_config(
+        _cfg(
+            tmp_path,
+            """chains:
   axes:
     room:
       rt0.3: [{room: {rt60_s: 0.3}}]
@@ -159,10 +180,20 @@ def test_axes_expand_to_named_conditions_and_the_plain_grid_is_unchanged(tmp_pat
       g711: [{telephone: {}}, {mulaw: {}}]
   conditions:
     loud: [{level: {gain_db: 12}}]
-"""))
+""",
+        )
+    )
     grid = cfg.grid()
-    assert grid.ids == ["clean", "ambient_10db", "ambient_5db", "rt0.3_wideband", "rt0.3_g711", "rt0.8_wideband",
-                        "rt0.8_g711", "loud"]
+    assert grid.ids == [
+        "clean",
+        "ambient_10db",
+        "ambient_5db",
+        "rt0.3_wideband",
+        "rt0.3_g711",
+        "rt0.8_wideband",
+        "rt0.8_g711",
+        "loud",
+    ]
     c = grid.get("rt0.8_g711")
     assert c.family == "chain" and c.snr_db is None and c.axes == {"room": "rt0.8", "channel": "g711"}
     assert [next(iter(s)) for s in c.chain or []] == ["room", "telephone", "mulaw"]
@@ -175,14 +206,23 @@ def test_axes_expand_to_named_conditions_and_the_plain_grid_is_unchanged(tmp_pat
     assert Condition.model_validate(c.to_json()).chain == c.chain
 
 
-@pytest.mark.parametrize(("chains", "where"), [
-    ("chains:\n  conditions:\n    x: [{room: {rt60_s: 0.3, distnce_m: 1}}]\n", r"c\.yaml:8: chains\.conditions\.x\.0"),
-    ("chains:\n  conditions:\n    x: [{room: {rt60_s: 9}}]\n", r"c\.yaml:8: chains\.conditions\.x\.0\.room\.rt60_s"),
-    ("chains:\n  conditions:\n    x: [{telephone: {}}, {room: {rt60_s: 0.3}}]\n", r"c\.yaml:7: chains: .*'x'"),
-    ("chains:\n  conditions:\n    ambient_5db: [{level: {}}]\n", "reserved"),
-    ("chains:\n  conditions:\n    x: [{noise: {family: babble, snr_db: 5}}]\n", "not configured"),
-    ("chains:\n  axes:\n    room:\n      a_b: [{level: {}}]\n", "joined with '_'"),
-])
+@pytest.mark.parametrize(
+    ("chains", "where"),
+    [
+        (
+            "chains:\n  conditions:\n    x: [{room: {rt60_s: 0.3, distnce_m: 1}}]\n",
+            r"c\.yaml:8: chains\.conditions\.x\.0",
+        ),
+        (
+            "chains:\n  conditions:\n    x: [{room: {rt60_s: 9}}]\n",
+            r"c\.yaml:8: chains\.conditions\.x\.0\.room\.rt60_s",
+        ),
+        ("chains:\n  conditions:\n    x: [{telephone: {}}, {room: {rt60_s: 0.3}}]\n", r"c\.yaml:7: chains: .*'x'"),
+        ("chains:\n  conditions:\n    ambient_5db: [{level: {}}]\n", "reserved"),
+        ("chains:\n  conditions:\n    x: [{noise: {family: babble, snr_db: 5}}]\n", "not configured"),
+        ("chains:\n  axes:\n    room:\n      a_b: [{level: {}}]\n", "joined with '_'"),
+    ],
+)
 def test_bad_chains_are_config_errors_with_file_and_line(tmp_path: Path, chains: str, where: str) -> None:
     with pytest.raises(ConfigError, match=where):
         load_config(_cfg(tmp_path, chains))
@@ -192,11 +232,27 @@ def test_a_plain_mixture_record_is_serialised_as_before_chains() -> None:
     from stresstest.records import MixInfo, revise
     from stresstest.steps import MulawFacts
 
-    info = MixInfo(family="ambient", noise_source="builtin:ambient/x", noise_offset_s=0.0, target_snr_db=5.0,
-                   measured_snr_db=5.01, speech_rms=0.1, noise_gain=0.2, clip_scale=1.0)
-    assert list(info.model_dump(mode="json")) == ["family", "noise_source", "noise_offset_s", "noise_recipe",
-                                                  "target_snr_db", "measured_snr_db", "speech_rms", "noise_gain",
-                                                  "clip_scale"]
+    info = MixInfo(
+        family="ambient",
+        noise_source="builtin:ambient/x",
+        noise_offset_s=0.0,
+        target_snr_db=5.0,
+        measured_snr_db=5.01,
+        speech_rms=0.1,
+        noise_gain=0.2,
+        clip_scale=1.0,
+    )
+    assert list(info.model_dump(mode="json")) == [
+        "family",
+        "noise_source",
+        "noise_offset_s",
+        "noise_recipe",
+        "target_snr_db",
+        "measured_snr_db",
+        "speech_rms",
+        "noise_gain",
+        "clip_scale",
+    ]
     chained = revise(info, family="chain", chain=[{"kind": "mulaw", "params": {}}])
     assert isinstance(chained.chain[0], MulawFacts)  # typed when made, and written back with the keys it was given
     assert chained.model_dump(mode="json")["chain"] == [{"kind": "mulaw", "params": {}}]

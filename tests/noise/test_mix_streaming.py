@@ -77,8 +77,16 @@ def test_streamed_mixture_is_the_whole_array_mixture(tmp_path, small_blocks, tar
     (tmp_path / "ref.wav").write_bytes(float_wav_bytes(ref_mix))
     ref_snr = measure_written_snr(tmp_path / "s.wav", tmp_path / "ref.wav", mask, clip)
 
-    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", tiled_noise(src), SpanMask.from_segments(n, segs),
-                         target, family="x", noise_source="n", noise_offset_s=0.0)
+    info = write_mixture(
+        tmp_path / "m.wav",
+        tmp_path / "s.wav",
+        tiled_noise(src),
+        SpanMask.from_segments(n, segs),
+        target,
+        family="x",
+        noise_source="n",
+        noise_offset_s=0.0,
+    )
     assert (tmp_path / "m.wav").read_bytes() == (tmp_path / "ref.wav").read_bytes()
     assert (info.noise_gain, info.clip_scale, info.speech_rms) == (gain, clip, s_rms)
     assert info.measured_snr_db == round(ref_snr, 4)
@@ -117,8 +125,11 @@ def _write_inputs(tmp_path: Path) -> dict[str, Path]:
     import soundfile as sf
 
     files = {}
-    for name, sr, ch, subtype in (("mono16k.wav", 16000, 1, "PCM_16"), ("stereo44k.wav", 44100, 2, "FLOAT"),
-                                  ("flac48k.flac", 48000, 1, "PCM_24")):
+    for name, sr, ch, subtype in (
+        ("mono16k.wav", 16000, 1, "PCM_16"),
+        ("stereo44k.wav", 44100, 2, "FLOAT"),
+        ("flac48k.flac", 48000, 1, "PCM_24"),
+    ):
         n = int(3.3 * sr)
         t = np.arange(n) / sr
         x = 0.4 * np.sin(2 * np.pi * 200 * t) * ((t % 1.0) < 0.6) + 0.003 * np.random.default_rng(sr).standard_normal(n)
@@ -154,8 +165,11 @@ def test_mix_command_output_is_the_whole_array_mixture(tmp_path, small_blocks, c
     from stresstest.noise.mix import item_rng
 
     files = _write_inputs(tmp_path)
-    for speech_name, noise_path in (("stereo44k.wav", files["noise"]), ("mono16k.wav", files["flac48k.flac"]),
-                                    ("flac48k.flac", files["short noise"])):
+    for speech_name, noise_path in (
+        ("stereo44k.wav", files["noise"]),
+        ("mono16k.wav", files["flac48k.flac"]),
+        ("flac48k.flac", files["short noise"]),
+    ):
         speech_path = files[speech_name]
         speech, noise_full = load_audio(speech_path), load_audio(noise_path)
         n = speech.size
@@ -164,8 +178,24 @@ def test_mix_command_output_is_the_whole_array_mixture(tmp_path, small_blocks, c
         noise = fit_length(noise_full[offset:] if noise_full.size > n else noise_full, n)
         ref, gain, clip, _ = mix(speech, noise, active_mask(n, energy_vad(speech)), 4.0)
         out = tmp_path / f"mix-{speech_name}.wav"
-        assert main(["mix", "--speech", str(speech_path), "--noise", str(noise_path), "--snr", "4", "--seed", "3",
-                     "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "mix",
+                    "--speech",
+                    str(speech_path),
+                    "--noise",
+                    str(noise_path),
+                    "--snr",
+                    "4",
+                    "--seed",
+                    "3",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         info = json.loads(capsys.readouterr().out)
         assert out.read_bytes() == float_wav_bytes(ref), speech_name
         assert (info["noise_gain"], info["clip_scale"], info["noise_offset_s"]) == (gain, clip, offset / SR)
@@ -184,11 +214,24 @@ def test_a_recording_longer_than_the_noise_period_hears_the_period_repeated(tmp_
     segs = [(0.2, 1.5), (2.0, 4.6)]
     speech = _speech(5 * SR, segs, 1)
     write_wav(tmp_path / "s.wav", speech)
-    sp = SpeechAudio(encounter_id="E1", path=str(tmp_path / "s.wav"), duration_s=5.0, segments_s=tuple(segs),
-                     segments_source="vad", recipe={})
+    sp = SpeechAudio(
+        encounter_id="E1",
+        path=str(tmp_path / "s.wav"),
+        duration_s=5.0,
+        segments_s=tuple(segs),
+        segments_source="vad",
+        recipe={},
+    )
     got = {}
-    stage.build_mixtures(stage.MixJob("E1", "ambient", (5.0,), ("ambient_5db",)), sp, AmbientNoise(), {"k": 1},
-                         seed=7, cache_dir=tmp_path / "cache", on_done=lambda c, p, i, e: got.update(c=(p, i, e)))
+    stage.build_mixtures(
+        stage.MixJob("E1", "ambient", (5.0,), ("ambient_5db",)),
+        sp,
+        AmbientNoise(),
+        {"k": 1},
+        seed=7,
+        cache_dir=tmp_path / "cache",
+        on_done=lambda c, p, i, e: got.update(c=(p, i, e)),
+    )
     path, info, err = got["c"]
     assert err is None and info.noise_recipe["loop_period_s"] == 2.0
     period = AmbientNoise().segment(2.0, item_rng(7, "E1", "ambient"), exclude_encounter_id="E1").audio

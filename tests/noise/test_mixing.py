@@ -42,8 +42,16 @@ def test_measured_snr_matches_target_synthetic(tmp_path, target):
     noise = np.random.default_rng(1).standard_normal(speech.size).astype(np.float32)
     mask = active_mask(speech.size, segs)
     write_wav(tmp_path / "s.wav", speech)
-    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", noise, mask, target,
-                         family="ambient", noise_source="white", noise_offset_s=0.0)
+    info = write_mixture(
+        tmp_path / "m.wav",
+        tmp_path / "s.wav",
+        noise,
+        mask,
+        target,
+        family="ambient",
+        noise_source="white",
+        noise_offset_s=0.0,
+    )
     assert abs(info.measured_snr_db - target) <= 0.1
     assert abs(measure_written_snr(tmp_path / "s.wav", tmp_path / "m.wav", mask, info.clip_scale) - target) <= 0.1
 
@@ -62,8 +70,16 @@ def test_measured_snr_real_length_audio(tmp_path):
     mask = active_mask(speech.size, segs)
     write_wav(tmp_path / "s.wav", speech)
     for target in (15.0, 10.0, 5.0):
-        info = write_mixture(tmp_path / f"m{target}.wav", tmp_path / "s.wav", noise, mask, target,
-                             family="ambient", noise_source="brown", noise_offset_s=0.0)
+        info = write_mixture(
+            tmp_path / f"m{target}.wav",
+            tmp_path / "s.wav",
+            noise,
+            mask,
+            target,
+            family="ambient",
+            noise_source="brown",
+            noise_offset_s=0.0,
+        )
         assert abs(info.measured_snr_db - target) <= 0.1
 
 
@@ -74,8 +90,9 @@ def test_leading_and_trailing_silence_do_not_move_snr():
     m1, g1, _, _ = mix(speech, noise, active_mask(speech.size, segs), 10.0)
     pad = np.zeros(SR * 20, dtype=np.float32)
     speech_p = np.concatenate([pad, speech, pad])
-    noise_p = np.concatenate([np.random.default_rng(3).standard_normal(pad.size), noise,
-                              np.random.default_rng(4).standard_normal(pad.size)]).astype(np.float32)
+    noise_p = np.concatenate(
+        [np.random.default_rng(3).standard_normal(pad.size), noise, np.random.default_rng(4).standard_normal(pad.size)]
+    ).astype(np.float32)
     segs_p = [(20.0, 22.0)]
     mask_p = active_mask(speech_p.size, segs_p)
     m2, g2, c2, _ = mix(speech_p, noise_p, mask_p, 10.0)
@@ -99,10 +116,12 @@ def test_same_seed_bit_identical_and_segment_reused(tmp_path):
     mask = active_mask(speech.size, segs)
     noise = item_rng(9, "e", "ambient").standard_normal(speech.size).astype(np.float32)
     write_wav(tmp_path / "s.wav", speech)
-    a = write_mixture(tmp_path / "a.wav", tmp_path / "s.wav", noise, mask, 5.0, family="x",
-                      noise_source="n", noise_offset_s=0.0)
-    b = write_mixture(tmp_path / "b.wav", tmp_path / "s.wav", noise, mask, 5.0, family="x",
-                      noise_source="n", noise_offset_s=0.0)
+    a = write_mixture(
+        tmp_path / "a.wav", tmp_path / "s.wav", noise, mask, 5.0, family="x", noise_source="n", noise_offset_s=0.0
+    )
+    b = write_mixture(
+        tmp_path / "b.wav", tmp_path / "s.wav", noise, mask, 5.0, family="x", noise_source="n", noise_offset_s=0.0
+    )
     assert (tmp_path / "a.wav").read_bytes() == (tmp_path / "b.wav").read_bytes()
     assert a == b
     # Across SNRs only the gain changes: the noise component is the same waveform up to a scalar.
@@ -123,8 +142,9 @@ def test_clipping_scales_whole_mixture_and_is_recorded(tmp_path):
     assert clip < 1.0
     assert np.max(np.abs(mixture)) <= CLIP_LIMIT + 1e-6
     write_wav(tmp_path / "s.wav", speech)
-    info = write_mixture(tmp_path / "m.wav", tmp_path / "s.wav", noise, mask, 0.0, family="x",
-                         noise_source="n", noise_offset_s=0.0)
+    info = write_mixture(
+        tmp_path / "m.wav", tmp_path / "s.wav", noise, mask, 0.0, family="x", noise_source="n", noise_offset_s=0.0
+    )
     assert info.clip_scale == pytest.approx(clip)
     assert abs(info.measured_snr_db) <= 0.1
 

@@ -38,8 +38,15 @@ def _steps(*raw: dict) -> list[Step]:
 
 def test_stretches_are_inserted_between_turns_and_recorded() -> None:
     x, mask = _dialogue()
-    y, facts = render_chain(x, mask, _steps({"silence": {"pause_s": 2, "every": 1, "fill": "zeros"}}), seed=3,
-                            encounter_id="E", sources={}, turn_ids=[0, 2, 3, 4, 5, 6, 8])
+    y, facts = render_chain(
+        x,
+        mask,
+        _steps({"silence": {"pause_s": 2, "every": 1, "fill": "zeros"}}),
+        seed=3,
+        encounter_id="E",
+        sources={},
+        turn_ids=[0, 2, 3, 4, 5, 6, 8],
+    )
     entry = facts["chain"][0]
     assert entry["kind"] == "silence" and entry["params"] == {"pause_s": 2.0, "every": 1, "fill": "zeros"}
     st = entry["stretches"]
@@ -50,26 +57,28 @@ def test_stretches_are_inserted_between_turns_and_recorded() -> None:
     for k, s in enumerate(st):
         assert s["at_s"] == pytest.approx(1.0 + 1.5 * k + 0.25)
         assert s["start_s"] == pytest.approx(s["at_s"] + 2.0 * k) and s["end_s"] == pytest.approx(s["start_s"] + 2)
-        assert not np.any(y[round(s["start_s"] * SR):round(s["end_s"] * SR)])
+        assert not np.any(y[round(s["start_s"] * SR) : round(s["end_s"] * SR)])
     # the speech is untouched, only moved: cutting the stretches out gives the input back bit for bit
     keep = np.ones(y.size, bool)
     for s in st:
-        keep[round(s["start_s"] * SR):round(s["end_s"] * SR)] = False
+        keep[round(s["start_s"] * SR) : round(s["end_s"] * SR)] = False
     assert np.array_equal(y[keep], x)
     # shift_time maps every turn's start in the input to its start in the output
     for a, _ in mask_runs(mask):
         t_out = shift_time(a / SR, st)
-        assert np.array_equal(y[round(t_out * SR):round(t_out * SR) + 100], x[a:a + 100])
+        assert np.array_equal(y[round(t_out * SR) : round(t_out * SR) + 100], x[a : a + 100])
 
 
 def test_every_and_the_seeded_phase() -> None:
     x, mask = _dialogue(n_turns=13)
     phases = set()
     for seed in range(12):
-        _, f1 = render_chain(x, mask, _steps({"silence": {"pause_s": 1, "every": 4}}), seed=seed, encounter_id="E",
-                             sources={})
-        y1, f2 = render_chain(x, mask, _steps({"silence": {"pause_s": 1, "every": 4}}), seed=seed,
-                              encounter_id="E", sources={})
+        _, f1 = render_chain(
+            x, mask, _steps({"silence": {"pause_s": 1, "every": 4}}), seed=seed, encounter_id="E", sources={}
+        )
+        y1, f2 = render_chain(
+            x, mask, _steps({"silence": {"pause_s": 1, "every": 4}}), seed=seed, encounter_id="E", sources={}
+        )
         entry = f1["chain"][0]
         assert f1 == f2  # same seed, same stretches
         runs = [s["after_run"] for s in entry["stretches"]]
@@ -91,7 +100,7 @@ def test_floor_fill_reuses_the_recordings_own_non_speech() -> None:
     first = entry["stretches"][0]  # the recorded offset says where in the floor the first stretch starts
     assert y[round(first["start_s"] * SR)] == x[~mask][entry["floor_offset"]]
     for s in entry["stretches"]:
-        seg = y[round(s["start_s"] * SR):round(s["end_s"] * SR)]
+        seg = y[round(s["start_s"] * SR) : round(s["end_s"] * SR)]
         assert seg.size == SR and set(seg.tolist()) <= pool and np.std(seg) == pytest.approx(0.01, rel=0.1)
     # a TTS rendering has digital silence between turns: the floor is zeros, and says so
     silent, m = _dialogue()
@@ -102,15 +111,19 @@ def test_floor_fill_reuses_the_recordings_own_non_speech() -> None:
 def test_later_steps_act_on_the_lengthened_timeline() -> None:
     x, mask = _dialogue()
     src = {"ambient": make_noise_source(NoiseSpec(family="ambient", kind="builtin"), encounters=[], cache_dir=None)}
-    steps = _steps({"silence": {"pause_s": 2, "every": 2}}, {"room": {"rt60_s": 0.3}},
-                   {"noise": {"family": "ambient", "snr_db": 10}}, {"telephone": {}})
+    steps = _steps(
+        {"silence": {"pause_s": 2, "every": 2}},
+        {"room": {"rt60_s": 0.3}},
+        {"noise": {"family": "ambient", "snr_db": 10}},
+        {"telephone": {}},
+    )
     y, facts = render_chain(x, mask, steps, seed=5, encounter_id="E", sources=src)
     assert y.size == x.size + round(facts["inserted_s"] * SR)
     # the SNR meets its target on the lengthened recording
     assert facts["measured_snr_db"] == pytest.approx(10.0, abs=0.1)
     # the stretches now hold the noise the rest of the recording has
     s = facts["chain"][0]["stretches"][-1]
-    seg = y[round(s["start_s"] * SR) + SR // 2:round(s["end_s"] * SR)]
+    seg = y[round(s["start_s"] * SR) + SR // 2 : round(s["end_s"] * SR)]
     assert float(np.sqrt(np.mean(seg.astype(np.float64) ** 2))) > 1e-3
 
 
@@ -131,8 +144,13 @@ def test_a_vad_mask_is_refused_per_item(tmp_path: Path) -> None:
     steps = [{"silence": {"pause_s": 2}}]
 
     def speech(source: str) -> SpeechAudio:
-        return SpeechAudio(encounter_id="E", path=str(tmp_path / "s.wav"), duration_s=x.size / SR,
-                           segments_s=tuple(runs), segments_source=source)  # type: ignore[arg-type]
+        return SpeechAudio(
+            encounter_id="E",
+            path=str(tmp_path / "s.wav"),
+            duration_s=x.size / SR,
+            segments_s=tuple(runs),
+            segments_source=source,
+        )  # type: ignore[arg-type]
 
     wav, _, err = build_chain("E", steps, speech("vad"), {}, {}, seed=1, cache_dir=tmp_path / "c")
     assert wav is None and err is not None and "comes from a VAD, not from turns" in err
@@ -143,8 +161,15 @@ def test_a_vad_mask_is_refused_per_item(tmp_path: Path) -> None:
 def test_runs_and_turns_must_agree() -> None:
     x, mask = _dialogue()
     with pytest.raises(MixError, match="7 active-speech runs but 6 turns"):
-        render_chain(x, mask, _steps({"silence": {"pause_s": 1}}), seed=1, encounter_id="E", sources={},
-                     turn_ids=[0, 1, 2, 3, 4, 5])
+        render_chain(
+            x,
+            mask,
+            _steps({"silence": {"pause_s": 1}}),
+            seed=1,
+            encounter_id="E",
+            sources={},
+            turn_ids=[0, 1, 2, 3, 4, 5],
+        )
 
 
 def test_silence_must_come_first() -> None:
@@ -165,17 +190,28 @@ def _cfg(tmp_path: Path, chains: str) -> Path:
     return p
 
 
-@pytest.mark.parametrize(("chains", "where"), [
-    ("chains:\n  conditions:\n    x: [{room: {rt60_s: 0.3}}, {silence: {pause_s: 4}}]\n",
-     r"c\.yaml:\d+: chains: .*'x'.*'silence' must be the first step"),
-    ("chains:\n  axes:\n    room:\n      rt: [{room: {rt60_s: 0.3}}]\n"
-     "    probe:\n      s4: [{silence: {pause_s: 4}}]\n",
-     r"'rt_s4'.*'silence' must be the first step"),
-    ("chains:\n  conditions:\n    x: [{silence: {pause_s: 0.1}}]\n",
-     r"c\.yaml:5: chains\.conditions\.x\.0\.silence\.pause_s"),
-    ("chains:\n  conditions:\n    x: [{silence: {pause_s: 4, fill: pink}}]\n",
-     r"chains\.conditions\.x\.0\.silence\.fill"),
-])
+@pytest.mark.parametrize(
+    ("chains", "where"),
+    [
+        (
+            "chains:\n  conditions:\n    x: [{room: {rt60_s: 0.3}}, {silence: {pause_s: 4}}]\n",
+            r"c\.yaml:\d+: chains: .*'x'.*'silence' must be the first step",
+        ),
+        (
+            "chains:\n  axes:\n    room:\n      rt: [{room: {rt60_s: 0.3}}]\n"
+            "    probe:\n      s4: [{silence: {pause_s: 4}}]\n",
+            r"'rt_s4'.*'silence' must be the first step",
+        ),
+        (
+            "chains:\n  conditions:\n    x: [{silence: {pause_s: 0.1}}]\n",
+            r"c\.yaml:5: chains\.conditions\.x\.0\.silence\.pause_s",
+        ),
+        (
+            "chains:\n  conditions:\n    x: [{silence: {pause_s: 4, fill: pink}}]\n",
+            r"chains\.conditions\.x\.0\.silence\.fill",
+        ),
+    ],
+)
 def test_bad_silence_steps_are_config_errors_naming_the_key(tmp_path: Path, chains: str, where: str) -> None:
     with pytest.raises(ConfigError, match=where):
         load_config(_cfg(tmp_path, chains))

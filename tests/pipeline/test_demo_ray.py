@@ -21,10 +21,19 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _run(config: Path, out: Path, cache: Path, timeout: int = 1500) -> str:
-    env = {**os.environ, "STRESSTEST_CACHE": str(cache),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "stresstest.cli", "run", str(config), "--out", str(out)],
-                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    env = {
+        **os.environ,
+        "STRESSTEST_CACHE": str(cache),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "stresstest.cli", "run", str(config), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stderr
 
@@ -57,13 +66,18 @@ report: {enabled: false}
     (tmp_path / "small.yaml").write_text(base)
     (tmp_path / "small-ray.yaml").write_text(
         "extends: small.yaml\nrun: {progress: true, executor: {kind: ray, num_cpus: 2, num_gpus: 0, "
-        "object_store_mb: 96}}\n")
+        "object_store_mb: 96}}\n"
+    )
     c1, c2 = tmp_path / "cache-inproc", tmp_path / "cache-ray"
     _run(tmp_path / "small.yaml", tmp_path / "inproc", c1)
     log = _run(tmp_path / "small-ray.yaml", tmp_path / "ray", c2)  # cold: speech, mixing, ASR, scoring on Ray
     # The workers' items are counted on the driver: its log (stderr, not a terminal) has each stage's end line.
-    for end in ("speech done: 2/2 encounters", "mix done: 2/2 items", "asr done: 3/3 items",
-                "structure done: 4/4 items"):
+    for end in (
+        "speech done: 2/2 encounters",
+        "mix done: 2/2 items",
+        "asr done: 3/3 items",
+        "structure done: 4/4 items",
+    ):
         assert f"stresstest: {end} in " in log, log[-3000:]
     assert "executor ray" in log.splitlines()[0]
     assert (tmp_path / "ray" / "summary.csv").read_bytes() == (tmp_path / "inproc" / "summary.csv").read_bytes()
@@ -117,7 +131,8 @@ def test_demo_ray_summary_is_byte_identical_to_demo_on_a_small_grid(tmp_path: Pa
     _ray_then_in_process(demo, demo_ray, tmp_path)
     items = [json.loads(x) for x in (tmp_path / "demo-ray" / "items.jsonl").read_text().splitlines()]
     assert sorted({(i["encounter_id"], i["condition"]) for i in items}) == [
-        (e, c) for e in SMALL_IDS for c in ("ambient_5db", "ambient_5db_guard", "clean")]
+        (e, c) for e in SMALL_IDS for c in ("ambient_5db", "ambient_5db_guard", "clean")
+    ]
     assert len(items) == 6
 
 

@@ -39,7 +39,11 @@ def _run(config: Path, out: Path, cache: Path) -> subprocess.CompletedProcess[st
     env = {**os.environ, "STRESSTEST_CACHE": str(cache)}
     proc = subprocess.run(  # noqa: S603 - fixed argument list
         [sys.executable, "-m", "stresstest.cli", "run", str(config), "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=1800, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc

@@ -24,8 +24,9 @@ class _CountingWorker:
         self.pid = os.getpid()
         self.seen = 0
 
-    def run(self, shard: list[int], emit: Callable[[int, tuple[str, int, int]], None] | None = None) -> list[
-            tuple[str, int, int]]:
+    def run(
+        self, shard: list[int], emit: Callable[[int, tuple[str, int, int]], None] | None = None
+    ) -> list[tuple[str, int, int]]:
         out = []
         for i, x in enumerate(shard):
             self.seen += 1
@@ -77,7 +78,8 @@ def test_ray_local_cluster_tasks_and_actor_pool(tmp_path: Path, monkeypatch: pyt
         got: list[int] = []
         items = list(range(7))
         assert ex.map_tasks("sq", _square_plus, 5, items, on_result=lambda i, r: got.append(i)) == [
-            x * x + 5 for x in items]
+            x * x + 5 for x in items
+        ]
         assert sorted(got) == items
         res = ex.map_pool("pool", _CountingWorker, "model", items, workers=2)
         assert [r[:2] for r in res] == [("model", x * 10) for x in items]  # item order, whatever finished first
@@ -86,8 +88,10 @@ def test_ray_local_cluster_tasks_and_actor_pool(tmp_path: Path, monkeypatch: pyt
     assert not ray.is_initialized()
     assert list(home.iterdir()) == []
     assert any((cache / "ray").iterdir())  # sockets, logs and spilled objects live under the cache
-    assert not any(p.name.startswith("st-ray-") and p.is_symlink() and p.resolve() == (cache / "ray").resolve()
-                   for p in Path(os.environ.get("TMPDIR", "/tmp")).iterdir())  # the short link is gone
+    assert not any(
+        p.name.startswith("st-ray-") and p.is_symlink() and p.resolve() == (cache / "ray").resolve()
+        for p in Path(os.environ.get("TMPDIR", "/tmp")).iterdir()
+    )  # the short link is gone
 
 
 def test_a_loopback_cluster_address_is_recognised() -> None:

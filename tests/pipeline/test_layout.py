@@ -13,8 +13,11 @@ def _sources() -> dict[str, str]:
 
 
 def test_only_the_cli_imports_the_runner() -> None:
-    pat = re.compile(r"^\s*(from\s+stresstest\.pipeline\.runner\s+import|from\s+stresstest\.pipeline\s+import\s+"
-                     r"[^\n]*\brunner\b|import\s+stresstest\.pipeline\.runner)", re.M)
+    pat = re.compile(
+        r"^\s*(from\s+stresstest\.pipeline\.runner\s+import|from\s+stresstest\.pipeline\s+import\s+"
+        r"[^\n]*\brunner\b|import\s+stresstest\.pipeline\.runner)",
+        re.M,
+    )
     offenders = sorted(f for f, src in _sources().items() if pat.search(src) and f != "cli.py")
     assert offenders == []
 

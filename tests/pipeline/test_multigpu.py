@@ -19,8 +19,15 @@ def test_vllm_serve_gets_tensor_and_data_parallel(monkeypatch: pytest.MonkeyPatc
         return SimpleNamespace(name=name) if name == "vllm" else real(name, *a)
 
     monkeypatch.setattr(server_mod.importlib.util, "find_spec", find_spec)
-    cfg = LLMConfig(backend="openai", server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
-                                                    "tensor_parallel_size": 2, "data_parallel_size": 2})
+    cfg = LLMConfig(
+        backend="openai",
+        server={
+            "engine": "vllm",
+            "model": "Qwen/Qwen2.5-7B-Instruct",
+            "tensor_parallel_size": 2,
+            "data_parallel_size": 2,
+        },
+    )
     cmd = server_mod.server_command(cfg, 8000, VLLM_032)
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "2"
     assert cmd[cmd.index("--data-parallel-size") + 1] == "2"

@@ -63,8 +63,13 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def _start_node(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
     with log.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, str(NODE), "start", "--block", "--disable-usage-stats", *args],
-                                env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(NODE), "start", "--block", "--disable-usage-stats", *args],
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 120
     while b"block forever" not in log.read_bytes():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -83,11 +88,41 @@ def _loopback_cluster(env: dict[str, str]) -> Iterator[tuple[str, list[subproces
     try:
         port = _free_port()
         common = ["--node-ip-address", "127.0.0.1", "--num-gpus", "0", "--object-store-memory", store]
-        nodes.append(_start_node(["--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard",
-                                  "false", "--temp-dir", str(root / "head"), *common], root / "head.log", env))
-        nodes.append(_start_node(["--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--resources",
-                                  '{"second_node": 1}', "--temp-dir", str(root / "node2"), *common],
-                                 root / "node2.log", env))
+        nodes.append(
+            _start_node(
+                [
+                    "--head",
+                    "--port",
+                    str(port),
+                    "--num-cpus",
+                    "1",
+                    "--include-dashboard",
+                    "false",
+                    "--temp-dir",
+                    str(root / "head"),
+                    *common,
+                ],
+                root / "head.log",
+                env,
+            )
+        )
+        nodes.append(
+            _start_node(
+                [
+                    "--address",
+                    f"127.0.0.1:{port}",
+                    "--num-cpus",
+                    "1",
+                    "--resources",
+                    '{"second_node": 1}',
+                    "--temp-dir",
+                    str(root / "node2"),
+                    *common,
+                ],
+                root / "node2.log",
+                env,
+            )
+        )
         yield f"127.0.0.1:{port}", nodes, root / "node2"
     finally:
         for proc in reversed(nodes):
@@ -110,8 +145,13 @@ def _listening(sessions: set[int]) -> list[str]:
 
 
 def _cli(config: Path, out: Path, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "stresstest.cli", "run", str(config), "--out", str(out)],
-                            env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "stresstest.cli", "run", str(config), "--out", str(out)],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def test_two_node_cluster_gives_the_in_process_bytes_and_survives_losing_a_node(tmp_path: Path) -> None:
@@ -120,16 +160,22 @@ def test_two_node_cluster_gives_the_in_process_bytes_and_survives_losing_a_node(
     demo, _ = _small_demo(tmp_path)
     cache = tmp_path / "cache"  # one path every node sees (here: the same machine)
     token = secrets.token_hex(32)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
-           "STRESSTEST_CACHE": str(cache),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "STRESSTEST_CACHE": str(cache),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+    }
     with _loopback_cluster(env) as (address, nodes, node2_dir):
         node2 = nodes[1]
         listening = _listening({p.pid for p in nodes})  # GCS, raylets, agents, workers of both nodes
         assert listening and set(listening) <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
         cfg = tmp_path / "demo-2nodes.yaml"
-        cfg.write_text(yaml.safe_dump({"extends": "demo.yaml", "run": {"executor": {"kind": "ray",
-                                                                                    "address": address}}}))
+        cfg.write_text(
+            yaml.safe_dump({"extends": "demo.yaml", "run": {"executor": {"kind": "ray", "address": address}}})
+        )
         log: list[str] = []
         speech_done = threading.Event()
         proc = _cli(cfg, tmp_path / "two-nodes", env)
@@ -163,8 +209,13 @@ def test_two_node_cluster_gives_the_in_process_bytes_and_survives_losing_a_node(
         man = json.loads((tmp_path / "two-nodes" / "manifest.json").read_text())
         assert man["executor"]["kind"] == "ray" and man["executor"]["address"] == address
     # the same config in process, on the same cache: every byte of summary.csv and items.jsonl
-    inproc = subprocess.run([sys.executable, "-m", "stresstest.cli", "run", str(demo), "--out",
-                             str(tmp_path / "inproc")], env=env, capture_output=True, text=True, timeout=600)
+    inproc = subprocess.run(
+        [sys.executable, "-m", "stresstest.cli", "run", str(demo), "--out", str(tmp_path / "inproc")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert inproc.returncode == 0, inproc.stderr[-3000:]
     for name in ("summary.csv", "items.jsonl"):
         assert (tmp_path / "two-nodes" / name).read_bytes() == (tmp_path / "inproc" / name).read_bytes(), name

@@ -12,10 +12,26 @@ from stresstest.results import ItemScore, RunManifest
 
 
 def test_item_row_round_trip_keeps_set_fields_and_number_types() -> None:
-    row = {"encounter_id": "e1", "condition": "ambient_5db", "snr_db": 5.0, "judge_score": 3, "item_wer": 10.0,
-           "abstention_rate": 0, "asr_delta_e": None, "failed": False,
-           "mix": {"family": "ambient", "noise_source": "builtin:ambient", "noise_offset_s": 0.0, "target_snr_db": 5.0,
-                   "measured_snr_db": 5.0, "speech_rms": 0.1, "noise_gain": 0.25, "clip_scale": 1.0}}
+    row = {
+        "encounter_id": "e1",
+        "condition": "ambient_5db",
+        "snr_db": 5.0,
+        "judge_score": 3,
+        "item_wer": 10.0,
+        "abstention_rate": 0,
+        "asr_delta_e": None,
+        "failed": False,
+        "mix": {
+            "family": "ambient",
+            "noise_source": "builtin:ambient",
+            "noise_offset_s": 0.0,
+            "target_snr_db": 5.0,
+            "measured_snr_db": 5.0,
+            "speech_rms": 0.1,
+            "noise_gain": 0.25,
+            "clip_scale": 1.0,
+        },
+    }
     out = ItemScore.model_validate(row).to_row()
     assert json.dumps(out, sort_keys=True) == json.dumps(row, sort_keys=True)  # 3 stays 3, 10.0 stays 10.0
     with pytest.raises(ValidationError, match="trigger_risk"):

@@ -29,8 +29,14 @@ def test_read_run_reads_what_the_cli_wrote(tmp_path: Path) -> None:
     cfg = _config(tmp_path, max_failures=10)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, "-m", "stresstest.cli", "run", str(cfg), "--out", str(out)],  # noqa: S603
-                          env=env, capture_output=True, text=True, timeout=1200, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "stresstest.cli", "run", str(cfg), "--out", str(out)],  # noqa: S603
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     run = read_run(out)

@@ -90,8 +90,16 @@ def test_run_records_failures_and_resumes_without_recomputing(tmp_path, monkeypa
     good = {it["condition"]: it for it in items if it["encounter_id"] == "ENC1"}
     for cond in ("ambient_10db", "ambient_0db"):
         assert abs(good[cond]["measured_snr_db"] - good[cond]["target_snr_db"]) <= 0.1
-        for key in ("encounter_id", "condition", "family", "snr_db", "reference_text", "hypothesis_text",
-                    "audio_path", "record_path"):
+        for key in (
+            "encounter_id",
+            "condition",
+            "family",
+            "snr_db",
+            "reference_text",
+            "hypothesis_text",
+            "audio_path",
+            "record_path",
+        ):
             assert key in good[cond]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["n_failures"] == 4 and {f["stage"] for f in manifest["failures"]} == {"speech"}
@@ -138,10 +146,15 @@ def test_a_finished_run_is_replaced_only_when_asked(tmp_path):
     summary = (out / "summary.csv").read_bytes()
     (out / "records" / "ambient_0db" / "my_notes.txt").write_text("mine")
     cfg2 = tmp_path / "run2.yaml"
-    cfg2.write_text(_config(tmp_path, max_failures=0).read_text().replace("snr_db: [10, 0]", "snr_db: [10]")
-                    .replace("mitigation: {conditions: [ambient_0db]}", ""))
-    with pytest.raises(RunError, match="holds a finished run of another config .the config differs in "
-                                       "mitigation, snr_db"):
+    cfg2.write_text(
+        _config(tmp_path, max_failures=0)
+        .read_text()
+        .replace("snr_db: [10, 0]", "snr_db: [10]")
+        .replace("mitigation: {conditions: [ambient_0db]}", "")
+    )
+    with pytest.raises(
+        RunError, match="holds a finished run of another config .the config differs in mitigation, snr_db"
+    ):
         run(cfg2, out)
     assert (out / "summary.csv").read_bytes() == summary
     assert (out / "records" / "ambient_0db" / "ENC1.json").is_file()
@@ -188,7 +201,9 @@ report: {enabled: false}
     assert "chain" not in items["ambient_10db"]["mix"]  # the plain mixture's record is as before
     # the noise step draws the family's own segment: the same source and offset as ambient_10db
     assert (rn["mix"]["noise_source"], rn["mix"]["noise_offset_s"]) == (
-        items["ambient_10db"]["mix"]["noise_source"], items["ambient_10db"]["mix"]["noise_offset_s"])
+        items["ambient_10db"]["mix"]["noise_source"],
+        items["ambient_10db"]["mix"]["noise_offset_s"],
+    )
 
     # Resume: the chain audio and every transcript come from the cache.
     import stresstest.noise.chain as chain_mod
@@ -210,24 +225,48 @@ def test_summary_csv_is_written_from_typed_rows_in_the_fixed_column_order() -> N
     from stresstest.pipeline.runner import _summary_csv
 
     # The header of the demo's summary.csv before the rows were typed (issue 27): every column keeps its place.
-    before = ("condition,family,snr_db,n,wer,ins_rate,neg_err,err_prop,triage_match,scer,under_triage,mean_score,"
-              "unsafe,completeness,conciseness,groundedness,halluc_lexical,halluc_inference,trig_negation_flip,"
-              "trig_number_unit_conflict,trig_temporal_distortion,trig_nonspeech_pollution,trig_entity_substitution,"
-              "trig_clinical_omission,abstention_rate,quotes_discarded,n_dropped,dropped,clinical_wer,wer_clinician,"
-              "wer_patient,clinical_wer_clinician,clinical_wer_patient").split(",")
+    before = (
+        "condition,family,snr_db,n,wer,ins_rate,neg_err,err_prop,triage_match,scer,under_triage,mean_score,"
+        "unsafe,completeness,conciseness,groundedness,halluc_lexical,halluc_inference,trig_negation_flip,"
+        "trig_number_unit_conflict,trig_temporal_distortion,trig_nonspeech_pollution,trig_entity_substitution,"
+        "trig_clinical_omission,abstention_rate,quotes_discarded,n_dropped,dropped,clinical_wer,wer_clinician,"
+        "wer_patient,clinical_wer_clinician,clinical_wer_patient"
+    ).split(",")
     assert list(CSV_COLUMNS) == [*before, "halluc_per_min"]  # columns added later go last
     before = list(CSV_COLUMNS)
     rows = [
-        SummaryRow(condition="clean", family="clean", n=8, wer=9.24801, neg_err=50.0,
-                   triggers=TriggerRates(negation_flip=62.5), n_dropped=1, dropped="E2", clinical_wer=0.0),
-        SummaryRow(condition="ambient_5db_guard", family="ambient", snr_db=5.0, n=8, abstention_rate=1 / 3,
-                   quotes_discarded=3, n_dropped=1, dropped="E2"),
+        SummaryRow(
+            condition="clean",
+            family="clean",
+            n=8,
+            wer=9.24801,
+            neg_err=50.0,
+            triggers=TriggerRates(negation_flip=62.5),
+            n_dropped=1,
+            dropped="E2",
+            clinical_wer=0.0,
+        ),
+        SummaryRow(
+            condition="ambient_5db_guard",
+            family="ambient",
+            snr_db=5.0,
+            n=8,
+            abstention_rate=1 / 3,
+            quotes_discarded=3,
+            n_dropped=1,
+            dropped="E2",
+        ),
     ]
     header, *lines = _summary_csv(rows).splitlines()
     assert header.split(",") == before
     got = [dict(zip(before, line.split(","), strict=True)) for line in lines]
     assert (got[0]["snr_db"], got[0]["n"], got[0]["wer"], got[0]["neg_err"], got[0]["err_prop"]) == (
-        "", "8", "9.248", "50", "")
+        "",
+        "8",
+        "9.248",
+        "50",
+        "",
+    )
     assert (got[0]["trig_negation_flip"], got[0]["trig_clinical_omission"], got[0]["clinical_wer"]) == ("62.5", "", "0")
     assert (got[1]["snr_db"], got[1]["abstention_rate"], got[1]["quotes_discarded"]) == ("5", "0.3333", "3")
     assert (got[1]["n_dropped"], got[1]["dropped"]) == ("1", "E2")
@@ -247,5 +286,7 @@ def test_the_start_line_names_what_will_run(tmp_path, capsys):
         line = capsys.readouterr().err.strip()
         n, k = len(state.encounters), len(state.grid)
         assert line.startswith(f"stresstest: run: {n} encounters × {k} conditions = {n * k} items ("), line
-        assert (f"; hours of speech known once rendered; 0 of {n} TTS renderings in the cache; ASR faster-whisper "
-                f"(bundled model); {structure}; judge ") in line, line
+        assert (
+            f"; hours of speech known once rendered; 0 of {n} TTS renderings in the cache; ASR faster-whisper "
+            f"(bundled model); {structure}; judge "
+        ) in line, line

@@ -490,10 +490,17 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                 extra={"mitigation": True} if cond["mitigated"] else {},
             )
             atomic_write_json(run_dir / record_rel, env.model_dump(mode="json"))
-            transcript = Transcript.model_validate({
-                "encounter_id": eid, "condition": name, "text": text, "backend": "faster-whisper", "model": asr_model,
-                "decoding": DecodingOptions().model_dump(mode="json"), "audio_sha256": "0" * 64,
-            })
+            transcript = Transcript.model_validate(
+                {
+                    "encounter_id": eid,
+                    "condition": name,
+                    "text": text,
+                    "backend": "faster-whisper",
+                    "model": asr_model,
+                    "decoding": DecodingOptions().model_dump(mode="json"),
+                    "audio_sha256": "0" * 64,
+                }
+            )
             atomic_write_json(run_dir / tr_rel, transcript.model_dump(mode="json"))
             trig_ref = dict.fromkeys(TRIGGER_TYPES, 0)
             for f in corr + poll:
@@ -509,7 +516,10 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
                         "concept": f.concept,
                         "explanation": f"{f.kind.replace('_', ' ')}: '{f.ref_span}' -> '{f.hyp_span}'",
                         # offsets that point nowhere: the report finds the spans in the texts
-                        "ref_start": 0, "ref_end": 0, "hyp_start": 0, "hyp_end": 0,
+                        "ref_start": 0,
+                        "ref_end": 0,
+                        "hyp_start": 0,
+                        "hyp_end": 0,
                     }
                     for f in facts + list(poll)
                     if (f in corr and f not in clean_corr) or f in poll
@@ -565,33 +575,41 @@ def make_run(  # noqa: C901 - one linear recipe reads better than many small hel
         grid = ConditionGrid.from_json(conds)
         rows = extra_summary_columns(scored, summary_rows(scored, grid))
         atomic_write_text(run_dir / "summary.csv", _summary_csv(rows))
-    manifest = RunManifest.model_validate({
-        "schema_version": MANIFEST_SCHEMA_VERSION,
-        "run_id": f"synthetic-{seed}",
-        "created": "2026-11-30T10:00:00Z",
-        "stresstest_version": "0.1.0",
-        "seed": seed,
-        "corpus": {"kind": "osce", "path": "corpora/synthetic", "n_encounters": n_encounters,
-                   "encounter_ids": [f"enc{e:03d}" for e in range(n_encounters)]},
-        "asr": {
-            "backend": "faster-whisper",
-            "model": asr_model,
-            "decoding": {"temperature": 0.0, "beam_size": 1, "language": "en"},
-        },
-        "structure": {
-            "backend": "rules",
-            "model": "synthetic-structurer",
-            "prompt_hash": "p" * 64,
-            "schema_hash": "s" * 64,
-            "decoding": {"temperature": 0.0, "seed": 0},
-        },
-        "judge": {"backend": "openai", "model": "synthetic-judge"} if with_judge else None,
-        "conditions": conds,
-        "failures": failures,
-        "stage_seconds": {"speech": 12.5, "mix": 3.25, "asr": 140.0, "structure": 88.0, "score": 6.0},
-        "noise": {"ambient": {"family": "ambient", "kind": "builtin"},
-                  "babble": {"family": "babble", "kind": "builtin"}},
-    })
+    manifest = RunManifest.model_validate(
+        {
+            "schema_version": MANIFEST_SCHEMA_VERSION,
+            "run_id": f"synthetic-{seed}",
+            "created": "2026-11-30T10:00:00Z",
+            "stresstest_version": "0.1.0",
+            "seed": seed,
+            "corpus": {
+                "kind": "osce",
+                "path": "corpora/synthetic",
+                "n_encounters": n_encounters,
+                "encounter_ids": [f"enc{e:03d}" for e in range(n_encounters)],
+            },
+            "asr": {
+                "backend": "faster-whisper",
+                "model": asr_model,
+                "decoding": {"temperature": 0.0, "beam_size": 1, "language": "en"},
+            },
+            "structure": {
+                "backend": "rules",
+                "model": "synthetic-structurer",
+                "prompt_hash": "p" * 64,
+                "schema_hash": "s" * 64,
+                "decoding": {"temperature": 0.0, "seed": 0},
+            },
+            "judge": {"backend": "openai", "model": "synthetic-judge"} if with_judge else None,
+            "conditions": conds,
+            "failures": failures,
+            "stage_seconds": {"speech": 12.5, "mix": 3.25, "asr": 140.0, "structure": 88.0, "score": 6.0},
+            "noise": {
+                "ambient": {"family": "ambient", "kind": "builtin"},
+                "babble": {"family": "babble", "kind": "builtin"},
+            },
+        }
+    )
     atomic_write_json(run_dir / "manifest.json", manifest.to_json())
     atomic_write_text(run_dir / "config.resolved.yaml", f"seed: {seed}\n")
     return run_dir

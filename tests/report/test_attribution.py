@@ -21,8 +21,11 @@ def _events() -> list[TriggerEvent]:
 
 
 def test_under_triage_is_pinned_on_the_lost_symptom_not_on_a_set_phrase() -> None:
-    clean = _rec([Claim(id="c1", category="symptom", concept="chest pain", status="present")], "urgent",
-                 {"c1": ["chest pain when I walk"], "triage": ["I get chest pain"]})
+    clean = _rec(
+        [Claim(id="c1", category="symptom", concept="chest pain", status="present")],
+        "urgent",
+        {"c1": ["chest pain when I walk"], "triage": ["I get chest pain"]},
+    )
     noisy = _rec([], "routine", {})
     diff = diff_records(clean, noisy)
     events = _events()
@@ -36,9 +39,17 @@ def test_under_triage_is_pinned_on_the_lost_symptom_not_on_a_set_phrase() -> Non
 
 
 def test_change_without_overlap_is_not_attributed() -> None:
-    ev = TriggerEvent(type="temporal_distortion", ref_span="today", hyp_span="date", concept="today",
-                      explanation="", ref_start=CLEAN.index("today"), ref_end=CLEAN.index("today") + 5,
-                      hyp_start=NOISY.index("date"), hyp_end=NOISY.index("date") + 4)
+    ev = TriggerEvent(
+        type="temporal_distortion",
+        ref_span="today",
+        hyp_span="date",
+        concept="today",
+        explanation="",
+        ref_start=CLEAN.index("today"),
+        ref_end=CLEAN.index("today") + 5,
+        hyp_start=NOISY.index("date"),
+        hyp_end=NOISY.index("date") + 4,
+    )
     triage = Change("triage urgent → routine", (), ("I get chest pain",), ())
     removed = Change("claim removed: symptom 'chest pain' (present)", ("chest pain",), ("chest pain",), ())
     # Same item, no overlap of span, evidence or concept: never linked by co-occurrence.
@@ -48,16 +59,26 @@ def test_change_without_overlap_is_not_attributed() -> None:
 
 def test_concept_equality_links_without_evidence() -> None:
     # offsets that point at no text: only the concept can link it
-    ev = TriggerEvent(type="entity_substitution", ref_span="aspirin", hyp_span="asprin", concept="aspirin",
-                      explanation="", ref_start=0, ref_end=0, hyp_start=0, hyp_end=0)
+    ev = TriggerEvent(
+        type="entity_substitution",
+        ref_span="aspirin",
+        hyp_span="asprin",
+        concept="aspirin",
+        explanation="",
+        ref_start=0,
+        ref_end=0,
+        hyp_start=0,
+        hyp_end=0,
+    )
     assert explains(ev, Change("claim removed: medication 'aspirin' (present)", ("aspirin",)), CLEAN, NOISY)
     assert not explains(ev, Change("claim removed: medication 'warfarin' (present)", ("warfarin",)), CLEAN, NOISY)
 
 
 def test_added_claim_is_tied_through_the_noisy_span() -> None:
     clean = _rec([], "routine", {})
-    noisy = _rec([Claim(id="c9", category="symptom", concept="pain", status="present")], "routine",
-                 {"c9": ["chess pain"]})
+    noisy = _rec(
+        [Claim(id="c9", category="symptom", concept="pain", status="present")], "routine", {"c9": ["chess pain"]}
+    )
     (added,) = diff_records(clean, noisy).changes
     (ev,) = _events()
     assert added.noisy_quotes == ("chess pain",)
@@ -65,8 +86,16 @@ def test_added_claim_is_tied_through_the_noisy_span() -> None:
 
 
 def test_event_risk_sums_weights_and_counts_old_events_as_one() -> None:
-    base = {"type": "negation_flip", "ref_span": "", "hyp_span": "", "explanation": "", "ref_start": 0,
-            "ref_end": 0, "hyp_start": 0, "hyp_end": 0}
+    base = {
+        "type": "negation_flip",
+        "ref_span": "",
+        "hyp_span": "",
+        "explanation": "",
+        "ref_start": 0,
+        "ref_end": 0,
+        "hyp_start": 0,
+        "hyp_end": 0,
+    }
     events = [TriggerEvent.model_validate({**base, "weight": w}) for w in (2.5, 0.5)]
     assert trigger_risk(events) == 3.0
     assert trigger_risk([TriggerEvent.model_validate(base)] * 2) == 2.0  # an old event without a weight counts 1

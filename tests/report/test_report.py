@@ -365,8 +365,9 @@ def test_rebuild_drops_stale_outputs(tmp_path: Path, run_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("link", [("report",), ("report", "plots"), ("report", "tables"), ("report", "items")])
-def test_report_never_writes_through_a_symlink_leaving_the_run(tmp_path: Path, run_dir: Path,
-                                                               link: tuple[str, ...]) -> None:
+def test_report_never_writes_through_a_symlink_leaving_the_run(
+    tmp_path: Path, run_dir: Path, link: tuple[str, ...]
+) -> None:
     """Issue 37: ``RUN/report -> elsewhere`` (or its plots/tables folder) is refused, by ``report`` and by a
     re-run's ``--out`` check, before anything is written or cleared there."""
     from stresstest.errors import RunError
@@ -386,10 +387,10 @@ def test_report_never_writes_through_a_symlink_leaving_the_run(tmp_path: Path, r
     assert problem is not None and "/".join(link) in problem and "leads outside" in problem
 
 
-
 @pytest.mark.parametrize("damage", ["lost_line", "another_runs_items"])
-def test_report_on_items_that_disagree_with_the_manifest_warns(tmp_path: Path, run_dir: Path, damage: str,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_on_items_that_disagree_with_the_manifest_warns(
+    tmp_path: Path, run_dir: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 37: a report rebuilt from an items.jsonl that lost a line, or holds another run's items, exited 0
     with nothing on stderr."""
     copy = shutil.copytree(run_dir, tmp_path / "r", ignore=shutil.ignore_patterns("report"))

@@ -19,24 +19,59 @@ TEL = [{"telephone": {"low_hz": 300.0, "high_hz": 3400.0}}, {"mulaw": {}}]
 
 
 def _item(eid: str, cond: str, errs: int, clin_err: int, **extra: object) -> ItemScore:
-    return ItemScore.model_validate({
-            "encounter_id": eid, "condition": cond, "asr_sub": errs, "asr_del": 0, "asr_ins": 0, "ref_words": 20,
-            "clin_words": 4, "clin_errors": clin_err, "ref_words_clinician": 12, "errors_clinician": errs,
-            "ref_words_patient": 8, "errors_patient": 0, "clin_words_clinician": 2, "clin_errors_clinician": clin_err,
-            "clin_words_patient": 2, "clin_errors_patient": 0, "judge_score": 4, **extra})
+    return ItemScore.model_validate(
+        {
+            "encounter_id": eid,
+            "condition": cond,
+            "asr_sub": errs,
+            "asr_del": 0,
+            "asr_ins": 0,
+            "ref_words": 20,
+            "clin_words": 4,
+            "clin_errors": clin_err,
+            "ref_words_clinician": 12,
+            "errors_clinician": errs,
+            "ref_words_patient": 8,
+            "errors_patient": 0,
+            "clin_words_clinician": 2,
+            "clin_errors_clinician": clin_err,
+            "clin_words_patient": 2,
+            "clin_errors_patient": 0,
+            "judge_score": 4,
+            **extra,
+        }
+    )
 
 
 def _run(tmp_path: Path, summary_clinical_wer: str = "25") -> RunData:
-    grid = ConditionGrid([Condition.clean(), Condition.chained("rt0.8_g711", [ROOM, *TEL],
-                                                                {"room": "rt0.8", "channel": "g711"}),
-                          Condition.chained("loud", [{"level": {"gain_db": 6.0, "clip": 1.0}}])])
-    items = [_item(e, c, errs, ce) for e in ("A", "B") for c, errs, ce in
-             (("clean", 0, 0), ("rt0.8_g711", 2, 1), ("loud", 1, 0))]
-    summary = {"clean": {"clinical_wer": "0"}, "rt0.8_g711": {"clinical_wer": summary_clinical_wer},
-               "loud": {"clinical_wer": "0"}}
+    grid = ConditionGrid(
+        [
+            Condition.clean(),
+            Condition.chained("rt0.8_g711", [ROOM, *TEL], {"room": "rt0.8", "channel": "g711"}),
+            Condition.chained("loud", [{"level": {"gain_db": 6.0, "clip": 1.0}}]),
+        ]
+    )
+    items = [
+        _item(e, c, errs, ce)
+        for e in ("A", "B")
+        for c, errs, ce in (("clean", 0, 0), ("rt0.8_g711", 2, 1), ("loud", 1, 0))
+    ]
+    summary = {
+        "clean": {"clinical_wer": "0"},
+        "rt0.8_g711": {"clinical_wer": summary_clinical_wer},
+        "loud": {"clinical_wer": "0"},
+    }
     lines = [SummaryLine(condition=c, cells=cells) for c, cells in summary.items()]
-    return RunData(RunDir(path=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary=lines,
-                          summary_columns=["condition", "clinical_wer"]))
+    return RunData(
+        RunDir(
+            path=tmp_path,
+            manifest=RunManifest(),
+            items=items,
+            conditions=grid,
+            summary=lines,
+            summary_columns=["condition", "clinical_wer"],
+        )
+    )
 
 
 def test_rt60_and_channel_of_a_condition() -> None:
@@ -76,12 +111,23 @@ def test_named_chains_get_their_own_line_and_ties_in_rt60_do_not_crash(tmp_path:
     axes = Condition.chained("rt0.8_wideband", [ROOM], {"room": "rt0.8", "channel": "wideband"})
     twin = Condition.chained("rt0.8_ambient20", [ROOM, noise])
     probed = Condition.chained("silence6_rt0.8_ambient20", [probe, ROOM, noise])
-    assert [channel_of(c) for c in (axes, twin, probed)] == ["wideband", "ambient 20 dB",
-                                                             "silence probes+ambient 20 dB"]
+    assert [channel_of(c) for c in (axes, twin, probed)] == [
+        "wideband",
+        "ambient 20 dB",
+        "silence probes+ambient 20 dB",
+    ]
     grid = ConditionGrid([Condition.clean(), axes, twin, probed, Condition.chained("rt0.8_again", [ROOM])])
     items = [_item(e, c.id, 1, 0) for e in ("A", "B") for c in grid]
-    run = RunData(RunDir(path=tmp_path, manifest=RunManifest(), items=items, conditions=grid, summary=[],
-                         summary_columns=["condition"]))
+    run = RunData(
+        RunDir(
+            path=tmp_path,
+            manifest=RunManifest(),
+            items=items,
+            conditions=grid,
+            summary=[],
+            summary_columns=["condition"],
+        )
+    )
     # rt0.8_again shares RT60 and line with rt0.8_wideband: the points sort by RT60 only (Rows do not compare)
     plots = chain_plots(table2_rows(run, {}), list(grid), tmp_path)
     assert sorted(plots) == ["unsafe_vs_rt60", "wer_vs_rt60"]

@@ -76,8 +76,9 @@ def test_no_common_condition(tmp_path: Path) -> None:
     import json
 
     man = json.loads((b / "manifest.json").read_text())
-    man["conditions"] = [dict(c, condition=c["condition"] + "_x", base=c["base"] and c["base"] + "_x")
-                         for c in man["conditions"]]
+    man["conditions"] = [
+        dict(c, condition=c["condition"] + "_x", base=c["base"] and c["base"] + "_x") for c in man["conditions"]
+    ]
     (b / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(ReportError, match="share no condition"):
         compare_runs(a, b, tmp_path / "o", n_resamples=10)
@@ -108,21 +109,31 @@ def _with_manifest(src: Path, dst: Path, edit: Callable[[dict[str, Any]], None])
 
 def _chain(rt60: float) -> Callable[[dict[str, Any]], None]:
     def edit(man: dict[str, Any]) -> None:
-        man["conditions"].append({"condition": "rt", "family": "chain", "snr_db": None, "mitigated": False,
-                                  "chain": [{"room": {"rt60_s": rt60, "distance_m": 1.0}}]})
+        man["conditions"].append(
+            {
+                "condition": "rt",
+                "family": "chain",
+                "snr_db": None,
+                "mitigated": False,
+                "chain": [{"room": {"rt60_s": rt60, "distance_m": 1.0}}],
+            }
+        )
+
     return edit
 
 
 def _items_for_rt(run: Path) -> None:
     """Give the run a chain condition ``rt`` whose items are the clean ones (so the two runs' rt rows equal)."""
     lines = (run / "items.jsonl").read_text("utf-8").splitlines()
-    extra = [json.dumps({**json.loads(ln), "condition": "rt"}) for ln in lines
-             if json.loads(ln)["condition"] == "clean"]
+    extra = [
+        json.dumps({**json.loads(ln), "condition": "rt"}) for ln in lines if json.loads(ln)["condition"] == "clean"
+    ]
     (run / "items.jsonl").write_text("\n".join(lines + extra) + "\n", "utf-8")
 
 
-def test_a_condition_of_one_name_with_other_steps_is_not_paired(run_dir: Path, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_condition_of_one_name_with_other_steps_is_not_paired(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 37: RT60 0.3 vs 1.5 s under one chain name showed a "paired" difference, only run_id differing."""
     a = _with_manifest(run_dir, tmp_path / "a", _chain(0.3))
     b = _with_manifest(run_dir, tmp_path / "b", _chain(1.5))
@@ -157,8 +168,9 @@ def test_other_max_turns_references_and_encounters_are_named(run_dir: Path, tmp_
     rows = [{**r, "reference_text": "another dialogue"} if r["encounter_id"] == second else r for r in rows]
     (b / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     res = compare_runs(a, b, tmp_path / "cmp2", n_resamples=100, seed=0)
-    assert any(w.startswith("the reference text differs for 1 shared encounter(s)") and second in w
-               for w in res.warnings), res.warnings
+    assert any(
+        w.startswith("the reference text differs for 1 shared encounter(s)") and second in w for w in res.warnings
+    ), res.warnings
 
 
 def test_different_environments_are_one_warning_line(tmp_path: Path) -> None:
@@ -172,8 +184,11 @@ def test_different_environments_are_one_warning_line(tmp_path: Path) -> None:
     b = make_run(tmp_path / "b", n_encounters=3, seed=1, failed=())
     for run, ct2, cpu in ((a, "4.8.5", "CPU A"), (b, "4.7.1", "CPU B")):
         man = json.loads((run / "manifest.json").read_text())
-        man["environment"] = {**env, "cpu": {**env["cpu"], "model": cpu},
-                              "packages": {**env["packages"], "ctranslate2": ct2}}
+        man["environment"] = {
+            **env,
+            "cpu": {**env["cpu"], "model": cpu},
+            "packages": {**env["packages"], "ctranslate2": ct2},
+        }
         (run / "manifest.json").write_text(json.dumps(man))
     res = compare_runs(a, b, tmp_path / "o", n_resamples=10)
     (line,) = [w for w in res.warnings if "engine versions" in w]

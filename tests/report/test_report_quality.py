@@ -30,15 +30,26 @@ def _add_quality(run_dir: Path, adequate: bool) -> None:
         it["halluc_lexical"], it["halluc_inference"] = 30.0, 10.0
         if it["condition"] != "clean" and not it.get("mitigated"):
             side = ("win", "tie", "loss")[k % 3]
-            it["pairwise"] = {"vs": "clean", "outcomes": {d: side for d in (*PAIRWISE_DIMENSIONS, "overall")},
-                              "consistent": 7, "identical": False, "failed": False}
+            it["pairwise"] = {
+                "vs": "clean",
+                "outcomes": {d: side for d in (*PAIRWISE_DIMENSIONS, "overall")},
+                "consistent": 7,
+                "identical": False,
+                "failed": False,
+            }
     (run_dir / "items.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
     man = json.loads((run_dir / "manifest.json").read_text())
-    man["note_quality"] = {"judge_model": "SmolLM2-135M-Instruct.Q4_1.gguf#x" if not adequate else "big-judge",
-                           "adequate": adequate, "adequacy": "the judge failed 3 of 6 calibration checks",
-                           "calibration": {"passed": adequate, "checks": [{"check": "c", "expected": ["x"],
-                                                                          "got": "tie", "passed": adequate}]},
-                           "prompts": {"entailment_v1": "ab" * 32}, "n_failures": 2}
+    man["note_quality"] = {
+        "judge_model": "SmolLM2-135M-Instruct.Q4_1.gguf#x" if not adequate else "big-judge",
+        "adequate": adequate,
+        "adequacy": "the judge failed 3 of 6 calibration checks",
+        "calibration": {
+            "passed": adequate,
+            "checks": [{"check": "c", "expected": ["x"], "got": "tie", "passed": adequate}],
+        },
+        "prompts": {"entailment_v1": "ab" * 32},
+        "n_failures": 2,
+    }
     (run_dir / "manifest.json").write_text(json.dumps(man))
 
 
@@ -61,8 +72,9 @@ def test_section_tables_cis_and_adequacy_wording(tmp_path: Path, adequate: bool)
     assert row["completeness_lo"] <= row["completeness"] <= row["completeness_hi"]
     pooled = [r for r in sec.pairwise if r.condition == "all noisy" and r.stat.dimension == "overall"]
     assert pooled and pooled[0].baseline == "clean" and pooled[0].stat.n > 0
-    assert any(c["position_consistent_pct"] == pytest.approx(100 * 7 / len(PAIRWISE_DIMENSIONS))
-               for c in sec.consistency)
+    assert any(
+        c["position_consistent_pct"] == pytest.approx(100 * 7 / len(PAIRWISE_DIMENSIONS)) for c in sec.consistency
+    )
     md = build_report(run, n_resamples=200, seed=0).markdown.read_text()
     assert "## Note quality (docs/spec.md §8)" in md and "**Completeness**" in md
     if adequate:
@@ -102,8 +114,12 @@ def test_compare_pairwise_on_two_runs(tmp_path: Path) -> None:
         p.write_text(env.model_copy(update={"record": rec}).model_dump_json())
         changed += 1
     with stub_server([Reply(respond=_judge)], model="big-judge") as srv:
-        cfg = LLMConfig(backend="openai", concurrency=1, max_retries=0,
-                              server={"mode": "external", "base_url": srv.base_url, "model": "big-judge"})
+        cfg = LLMConfig(
+            backend="openai",
+            concurrency=1,
+            max_retries=0,
+            server={"mode": "external", "base_url": srv.base_url, "model": "big-judge"},
+        )
         with open_session(cfg, cache_dir=tmp_path / "cache", log_dir=tmp_path) as s:
             res = pairwise_compare(a, b, tmp_path / "out", session=s, n_resamples=200)
         n_conditions = len(load_run(a).conditions)
@@ -146,8 +162,11 @@ def test_items_dropped_by_the_pairing_rule_are_said_not_hidden(tmp_path: Path) -
             it["paired"], it["unpaired_reason"] = False, "enc000/clean failed"
     (run / "items.jsonl").write_text("".join(json.dumps(it) + "\n" for it in items))
     sec = quality_section(load_run(run), 200, 0)
-    n = sum(1 for it in items if it["encounter_id"] == "enc000" and not it.get("failed")
-            and it.get("completeness") is not None)
+    n = sum(
+        1
+        for it in items
+        if it["encounter_id"] == "enc000" and not it.get("failed") and it.get("completeness") is not None
+    )
     assert n and sec.n_scored_unpaired == n
     md = build_report(run, n_resamples=200, seed=0).markdown.read_text()
     assert f"{n} judged item(s) belong to encounters the pairing rule (docs/spec.md §11) dropped" in md

@@ -22,8 +22,9 @@ def _add_probes(run_dir: Path, condition: str, summary_value: str | None) -> Non
         if r["condition"] == condition and not r.get("failed"):
             r.update(probe_s=60.0, probe_words=k)
             if k == 1:
-                r["probe_fields"] = [{"field_id": "c9", "kind": "claim", "name": "watching",
-                                      "quote": "thank you for watching"}]
+                r["probe_fields"] = [
+                    {"field_id": "c9", "kind": "claim", "name": "watching", "quote": "thank you for watching"}
+                ]
             k += 1
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     if summary_value is not None:
@@ -55,8 +56,10 @@ def test_section_rates_cis_traced_fields_and_the_summary_check(tmp_path: Path) -
     assert [(t.condition, t.field.field_id) for t in sec.traced] == [("ambient_5db", "c9")]
     md = "\n".join(probes_markdown(sec))
     assert "| ambient_5db | 4 | 6 | 4.00 | 1.50 [" in md
-    assert ("ambient_5db: 6 words written at the probed pauses (4.0 min of inserted non-speech) over 4 encounters: "
-            "1.50 per minute, 95% CI [") in md
+    assert (
+        "ambient_5db: 6 words written at the probed pauses (4.0 min of inserted non-speech) over 4 encounters: "
+        "1.50 per minute, 95% CI ["
+    ) in md
     assert "without the probe too; the same chain without its `silence` step (not in this grid) would be" in md
     assert "| – (no twin in the grid) |" in md
     assert "With 4 encounters the interval resamples only these encounters;" in md
@@ -83,11 +86,36 @@ def test_no_word_written_gives_an_upper_bound_not_zero() -> None:
 
 
 def test_the_twin_without_the_probe_is_the_stated_baseline() -> None:
-    row = ProbeRow(condition="silence6_dry", n=4, words=3, seconds=150.0, rate=1.2, ci=(0.0, 2.5), n_traced=0,
-                   twin="dry", twin_words=1)
+    row = ProbeRow(
+        condition="silence6_dry",
+        n=4,
+        words=3,
+        seconds=150.0,
+        rate=1.2,
+        ci=(0.0, 2.5),
+        n_traced=0,
+        twin="dry",
+        twin_words=1,
+    )
     text = sentence(row)
-    assert ("The same pauses in dry (the chain without its `silence` step, same encounters) got 1 word: what the "
-            "ASR writes at a turn boundary anyway, counted in the rate too.") in text
+    assert (
+        "The same pauses in dry (the chain without its `silence` step, same encounters) got 1 word: what the "
+        "ASR writes at a turn boundary anyway, counted in the rate too."
+    ) in text
     assert "not in this grid" not in text
-    assert sentence(ProbeRow(condition="s", n=4, words=0, seconds=150.0, rate=0.0, ci=(0.0, 0.0), n_traced=0,
-                             twin="dry", twin_words=0)).count("got no word either.") == 1
+    assert (
+        sentence(
+            ProbeRow(
+                condition="s",
+                n=4,
+                words=0,
+                seconds=150.0,
+                rate=0.0,
+                ci=(0.0, 0.0),
+                n_traced=0,
+                twin="dry",
+                twin_words=0,
+            )
+        ).count("got no word either.")
+        == 1
+    )

@@ -26,14 +26,30 @@ def _write(d: Path, manifest: dict[str, object], rows: list[dict[str, object]]) 
 
 
 ROWS: list[dict[str, object]] = [
-    {"encounter_id": "E1", "condition": "clean", "failed": False, "ref_words": 4, "asr_sub": 0, "asr_del": 0,
-     "asr_ins": 0},
+    {
+        "encounter_id": "E1",
+        "condition": "clean",
+        "failed": False,
+        "ref_words": 4,
+        "asr_sub": 0,
+        "asr_del": 0,
+        "asr_ins": 0,
+    },
     {"encounter_id": "E1", "condition": "ambient_5db", "failed": True, "error": "asr: decoder crashed"},
 ]
-V2 = {"schema_version": 2, "run_id": "old", "conditions": [c.to_json() for c in GRID],
-      "corpus": {"kind": "osce", "path": "x", "n_encounters": 1, "encounter_ids": ["E1"], "note": "kept"},
-      "pairing": {"rule": "r", "n_encounters": 1, "n_paired": 0, "n_dropped": 1,
-                  "dropped": {"E1": ["ambient_5db: asr: decoder crashed"]}}}
+V2 = {
+    "schema_version": 2,
+    "run_id": "old",
+    "conditions": [c.to_json() for c in GRID],
+    "corpus": {"kind": "osce", "path": "x", "n_encounters": 1, "encounter_ids": ["E1"], "note": "kept"},
+    "pairing": {
+        "rule": "r",
+        "n_encounters": 1,
+        "n_paired": 0,
+        "n_dropped": 1,
+        "dropped": {"E1": ["ambient_5db: asr: decoder crashed"]},
+    },
+}
 
 
 def test_load_run_returns_typed_items_and_manifest(tmp_path: Path) -> None:
@@ -49,8 +65,9 @@ def test_load_run_returns_typed_items_and_manifest(tmp_path: Path) -> None:
 def test_previous_manifest_schema_is_migrated_and_says_so(tmp_path: Path) -> None:
     run = load_run(_write(tmp_path / "r", V2, ROWS))
     assert run.manifest.schema_version == MANIFEST_SCHEMA_VERSION
-    assert run.notes == [f"manifest.json: manifest schema 2 migrated to {MANIFEST_SCHEMA_VERSION} "
-                         "(same sections, now typed)"]
+    assert run.notes == [
+        f"manifest.json: manifest schema 2 migrated to {MANIFEST_SCHEMA_VERSION} (same sections, now typed)"
+    ]
     assert ("Read", run.notes[0]) in run_facts(run, 10, 0)
 
 

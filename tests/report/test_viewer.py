@@ -52,5 +52,6 @@ def test_transcripts_are_escaped_and_events_marked() -> None:
     html = aligned_html(align(ref, hyp), events)
     assert "<script" not in html and "<b>" not in html and "&lt;" in html and "script&gt;" in html
     assert {t for t in re.findall(r"data-ev='([\d ]+)'", html) for t in t.split()} == {
-        str(k) for k in range(1, len(events) + 1)}
+        str(k) for k in range(1, len(events) + 1)
+    }
     assert "<del class='op d'>" in html or "<span class='op s'>" in html

@@ -63,8 +63,9 @@ def _corpus(root: Path) -> None:
         pieces += [np.zeros(int(0.3 * SR) if not pieces else int(0.4 * SR), np.float32), x]
         t += x.size / SR + 0.4
     write_wav(root / "enc1.wav", np.concatenate(pieces + [np.zeros(SR // 4, np.float32)]))
-    (root / "manifest.jsonl").write_text(json.dumps({"encounter_id": "ENC1", "audio": "enc1.wav", "turns": turns})
-                                         + "\n")
+    (root / "manifest.jsonl").write_text(
+        json.dumps({"encounter_id": "ENC1", "audio": "enc1.wav", "turns": turns}) + "\n"
+    )
     (root / "gold").mkdir()
     (root / "gold" / "ENC1.yaml").write_text(GOLD)
     (root / "run.yaml").write_text("""
@@ -89,9 +90,23 @@ def viewer_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     log = root / "run.log"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     with open(log, "w") as fh:
-        proc = subprocess.run([sys.executable, "-m", "stresstest.cli", "run", str(root / "run.yaml"),  # noqa: S603
-                               "--out", str(root / "out")], cwd=root, env=env, stdout=subprocess.DEVNULL,
-                              stderr=fh, timeout=900, check=False)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "stresstest.cli",
+                "run",
+                str(root / "run.yaml"),  # noqa: S603
+                "--out",
+                str(root / "out"),
+            ],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            timeout=900,
+            check=False,
+        )
     text = log.read_text("utf-8")
     assert proc.returncode == 0, text[-3000:]
     return root / "out", text
@@ -134,18 +149,28 @@ def _elements(html: str) -> list[tuple[str, dict[str, str], str | None]]:
 def test_the_log_of_a_batch_run_shows_what_runs_and_each_stage(viewer_run: tuple[Path, str]) -> None:
     _, log = viewer_run
     lines = log.splitlines()
-    assert re.match(r"stresstest: run: 1 encounters × 4 conditions = 4 items \(clean, ambient_10db, ambient_0db, "
-                    r"ambient_0db_guard\); [\d.]+ h \(\d+s\) of speech; .*; ASR faster-whisper .*; "
-                    r"structure rules; judge rules; executor inprocess", lines[0]), lines[0]
+    assert re.match(
+        r"stresstest: run: 1 encounters × 4 conditions = 4 items \(clean, ambient_10db, ambient_0db, "
+        r"ambient_0db_guard\); [\d.]+ h \(\d+s\) of speech; .*; ASR faster-whisper .*; "
+        r"structure rules; judge rules; executor inprocess",
+        lines[0],
+    ), lines[0]
     assert "; 1 recordings; ASR" in lines[0]
-    for stage, n, unit in (("speech", 1, "encounter"), ("mix", 2, "item"), ("asr", 3, "item"), ("structure", 4, "item"),
-                           ("score", 4, "item")):
+    for stage, n, unit in (
+        ("speech", 1, "encounter"),
+        ("mix", 2, "item"),
+        ("asr", 3, "item"),
+        ("structure", 4, "item"),
+        ("score", 4, "item"),
+    ):
         ends = [ln for ln in lines if ln.startswith(f"stresstest: {stage} done: ")]
         assert len(ends) == 1, (stage, lines)
         assert re.fullmatch(rf"stresstest: {stage} done: {n}/{n} {unit}s in \d+s \(.*\), 0 failed", ends[0]), ends
         progress = [ln for ln in lines if ln.startswith(f"stresstest: {stage} ") and ln not in ends]
-        assert all(re.fullmatch(rf"stresstest: {stage} \d+/{n} {unit}s \(\d+%\), .*, elapsed \d+s, ETA \d+s", ln)
-                   for ln in progress), progress
+        assert all(
+            re.fullmatch(rf"stresstest: {stage} \d+/{n} {unit}s \(\d+%\), .*, elapsed \d+s, ETA \d+s", ln)
+            for ln in progress
+        ), progress
     assert re.fullmatch(r"stresstest: report done in \d+s: .*report\.html, items in .*items/index\.html", lines[-1])
     assert len(lines) < 60, lines
     assert SECRET not in log and "allergies" not in log  # no transcript in the log
@@ -168,8 +193,11 @@ def test_viewer_in_chromium(viewer_run: tuple[Path, str], tmp_path: Path, capsys
     # A view in the link: one condition's rows, or every row sorted by WER (column 2), highest first.
     wer = {it.condition: it for it in items}
     view = f"{index.resolve().as_uri()}#condition=ambient_0db"
-    shown = [a["data-c"] for tag, a, _ in _elements(_dom_url(view, tmp_path / "p4"))
-             if tag == "tr" and "data-c" in a and "hide" not in a.get("class", "")]
+    shown = [
+        a["data-c"]
+        for tag, a, _ in _elements(_dom_url(view, tmp_path / "p4"))
+        if tag == "tr" and "data-c" in a and "hide" not in a.get("class", "")
+    ]
     assert shown == ["ambient_0db"]
     view = f"{index.resolve().as_uri()}#sort=2&dir=desc"
     shown = [a["data-c"] for tag, a, _ in _elements(_dom_url(view, tmp_path / "p5")) if tag == "tr" and "data-c" in a]
@@ -189,21 +217,53 @@ def test_viewer_in_chromium(viewer_run: tuple[Path, str], tmp_path: Path, capsys
     n_events = 0
     for it in items:
         if it.mitigated:  # a guard row shows its base's alignment (same transcript), linked
-            assert [a for tag, a, sec in els if tag == "a" and sec == it.condition
-                    and a.get("href") == f"#c-{it.condition.removesuffix('_guard')}"]
+            assert [
+                a
+                for tag, a, sec in els
+                if tag == "a" and sec == it.condition and a.get("href") == f"#c-{it.condition.removesuffix('_guard')}"
+            ]
             continue
-        listed = [(a["data-type"], int(a["data-ref-start"]), int(a["data-ref-end"]), int(a["data-hyp-start"]),
-                   int(a["data-hyp-end"]), float(a["data-weight"]))
-                  for tag, a, sec in els if tag == "li" and a.get("data-view") == "ref" and sec == it.condition]
+        listed = [
+            (
+                a["data-type"],
+                int(a["data-ref-start"]),
+                int(a["data-ref-end"]),
+                int(a["data-hyp-start"]),
+                int(a["data-hyp-end"]),
+                float(a["data-weight"]),
+            )
+            for tag, a, sec in els
+            if tag == "li" and a.get("data-view") == "ref" and sec == it.condition
+        ]
         (tmp_path / "ref.txt").write_text(it.reference_text or "")
         (tmp_path / "hyp.txt").write_text(it.hypothesis_text or "")
-        assert main(["triggers", "--ref", str(tmp_path / "ref.txt"), "--hyp", str(tmp_path / "hyp.txt"),
-                     "--gold", "ENC1", "--gold-dir", str(out.parent / "gold")]) == 0
-        want = [(e["type"], e["ref_start"], e["ref_end"], e["hyp_start"], e["hyp_end"], float(e["weight"]))
-                for e in json.loads(capsys.readouterr().out)]
+        assert (
+            main(
+                [
+                    "triggers",
+                    "--ref",
+                    str(tmp_path / "ref.txt"),
+                    "--hyp",
+                    str(tmp_path / "hyp.txt"),
+                    "--gold",
+                    "ENC1",
+                    "--gold-dir",
+                    str(out.parent / "gold"),
+                ]
+            )
+            == 0
+        )
+        want = [
+            (e["type"], e["ref_start"], e["ref_end"], e["hyp_start"], e["hyp_end"], float(e["weight"]))
+            for e in json.loads(capsys.readouterr().out)
+        ]
         assert listed == want, it.condition
-        marked = {k for tag, a, sec in els if tag == "span" and sec == it.condition and a.get("data-view") == "ref"
-                  for k in a["data-ev"].split()}
+        marked = {
+            k
+            for tag, a, sec in els
+            if tag == "span" and sec == it.condition and a.get("data-view") == "ref"
+            for k in a["data-ev"].split()
+        }
         assert {str(k) for k in range(1, len(want) + 1)} <= marked, (it.condition, marked)
         n_events += len(want)
     assert n_events > 0  # the check above compared something

@@ -69,9 +69,7 @@ def test_doctor_and_patient_differ(two_turns: tuple[SpeechAudio, Path]) -> None:
     assert abs(len(pat) - len(doc)) > 0.02 * len(doc)
 
 
-def test_cache_hit_does_not_synthesize(
-    two_turns: tuple[SpeechAudio, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cache_hit_does_not_synthesize(two_turns: tuple[SpeechAudio, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     speech, cache = two_turns
 
     def boom(*args: object, **kwargs: object) -> np.ndarray:
@@ -139,12 +137,10 @@ def test_bank_encounters_pin_the_babble_talkers(tmp_path: Path) -> None:
     more = encs + [_enc("B9", Turn(speaker="patient", text="An extra transcript in the same folder here."))]
     again = make_noise_source(spec, encounters=more, cache_dir=tmp_path)
     assert isinstance(again, BabbleNoise) and again.bank.bank_id == pinned.bank.bank_id
-    default = make_noise_source(NoiseSpec(family="babble", bank_max_sentences=8), encounters=more,
-                                cache_dir=tmp_path)
+    default = make_noise_source(NoiseSpec(family="babble", bank_max_sentences=8), encounters=more, cache_dir=tmp_path)
     assert isinstance(default, BabbleNoise) and "B9" in default.bank.encounter_ids
     with pytest.raises(NoiseError, match=r"bank_encounters: \['B7'\] not found in the corpus folder"):
-        make_noise_source(NoiseSpec(family="babble", bank_encounters=("B0", "B7")), encounters=encs,
-                          cache_dir=tmp_path)
+        make_noise_source(NoiseSpec(family="babble", bank_encounters=("B0", "B7")), encounters=encs, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="only used with built-in babble"):
         NoiseSpec(family="ambient", bank_encounters=("B0", "B1"))
     with pytest.raises(ValueError, match="at least two distinct"):

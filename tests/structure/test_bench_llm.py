@@ -26,9 +26,26 @@ def test_bench_reports_rates_and_failure_split(tmp_path: Path, output_json: str)
         (tdir / f"E{i}.json").write_text(json.dumps({"text": f"Patient: cough for {i} days."}))
     script = [Reply(output_json), Reply('{"x"', finish_reason="length"), Reply("not json"), Reply(output_json)]
     with stub_server(script) as srv:
-        rc = _bench().main(["--base-url", srv.base_url, "--engine", "llama.cpp", "--model", "stub-model",
-                            "--transcripts", str(tmp_path / "transcripts"), "--n", "4", "--concurrency", "1",
-                            "--out", str(tmp_path / "out"), "--json", str(tmp_path / "r.json")])
+        rc = _bench().main(
+            [
+                "--base-url",
+                srv.base_url,
+                "--engine",
+                "llama.cpp",
+                "--model",
+                "stub-model",
+                "--transcripts",
+                str(tmp_path / "transcripts"),
+                "--n",
+                "4",
+                "--concurrency",
+                "1",
+                "--out",
+                str(tmp_path / "out"),
+                "--json",
+                str(tmp_path / "r.json"),
+            ]
+        )
     assert rc == 0
     res = json.loads((tmp_path / "r.json").read_text())
     assert res["n"] == 4 and res["truncated_rate"] == 0.25 and res["invalid_rate"] == 0.25

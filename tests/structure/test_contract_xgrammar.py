@@ -21,7 +21,7 @@ from stresstest.schema import MAX_QUOTE_CHARS  # noqa: E402
 
 VLLM_PY = require_vllm_python()
 
-DRIVER = r'''
+DRIVER = r"""
 import json, sys
 
 import llguidance
@@ -41,7 +41,7 @@ print("STRESSTEST-XGRAMMAR " + json.dumps({
     "xgrammar_unsupported": has_xgrammar_unsupported_json_features(schema),
     "guidance_error": llguidance.LLMatcher.validate_grammar(guidance),
 }))
-'''
+"""
 
 
 def _compact(obj: dict[str, Any]) -> str:
@@ -74,7 +74,11 @@ def test_vllm_grammar_engines_enforce_the_evidence_contract(tmp_path: Path, outp
     (tmp_path / "driver.py").write_text(DRIVER)
     done = subprocess.run(  # noqa: S603 - fixed argument list
         [str(VLLM_PY), str(tmp_path / "driver.py"), str(tmp_path / "cases.json")],
-        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
     )
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("STRESSTEST-XGRAMMAR ")), None)
     assert done.returncode == 0 and line, done.stderr[-3000:]

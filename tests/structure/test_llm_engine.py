@@ -43,8 +43,13 @@ def test_structure_guard_and_judge_share_one_engine(tmp_path: Path, record: Clin
             (env,) = structure_many(items, cfg, cache_dir=tmp_path / "c", log_dir=tmp_path / "logs", engine=engine)
             g_items = [it.model_copy(update={"condition": "clean_guard"}) for it in items]
             mitigate_many(g_items, cfg, cache_dir=tmp_path / "c", log_dir=tmp_path / "logs", engine=engine)
-            (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path / "c",
-                                   log_dir=tmp_path / "logs", engine=engine)
+            (jr,) = llm_judge_many(
+                [("E1/clean", env.record, record)],
+                cfg,
+                cache_dir=tmp_path / "c",
+                log_dir=tmp_path / "logs",
+                engine=engine,
+            )
             assert jr.score == 5
             client = engine.client()
             info = engine.info()
@@ -107,8 +112,12 @@ def test_vllm_gpu_memory_is_measured_at_start_unless_set(monkeypatch: pytest.Mon
     cfg = LLMConfig(backend="vllm-offline", server={"model": "m"})
     eng = LLMEngine(cfg, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.46
-    assert eng.gpu_memory == {"gpu_memory_utilization": 0.46, "source": "measured", "free_mib": 50_000.0,
-                              "total_mib": 100_000.0}
+    assert eng.gpu_memory == {
+        "gpu_memory_utilization": 0.46,
+        "source": "measured",
+        "free_mib": 50_000.0,
+        "total_mib": 100_000.0,
+    }
     fixed = LLMConfig(backend="vllm-offline", server={"model": "m", "gpu_memory_utilization": 0.5})
     eng = LLMEngine(fixed, cache_dir=tmp_path, log_dir=tmp_path)
     assert eng._resolved_config().server.gpu_memory_utilization == 0.5 and eng.gpu_memory["source"] == "config"
@@ -139,8 +148,14 @@ def test_vllm_serve_args_pin_phi_and_compact_json(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: True)
     cfg = LLMConfig(
         backend="openai",
-        server={"engine": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "revision": "a09a3545", "n_ctx": 8192,
-                "gpu_memory_utilization": 0.8, "batch_invariant": True},
+        server={
+            "engine": "vllm",
+            "model": "Qwen/Qwen2.5-7B-Instruct",
+            "revision": "a09a3545",
+            "n_ctx": 8192,
+            "gpu_memory_utilization": 0.8,
+            "batch_invariant": True,
+        },
     )
     args = vllm_serve_args(cfg, 8000, VLLM_032)
     opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("--")}
@@ -160,8 +175,18 @@ def test_every_vllm_flag_is_one_the_installed_version_knows(monkeypatch: pytest.
 
     monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: False)
     cfg = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic"})
-    base = {"--host", "--port", "--seed", "--max-model-len", "--served-model-name", "--generation-config",
-            "--structured-outputs-config", "--dtype", "--enforce-eager", "--no-enable-prefix-caching"}
+    base = {
+        "--host",
+        "--port",
+        "--seed",
+        "--max-model-len",
+        "--served-model-name",
+        "--generation-config",
+        "--structured-outputs-config",
+        "--dtype",
+        "--enforce-eager",
+        "--no-enable-prefix-caching",
+    }
     older = VllmCli("0.10-like", frozenset(base | {"--disable-log-requests"}))
     args = vllm_serve_args(cfg, 8000, older)
     assert "--disable-log-requests" in args and "--no-enable-log-requests" not in args
@@ -178,16 +203,26 @@ def test_deterministic_preset_and_explicit_engine_options(monkeypatch: pytest.Mo
     from stresstest.llm.served import server_env, vllm_serve_args
 
     monkeypatch.setattr("stresstest.llm.served.cuda_visible", lambda: False)
-    det = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic",
-                                              "cpu_kv_cache_gib": 2, "max_num_seqs": 16})
+    det = LLMConfig(
+        backend="openai",
+        server={"engine": "vllm", "model": "m", "preset": "deterministic", "cpu_kv_cache_gib": 2, "max_num_seqs": 16},
+    )
     args = vllm_serve_args(det, 8000, VLLM_032)
     assert args[args.index("--dtype") + 1] == "float32" and "--enforce-eager" in args
     assert "--no-enable-prefix-caching" in args and args[args.index("--max-num-seqs") + 1] == "16"
     env = server_env(det)
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "2" and env.get("VLLM_BATCH_INVARIANT") != "1"  # no GPU: no kernels
     assert det.server.engine_options(gpu=True).batch_invariant  # on a GPU the preset adds batch invariance
-    mixed = LLMConfig(backend="openai", server={"engine": "vllm", "model": "m", "preset": "deterministic",
-                                                "dtype": "bfloat16", "enable_prefix_caching": True})
+    mixed = LLMConfig(
+        backend="openai",
+        server={
+            "engine": "vllm",
+            "model": "m",
+            "preset": "deterministic",
+            "dtype": "bfloat16",
+            "enable_prefix_caching": True,
+        },
+    )
     opts = mixed.server.engine_options(gpu=False)
     assert (opts.dtype, opts.enforce_eager, opts.enable_prefix_caching) == ("bfloat16", True, True)
     with pytest.raises(ValueError, match="preset"):
@@ -217,12 +252,13 @@ def test_the_run_engine_is_passed_to_the_structure_worker_and_the_judge(
         logs = tmp_path / "logs"
         engine = LLMEngine(cfg, cache_dir=tmp_path, log_dir=logs)
         (env,) = InProcessExecutor().map_pool(
-            "structure", StructureWorker, StructureInit(cfg, tmp_path, logs, engine),
+            "structure",
+            StructureWorker,
+            StructureInit(cfg, tmp_path, logs, engine),
             [StructureTask("E1", "clean", "t")],
         )
         assert not engine.closed  # the worker never closes the run's engine
-        (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path, log_dir=logs,
-                               engine=engine)
+        (jr,) = llm_judge_many([("E1/clean", env.record, record)], cfg, cache_dir=tmp_path, log_dir=logs, engine=engine)
         assert jr.score == 4
         assert engine.info()["roles"] == ["structure", "judge"] and engine.starts == 1
         engine.close()
@@ -257,8 +293,7 @@ def test_concurrency_default_comes_from_the_engine(monkeypatch: pytest.MonkeyPat
     from stresstest.llm.config import DEFAULT_CONCURRENCY, VLLM_GPU_CONCURRENCY
 
     gpu = {"on": True}
-    monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory",
-                        lambda: (50_000.0, 100_000.0) if gpu["on"] else None)
+    monkeypatch.setattr("stresstest.llm.gpu.measure_gpu_memory", lambda: (50_000.0, 100_000.0) if gpu["on"] else None)
     managed = LLMConfig(backend="openai", server={"mode": "managed", "engine": "vllm", "model": "m"})
     offline = LLMConfig(backend="vllm-offline", server={"model": "m"})
     for cfg in (managed, offline):

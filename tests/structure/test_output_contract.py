@@ -105,9 +105,10 @@ def test_prompt_and_schema_versions_are_bumped_and_hashed() -> None:
     assert (v1.version, v2.version) == (1, 2) and v2.model is RecordOutput
     assert v2.schema_hash == output_schema_hash() != v1.schema_hash
     assert v2.fingerprint() == {"schema_version": 2, "schema_hash": output_schema_hash()}
-    assert load_prompt("structure", "v2", "stresstest.structure.prompts").sha256 != load_prompt(
-        "structure", "v1", "stresstest.structure.prompts"
-    ).sha256
+    assert (
+        load_prompt("structure", "v2", "stresstest.structure.prompts").sha256
+        != load_prompt("structure", "v1", "stresstest.structure.prompts").sha256
+    )
 
 
 # -- evidence is required where it matters -------------------------------------------------------------------

@@ -13,8 +13,18 @@ from stresstest.structure.rules import extract_record, rules_fingerprint
 # The OSCE transcripts these tests need ship with the project (data/osce, CC BY 4.0).
 OSCE_DIR = Path(__file__).resolve().parents[2] / "data" / "osce" / "transcripts"
 # Ten real interviews across the five OSCE specialties (plus one general case).
-OSCE_IDS = ["CAR0001", "CAR0002", "DER0001", "GAS0001", "GAS0002", "GEN0001", "MSK0001", "MSK0004",
-            "RES0002", "RES0007"]
+OSCE_IDS = [
+    "CAR0001",
+    "CAR0002",
+    "DER0001",
+    "GAS0001",
+    "GAS0002",
+    "GEN0001",
+    "MSK0001",
+    "MSK0004",
+    "RES0002",
+    "RES0007",
+]
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +212,10 @@ def test_random_word_salad_keeps_the_evidence_contract() -> None:
 
 
 def test_reaction_described_after_a_question_is_not_a_current_symptom() -> None:
-    text = ("Do you have any allergies? Yes, to peanuts. What happens? I get hives and throat swelling. "
-            "Any chest pain? No. I do have a rash on my back though.")
+    text = (
+        "Do you have any allergies? Yes, to peanuts. What happens? I get hives and throat swelling. "
+        "Any chest pain? No. I do have a rash on my back though."
+    )
     rec = extract_record(text)
     (flag,) = [f for f in rec.safety_flags if f.kind == "allergy"]
     assert flag.name == "peanuts" and flag.detail == "rash, throat swelling"
@@ -306,9 +318,11 @@ def test_yes_no_question_resolved_by_the_answer(text: str, status: str) -> None:
 
 
 def test_open_questions_attach_onset_rating_and_distance_to_the_topic() -> None:
-    text = ("I've got this chest pain. When did it start? About two hours ago. On a scale of 1 to 10, "
-            "10 being the worst, how would you rate the pain? I'd say a seven. I also get breathless. "
-            "How far can you walk before you get short of breath? About 50 meters.")
+    text = (
+        "I've got this chest pain. When did it start? About two hours ago. On a scale of 1 to 10, "
+        "10 being the worst, how would you rate the pain? I'd say a seven. I also get breathless. "
+        "How far can you walk before you get short of breath? About 50 meters."
+    )
     rec = extract_record(text)
     cp = next(c for c in rec.claims if c.concept == "chest pain")
     assert (cp.value, cp.unit, cp.time) == ("7", "out of 10", "2 hours")
@@ -353,9 +367,11 @@ def test_critical_vital_sign_is_flagged() -> None:
 
 def test_asr_punctuation_splits_are_read_as_the_question() -> None:
     # Whisper splits a listed question and the scale definition into sentences of their own.
-    text = ("Are you having any other symptoms like sore throat? Running nose, chest pain, dizziness, "
-            "anything like that. Now, okay. I have this pain in my chest. How do you rate the pain on a scale "
-            "of zero to 10? Zero being the least amount of pain. Ten being the worst. Uh, seven.")
+    text = (
+        "Are you having any other symptoms like sore throat? Running nose, chest pain, dizziness, "
+        "anything like that. Now, okay. I have this pain in my chest. How do you rate the pain on a scale "
+        "of zero to 10? Zero being the least amount of pain. Ten being the worst. Uh, seven."
+    )
     rec = extract_record(text)
     got = {c.concept: c for c in rec.claims}
     assert "dizziness" not in got and "sore throat" not in got  # asked, never answered

@@ -22,9 +22,7 @@ def _cfg(**kw: object) -> LLMConfig:
 
 def _call(srv_url: str, cfg: LLMConfig, model: str = "stub-model"):  # noqa: ANN202
     with ChatClient(Endpoint(base_url=srv_url, model=model), cfg) as client:
-        return client.complete(
-            MSGS, ClinicalRecord, schema_name="ClinicalRecord", schema=record_json_schema()
-        )
+        return client.complete(MSGS, ClinicalRecord, schema_name="ClinicalRecord", schema=record_json_schema())
 
 
 def test_valid_answer_is_parsed_and_request_carries_phi_and_schema(record: ClinicalRecord) -> None:
@@ -162,9 +160,7 @@ def test_malformed_response_body_is_retried_and_reported() -> None:
 def test_connection_refused_reports_server_health(record: ClinicalRecord) -> None:
     with stub_server([Reply(record.model_dump_json())]) as srv:
         url = srv.base_url
-    ep = Endpoint(
-        base_url=url, model="m", health=lambda: "managed LLM server exited with code -9 (log: x.log)"
-    )
+    ep = Endpoint(base_url=url, model="m", health=lambda: "managed LLM server exited with code -9 (log: x.log)")
     with ChatClient(ep, _cfg(max_retries=1)) as client:
         res = client.complete(MSGS, ClinicalRecord, schema_name="ClinicalRecord")
     assert res.failed and "connection error" in res.error and "exited with code -9" in res.error

@@ -133,9 +133,7 @@ def test_managed_server_structures_osce_deterministically(tmp_path: Path) -> Non
         _check_outcome(env)
         assert env.model.startswith("SmolLM2-135M-Instruct.Q4_1.gguf#") and env.decoding["temperature"] == 0.0
     ok = sum(not e.failed for e in first)
-    print(
-        f"\nSmolLM2-135M: {ok}/{len(first)} valid records, {len(first) / dt:.3f} records/s incl. server start"
-    )
+    print(f"\nSmolLM2-135M: {ok}/{len(first)} valid records, {len(first) / dt:.3f} records/s incl. server start")
     # A fresh cache and a fresh server: same records (or the same failures) again. (Its own managed servers, not
     # the session's shared one: the managed start and a restart are the subject.)
     second = structure_many(items, cfg, cache_dir=tmp_path / "cache2", log_dir=tmp_path / "logs2")
@@ -156,11 +154,7 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
     proc = ServerProcess(base, logs).start()  # its own server (not the session's shared one): it is killed
     port = proc.port
     cfg = base.model_copy(
-        update={
-            "server": base.server.model_copy(
-                update={"mode": "external", "base_url": proc.base_url, "model": None}
-            )
-        }
+        update={"server": base.server.model_copy(update={"mode": "external", "base_url": proc.base_url, "model": None})}
     )
 
     def kill_after_first_record() -> None:
@@ -205,8 +199,11 @@ def test_sigkill_mid_batch_records_failures_and_rerun_completes(tmp_path: Path) 
 
 def _external(cfg: LLMConfig, proc: ServerProcess) -> LLMConfig:
     """``cfg`` sent to an already running server (the session's shared one: tests/conftest.py)."""
-    return cfg.model_copy(update={"server": cfg.server.model_copy(
-        update={"mode": "external", "base_url": proc.base_url, "model": proc.model})})
+    return cfg.model_copy(
+        update={
+            "server": cfg.server.model_copy(update={"mode": "external", "base_url": proc.base_url, "model": proc.model})
+        }
+    )
 
 
 def test_guard_agent_and_judge_on_the_real_server(tmp_path: Path, llama_server) -> None:
@@ -282,8 +279,7 @@ def test_one_engine_serves_structure_guard_and_judge(tmp_path: Path, capsys: pyt
     _check_outcome(env)
     _check_outcome(genv)
     assert info["starts"] == 1 and info["engine"] == "llama.cpp" and info["ready_s"] > 0
-    expected_roles = ["structure", "mitigation-draft"] + (["mitigation-guard"] if genv.extra.stage != "draft"
-                                                          else [])
+    expected_roles = ["structure", "mitigation-draft"] + (["mitigation-guard"] if genv.extra.stage != "draft" else [])
     assert info["roles"][: len(expected_roles)] == expected_roles
     assert (info["roles"][-1] == "judge") == bool(judged)
     assert info["model"].startswith("SmolLM2-135M-Instruct.Q4_1.gguf#") and info["revision"]

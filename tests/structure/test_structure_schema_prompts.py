@@ -42,8 +42,11 @@ def test_schema_hash_is_stable_and_is_the_canonical_json_hash() -> None:
     assert schema_hash() == schema_hash() == hashlib.sha256(blob).hexdigest()
 
 
-PKG = {"structure": "stresstest.structure.prompts", "gold_draft": "stresstest.structure.prompts",
-       "judge": "stresstest.metrics.prompts"}
+PKG = {
+    "structure": "stresstest.structure.prompts",
+    "gold_draft": "stresstest.structure.prompts",
+    "judge": "stresstest.metrics.prompts",
+}
 
 
 @pytest.mark.parametrize("name", ["structure", "gold_draft", "judge"])
@@ -75,9 +78,7 @@ def test_changing_one_character_changes_the_hash() -> None:
     assert a.sha256 != b.sha256
 
 
-@pytest.mark.parametrize(
-    "text", ["no sections", "### USER\nu\n### SYSTEM\ns\n### USER\nx", "lead\n### SYSTEM\ns"]
-)
+@pytest.mark.parametrize("text", ["no sections", "### USER\nu\n### SYSTEM\ns\n### USER\nx", "lead\n### SYSTEM\ns"])
 def test_malformed_prompt_files_are_rejected(text: str) -> None:
     with pytest.raises(StructureError, match="expected exactly one"):
         parse_prompt("bad", "v1", text)

@@ -85,17 +85,13 @@ def test_envelopes_in_order_with_provenance(tmp_path: Path, record: ClinicalReco
     assert srv.requests[0]["messages"][1]["content"] == f"Transcript:\n<<<\n{ITEMS[0].transcript_text}\n>>>"
 
 
-def test_failed_items_are_recorded_not_cached_and_retried_on_rerun(
-    tmp_path: Path, record: ClinicalRecord
-) -> None:
+def test_failed_items_are_recorded_not_cached_and_retried_on_rerun(tmp_path: Path, record: ClinicalRecord) -> None:
     cache, logs = tmp_path / "c", tmp_path / "l"
     with stub_server([Reply(respond=_by_transcript(record, bad="aspirin"))]) as srv:
         first = structure_many(ITEMS, _cfg(srv.base_url), cache_dir=cache, log_dir=logs)
     assert [e.failed for e in first] == [False, True, False]
     bad = first[1]
-    assert (
-        bad.record is None and bad.raw_text == "{broken" and "invalid JSON" in bad.error and bad.attempts == 2
-    )
+    assert bad.record is None and bad.raw_text == "{broken" and "invalid JSON" in bad.error and bad.attempts == 2
     assert len(srv.requests) == 4  # 1 + 2 attempts + 1
 
     with stub_server([Reply(respond=_by_transcript(record))]) as srv2:
@@ -114,9 +110,7 @@ def test_cache_key_covers_phi_and_prompt_version(tmp_path: Path, record: Clinica
         assert len(srv.requests) == 1
         structure_many(ITEMS[:1], _cfg(srv.base_url, decoding={"seed": 7}), cache_dir=cache, log_dir=tmp_path)
         assert len(srv.requests) == 2
-        structure_many(
-            ITEMS[:1], _cfg(srv.base_url, response_format="json_schema"), cache_dir=cache, log_dir=tmp_path
-        )
+        structure_many(ITEMS[:1], _cfg(srv.base_url, response_format="json_schema"), cache_dir=cache, log_dir=tmp_path)
         assert len(srv.requests) == 3
         # prompt v1 keeps its own contract (ClinicalRecord, schema not shown): a miss, and a valid record
         (v1,) = structure_many(ITEMS[:1], _cfg(srv.base_url, prompt_version="v1"), cache_dir=cache, log_dir=tmp_path)
@@ -135,9 +129,7 @@ def test_cache_hit_needs_no_server(tmp_path: Path, record: ClinicalRecord) -> No
 
 
 def test_server_down_gives_failures_with_reason(tmp_path: Path) -> None:
-    cfg = _cfg(
-        "http://127.0.0.1:9", server={"mode": "external", "base_url": "http://127.0.0.1:9", "model": "m"}
-    )
+    cfg = _cfg("http://127.0.0.1:9", server={"mode": "external", "base_url": "http://127.0.0.1:9", "model": "m"})
     envs = structure_many(ITEMS[:2], cfg, cache_dir=tmp_path, log_dir=tmp_path)
     assert all(e.failed and "connection error" in e.error and e.attempts == 2 for e in envs)
 
@@ -167,9 +159,7 @@ def test_external_key_is_read_from_env_and_not_written(
     assert "sk-very-secret" not in on_disk and "sk-very-secret" not in envs[0].model_dump_json()
 
 
-def test_rules_backend_uses_the_extractor(
-    tmp_path: Path, fake_rules: list[str], record: ClinicalRecord
-) -> None:
+def test_rules_backend_uses_the_extractor(tmp_path: Path, fake_rules: list[str], record: ClinicalRecord) -> None:
     envs = structure_many(ITEMS, LLMConfig(backend="rules"), cache_dir=tmp_path, log_dir=tmp_path)
     assert [e.record for e in envs] == [record] * 3
     assert {(e.backend, e.model, e.prompt_hash) for e in envs} == {("rules", "rules-test1", "fp-test1")}
@@ -180,11 +170,7 @@ def test_rules_backend_uses_the_extractor(
 
 def test_fingerprints(fake_rules: list[str], record: ClinicalRecord) -> None:
     fp = structure_fingerprint(LLMConfig(backend="rules"))
-    assert (
-        fp["model"] == "rules-test1"
-        and fp["prompt_hash"] == "fp-test1"
-        and fp["schema_hash"] == schema_hash()
-    )
+    assert fp["model"] == "rules-test1" and fp["prompt_hash"] == "fp-test1" and fp["schema_hash"] == schema_hash()
     with stub_server([Reply(record.model_dump_json())]) as srv:
         fp2 = structure_fingerprint(_cfg(srv.base_url))
     assert fp2["model"] == "stub-model" and fp2["prompt_hash"] == structure_prompt(LLMConfig()).sha256
@@ -205,13 +191,9 @@ def test_managed_llama_command_binds_loopback_and_is_an_arg_list(tmp_path: Path)
     assert server_mod.model_identity(cfg).startswith("m.gguf#")
 
 
-def test_missing_gguf_and_vllm_without_model_are_config_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_gguf_and_vllm_without_model_are_config_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(StructureError, match="expected an existing GGUF file"):
-        server_mod.resolve_model(
-            LLMConfig(backend="openai", server={"model": str(tmp_path / "no.gguf")})
-        )
+        server_mod.resolve_model(LLMConfig(backend="openai", server={"model": str(tmp_path / "no.gguf")}))
     # An external vLLM server without a model name has nothing to resolve.
     with pytest.raises(StructureError, match="needs a model id"):
         server_mod.resolve_model(

@@ -70,9 +70,7 @@ def test_batch_generate_with_structured_outputs(
     tmp_path: Path, fake_vllm: type[_FakeLLM], record: ClinicalRecord, output_json: str
 ) -> None:
     fake_vllm.outputs = [(output_json, "stop"), ('{"triage": {"lev', "length"), ("{]", "stop")]
-    items = [
-        StructureItem(encounter_id=f"E{i}", condition="clean", transcript_text=f"t{i}") for i in range(3)
-    ]
+    items = [StructureItem(encounter_id=f"E{i}", condition="clean", transcript_text=f"t{i}") for i in range(3)]
     cfg = LLMConfig(backend="vllm-offline", server={"model": "Qwen/Qwen2.5-7B-Instruct", "n_ctx": 8192})
     from stresstest.llm.engine import LLMEngine
 
@@ -98,7 +96,10 @@ def test_batch_generate_with_structured_outputs(
     info = engine.info()
     assert info["engine"] == "vllm-offline" and info["roles"] == ["structure"] and info["starts"] == 1
     assert info["gpu_memory"] == {
-        "gpu_memory_utilization": 0.65, "source": "measured", "free_mib": 100_000.0, "total_mib": 140_000.0
+        "gpu_memory_utilization": 0.65,
+        "source": "measured",
+        "free_mib": 100_000.0,
+        "total_mib": 140_000.0,
     }
     assert info["phi_sent"] == {k: getattr(params, k) for k in info["phi_sent"]}
     assert envs[0].extra.cached is False
@@ -126,16 +127,15 @@ def test_offline_needs_a_model_id() -> None:
         vllm_offline.offline_model_id(LLMConfig(backend="vllm-offline"))
 
 
-def test_the_offline_engine_spawns_its_workers(
-    monkeypatch: pytest.MonkeyPatch, fake_vllm: type[_FakeLLM]
-) -> None:
+def test_the_offline_engine_spawns_its_workers(monkeypatch: pytest.MonkeyPatch, fake_vllm: type[_FakeLLM]) -> None:
     """After in-process CTranslate2 ASR has touched CUDA, a forked vLLM worker inherits a context it cannot use;
     vLLM picks spawn itself only when torch initialised CUDA, so the engine is built with spawn set."""
     import os
 
     seen: list[str | None] = []
     monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
-    monkeypatch.setattr(fake_vllm, "__init__", lambda self, **kw: seen.append(
-        os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")))
+    monkeypatch.setattr(
+        fake_vllm, "__init__", lambda self, **kw: seen.append(os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
+    )
     vllm_offline.build_llm(LLMConfig(backend="vllm-offline", server={"model": "m", "n_ctx": 4096}))
     assert seen == ["spawn"]

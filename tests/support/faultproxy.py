@@ -29,8 +29,15 @@ FAULT_KINDS: tuple[str, ...] = ("http_5xx", "drop", "invalid_json", "truncated_j
 class FaultProxy:
     """Start with ``FaultProxy(upstream).start()``; ``base_url`` is what the client should use."""
 
-    def __init__(self, upstream: str, *, period: int = 5, offset: int = 1, hold_s: float = 12.0,
-                 kinds: tuple[str, ...] = FAULT_KINDS) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        period: int = 5,
+        offset: int = 1,
+        hold_s: float = 12.0,
+        kinds: tuple[str, ...] = FAULT_KINDS,
+    ) -> None:
         u = urlsplit(upstream)
         self.up_host, self.up_port = u.hostname or "127.0.0.1", int(u.port or 80)
         self.period, self.offset, self.hold_s, self.kinds = period, offset, hold_s, kinds
@@ -53,8 +60,11 @@ class FaultProxy:
                 resp = conn.getresponse()
                 data = resp.read()
                 conn.close()
-                hdrs = [(k, v) for k, v in resp.getheaders()
-                        if k.lower() not in ("content-length", "transfer-encoding", "connection")]
+                hdrs = [
+                    (k, v)
+                    for k, v in resp.getheaders()
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
+                ]
                 return resp.status, hdrs, data
 
             def _send(self, status: int, headers: list[tuple[str, str]], data: bytes) -> None:

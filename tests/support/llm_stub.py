@@ -57,9 +57,7 @@ class StubServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:
@@ -87,9 +85,7 @@ class StubServer:
 
             def do_GET(self) -> None:  # noqa: N802 - http.server naming
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(
-                        200, json.dumps({"object": "list", "data": [{"id": stub.model, "object": "model"}]})
-                    )
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": stub.model, "object": "model"}]}))
                 else:
                     self._send(404, '{"error": "not found"}')
 

@@ -63,14 +63,29 @@ CONFIGS = {
     "default": LLMConfig(backend="vllm-offline", server={"model": MODEL}),
     "served": LLMConfig(
         backend="openai",
-        server={"engine": "vllm", "model": MODEL, "revision": "a09a35458c702b33eeacc393d103063234e8bc28",
-                "n_ctx": 8192, "gpu_memory_utilization": 0.71, "batch_invariant": True},
+        server={
+            "engine": "vllm",
+            "model": MODEL,
+            "revision": "a09a35458c702b33eeacc393d103063234e8bc28",
+            "n_ctx": 8192,
+            "gpu_memory_utilization": 0.71,
+            "batch_invariant": True,
+        },
     ),
     "sampled": LLMConfig(
         backend="vllm-offline",
         server={"model": MODEL, "structured_outputs_backend": "guidance", "gpu_memory_utilization": 0.5},
-        decoding={"temperature": 0.7, "top_p": 0.9, "top_k": 50, "min_p": 0.05, "repetition_penalty": 1.1,
-                  "presence_penalty": 0.2, "frequency_penalty": 0.1, "seed": 7, "max_tokens": 64},
+        decoding={
+            "temperature": 0.7,
+            "top_p": 0.9,
+            "top_k": 50,
+            "min_p": 0.05,
+            "repetition_penalty": 1.1,
+            "presence_penalty": 0.2,
+            "frequency_penalty": 0.1,
+            "seed": 7,
+            "max_tokens": 64,
+        },
     ),
 }
 SCHEMAS = {"ClinicalRecord": record_json_schema(), "JudgeVerdict": JudgeVerdict.model_json_schema()}
@@ -113,8 +128,9 @@ def test_pinned_versions() -> None:
     from packaging.requirements import Requirement
 
     reqs = [Requirement(r) for r in md.requires(dist) or []]
-    required_torch = [str(r.specifier) for r in reqs
-                      if r.name == "torch" and (r.marker is None or r.marker.evaluate({"extra": ""}))]
+    required_torch = [
+        str(r.specifier) for r in reqs if r.name == "torch" and (r.marker is None or r.marker.evaluate({"extra": ""}))
+    ]
     assert required_torch == [f"=={pins['torch']}"], required_torch  # the one that applies to this platform
 
 
@@ -127,8 +143,9 @@ def test_sampling_params_are_real_and_carry_phi(name: str, schema_name: str) -> 
     for key, value in vllm_offline.sampling_kwargs(cfg).items():
         _same(getattr(sp, key), value, key)
     assert sp.structured_outputs is not None and sp.structured_outputs.json == schema
-    assert set(vllm_offline.sampling_kwargs(cfg)) == {k.replace("repeat_penalty", "repetition_penalty")
-                                                      for k in phi_payload(cfg)}
+    assert set(vllm_offline.sampling_kwargs(cfg)) == {
+        k.replace("repeat_penalty", "repetition_penalty") for k in phi_payload(cfg)
+    }
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -168,8 +185,10 @@ def _first_attr(modules: tuple[str, ...], name: str) -> Any:
 def _serve_parser() -> Any:
     """The parser of ``python -m vllm.entrypoints.openai.api_server`` (the server the project starts), located
     where the installed release keeps it (the same locations the project's probe tries)."""
-    make = _first_attr(("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.common.cli_args",
-                        "vllm.entrypoints.openai.cli_args"), "make_arg_parser")
+    make = _first_attr(
+        ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args"),
+        "make_arg_parser",
+    )
     flex = _first_attr(("vllm.utils.argparse_utils", "vllm.utils"), "FlexibleArgumentParser")
     return make(flex())
 
@@ -219,7 +238,8 @@ def test_request_body_gives_exactly_phi_whatever_the_model_defaults(schema_name:
     SamplingParams equal to φ even when the model's generation config would say otherwise."""
     ChatCompletionRequest = _first_attr(  # noqa: N806 - a class
         ("vllm.entrypoints.openai.chat_completion.protocol", "vllm.entrypoints.openai.protocol"),
-        "ChatCompletionRequest")
+        "ChatCompletionRequest",
+    )
     cfg = CONFIGS["served"]
     client = ChatClient(Endpoint(base_url="http://127.0.0.1:9", model=MODEL), cfg)
     body = client.request_body([{"role": "user", "content": "u"}], schema_name, SCHEMAS[schema_name])

@@ -97,13 +97,15 @@ def _fragment(tt: TokenizedText, k: int) -> bool:
     end = tt.tokens[k].end
     if end > 0 and tt.original[end - 1] == "-":
         return True
-    return end < len(tt.original) and tt.original[end] == "-" and (
-        end + 1 == len(tt.original) or not tt.original[end + 1].isalnum()
+    return (
+        end < len(tt.original)
+        and tt.original[end] == "-"
+        and (end + 1 == len(tt.original) or not tt.original[end + 1].isalnum())
     )
 
 
 def _survival(pair: AlignedPair, u: _Unit, hyp: _Side) -> str:
-    """"kept", "garbled" (a close, uncommon spelling remains) or "lost" for one reference unit."""
+    """ "kept", "garbled" (a close, uncommon spelling remains) or "lost" for one reference unit."""
     pi, pj = pair.hyp_range_for_ref(u.i, u.j)
     lo, hi = max(0, pi - _SURVIVAL_SLACK), min(len(pair.hyp), pj + _SURVIVAL_SLACK)
     if u.ann is not None and any(
@@ -150,9 +152,7 @@ def _negated_before(words: Sequence[str], i: int) -> bool:
     return any(w in _NEG_CUES for w in words[max(0, i - 4) : i])
 
 
-def _omissions(
-    pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side, explained: set[str]
-) -> list[TriggerEvent]:
+def _omissions(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side, explained: set[str]) -> list[TriggerEvent]:
     """Clinical terms of the reference in region ``g`` that the hypothesis loses or turns into other words."""
     out: list[TriggerEvent] = []
     for u in _ref_units(pair, g, ref):

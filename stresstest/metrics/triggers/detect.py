@@ -119,13 +119,20 @@ def detect_in_pair(pair: AlignedPair, concepts: Iterable[str] = ()) -> list[Trig
     # A lost answer is the omission of what it answered; a bare cue lost with it ("I don't think so" ->
     # "okay") is that answer, not a separate negation_flip.
     cue_only = [e for e in events if e.type == "negation_flip" and e.explanation.startswith("negation cue")]
-    taken = [(e.ref_start, e.ref_end) for e in events if e.type in ("clinical_omission", "negation_flip")
-             and not any(e is c for c in cue_only)]
+    taken = [
+        (e.ref_start, e.ref_end)
+        for e in events
+        if e.type in ("clinical_omission", "negation_flip") and not any(e is c for c in cue_only)
+    ]
     answers = [a for g in all_regions for a in _lost_answers(pair, g, ref, taken)]
     if answers:
-        events = [e for e in events if not any(
-            e is c and any(a.ref_start <= c.ref_start and c.ref_end <= a.ref_end for a in answers) for c in cue_only
-        )]
+        events = [
+            e
+            for e in events
+            if not any(
+                e is c and any(a.ref_start <= c.ref_start and c.ref_end <= a.ref_end for a in answers) for c in cue_only
+            )
+        ]
     events += answers
     unique = {(e.type, e.ref_start, e.ref_end, e.hyp_start, e.hyp_end): e for e in events}
     return sorted(unique.values(), key=lambda e: (e.ref_start, e.hyp_start, TRIGGER_TYPES.index(e.type)))

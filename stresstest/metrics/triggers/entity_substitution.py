@@ -40,7 +40,7 @@ def _entities(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> tuple[li
         new = [c for c in hg[group] if c not in ref_near]
         if lost and new:
             a, b = rg[group][lost[0]], hg[group][new[0]]
-            why = f"{group} {_named(lost[0], pair.ref.original[a.start:a.end])} replaced by "
+            why = f"{group} {_named(lost[0], pair.ref.original[a.start : a.end])} replaced by "
             why += _named(new[0], pair.hyp.original[b.start : b.end])
             events.append(_event("entity_substitution", pair, g, why, lost[0], [a], [b]))
             explained.update(new)
@@ -48,17 +48,28 @@ def _entities(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> tuple[li
         events += _cross_kind(pair, g, rg, hg, ref_near, hyp_near, explained)
     rl, hl = _laterality(g.ref_words), _laterality(g.hyp_words)
     if rl and hl and rl != hl and _sided(pair, g):
-        events.append(_event(
-            "entity_substitution", pair, g,
-            f"laterality {'/'.join(sorted(rl))} replaced by {'/'.join(sorted(hl))}", "laterality",
-            weight=category_weight("laterality"),
-        ))
+        events.append(
+            _event(
+                "entity_substitution",
+                pair,
+                g,
+                f"laterality {'/'.join(sorted(rl))} replaced by {'/'.join(sorted(hl))}",
+                "laterality",
+                weight=category_weight("laterality"),
+            )
+        )
     for rw in g.ref_words:
         for hw in g.hyp_words:
             if _hypo_hyper(rw, hw):
-                events.append(_event(
-                    "entity_substitution", pair, g, f"{rw!r} replaced by its opposite {hw!r}", rw,
-                ))
+                events.append(
+                    _event(
+                        "entity_substitution",
+                        pair,
+                        g,
+                        f"{rw!r} replaced by its opposite {hw!r}",
+                        rw,
+                    )
+                )
                 explained.add(hw)
     return events, explained
 
@@ -102,6 +113,6 @@ def _sided(pair: AlignedPair, g: _Region) -> bool:
 
 def _hypo_hyper(a: str, b: str) -> bool:
     for x, y in (("hypo", "hyper"), ("hyper", "hypo")):
-        if a.startswith(x) and b.startswith(y) and a[len(x):] == b[len(y):] and len(a) > len(x) + 3:
+        if a.startswith(x) and b.startswith(y) and a[len(x) :] == b[len(y) :] and len(a) > len(x) + 3:
             return True
     return False

@@ -26,14 +26,45 @@ _QUESTION_MAX = 30  # tokens of a question looked back over
 # make it a symptom (or medication) question when no cue word decides.
 _QUESTION_TOPICS = (
     ("answer_allergy", frozenset({"allergy", "allergies", "allergic", "reaction", "reactions"})),
-    ("answer_medication", frozenset({
-        "medication", "medications", "medicine", "medicines", "pill", "pills", "tablet", "tablets", "drug",
-        "drugs", "prescription", "inhaler", "dose",
-    })),
-    ("answer_severity", frozenset({
-        "scale", "severe", "severity", "bad", "worse", "worst", "better", "rate", "intense", "intensity",
-        "mild", "much",
-    })),
+    (
+        "answer_medication",
+        frozenset(
+            {
+                "medication",
+                "medications",
+                "medicine",
+                "medicines",
+                "pill",
+                "pills",
+                "tablet",
+                "tablets",
+                "drug",
+                "drugs",
+                "prescription",
+                "inhaler",
+                "dose",
+            }
+        ),
+    ),
+    (
+        "answer_severity",
+        frozenset(
+            {
+                "scale",
+                "severe",
+                "severity",
+                "bad",
+                "worse",
+                "worst",
+                "better",
+                "rate",
+                "intense",
+                "intensity",
+                "mild",
+                "much",
+            }
+        ),
+    ),
 )
 _DURATION_CUES = frozenset({"long", "since", "start", "started", "ago", "often", "frequently", "lasted"})
 
@@ -92,7 +123,7 @@ def _question_topic(pair: AlignedPair, ref: _Side, q: tuple[int, int] | None) ->
 
 
 def _answer_polarity(words: Sequence[str]) -> str | None:
-    """"yes" / "no" when the words open with an answer particle or are a bare negative answer ("I don't
+    """ "yes" / "no" when the words open with an answer particle or are a bare negative answer ("I don't
     think so", "not really"); else None."""
     lead = [w for w in words if w not in _FILLERS or w in _YES]
     if not lead:
@@ -132,8 +163,10 @@ def _lost_answers(pair: AlignedPair, g: _Region, ref: _Side, taken: list[tuple[i
         if polarity is None:
             k = end
             continue
-        while end < len(tt) and _answer_polarity(words[end : (nxt := _sentence_end(tt, end))]) == polarity and not any(
-            _is_content(w) for w in words[end:nxt]
+        while (
+            end < len(tt)
+            and _answer_polarity(words[end : (nxt := _sentence_end(tt, end))]) == polarity
+            and not any(_is_content(w) for w in words[end:nxt])
         ):
             end = nxt  # "Yeah. Yeah": one answer said twice
         q = _question_before(tt, k)

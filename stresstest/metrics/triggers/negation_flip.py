@@ -40,10 +40,16 @@ def _negation_cue(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> list
     clinical = bool(side.mentions.overlapping(lo, hi) or side.terms.overlapping(lo, hi))
     what = "lost" if rc else "gained"
     quoted = pair.ref.quote(g.r0, g.r1) if rc else pair.hyp.quote(g.h0, g.h1)
-    return [_event(
-        "negation_flip", pair, g, f"negation cue {what}: {quoted!r}", None,
-        weight=category_weight("negation_flip" if clinical else "negation_cue"),
-    )]
+    return [
+        _event(
+            "negation_flip",
+            pair,
+            g,
+            f"negation cue {what}: {quoted!r}",
+            None,
+            weight=category_weight("negation_flip" if clinical else "negation_cue"),
+        )
+    ]
 
 
 def _negation_events(
@@ -61,10 +67,18 @@ def _negation_events(
         why += f" (cue {m.ref_cue!r})" if m.ref_cue else ""
         why += f" but {m.hyp_status} in the hypothesis"
         why += f" (cue {m.hyp_cue!r})" if m.hyp_cue else ""
-        out.append(TriggerEvent(
-            type="negation_flip", weight=category_weight("negation_flip"),
-            ref_span=m.ref_quote, hyp_span=m.hyp_quote, explanation=why,
-            ref_start=m.ref_start, ref_end=m.ref_end, hyp_start=m.hyp_start, hyp_end=m.hyp_end,
-            concept=m.concept,
-        ))
+        out.append(
+            TriggerEvent(
+                type="negation_flip",
+                weight=category_weight("negation_flip"),
+                ref_span=m.ref_quote,
+                hyp_span=m.hyp_quote,
+                explanation=why,
+                ref_start=m.ref_start,
+                ref_end=m.ref_end,
+                hyp_start=m.hyp_start,
+                hyp_end=m.hyp_end,
+                concept=m.concept,
+            )
+        )
     return out

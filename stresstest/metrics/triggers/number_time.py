@@ -42,12 +42,16 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
         ref_digits = hyp_digits  # "grade iv to v" / "grade 4-5"
     if ref_digits != hyp_digits and _numbers(pair.ref, r0, r1, ranks=True) == _numbers(pair.hyp, h0, h1, ranks=True):
         ref_digits = hyp_digits  # an ordinal is a rank: "for the first week" / "for the week"
-    if ref_digits != hyp_digits and (rv := _spoken_values(pair.ref, r0, r1)) is not None and (
-        rv == _spoken_values(pair.hyp, h0, h1)
+    if (
+        ref_digits != hyp_digits
+        and (rv := _spoken_values(pair.ref, r0, r1)) is not None
+        and (rv == _spoken_values(pair.hyp, h0, h1))
     ):
         ref_digits = hyp_digits  # "2 1/2" / "two and a half", "1.5" / "one and a half"
-    if ref_digits != hyp_digits and (rv2 := _quantity_values(pair.ref, r0, r1)) and rv2 == _quantity_values(
-        pair.hyp, h0, h1
+    if (
+        ref_digits != hyp_digits
+        and (rv2 := _quantity_values(pair.ref, r0, r1))
+        and rv2 == _quantity_values(pair.hyp, h0, h1)
     ):
         ref_digits = hyp_digits  # the same values read from the texts: "1 to 10, 10" / "one to ten, ten"
     ref_units = _units(rq, pair.hyp.words[max(0, h0 - 1) : h1 + 2])
@@ -56,8 +60,10 @@ def _numbers_and_time(pair: AlignedPair, g: _Region, ref: _Side, hyp: _Side) -> 
     ref_time = _time_words(pair.ref.words, g.r0, g.r1, ref_terms)
     hyp_time = _time_words(pair.hyp.words, g.h0, g.h1, hyp_terms)
     # A time word of a clinical term on one side ("night sweats") is no anchor gained on the other ("nights").
-    for own, other, words, skip in ((ref_time, hyp_time, pair.ref.words, ref_terms),
-                                    (hyp_time, ref_time, pair.hyp.words, hyp_terms)):
+    for own, other, words, skip in (
+        (ref_time, hyp_time, pair.ref.words, ref_terms),
+        (hyp_time, ref_time, pair.hyp.words, hyp_terms),
+    ):
         for k in skip:
             base = words[k][:-1] if words[k].endswith("s") and words[k][:-1] in _TIME_WORDS else words[k]
             if base in other and base not in own:

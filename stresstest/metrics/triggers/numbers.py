@@ -78,9 +78,7 @@ def _glued_to_word(surface: str) -> bool:
     )
 
 
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
-)
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
 
 
 def _ordinal(words: Sequence[str], k: int) -> bool:
@@ -122,8 +120,10 @@ def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
     """
     other = {w[:-1] if w.endswith("s") else w for w in other_words}
     return Counter(
-        a.item.unit_canonical for a in anns
-        if isinstance(a.item, Quantity) and a.item.unit_canonical
+        a.item.unit_canonical
+        for a in anns
+        if isinstance(a.item, Quantity)
+        and a.item.unit_canonical
         and not (a.item.unit_canonical.startswith("per ") and a.item.unit_canonical[4:] in other)
     )
 
@@ -131,8 +131,13 @@ def _units(anns: Iterable[_Ann], other_words: Sequence[str]) -> Counter[str]:
 def _may_quantify(words: Sequence[str], i: int, j: int) -> bool:
     """Could tokens [i, j), or the few around them, belong to a quantity or time expression?"""
     for w in words[max(0, i - 3) : j + 3]:
-        if (is_number_token(w) or w in _QUANTITY_CUES or w in _TIME_WORDS or w.rstrip("s") in _TIME_WORDS
-                or w in _RELATIONS):
+        if (
+            is_number_token(w)
+            or w in _QUANTITY_CUES
+            or w in _TIME_WORDS
+            or w.rstrip("s") in _TIME_WORDS
+            or w in _RELATIONS
+        ):
             return True
     return False
 

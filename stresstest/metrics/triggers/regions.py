@@ -201,9 +201,7 @@ def _event(
 
 
 def _near_concepts(side: _Side, i: int, j: int, window: int) -> set[str]:
-    return {
-        a.item.concept for a in side.mentions.overlapping(i - window, j + window) if isinstance(a.item, Mention)
-    }
+    return {a.item.concept for a in side.mentions.overlapping(i - window, j + window) if isinstance(a.item, Mention)}
 
 
 def _named(concept: str, surface: str) -> str:

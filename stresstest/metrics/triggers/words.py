@@ -16,9 +16,7 @@ from stresstest.clinical.vocab import all_fillers
 # Discourse fillers and backchannels that ASR drops or adds freely; the normaliser already removes
 # um/uh/hmm. Polarity words (no, yes, not) are NOT here: negation is judged separately.
 _FILLERS = all_fillers()  # data/fillers.tsv: hesitations, discourse fillers, backchannels
-_FILLER_BIGRAMS = frozenset(
-    {("you", "know"), ("i", "mean"), ("kind", "of"), ("sort", "of"), ("all", "right")}
-)
+_FILLER_BIGRAMS = frozenset({("you", "know"), ("i", "mean"), ("kind", "of"), ("sort", "of"), ("all", "right")})
 
 # Function words: edits confined to these carry no clinical content of their own.
 _FUNCTION = frozenset(
@@ -97,9 +95,22 @@ def _is_content(tok: str) -> bool:
 # --- negation cues, hedges, closeness of spellings ------------------------------------------------------
 
 # Negation cues (normalised tokens: the normaliser spells "don't" as "do not").
-_NEG_CUES = frozenset({
-    "no", "not", "never", "without", "denies", "denied", "deny", "none", "nothing", "nor", "nah", "nope",
-})
+_NEG_CUES = frozenset(
+    {
+        "no",
+        "not",
+        "never",
+        "without",
+        "denies",
+        "denied",
+        "deny",
+        "none",
+        "nothing",
+        "nor",
+        "nah",
+        "nope",
+    }
+)
 
 # Negation cues that are also bare answer particles: they negate a verb only with content near them.
 # "not" / "never" always negate what follows ("it's been ongoing" -> "it's not going").

@@ -167,16 +167,23 @@ def extract_record(transcript: str) -> ClinicalRecord:
     dialogue = _pass_dialogue(ex, found.lex, assertions, groups)
     built = _pass_claims(ex, groups, dialogue)
     have = {b.claim.concept for b in built}
-    built = _renumber(_travel(ex, _injury_time(_productive_cough(built))) + _occupation_claims(ex, have)
-                      + _how_is_claims(ex, have))
+    built = _renumber(
+        _travel(ex, _injury_time(_productive_cough(built))) + _occupation_claims(ex, have) + _how_is_claims(ex, have)
+    )
     patient = _pass_patient(ex, built)
     field_evidence: dict[str, list[str]] = {b.claim.id: b.evidence for b in built}
     flags = _pass_flags(ex, built, reactions, patient, field_evidence)
     triage, triage_ev = _pass_triage(ex, built, flags, patient, dialogue)
     if triage_ev:
         field_evidence["triage"] = triage_ev
-    chief = next((b.claim for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                  and not _is_modifier(b.claim.concept)), None)
+    chief = next(
+        (
+            b.claim
+            for b in built
+            if b.claim.category == "symptom" and b.claim.status == "present" and not _is_modifier(b.claim.concept)
+        ),
+        None,
+    )
     # Guarantee the exact-substring contract even if a helper above misbehaves.
     field_evidence = {k: [q for q in v if q and q in transcript] for k, v in field_evidence.items()}
     return ClinicalRecord(

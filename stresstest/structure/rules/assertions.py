@@ -79,8 +79,14 @@ def _pass_assertions(ex: _Extractor, lex: list[Mention]) -> dict[int, Assertion]
         if a.source != "answer" or a.cue_start is None:
             continue
         s2 = ex.sentence_of(ex._tok_index(a.cue_start))
-        said = [out[o.start] for o in by_sent.get(s2, []) if o.concept == m.concept and o.start != m.start
-                and out[o.start].source == "statement" and _said_after(o, out[o.start], a.cue_start)]
+        said = [
+            out[o.start]
+            for o in by_sent.get(s2, [])
+            if o.concept == m.concept
+            and o.start != m.start
+            and out[o.start].source == "statement"
+            and _said_after(o, out[o.start], a.cue_start)
+        ]
         if said and said[0].status == "absent" != a.status:  # a hedge in a "yes" answer keeps the "yes"
             out[m.start] = said[0]
     for s, ms in by_sent.items():
@@ -109,14 +115,28 @@ _INVERTED_SURFACES = {
     "loss of appetite": frozenset({"been as hungry", "felt hungry", "felt like eating", "eating as much"}),
     "loss of smell": frozenset({"able to smell"}),
     "loss of taste": frozenset({"able to taste"}),
-    "previous similar episode": frozenset({
-        "first time", "completely new", "brand new", "nothing like this before", "never had this before",
-        "never had anything like this", "never had anything like this before", "never happened before",
-        "never experienced this before", "never experienced anything like this", "nothing like this really before",
-        "never had anything like that"}),
+    "previous similar episode": frozenset(
+        {
+            "first time",
+            "completely new",
+            "brand new",
+            "nothing like this before",
+            "never had this before",
+            "never had anything like this",
+            "never had anything like this before",
+            "never happened before",
+            "never experienced this before",
+            "never experienced anything like this",
+            "nothing like this really before",
+            "never had anything like that",
+        }
+    ),
 }
 _FLIP: dict[str, Literal["present", "absent", "uncertain"]] = {
-    "present": "absent", "absent": "present", "uncertain": "uncertain"}
+    "present": "absent",
+    "absent": "present",
+    "uncertain": "uncertain",
+}
 
 
 _DEGREE_AFTER_HEDGE = ("a little", "a bit", "little bit", "a tiny bit", "slightly", "a little bit")
@@ -147,8 +167,26 @@ def _yes_then_hedge(ex: _Extractor, a: Assertion) -> bool:
 
 _CHANGE_ASKS = frozenset({"change", "changes", "changed", "problem", "problems", "issue", "issues", "trouble"})
 _NORMAL_STATE = frozenset({"normal", "fine", "same", "ok", "okay", "good", "unchanged", "usual"})
-_NOT_NORMAL = frozenset({"not", "but", "no", "isn't", "hasn't", "haven't", "wasn't", "worse", "better", "except",
-                         "although", "though", "more", "less", "bit", "little"})
+_NOT_NORMAL = frozenset(
+    {
+        "not",
+        "but",
+        "no",
+        "isn't",
+        "hasn't",
+        "haven't",
+        "wasn't",
+        "worse",
+        "better",
+        "except",
+        "although",
+        "though",
+        "more",
+        "less",
+        "bit",
+        "little",
+    }
+)
 
 
 def _normal_reply_sentence(ex: _Extractor, m: Mention) -> int | None:
@@ -175,18 +213,27 @@ def _dry_reply(ex: _Extractor, m: Mention) -> Assertion | None:
     up any phlegm?"): the answer assertion (its status set by the caller), or None."""
     s = ex.sentence_of(ex.span(m)[0])
     lo, hi = ex.sentence_bounds(s)
-    if not ex.ctx.ends_q[s] or s + 1 >= len(ex.ctx.sent_start) or "dry" not in ex.words[lo:hi] \
-            or not any(w in _SPUTUM_WORDS for w in ex.words[lo:hi]):
+    if (
+        not ex.ctx.ends_q[s]
+        or s + 1 >= len(ex.ctx.sent_start)
+        or "dry" not in ex.words[lo:hi]
+        or not any(w in _SPUTUM_WORDS for w in ex.words[lo:hi])
+    ):
         return None
     alo, ahi = ex.sentence_bounds(s + 1)
     k = alo
-    while k < ahi and (ex.words[k] in _TYPE_LEADS or ex.words[k] in _TYPE_HEDGES or ex.words[k] in _fillers()
-                       or ex.words[k] in ("it", "is", "it's", "its")):
+    while k < ahi and (
+        ex.words[k] in _TYPE_LEADS
+        or ex.words[k] in _TYPE_HEDGES
+        or ex.words[k] in _fillers()
+        or ex.words[k] in ("it", "is", "it's", "its")
+    ):
         k += 1
     if k >= ahi or ex.words[k] != "dry":
         return None
-    return Assertion("absent", "answer", ex.text[ex.tokens[alo].start : ex.tokens[k].end], ex.tokens[alo].start,
-                     ex.tokens[k].end)
+    return Assertion(
+        "absent", "answer", ex.text[ex.tokens[alo].start : ex.tokens[k].end], ex.tokens[alo].start, ex.tokens[k].end
+    )
 
 
 def _named_exception(ex: _Extractor, m: Mention, a: Assertion) -> bool:
@@ -198,8 +245,10 @@ def _named_exception(ex: _Extractor, m: Mention, a: Assertion) -> bool:
     between = ex.words[c + 1 : i]
     if not between:
         return False
-    return any(w in ("just", "only") and nxt in ("this", "the", "a", "my", "some", "that")
-               for w, nxt in zip(between, between[1:] + [ex.words[i]], strict=True))
+    return any(
+        w in ("just", "only") and nxt in ("this", "the", "a", "my", "some", "that")
+        for w, nxt in zip(between, between[1:] + [ex.words[i]], strict=True)
+    )
 
 
 _MEASURE_WORDS = frozenset({"thermometer", "temperature", "temp"})
@@ -257,8 +306,9 @@ def _inverted(m: Mention) -> bool:
 
 
 _STAYS_PUT = frozenset({"just", "only", "mainly", "mostly", "stays", "stayed", "stay", "staying"})
-_STAYS_SKIP = frozenset({"i", "would", "say", "think", "it's", "it", "is", "the", "pain", "i'm", "feeling", "feel",
-                         "has", "pretty", "much"})
+_STAYS_SKIP = frozenset(
+    {"i", "would", "say", "think", "it's", "it", "is", "the", "pain", "i'm", "feeling", "feel", "has", "pretty", "much"}
+)
 
 
 def _stays_put(ex: _Extractor, m: Mention) -> Assertion | None:
@@ -300,8 +350,7 @@ def _read_yes_no(ex: _Extractor, s: int, skip_first: bool = False) -> Assertion 
         words = [w for w in ex.words[lo:hi] if w not in fillers]
         if not words:
             continue  # "Um." / "Uh." carries nothing: the answer is in the next sentence
-        if ex.ctx.ends_q[s2] and s2 not in ex.mention_sents and (
-                len(words) <= 6 or ex.words[lo] in ("like", "such")):
+        if ex.ctx.ends_q[s2] and s2 not in ex.mention_sents and (len(words) <= 6 or ex.words[lo] in ("like", "such")):
             continue  # a follow-up of the same question ("Any of those symptoms?", "Like to your forearm ...?")
         ans = None if (skip_first and s2 == s + 1) else ex.ctx._answer(lo, hi)
         if ans is None:

@@ -76,11 +76,27 @@ def _anchored(time: str | None) -> bool:
     return bool(time) and time.startswith(("last ", "this ", "since ", "yesterday"))  # type: ignore[union-attr]
 
 
-_RELATIVE = {"mom": "mother", "mum": "mother", "mom's": "mother", "mum's": "mother", "mother's": "mother",
-             "dad": "father", "dad's": "father", "father's": "father", "grandma": "grandmother",
-             "grandpa": "grandfather", "aunts": "aunt", "uncles": "uncle", "sisters": "sister",
-             "brothers": "brother", "cousins": "cousin", "sons": "son", "daughters": "daughter",
-             "parent": "parents", "sibling": "siblings"}
+_RELATIVE = {
+    "mom": "mother",
+    "mum": "mother",
+    "mom's": "mother",
+    "mum's": "mother",
+    "mother's": "mother",
+    "dad": "father",
+    "dad's": "father",
+    "father's": "father",
+    "grandma": "grandmother",
+    "grandpa": "grandfather",
+    "aunts": "aunt",
+    "uncles": "uncle",
+    "sisters": "sister",
+    "brothers": "brother",
+    "cousins": "cousin",
+    "sons": "son",
+    "daughters": "daughter",
+    "parent": "parents",
+    "sibling": "siblings",
+}
 
 
 def _relative(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str | None:
@@ -98,8 +114,15 @@ def _relative(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> str |
     return None
 
 
-_RARELY = ("rarely", "occasionally", "socially", "once in a while", "every now and then", "now and again",
-           "special occasions")
+_RARELY = (
+    "rarely",
+    "occasionally",
+    "socially",
+    "once in a while",
+    "every now and then",
+    "now and again",
+    "special occasions",
+)
 
 
 def _rarely(ex: _Extractor, g: _Group) -> bool:
@@ -121,7 +144,8 @@ def _diagnosed(ex: _Extractor, g: _Group) -> bool:
         i, _j = ex.span(m)
         lo, hi = ex.sentence_bounds(ex.sentence_of(i))
         if any(w in ("positive", "diagnosed") for w in ex.words[lo:hi]) or any(
-                w in _DIAGNOSED_CUES for w in ex.words[max(lo, i - 2) : i]):
+            w in _DIAGNOSED_CUES for w in ex.words[max(lo, i - 2) : i]
+        ):
             return True
     return False
 
@@ -154,10 +178,27 @@ def _only_past(ex: _Extractor, g: _Group) -> bool:
 
 
 _PAST_USE_CONCEPTS = frozenset({"recreational drug use"})
-_PAST_USE = ("used to", "in the past", "when i was younger", "when i was young", "when i was a teenager",
-             "as a teenager", "in college", "in high school", "in university", "back in the day", "years ago",
-             "not anymore", "no longer", "haven't really recently", "haven't recently", "not recently",
-             "haven't since", "quit", "stopped")
+_PAST_USE = (
+    "used to",
+    "in the past",
+    "when i was younger",
+    "when i was young",
+    "when i was a teenager",
+    "as a teenager",
+    "in college",
+    "in high school",
+    "in university",
+    "back in the day",
+    "years ago",
+    "not anymore",
+    "no longer",
+    "haven't really recently",
+    "haven't recently",
+    "not recently",
+    "haven't since",
+    "quit",
+    "stopped",
+)
 
 
 def _past_drug_use(ex: _Extractor, g: _Group) -> list[tuple[Mention, Assertion]]:
@@ -192,9 +233,15 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
         read_as = status  # the mentions that decided the status support the claim
         if status == "present" and g.category == "symptom" and _only_past(ex, g):
             status = "absent"  # "Any cough? No, not right now, but I did have a flu last week..."
-        if status == "uncertain" and g.category in ("social", "medication") and all(
+        if (
+            status == "uncertain"
+            and g.category in ("social", "medication")
+            and all(
                 a.status != "uncertain" or a.source == "unanswered" or (a.cue or "").lower() in _AMOUNT_HEDGES
-                for _m, a in g.mentions) and any(a.source != "unanswered" for _m, a in g.mentions):
+                for _m, a in g.mentions
+            )
+            and any(a.source != "unanswered" for _m, a in g.mentions)
+        ):
             status = "present"  # "maybe a glass of wine on the weekend": the hedge is on the amount
         rare = status == "absent" and g.category == "social" and _rarely(ex, g)
         if rare:
@@ -229,8 +276,14 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                 if ans.kind == "onset" and "onset" in used and ans.time and _narrows(time, ans.time):
                     time = ans.time  # "a couple of weeks ... two weeks, three weeks? - about two to three weeks"
                     continue
-                if ans.kind == "onset" and "onset" in used and ans.time and _anchored(time) \
-                        and not _anchored(ans.time) and not _vague(ans.time):
+                if (
+                    ans.kind == "onset"
+                    and "onset" in used
+                    and ans.time
+                    and _anchored(time)
+                    and not _anchored(ans.time)
+                    and not _vague(ans.time)
+                ):
                     time = ans.time  # "started last night ... how long has it been going on? - maybe 8 hours"
                     for quote in ans.evidence:
                         if quote not in evidence:
@@ -250,9 +303,12 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                     value, unit, time = ans.value, ans.unit, time or ans.time
                 elif ans.kind == "frequency" and ans.time and time is None:
                     time = ans.time  # "how often? - two to three times a week" (no onset was given)
-                elif ans.kind in ("rating", "distance") and ans.value and (
-                    ans.kind == "rating" or value is None or unit is None
-                ) and not (ans.kind == "rating" and g.concept == "cough"):  # a cough's value is its type
+                elif (
+                    ans.kind in ("rating", "distance")
+                    and ans.value
+                    and (ans.kind == "rating" or value is None or unit is None)
+                    and not (ans.kind == "rating" and g.concept == "cough")
+                ):  # a cough's value is its type
                     value, unit = ans.value, ans.unit
                 else:
                     continue
@@ -275,8 +331,13 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
             evidence += [q for q in more if q not in evidence]
         if g.category == "family_history" and status == "present" and value is None and unit is None:
             value = _relative(ex, support)
-        if g.concept == "shortness of breath" and status == "present" and value is None and unit is None \
-                and _exertional_only(ex, g):
+        if (
+            g.concept == "shortness of breath"
+            and status == "present"
+            and value is None
+            and unit is None
+            and _exertional_only(ex, g)
+        ):
             value = "on exertion"  # docs/gold.md: breathlessness "on exertion" or a distance as its value
         laterality = None
         if g.category in ("symptom", "finding"):
@@ -284,13 +345,20 @@ def _pass_claims(ex: _Extractor, groups: dict[tuple[str, str], _Group], dialogue
                 laterality = ex.laterality(m)
                 if laterality:
                     break
-        claim = Claim(id="", category=g.category, concept=g.concept, status=status,  # type: ignore[arg-type]
-                      value=value, unit=unit, time=time, laterality=laterality)  # type: ignore[arg-type]
+        claim = Claim(
+            id="",
+            category=g.category,  # type: ignore[arg-type]
+            concept=g.concept,
+            status=status,  # type: ignore[arg-type]
+            value=value,
+            unit=unit,
+            time=time,
+            laterality=laterality,  # type: ignore[arg-type]
+        )
         rows.append((first_m.start, claim, evidence, g))
     rows.sort(key=lambda t: (t[0], t[1].category, t[1].concept))
     return [
-        _Built(revise(claim, id=f"c{n}"), evidence, g, pos)
-        for n, (pos, claim, evidence, g) in enumerate(rows, start=1)
+        _Built(revise(claim, id=f"c{n}"), evidence, g, pos) for n, (pos, claim, evidence, g) in enumerate(rows, start=1)
     ]
 
 
@@ -316,11 +384,13 @@ def _near_attributes(
             break
         qs = ex.quantities_near(m, a, after_only=g.category in ("medication", "plan"))
         for q in qs:
-            if q.kind in ("time", "frequency") and (time is None or _vague(time)) and not (
-                    time is not None and _vague(_fmt_qty(q))):
+            if (
+                q.kind in ("time", "frequency")
+                and (time is None or _vague(time))
+                and not (time is not None and _vague(_fmt_qty(q)))
+            ):
                 time = _fmt_qty(q)  # a number beats "a few days" said alongside it
-            elif q.kind in ("dose", "count", "measure") and value is None and q.value is not None \
-                    and unit is None:
+            elif q.kind in ("dose", "count", "measure") and value is None and q.value is not None and unit is None:
                 if q.unit_canonical is None and g.category not in ("medication", "plan", "social"):
                     continue  # a bare number next to a symptom is rarely its value
                 if q.unit_canonical == "years of age":
@@ -344,8 +414,12 @@ def _near_attributes(
             more.append(quote)
     if value is None and unit is None and g.concept == "diabetes":
         value = _diabetes_type(ex, support)
-    if value is None and unit is None and g.concept == "joint pain" and any(
-            " other joints " in c or " any other joint " in c for m, a in support for c in ex.context_norms(m, a)):
+    if (
+        value is None
+        and unit is None
+        and g.concept == "joint pain"
+        and any(" other joints " in c or " any other joint " in c for m, a in support for c in ex.context_norms(m, a))
+    ):
         value = "other joints"  # "Any pain in other joints? - No": the pain asked of the joints not presenting
     if value is None and g.concept in _QUALIFIERS:
         value = _qualifier(ex, g.concept, support)
@@ -428,8 +502,11 @@ def _cough_type_answer(ex: _Extractor) -> tuple[str, str] | None:
         k += 2 if ex.words[k] == "it" and k + 1 < hi and ex.words[k + 1] in ("is", "was", "has") else 1
         while k < hi and ex.words[k] in _TYPE_HEDGES:
             k += 1
-        if k < hi and ex.words[k] in ("dry", "wet", "productive", "chesty") and (
-                k + 1 >= hi or ex.words[k + 1] not in ("skin", "throat", "mouth", "eyes", "air")):
+        if (
+            k < hi
+            and ex.words[k] in ("dry", "wet", "productive", "chesty")
+            and (k + 1 >= hi or ex.words[k + 1] not in ("skin", "throat", "mouth", "eyes", "air"))
+        ):
             w = ex.words[k]
             return _QUALIFIER_SPELLING.get(w, w), ex.quote(lo, hi, lo, hi)
     return None
@@ -456,7 +533,7 @@ def _pain_quality(ex: _Extractor, support: list[tuple[Mention, Assertion]]) -> s
             toks = norm.split()
             for i, w in enumerate(toks):
                 if w in _PAIN_QUALITIES:
-                    return " ".join(t for t in toks[i:_qualities_end(toks, i)] if t != "and")
+                    return " ".join(t for t in toks[i : _qualities_end(toks, i)] if t != "and")
     return None
 
 
@@ -480,16 +557,25 @@ def _next_sentence_attrs(
                 continue
             if q.kind == "time" and (q.value is not None or q.unit_canonical) and time is None:
                 time = _fmt_qty(q)  # "... really wheezy. I notice that mostly last night." (an anchor too)
-            elif q.kind in ("measure", "dose") and q.value is not None and q.unit_canonical and value is None \
-                    and q.unit_canonical != "years of age" and (concept == "fever"
-                                                                 or q.unit_canonical not in _TEMPERATURE_UNITS):
+            elif (
+                q.kind in ("measure", "dose")
+                and q.value is not None
+                and q.unit_canonical
+                and value is None
+                and q.unit_canonical != "years of age"
+                and (concept == "fever" or q.unit_canonical not in _TEMPERATURE_UNITS)
+            ):
                 value, unit = _fmt_value(q), q.unit_canonical
         return time, value, unit, ex.quote(lo, hi, lo, hi) if (time or value) else None
     return None, None, None, None
 
 
 def _social_extras(
-    ex: _Extractor, g: _Group, support: list[tuple[Mention, Assertion]], value: str | None, unit: str | None,
+    ex: _Extractor,
+    g: _Group,
+    support: list[tuple[Mention, Assertion]],
+    value: str | None,
+    unit: str | None,
     time: str | None,
 ) -> None:
     """Former smoker / heavy drinking markers on a present social claim (``g.extra``)."""
@@ -517,8 +603,12 @@ def _productive_cough(built: list[_Built]) -> list[_Built]:
     out = []
     for b in built:
         if b.claim.concept == "cough" and b.claim.status == "present" and not b.claim.value and not b.claim.unit:
-            b = _Built(revise(b.claim, value="productive"),
-                       b.evidence + [q for q in sputum.evidence[:1] if q not in b.evidence], b.group, b.pos)
+            b = _Built(
+                revise(b.claim, value="productive"),
+                b.evidence + [q for q in sputum.evidence[:1] if q not in b.evidence],
+                b.group,
+                b.pos,
+            )
         out.append(b)
     return out
 
@@ -529,22 +619,32 @@ def _injury_time(built: list[_Built]) -> list[_Built]:
     :data:`_ACUTE_INJURY_DAYS` days; an old injury talked about did not start today's pain), with the other
     claim's evidence."""
     trauma = next((b for b in built if b.claim.concept == "trauma" and b.claim.status == "present"), None)
-    pain = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                 and b.claim.concept.endswith(" pain") and not _is_modifier(b.claim.concept)), None)
+    pain = next(
+        (
+            b
+            for b in built
+            if b.claim.category == "symptom"
+            and b.claim.status == "present"
+            and b.claim.concept.endswith(" pain")
+            and not _is_modifier(b.claim.concept)
+        ),
+        None,
+    )
     if trauma is None or pain is None or bool(trauma.claim.time) == bool(pain.claim.time):
         return built
     if trauma.claim.time and (_hours(trauma.claim.time) or 1e9) > _ACUTE_INJURY_DAYS * 24:
         return built
     src, dst = (pain, trauma) if pain.claim.time else (trauma, pain)
-    filled = _Built(revise(dst.claim, time=src.claim.time),
-                    dst.evidence + [q for q in src.evidence[:2] if q not in dst.evidence], dst.group, dst.pos)
+    filled = _Built(
+        revise(dst.claim, time=src.claim.time),
+        dst.evidence + [q for q in src.evidence[:2] if q not in dst.evidence],
+        dst.group,
+        dst.pos,
+    )
     return [filled if b is dst else b for b in built]
 
 
 def _renumber(built: list[_Built]) -> list[_Built]:
     """Claims in text order (of their first supporting mention or question) with ids c1.."""
     ordered = sorted(built, key=lambda b: (b.pos, b.claim.category, b.claim.concept))
-    return [
-        _Built(revise(b.claim, id=f"c{n}"), b.evidence, b.group, b.pos)
-        for n, b in enumerate(ordered, start=1)
-    ]
+    return [_Built(revise(b.claim, id=f"c{n}"), b.evidence, b.group, b.pos) for n, b in enumerate(ordered, start=1)]

@@ -171,15 +171,30 @@ class _Extractor:
                 dist = (i - k) if k < i else (k - j)
                 if k >= i and k < j:
                     continue  # inside the mention itself ("type 2 diabetes")
-                if q.kind == "time" and k < i and not self._opens_sentence(k) and any(
-                        self.sentence_bounds(s)[0] <= t < k and k - t < i - k
-                        and not _CLAUSE_JOINERS.intersection(self.words[t + 1 : k]) for t in self.mention_toks):
+                if (
+                    q.kind == "time"
+                    and k < i
+                    and not self._opens_sentence(k)
+                    and any(
+                        self.sentence_bounds(s)[0] <= t < k
+                        and k - t < i - k
+                        and not _CLAUSE_JOINERS.intersection(self.words[t + 1 : k])
+                        for t in self.mention_toks
+                    )
+                ):
                     # "a fever that I measured this morning and I had a cough": the fever's time (not in "a fever
                     # a couple of nights and just yesterday I noticed a loss of taste": a new clause starts)
                     continue
-                if dist > _QTY_WINDOW and not (q.kind == "time" and k >= j and dist <= _TIME_WINDOW
-                                               and not any(j <= t < k for t in self.mention_toks)) \
-                        and not (q.kind == "time" and k < i and self._opens_sentence(k)):
+                if (
+                    dist > _QTY_WINDOW
+                    and not (
+                        q.kind == "time"
+                        and k >= j
+                        and dist <= _TIME_WINDOW
+                        and not any(j <= t < k for t in self.mention_toks)
+                    )
+                    and not (q.kind == "time" and k < i and self._opens_sentence(k))
+                ):
                     continue  # a duration may trail its symptom further ("pain that's been going on
                     # now for the last two weeks"), unless another clinical term comes between; a time that
                     # opens the sentence dates all of it ("Five days ago I started having pain and swelling")
@@ -228,8 +243,12 @@ def _is_family(ex: _Extractor, m: Mention) -> bool:
     # "My dad smoked two packs a day for 30 years and had lung cancer": a sentence about a relative, up to where
     # the patient speaks of themself again.
     lead = [w for w in ex.words[lo : min(i, lo + 4)] if w not in _fillers()]
-    if len(lead) >= 2 and lead[0] in ("my", "his", "her", "our") and lead[1] in _FAMILY \
-            and not any(w in FIRST_PERSON - {"my"} for w in ex.words[lo + 2 : i]):
+    if (
+        len(lead) >= 2
+        and lead[0] in ("my", "his", "her", "our")
+        and lead[1] in _FAMILY
+        and not any(w in FIRST_PERSON - {"my"} for w in ex.words[lo + 2 : i])
+    ):
         return True
     # Answer to "any family history of ...?": the family word comes in the answer sentence.
     if any("family history" in c or " in the family " in c for c in ex.context_norms(m)):
@@ -237,8 +256,9 @@ def _is_family(ex: _Extractor, m: Mention) -> bool:
     return _family_list_continues(ex, s)
 
 
-_LIST_OPENERS = frozenset({"there's", "there", "like", "including", "mostly", "mainly", "especially", "so", "and",
-                           "um", "uh", "yeah", "well"})
+_LIST_OPENERS = frozenset(
+    {"there's", "there", "like", "including", "mostly", "mainly", "especially", "so", "and", "um", "uh", "yeah", "well"}
+)
 
 
 def _family_list_continues(ex: _Extractor, s: int) -> bool:
@@ -267,31 +287,61 @@ def _has_any(norm: str, phrases: tuple[str, ...]) -> bool:
 class _Found:
     """Pass 1 output: what the text mentions (character offsets into the transcript)."""
 
-    lex: list[Mention]                # symptoms, findings, history, social (composed terms included)
+    lex: list[Mention]  # symptoms, findings, history, social (composed terms included)
     drugs: list[Mention]
     allergens: list[Mention]
-    consumed: set[int]                # indexes into ``drugs`` that are allergens, not medications
+    consumed: set[int]  # indexes into ``drugs`` that are allergens, not medications
     regions: list[tuple[int, int, str]]  # token ranges describing an allergen's reaction
 
 
 #: Activities that change a pain ("worse when I'm coughing or laying down", "leaning forward helps"):
 #: word sequence -> (concept when it makes the pain worse, concept when it relieves it).
 _MODIFIER_ACTIVITIES: dict[tuple[str, ...], tuple[str | None, str | None]] = {
-    **dict.fromkeys([("lie", "down"), ("lying", "down"), ("laying", "down"), ("lay", "down"), ("lie", "flat"),
-                     ("lying", "flat"), ("laying", "flat")], ("pain worse lying down", "pain relieved by lying down")),
+    **dict.fromkeys(
+        [
+            ("lie", "down"),
+            ("lying", "down"),
+            ("laying", "down"),
+            ("lay", "down"),
+            ("lie", "flat"),
+            ("lying", "flat"),
+            ("laying", "flat"),
+        ],
+        ("pain worse lying down", "pain relieved by lying down"),
+    ),
     **dict.fromkeys([("cough",), ("coughing",), ("coughs",)], ("pain worse with coughing", None)),
-    **dict.fromkeys([("deep", "breath"), ("deep", "breaths"), ("breathe", "in"), ("breathing", "in"),
-                     ("deep", "breathing")], ("pain worse with deep breath", None)),
-    **dict.fromkeys([("move",), ("moving",), ("movement",), ("movements",), ("walk",), ("walking",),
-                     ("activity",), ("activities",), ("bend",), ("bending",), ("lifting",), ("exercise",),
-                     ("exercising",)], ("pain worse with movement", None)),
+    **dict.fromkeys(
+        [("deep", "breath"), ("deep", "breaths"), ("breathe", "in"), ("breathing", "in"), ("deep", "breathing")],
+        ("pain worse with deep breath", None),
+    ),
+    **dict.fromkeys(
+        [
+            ("move",),
+            ("moving",),
+            ("movement",),
+            ("movements",),
+            ("walk",),
+            ("walking",),
+            ("activity",),
+            ("activities",),
+            ("bend",),
+            ("bending",),
+            ("lifting",),
+            ("exercise",),
+            ("exercising",),
+        ],
+        ("pain worse with movement", None),
+    ),
     **dict.fromkeys([("eat",), ("eating",), ("meal",), ("meals",), ("food",)], ("pain worse with eating", None)),
-    **dict.fromkeys([("lean", "forward"), ("leaning", "forward"), ("sit", "forward"), ("sitting", "forward")],
-                    ("pain worse leaning forward", "pain relieved by leaning forward")),
+    **dict.fromkeys(
+        [("lean", "forward"), ("leaning", "forward"), ("sit", "forward"), ("sitting", "forward")],
+        ("pain worse leaning forward", "pain relieved by leaning forward"),
+    ),
     **dict.fromkeys([("rest",), ("resting",), ("rested",)], (None, "pain relieved by rest")),
     **dict.fromkeys([("ice",), ("icing",), ("ice", "packs"), ("ice", "pack")], (None, "pain relieved by ice")),
-    **dict.fromkeys([("touch",), ("touching",), ("palpate",), ("pressing",), ("press",)],
-                    ("pain worse with touch", None)),
+    **dict.fromkeys(
+        [("touch",), ("touching",), ("palpate",), ("pressing",), ("press",)], ("pain worse with touch", None)
+    ),
 }
 
 
@@ -299,9 +349,18 @@ _MODIFIER_ACTIVITIES: dict[tuple[str, ...], tuple[str | None, str | None]] = {
 #: or the presenting complaint themselves.
 _MODIFIER_CONCEPTS = frozenset(
     {c for pair in _MODIFIER_ACTIVITIES.values() for c in pair if c}
-    | {"pain radiation", "constant pain", "previous similar episode", "pain worse with deep breath",
-       "pain worse with coughing", "pain worse with movement", "pain worse with eating", "pain worse lying down",
-       "pain relieved by rest", "pain relieved by leaning forward"}
+    | {
+        "pain radiation",
+        "constant pain",
+        "previous similar episode",
+        "pain worse with deep breath",
+        "pain worse with coughing",
+        "pain worse with movement",
+        "pain worse with eating",
+        "pain worse lying down",
+        "pain relieved by rest",
+        "pain relieved by leaning forward",
+    }
 )
 _FACTOR_WORDS = (" worse with ", " relieved by ", " worse at ", " worse in the ", " on exertion")
 
@@ -340,12 +399,12 @@ def _lead_fillers() -> frozenset[str]:
 class _Answered:
     """An attribute read from the answer to a clinician's question about the current topic."""
 
-    kind: str                 # "onset" | "confirm" (a checked onset) | "rating" | "distance" | "describe" |
+    kind: str  # "onset" | "confirm" (a checked onset) | "rating" | "distance" | "describe" |
     #                           "frequency"
     value: str | None
     unit: str | None
     time: str | None
-    rating: float | None      # the highest number of a 0-10 rating
+    rating: float | None  # the highest number of a 0-10 rating
     evidence: list[str]
 
 
@@ -373,8 +432,26 @@ class _Built:
     pos: int = 0  # character offset of the first supporting mention (claims are numbered in text order)
 
 
-_COLOURS = frozenset({"yellow", "yellowish", "green", "greenish", "white", "whitish", "clear", "brown", "brownish",
-                      "rusty", "pink", "pinkish", "red", "grey", "gray", "greyish"})
+_COLOURS = frozenset(
+    {
+        "yellow",
+        "yellowish",
+        "green",
+        "greenish",
+        "white",
+        "whitish",
+        "clear",
+        "brown",
+        "brownish",
+        "rusty",
+        "pink",
+        "pinkish",
+        "red",
+        "grey",
+        "gray",
+        "greyish",
+    }
+)
 _SHADES = frozenset({"dark", "light", "bright", "pale"})
 
 
@@ -396,8 +473,27 @@ def _colour_span(toks: list[str], i: int) -> tuple[int, int]:
 
 
 _TYPE_LEADS = frozenset({"no", "yeah", "yes", "so", "well", "oh", "um", "uh", "and", "but"})
-_TYPE_HEDGES = frozenset({"it's", "pretty", "very", "mostly", "really", "quite", "more", "kind", "of", "like", "a",
-                          "bit", "just", "been", "always", "usually", "all"})
+_TYPE_HEDGES = frozenset(
+    {
+        "it's",
+        "pretty",
+        "very",
+        "mostly",
+        "really",
+        "quite",
+        "more",
+        "kind",
+        "of",
+        "like",
+        "a",
+        "bit",
+        "just",
+        "been",
+        "always",
+        "usually",
+        "all",
+    }
+)
 
 
 def _qualities_end(toks: list[str], i: int) -> int:
@@ -415,8 +511,9 @@ def _qualities_end(toks: list[str], i: int) -> int:
 
 #: Words that call a state normal: :func:`_how_is_claims` ("appetite is fine") and :func:`_unmeasured` (a
 #: temperature said to be normal) both read this set.
-_NORMAL_WORDS = frozenset({"normal", "fine", "good", "okay", "ok", "great", "same", "usual", "regular", "alright",
-                           "unchanged", "well"})
+_NORMAL_WORDS = frozenset(
+    {"normal", "fine", "good", "okay", "ok", "great", "same", "usual", "regular", "alright", "unchanged", "well"}
+)
 
 
 @dataclass
@@ -425,7 +522,7 @@ class _Patient:
 
     age_years: float | None = None
     age_evidence: list[str] = field(default_factory=list)
-    temperature: float | None = None     # highest reading, Celsius
+    temperature: float | None = None  # highest reading, Celsius
     temp_evidence: list[str] = field(default_factory=list)
     # (name, value text, evidence): vital signs in a critical range
     critical: list[tuple[str, str, list[str]]] = field(default_factory=list)
@@ -451,8 +548,9 @@ def _exertional_only(ex: _Extractor, g: _Group, vigorous: bool = False) -> bool:
     for m, a in _supporting(g.mentions, "present"):
         around = ex.context_norms(m, a, side=_EXERTION_REACH)
         norms += around
-        said += around if not ex.ctx.ends_q[ex.sentence_of(ex.span(m)[0])] else \
-            around[1:] if a.source == "answer" else []
+        said += (
+            around if not ex.ctx.ends_q[ex.sentence_of(ex.span(m)[0])] else around[1:] if a.source == "answer" else []
+        )
     if any(_has_any(nm, _AT_REST) for nm in said):
         return False
     if vigorous:

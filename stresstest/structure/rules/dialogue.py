@@ -47,8 +47,29 @@ from stresstest.structure.rules.tables import (
     _WH_LEAD,
 )
 
-_REFINERS = frozenset({"maybe", "like", "about", "probably", "or", "say", "so", "i", "i'd", "think", "guess",
-                       "around", "roughly", "um", "uh", "actually", "more", "exactly", "ago"})
+_REFINERS = frozenset(
+    {
+        "maybe",
+        "like",
+        "about",
+        "probably",
+        "or",
+        "say",
+        "so",
+        "i",
+        "i'd",
+        "think",
+        "guess",
+        "around",
+        "roughly",
+        "um",
+        "uh",
+        "actually",
+        "more",
+        "exactly",
+        "ago",
+    }
+)
 
 
 def _refined_time(ex: _Extractor, q: Quantity, qs: list[Quantity]) -> str:
@@ -56,9 +77,15 @@ def _refined_time(ex: _Extractor, q: Quantity, qs: list[Quantity]) -> str:
     = 8 hours); else the duration as read."""
     if q.value is not None and q.unit_canonical and re.search(r"\b(couple|few)\b", ex.text[q.start : q.end], re.I):
         for n in qs:
-            if n.start > q.end and n.kind == "count" and n.unit_canonical is None and n.value is not None \
-                    and n.value_max is None and n.start - q.end <= 30 \
-                    and re.search(r"\b(maybe|like|about|probably|or|say)\s*$", ex.text[q.end : n.start], re.I):
+            if (
+                n.start > q.end
+                and n.kind == "count"
+                and n.unit_canonical is None
+                and n.value is not None
+                and n.value_max is None
+                and n.start - q.end <= 30
+                and re.search(r"\b(maybe|like|about|probably|or|say)\s*$", ex.text[q.end : n.start], re.I)
+            ):
                 return f"{_fmt_num(n.value)} {q.unit_canonical}"
     return _fmt_qty(q)
 
@@ -67,12 +94,31 @@ def _question_kind(words: list[str]) -> str | None:
     """What an open question asks: onset/duration, a 0-10 rating, a walking distance, how often, or what a
     symptom is like."""
     text = " " + " ".join(words) + " "
-    if any(f" {w} " in text for w in _RATING_WORDS) or " 1 to 10 " in text or " 0 to 10 " in text \
-            or " out of 10 " in text or " one to 10 " in text or " zero to 10 " in text:
+    if (
+        any(f" {w} " in text for w in _RATING_WORDS)
+        or " 1 to 10 " in text
+        or " 0 to 10 " in text
+        or " out of 10 " in text
+        or " one to 10 " in text
+        or " zero to 10 " in text
+    ):
         return "rating"
-    if _has_any(text, ("how far", "how many blocks", "how many flights", "how many stairs", "how many steps",
-                       "how many meters", "how many metres", "how long can you walk", "how much can you walk",
-                       "how much can you run", "how much walking")):
+    if _has_any(
+        text,
+        (
+            "how far",
+            "how many blocks",
+            "how many flights",
+            "how many stairs",
+            "how many steps",
+            "how many meters",
+            "how many metres",
+            "how long can you walk",
+            "how much can you walk",
+            "how much can you run",
+            "how much walking",
+        ),
+    ):
         return "distance"
     if _has_any(text, ("how often", "how many times", "how frequently", "how frequent")):
         return "frequency"
@@ -80,18 +126,47 @@ def _question_kind(words: list[str]) -> str | None:
         return "amount"
     if _has_any(text, _DESCRIBE_CUES) and not _has_any(text, ("how long", "how often", "how many")):
         return "describe"
-    if _has_any(re.sub(r" last (?=(night|week|month|year|time|few|couple|day|days|weekend|monday|tuesday|"
-                       r"wednesday|thursday|friday|saturday|sunday) )", " ", text), ("last", "lasts", "lasting")):
+    if _has_any(
+        re.sub(
+            r" last (?=(night|week|month|year|time|few|couple|day|days|weekend|monday|tuesday|"
+            r"wednesday|thursday|friday|saturday|sunday) )",
+            " ",
+            text,
+        ),
+        ("last", "lasts", "lasting"),
+    ):
         return None  # "how long does it last": an episode, not the onset ("if it started last night" is one)
-    if _has_any(text, ("when did", "when was", "how long", "since when", "start", "started", "begin", "began",
-                       "first notice", "first noticed", "going on for", "how many days", "how many weeks",
-                       "how many hours", "how many months", "how many years", "how long ago", "how many minutes")):
+    if _has_any(
+        text,
+        (
+            "when did",
+            "when was",
+            "how long",
+            "since when",
+            "start",
+            "started",
+            "begin",
+            "began",
+            "first notice",
+            "first noticed",
+            "going on for",
+            "how many days",
+            "how many weeks",
+            "how many hours",
+            "how many months",
+            "how many years",
+            "how long ago",
+            "how many minutes",
+        ),
+    ):
         return "onset"
     return None
 
 
 def _pass_dialogue(
-    ex: _Extractor, lex: list[Mention], assertions: dict[int, Assertion],
+    ex: _Extractor,
+    lex: list[Mention],
+    assertions: dict[int, Assertion],
     groups: dict[tuple[str, str], _Group],
 ) -> _Dialogue:
     """Attach answers to open questions ("when did it start?", "on a scale of 1 to 10?", "how far can
@@ -110,7 +185,8 @@ def _pass_dialogue(
         for m, _a in g.mentions:
             key_of[m.start] = gkey
     symptoms = [
-        (ex.sentence_of(ex.span(m)[0]), m) for m in lex
+        (ex.sentence_of(ex.span(m)[0]), m)
+        for m in lex
         if m.start in key_of and key_of[m.start][0] == "symptom" and not _is_modifier(m.concept)
     ]
     present_syms = [(s, m) for s, m in symptoms if assertions[m.start].status == "present"]
@@ -139,8 +215,11 @@ def _pass_dialogue(
             continue
         in_q = [m for s2, m in symptoms if s2 == s]
         if not in_q and kind == "onset":  # "When did you have the injury? - It was just yesterday."
-            in_q = [m for m in lex if m.start in key_of and key_of[m.start] == ("history", "trauma")
-                    and ex.sentence_of(ex.span(m)[0]) == s]
+            in_q = [
+                m
+                for m in lex
+                if m.start in key_of and key_of[m.start] == ("history", "trauma") and ex.sentence_of(ex.span(m)[0]) == s
+            ]
         if kind == "distance":  # "until you feel the coughing or shortness of breath?": the breathlessness's
             in_q = sorted(in_q, key=lambda m: m.concept != "shortness of breath")
         topic: Mention | None = in_q[0] if in_q else None
@@ -154,8 +233,10 @@ def _pass_dialogue(
             topic = recent[-1] if recent else None
             if topic is None:
                 continue
-        if topic is None and (not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi])
-                              or any(w in _NON_SYMPTOM_TOPICS for w in ex.words[lo:hi])):
+        if topic is None and (
+            not any(w in _TOPIC_POINTERS for w in ex.words[lo:hi])
+            or any(w in _NON_SYMPTOM_TOPICS for w in ex.words[lo:hi])
+        ):
             continue  # "how long has he been going to daycare?", "how long have you worked in this role?"
         if topic is None:
             recent = [m for s2, m in present_syms if s - _TOPIC_SENTENCES <= s2 < s]
@@ -167,8 +248,12 @@ def _pass_dialogue(
                 if sited or pains:
                     recent = [(sited or pains)[0]]
             topic = recent[-1] if recent else chief
-            if kind == "onset" and chief is not None and _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _RECAP) \
-                    and not any(w in _PAIN_WORDS for w in ex.words[lo:hi]):
+            if (
+                kind == "onset"
+                and chief is not None
+                and _has_any(" " + " ".join(ex.words[lo:hi]) + " ", _RECAP)
+                and not any(w in _PAIN_WORDS for w in ex.words[lo:hi])
+            ):
                 topic = chief  # "And then you said it started a couple days ago?": the presenting complaint's onset
         answer = _read_answer(ex, s, kind)
         if answer is None:
@@ -196,7 +281,10 @@ _PLURAL_POINTERS = frozenset({"these", "those", "they", "them", "symptoms", "bot
 
 
 def _shared_onset(
-    ex: _Extractor, s: int, in_q: list[Mention], present_syms: list[tuple[int, Mention]],
+    ex: _Extractor,
+    s: int,
+    in_q: list[Mention],
+    present_syms: list[tuple[int, Mention]],
     key_of: dict[int, tuple[str, str]],
 ) -> list[tuple[str, str]]:
     """The other symptoms an onset question asks about: those it names joined by "and" ("when did the fever
@@ -238,11 +326,18 @@ def _duration_echo(ex: _Extractor, s: int) -> bool:
     days, so about 2-3 days?"): a clinician checking the onset just given. A short question (at most 14
     words) with no clinical term, a numbered duration, and two of them, a range, or "so"/"said"."""
     lo, hi = ex.sentence_bounds(s)
-    times = [q for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
-             if lo <= k < hi and q.kind == "time" and q.value is not None]
+    times = [
+        q
+        for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
+        if lo <= k < hi and q.kind == "time" and q.value is not None
+    ]
     words = ex.words[lo:hi]
-    return bool(times) and hi - lo <= 14 and s not in ex.mention_sents and (
-        len(times) >= 2 or any(q.value_max is not None for q in times) or "so" in words or "said" in words)
+    return (
+        bool(times)
+        and hi - lo <= 14
+        and s not in ex.mention_sents
+        and (len(times) >= 2 or any(q.value_max is not None for q in times) or "so" in words or "said" in words)
+    )
 
 
 def _describes(word: str, m: Mention) -> bool:
@@ -275,8 +370,12 @@ def _scale_definition(ex: _Extractor, s: int) -> bool:
 
 def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
     sents = _answer_sentences(ex, s, limit=4 if kind == "rating" else 2)
-    if kind == "describe" and sents and ex.ctx.ends_q[sents[-1]] and any(
-            w in _QUALITY_WORDS for w in ex.words[slice(*ex.sentence_bounds(sents[-1]))]):
+    if (
+        kind == "describe"
+        and sents
+        and ex.ctx.ends_q[sents[-1]]
+        and any(w in _QUALITY_WORDS for w in ex.words[slice(*ex.sentence_bounds(sents[-1]))])
+    ):
         # "How would you describe the pain? Is it like a dull, aching pain or sharp stabbing pain? - Dull and achy."
         sents += _answer_sentences(ex, sents[-1], limit=2)
     if kind == "rating":
@@ -298,14 +397,23 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
 
     if kind == "onset":
         # not a time in the clinician's next question ("... or in the last six hours?")
-        times = [q for q in qs if q.kind == "time" and (q.value is not None or q.unit_canonical)
-                 and not ex.ctx.ends_q[ex.sentence_of(ex._tok_index(q.start))]]
+        times = [
+            q
+            for q in qs
+            if q.kind == "time"
+            and (q.value is not None or q.unit_canonical)
+            and not ex.ctx.ends_q[ex.sentence_of(ex._tok_index(q.start))]
+        ]
         if not times:
             return None
         q = times[0]  # the direct answer; a later number replaces a rough first one only right after it
         between = re.findall(r"[a-z']+", ex.text[q.end : times[1].start].lower()) if len(times) > 1 else []
-        if _vague(_fmt_qty(q)) and len(times) > 1 and not _vague(_fmt_qty(times[1])) \
-                and all(w in _REFINERS for w in between):
+        if (
+            _vague(_fmt_qty(q))
+            and len(times) > 1
+            and not _vague(_fmt_qty(times[1]))
+            and all(w in _REFINERS for w in between)
+        ):
             q = times[1]  # "a few days, maybe 3 days"; not "a few months ago, but in the past couple of weeks ..."
         return _Answered("onset", None, None, _refined_time(ex, q, qs), None, ev(q))
     if kind == "frequency":
@@ -324,8 +432,14 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
                 else:
                     lo, hi = k, k + 1
                 lo = max(lo, slo)
-                return _Answered("describe", " ".join(w for w in ex.words[lo:hi] if w != "and"), None, None, None,
-                                 [q_quote, ex.quote(lo, hi, slo, shi)])
+                return _Answered(
+                    "describe",
+                    " ".join(w for w in ex.words[lo:hi] if w != "and"),
+                    None,
+                    None,
+                    None,
+                    [q_quote, ex.quote(lo, hi, slo, shi)],
+                )
         return None
     if kind == "distance":
         for q in qs:
@@ -336,8 +450,14 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         for q in qs:
             if q.value is not None and q.unit_canonical in _WEIGHT_UNITS:
                 during = next((t for t in qs if t.kind == "time" and t.value is not None), None)
-                return _Answered("amount", _fmt_value(q), q.unit_canonical, _fmt_qty(during) if during else None,
-                                 None, ev(q) + (ev(during)[1:] if during else []))
+                return _Answered(
+                    "amount",
+                    _fmt_value(q),
+                    q.unit_canonical,
+                    _fmt_qty(during) if during else None,
+                    None,
+                    ev(q) + (ev(during)[1:] if during else []),
+                )
         return None
     best: Quantity | None = None
     for q in qs:
@@ -359,10 +479,21 @@ def _read_answer(ex: _Extractor, s: int, kind: str) -> _Answered | None:
         return None
     best_top = best.value_max if best.value_max is not None else best.value
     value = _fmt_value(best)
-    lower = next((q for q in qs if q.end <= best.start and q.value is not None and q.value_max is None
-                  and best.value_max is None and q.kind in ("count", "measure") and q.unit_canonical is None
-                  and q.value < (best.value or 0)
-                  and re.fullmatch(r"\s*(?:or|to)\s+(?:a|an|maybe|like|\s)*", ex.text[q.end : best.start], re.I)), None)
+    lower = next(
+        (
+            q
+            for q in qs
+            if q.end <= best.start
+            and q.value is not None
+            and q.value_max is None
+            and best.value_max is None
+            and q.kind in ("count", "measure")
+            and q.unit_canonical is None
+            and q.value < (best.value or 0)
+            and re.fullmatch(r"\s*(?:or|to)\s+(?:a|an|maybe|like|\s)*", ex.text[q.end : best.start], re.I)
+        ),
+        None,
+    )
     if lower is not None:
         value = f"{_fmt_num(lower.value or 0)}-{value}"  # "probably a 6 or a 7": the range 6-7
     return _Answered("rating", value, "out of 10", None, best_top, ev(best))

@@ -27,7 +27,10 @@ from stresstest.structure.rules.tables import (
 
 
 def _pass_flags(
-    ex: _Extractor, built: list[_Built], reactions: dict[str, list[str]], patient: _Patient,
+    ex: _Extractor,
+    built: list[_Built],
+    reactions: dict[str, list[str]],
+    patient: _Patient,
     field_evidence: dict[str, list[str]],
 ) -> list[tuple[SafetyFlag, list[str], str | None]]:
     """Safety flags (f1.. in text order) with their evidence and triage hint; fills ``field_evidence``.
@@ -41,8 +44,14 @@ def _pass_flags(
     for b in built:
         if b.claim.status == "present":
             present.setdefault(b.claim.concept, b)
-    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                  and not _is_modifier(b.claim.concept)), None)
+    chief = next(
+        (
+            b
+            for b in built
+            if b.claim.category == "symptom" and b.claim.status == "present" and not _is_modifier(b.claim.concept)
+        ),
+        None,
+    )
     acute_illness = chief is not None and (_hours(chief.claim.time) or 1e9) <= _ACUTE_ILLNESS_DAYS * 24
     rows: list[tuple[int, str, str, str | None, list[str], str | None]] = []
 
@@ -85,21 +94,35 @@ def _pass_flags(
         flag("red_flag", "urinary incontinence", ub.claim.time, ub.evidence, ub.group, "emergency")
     if "fever" in present and patient.age_years is not None and patient.age_years < 0.25:
         fb = present["fever"]
-        flag("red_flag", "fever in infant", fb.claim.value and f"{fb.claim.value} {fb.claim.unit or ''}".strip(),
-             patient.age_evidence + fb.evidence[:1], fb.group, "emergency")
+        flag(
+            "red_flag",
+            "fever in infant",
+            fb.claim.value and f"{fb.claim.value} {fb.claim.unit or ''}".strip(),
+            patient.age_evidence + fb.evidence[:1],
+            fb.group,
+            "emergency",
+        )
     present_groups = {c: (b.claim, b.evidence, b.group) for c, b in present.items()}
     for name, hint, ev, g in _composite_red_flags(ex, present_groups):
         flag("red_flag", name, None, ev, g, hint)
-    if "tachypnea" in present and ("supplemental oxygen" in present or (
-            patient.age_years is not None and patient.age_years < 1)):
+    if "tachypnea" in present and (
+        "supplemental oxygen" in present or (patient.age_years is not None and patient.age_years < 1)
+    ):
         # Fast breathing that needs oxygen, or in an infant, is respiratory distress: one finding, so its
         # flag replaces the plain tachypnea red flag rather than standing beside it.
         rows[:] = [r for r in rows if (r[1], r[2]) != ("red_flag", "tachypnea")]
         tb = present["tachypnea"]
-        ev = tb.evidence[:1] + (present["supplemental oxygen"].evidence[:1] if "supplemental oxygen" in present
-                                else patient.age_evidence)
-        flag("red_flag", "respiratory distress", "fast breathing" + (
-            " on oxygen" if "supplemental oxygen" in present else " in an infant"), ev, tb.group, "emergency")
+        ev = tb.evidence[:1] + (
+            present["supplemental oxygen"].evidence[:1] if "supplemental oxygen" in present else patient.age_evidence
+        )
+        flag(
+            "red_flag",
+            "respiratory distress",
+            "fast breathing" + (" on oxygen" if "supplemental oxygen" in present else " in an infant"),
+            ev,
+            tb.group,
+            "emergency",
+        )
     for name, value, ev in patient.critical:
         pos = ex.text.find(value)
         rows.append((pos, "critical_vital", name, value, ev, "emergency"))
@@ -129,8 +152,10 @@ def _composite_red_flags(
 
     if "shortness of breath" in present and "shortness of breath at rest" not in present:
         claim, ev, g = present["shortness of breath"]
-        if any(_has_any(nm, ("at rest", "while resting", "when resting", "even resting", "sitting still",
-                              "doing nothing")) for nm in sent_norms(g)):
+        if any(
+            _has_any(nm, ("at rest", "while resting", "when resting", "even resting", "sitting still", "doing nothing"))
+            for nm in sent_norms(g)
+        ):
             out.append(("shortness of breath at rest", "emergency", ev, g))
     bleed = sorted(_GI_BLEED & present.keys())
     faint = sorted({"dizziness", "fainting"} & present.keys())
@@ -146,8 +171,11 @@ def _composite_red_flags(
         _, ev1, g = present["drooling"]
         out.append(("drooling", "emergency", ev1[:1], g))
     swollen = sorted({"joint swelling", "swelling"} & present.keys())
-    if swollen and "warmth" in present and ({"redness", "joint pain"} & present.keys()
-                                            or any(c.endswith(_JOINT_PAIN_SITES) for c in present)):
+    if (
+        swollen
+        and "warmth" in present
+        and ({"redness", "joint pain"} & present.keys() or any(c.endswith(_JOINT_PAIN_SITES) for c in present))
+    ):
         # A hot, swollen (red or painful) joint: septic arthritis until proven otherwise.
         _, ev1, g = present[swollen[0]]
         out.append(("hot swollen joint", "urgent", ev1[:1] + present["warmth"][1][:1], g))

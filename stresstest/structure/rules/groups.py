@@ -73,8 +73,11 @@ def _reading(ex: _Extractor, k: int) -> float | None:
         v = float(ex.words[k])
     except ValueError:
         return None
-    if k + 1 < len(ex.tokens) and ex.text[ex.tokens[k].end : ex.tokens[k + 1].start] == "." \
-            and ex.words[k + 1].isdigit():
+    if (
+        k + 1 < len(ex.tokens)
+        and ex.text[ex.tokens[k].end : ex.tokens[k + 1].start] == "."
+        and ex.words[k + 1].isdigit()
+    ):
         v = float(f"{ex.words[k]}.{ex.words[k + 1]}")
     return v
 
@@ -96,8 +99,7 @@ def _pass_groups(
     groups: dict[tuple[str, str], _Group] = {}
     reactions: dict[str, list[str]] = {}
 
-    def add(category: str, concept: str, m: Mention, a: Assertion, red: bool = False,
-            hint: str | None = None) -> None:
+    def add(category: str, concept: str, m: Mention, a: Assertion, red: bool = False, hint: str | None = None) -> None:
         g = groups.get((category, concept))
         if g is None:
             g = groups[(category, concept)] = _Group(category, concept, red_flag=red, triage_hint=hint)

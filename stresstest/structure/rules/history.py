@@ -33,11 +33,32 @@ from stresstest.structure.rules.tables import _FAMILY, _TOPIC_SENTENCES, _WH_LEA
 #: Habits whose amount and rate are read from what the patient says about them (:func:`_habit_attributes`).
 _HABITS = frozenset({"alcohol", "smoking"})
 _HABIT_GAP = frozenset({"uh", "um", "umm", "uhm", "er", "erm", "like"})  # said inside an amount or a rate
-_DRINKS = r"(?:(?:red|white) )?(?:wine|beer|beers|whiskey|whisky|vodka|rum|gin|liquor|spirits|champagne|scotch|" \
-          r"tequila|cider|sake)"
+_DRINKS = (
+    r"(?:(?:red|white) )?(?:wine|beer|beers|whiskey|whisky|vodka|rum|gin|liquor|spirits|champagne|scotch|"
+    r"tequila|cider|sake)"
+)
 _HABIT_PERIODS = r"(?:day|week|month|night|weekend|year|evening)"
-_ASK_WORDS = frozenset({"do", "does", "did", "are", "is", "was", "were", "have", "has", "any", "how", "what", "when",
-                        "would", "could", "can", "so"})
+_ASK_WORDS = frozenset(
+    {
+        "do",
+        "does",
+        "did",
+        "are",
+        "is",
+        "was",
+        "were",
+        "have",
+        "has",
+        "any",
+        "how",
+        "what",
+        "when",
+        "would",
+        "could",
+        "can",
+        "so",
+    }
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,15 +66,21 @@ def _habit_res() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.
     """(drink amount, tobacco amount, rate, years smoked) over a sentence's words joined by single spaces."""
     num = r"(?:\d+|" + "|".join(sorted(_number_words(), key=len, reverse=True)) + ")"
     amount = rf"(?:{num}(?: (?:or|to) {num})?|half an?|an?(?: couple(?: of)?| few)?|couple(?: of)?|few|several)"
-    drink = rf"\b{amount} (?:(?:glass|glasses|bottle|bottles|pint|pints|shot|shots|drink|drinks|beer|beers)" \
-            rf"(?: of {_DRINKS})?|(?:can|cans|cup|cups) of {_DRINKS})(?: or {num})?\b"
+    drink = (
+        rf"\b{amount} (?:(?:glass|glasses|bottle|bottles|pint|pints|shot|shots|drink|drinks|beer|beers)"
+        rf"(?: of {_DRINKS})?|(?:can|cans|cup|cups) of {_DRINKS})(?: or {num})?\b"
+    )
     tobacco = rf"\b(?P<n>{amount}) (?P<unit>packs?|cigarettes?|cigs)\b"
     times = rf"(?:once|twice|{num} times|an? (?:couple|few) (?:of )?times|couple (?:of )?times)"
-    rate = rf"\b(?:(?:{times} )?(?:a|per|every|each) {_HABIT_PERIODS}|every (?:other|single) {_HABIT_PERIODS}|" \
-           rf"every (?:couple(?: of)?|few|{num}) {_HABIT_PERIODS}s|on (?:the )?weekends?|daily|nightly|weekly|" \
-           rf"everyday)\b"
-    years = rf"\bfor (?:about |around |almost |over |nearly |the (?:past|last) )?(?:{num}|a couple of|a few|many|" \
-            rf"several) years\b"
+    rate = (
+        rf"\b(?:(?:{times} )?(?:a|per|every|each) {_HABIT_PERIODS}|every (?:other|single) {_HABIT_PERIODS}|"
+        rf"every (?:couple(?: of)?|few|{num}) {_HABIT_PERIODS}s|on (?:the )?weekends?|daily|nightly|weekly|"
+        rf"everyday)\b"
+    )
+    years = (
+        rf"\bfor (?:about |around |almost |over |nearly |the (?:past|last) )?(?:{num}|a couple of|a few|many|"
+        rf"several) years\b"
+    )
     return re.compile(drink), re.compile(tobacco), re.compile(rate), re.compile(years)
 
 
@@ -71,8 +98,12 @@ def _habit_sentences(ex: _Extractor, g: _Group) -> list[tuple[int, str]]:
         if not ex.ctx.ends_q[s]:
             out[s] = "said"
             n = s + 1  # "I smoke maybe like. I don't know like 5 per day": the statement goes on
-            if n < len(ex.ctx.sent_start) and not ex.ctx.ends_q[n] and n not in ex.mention_sents \
-                    and not _names_family(ex, n):
+            if (
+                n < len(ex.ctx.sent_start)
+                and not ex.ctx.ends_q[n]
+                and n not in ex.mention_sents
+                and not _names_family(ex, n)
+            ):
                 out.setdefault(n, "next")
             continue
         lo, hi = ex.sentence_bounds(s)
@@ -171,8 +202,10 @@ def _habit_attributes(
             if g.concept == "smoking" and amount is None and value is None:
                 n = joined[: r.start()].split()[-1:]  # "like 5 per day": the cigarettes smoked
                 if n and (n[0].isdigit() or n[0] in _number_words()):
-                    amount = (_fmt_num(float(n[0])) if n[0].isdigit() else _fmt_num(_number_words()[n[0]]),
-                              "cigarettes" if cigarettes else None)
+                    amount = (
+                        _fmt_num(float(n[0])) if n[0].isdigit() else _fmt_num(_number_words()[n[0]]),
+                        "cigarettes" if cigarettes else None,
+                    )
         if g.concept == "smoking" and years is None and how != "next":
             y = years_re.search(joined)
             if y:
@@ -180,8 +213,12 @@ def _habit_attributes(
             elif how == "how long":
                 lo, hi = ex.sentence_bounds(s)
                 for q, k in zip(ex.quantities, ex.qty_tok, strict=True):
-                    if lo <= k < hi and q.kind == "time" and q.value is not None and q.unit_canonical in (
-                            "years", "months"):
+                    if (
+                        lo <= k < hi
+                        and q.kind == "time"
+                        and q.value is not None
+                        and q.unit_canonical in ("years", "months")
+                    ):
                         years, used = f"for {_fmt_qty(q)}", True
                         break
         if used:
@@ -194,12 +231,25 @@ def _habit_attributes(
     return value, unit, time, quotes
 
 
-_DOSE_ASKS = ("how often", "how many times", "how frequently", "when did you", "when was the last", "how long have",
-              "how much", "how many did", "how many have")
-_TOOK_IT = re.compile(r"^(?:i|i've|i have|i had)(?: just| only| been| usually| normally)* (?:took|take|taking|takes|"
-                      r"used|use|using|tried|had) (?:it|them|that|those|one|some)\b")
-_BEDTIME = re.compile(r"\b(?:at bedtime|before (?:going to )?(?:bed|sleep)|before i go to (?:bed|sleep)|"
-                      r"before going to bed)\b")
+_DOSE_ASKS = (
+    "how often",
+    "how many times",
+    "how frequently",
+    "when did you",
+    "when was the last",
+    "how long have",
+    "how much",
+    "how many did",
+    "how many have",
+)
+_TOOK_IT = re.compile(
+    r"^(?:i|i've|i have|i had)(?: just| only| been| usually| normally)* (?:took|take|taking|takes|"
+    r"used|use|using|tried|had) (?:it|them|that|those|one|some)\b"
+)
+_BEDTIME = re.compile(
+    r"\b(?:at bedtime|before (?:going to )?(?:bed|sleep)|before i go to (?:bed|sleep)|"
+    r"before going to bed)\b"
+)
 
 
 def _medication_time(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
@@ -229,8 +279,14 @@ def _medication_time(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
                     break  # only an "OK." may come between
         for s2 in later:
             alo, ahi = ex.sentence_bounds(s2)
-            time = next((_fmt_qty(q) for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
-                         if alo <= k < ahi and q.kind in ("time", "frequency")), None)
+            time = next(
+                (
+                    _fmt_qty(q)
+                    for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
+                    if alo <= k < ahi and q.kind in ("time", "frequency")
+                ),
+                None,
+            )
             bedtime = _BEDTIME.search(" ".join(ex.words[alo:ahi]))
             if bedtime:
                 time = "at bedtime" + ("" if not time else f" for {time}" if time[0].isdigit() else f" {time}")
@@ -239,8 +295,10 @@ def _medication_time(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
     return None, []
 
 
-_PARTNER = re.compile(r"\bwith (?:my |a |one |the same )?(?P<who>boyfriend|girlfriend|husband|wife|partner|spouse|"
-                      r"fiance|fiancee|fiancé|fiancée)\b")
+_PARTNER = re.compile(
+    r"\bwith (?:my |a |one |the same )?(?P<who>boyfriend|girlfriend|husband|wife|partner|spouse|"
+    r"fiance|fiancee|fiancé|fiancée)\b"
+)
 
 
 def _partner(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
@@ -255,39 +313,169 @@ def _partner(ex: _Extractor, g: _Group) -> tuple[str | None, list[str]]:
     return None, []
 
 
-_WORK_QUESTIONS = ("for work", "for a living", "what do you do", "occupation", "are you working", "do you work",
-                   "where do you work", "your job", "employed", "what kind of work", "what type of work",
-                   "line of work")
-_JOB_PATTERNS = (
-    re.compile(r"\b(?:i['\u2019]?m|i am|i work as|working as|work as|job as|i['\u2019]?m currently|i am currently)\s+"
-               r"(?:an?|the)\s+(?P<job>[a-z]+(?:\s+[a-z]+){0,3})", re.IGNORECASE),
-    re.compile(r"\b(?:work|working|job)\s+(?:(?:at|in|for)\s+)?(?:at|in|for)\s+(?:(?:an?|the|my|this)\s+)?"
-               r"(?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
-    re.compile(r"\b(?P<job>retired(?:\s+[a-z]+)?|unemployed|laid off|student|on disability|stay at home \w+|"
-               r"not working)\b", re.IGNORECASE),
+_WORK_QUESTIONS = (
+    "for work",
+    "for a living",
+    "what do you do",
+    "occupation",
+    "are you working",
+    "do you work",
+    "where do you work",
+    "your job",
+    "employed",
+    "what kind of work",
+    "what type of work",
+    "line of work",
 )
-_JOB_NOUNS = ("worker", "teacher", "nurse", "engineer", "accountant", "student", "driver", "manager", "chef", "cook",
-              "cashier", "clerk", "mechanic", "electrician", "plumber", "carpenter", "farmer", "lawyer",
-              "secretary", "receptionist", "banker", "consultant", "programmer", "developer", "builder", "labourer",
-              "laborer", "painter", "cleaner", "waiter", "waitress", "bartender", "server", "hairdresser",
-              "firefighter", "officer", "technician", "assistant", "designer", "pharmacist", "butcher", "baker",
-              "janitor", "landscaper", "roofer", "welder", "miner", "soldier", "paramedic", "dentist", "physician")
-_WORKPLACES = ("factory", "warehouse", "office", "store", "shop", "restaurant", "hospital", "school", "bank",
-               "daycare", "plant", "mine", "farm", "kitchen", "bakery", "hotel", "lab", "laboratory", "clinic",
-               "garage", "call centre", "call center", "grocery store", "construction site", "gym", "salon")
+_JOB_PATTERNS = (
+    re.compile(
+        r"\b(?:i['\u2019]?m|i am|i work as|working as|work as|job as|i['\u2019]?m currently|i am currently)\s+"
+        r"(?:an?|the)\s+(?P<job>[a-z]+(?:\s+[a-z]+){0,3})",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:work|working|job)\s+(?:(?:at|in|for)\s+)?(?:at|in|for)\s+(?:(?:an?|the|my|this)\s+)?"
+        r"(?P<job>[a-z]+(?:\s+[a-z]+)?)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?P<job>retired(?:\s+[a-z]+)?|unemployed|laid off|student|on disability|stay at home \w+|"
+        r"not working)\b",
+        re.IGNORECASE,
+    ),
+)
+_JOB_NOUNS = (
+    "worker",
+    "teacher",
+    "nurse",
+    "engineer",
+    "accountant",
+    "student",
+    "driver",
+    "manager",
+    "chef",
+    "cook",
+    "cashier",
+    "clerk",
+    "mechanic",
+    "electrician",
+    "plumber",
+    "carpenter",
+    "farmer",
+    "lawyer",
+    "secretary",
+    "receptionist",
+    "banker",
+    "consultant",
+    "programmer",
+    "developer",
+    "builder",
+    "labourer",
+    "laborer",
+    "painter",
+    "cleaner",
+    "waiter",
+    "waitress",
+    "bartender",
+    "server",
+    "hairdresser",
+    "firefighter",
+    "officer",
+    "technician",
+    "assistant",
+    "designer",
+    "pharmacist",
+    "butcher",
+    "baker",
+    "janitor",
+    "landscaper",
+    "roofer",
+    "welder",
+    "miner",
+    "soldier",
+    "paramedic",
+    "dentist",
+    "physician",
+)
+_WORKPLACES = (
+    "factory",
+    "warehouse",
+    "office",
+    "store",
+    "shop",
+    "restaurant",
+    "hospital",
+    "school",
+    "bank",
+    "daycare",
+    "plant",
+    "mine",
+    "farm",
+    "kitchen",
+    "bakery",
+    "hotel",
+    "lab",
+    "laboratory",
+    "clinic",
+    "garage",
+    "call centre",
+    "call center",
+    "grocery store",
+    "construction site",
+    "gym",
+    "salon",
+)
 #: Job statements clear enough without a work question ("I work as an accountant", "I'm a construction worker").
 _JOB_STATEMENTS = (
     re.compile(r"\bi (?:work|worked) as (?:an?|the) (?P<job>[a-z]+(?:\s+[a-z]+)?)", re.IGNORECASE),
-    re.compile(r"\bi (?:work|worked) in (?P<job>construction|retail|sales|finance|banking|insurance|accounting|"
-               r"healthcare|health care|education|hospitality|manufacturing|landscaping|marketing|real estate|"
-               r"it|tech|software|logistics|shipping|transport|administration|childcare|daycare)\b", re.IGNORECASE),
+    re.compile(
+        r"\bi (?:work|worked) in (?P<job>construction|retail|sales|finance|banking|insurance|accounting|"
+        r"healthcare|health care|education|hospitality|manufacturing|landscaping|marketing|real estate|"
+        r"it|tech|software|logistics|shipping|transport|administration|childcare|daycare)\b",
+        re.IGNORECASE,
+    ),
     re.compile(r"\b(?:i'm|i am) (?:an?) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_JOB_NOUNS) + r"))\b", re.IGNORECASE),
-    re.compile(r"\bi work (?:at|in) (?:an?|the|this) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_WORKPLACES) + r"))\b",
-               re.IGNORECASE),
+    re.compile(
+        r"\bi work (?:at|in) (?:an?|the|this) (?P<job>(?:[a-z]+\s+)?(?:" + "|".join(_WORKPLACES) + r"))\b",
+        re.IGNORECASE,
+    ),
 )
-_JOB_STOP = frozenset({"um", "uh", "like", "so", "and", "but", "right", "now", "currently", "the", "a", "an", "at",
-                       "in", "as", "for", "it", "its", "when", "since", "until", "before", "after", "with", "who",
-                       "that", "because", "about", "there", "here", "then", "which"})
+_JOB_STOP = frozenset(
+    {
+        "um",
+        "uh",
+        "like",
+        "so",
+        "and",
+        "but",
+        "right",
+        "now",
+        "currently",
+        "the",
+        "a",
+        "an",
+        "at",
+        "in",
+        "as",
+        "for",
+        "it",
+        "its",
+        "when",
+        "since",
+        "until",
+        "before",
+        "after",
+        "with",
+        "who",
+        "that",
+        "because",
+        "about",
+        "there",
+        "here",
+        "then",
+        "which",
+    }
+)
 
 
 def _job_words(job: str) -> str | None:
@@ -305,8 +493,14 @@ def _job_words(job: str) -> str | None:
 
 _AS_JOB = re.compile(r"\bas an? (?P<job>[a-z]+)\b", re.IGNORECASE)
 _RETIRED = frozenset({"retired", "retiring", "retirement", "retire"})
-_JOB_HOW_LONG = ("how long have you worked", "how long have you been working", "how long have you been doing",
-                 "how long have you had this job", "how long have you been there", "how long have you been in")
+_JOB_HOW_LONG = (
+    "how long have you worked",
+    "how long have you been working",
+    "how long have you been doing",
+    "how long have you had this job",
+    "how long have you been there",
+    "how long have you been in",
+)
 
 
 def _job_duration(ex: _Extractor, s0: int) -> tuple[str, list[str]] | None:
@@ -363,8 +557,11 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
                 break
             if ahi - alo < 2 or ex.ctx._answer(alo, ahi) is not None and ahi - alo < 4:
                 continue  # "Yes." / "No, not really.": no job named
-            answer = " ".join(w for w in ex.text[ex.tokens[alo].start : ex.tokens[ahi - 1].end].split()
-                              if w.lower().strip(",.") not in _fillers())
+            answer = " ".join(
+                w
+                for w in ex.text[ex.tokens[alo].start : ex.tokens[ahi - 1].end].split()
+                if w.lower().strip(",.") not in _fillers()
+            )
             value = None
             for n, pat in enumerate(_JOB_PATTERNS):
                 mt = pat.search(answer)
@@ -382,8 +579,11 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
         value = _job_words(mt.group("job"))
         s = ex.sentence_of(lo)
         if value and mt.group(0).lower().startswith("i worked") and not value.startswith("retired"):
-            near = [w for s2 in range(s, min(len(ex.ctx.sent_start), s + 2))
-                    for w in ex.words[slice(*ex.sentence_bounds(s2))]]
+            near = [
+                w
+                for s2 in range(s, min(len(ex.ctx.sent_start), s + 2))
+                for w in ex.words[slice(*ex.sentence_bounds(s2))]
+            ]
             if _RETIRED & set(near):
                 value = f"retired {value}"  # "I worked as a mechanic when I was younger ... ever since retiring"
         return _occupation(ex, value, [ex.quote(lo, hi, lo, hi)], s, ex.tokens[lo].start)
@@ -391,13 +591,37 @@ def _occupation_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
 
 
 #: "How is your appetite?" - the noun asked about and the concept its answer decides.
-_HOW_IS_TOPICS = {"appetite": "loss of appetite", "sleep": "sleep disturbance", "sleeping": "sleep disturbance",
-                  "energy": "fatigue", "bowel": "change in bowel habit", "bowels": "change in bowel habit",
-                  "urination": "urinary symptoms", "peeing": "urinary symptoms"}
+_HOW_IS_TOPICS = {
+    "appetite": "loss of appetite",
+    "sleep": "sleep disturbance",
+    "sleeping": "sleep disturbance",
+    "energy": "fatigue",
+    "bowel": "change in bowel habit",
+    "bowels": "change in bowel habit",
+    "urination": "urinary symptoms",
+    "peeing": "urinary symptoms",
+}
 
 
-_ABNORMAL_WORDS = frozenset({"poor", "bad", "less", "decreased", "low", "down", "worse", "terrible", "trouble",
-                             "lost", "reduced", "hard", "difficult", "barely", "little"})
+_ABNORMAL_WORDS = frozenset(
+    {
+        "poor",
+        "bad",
+        "less",
+        "decreased",
+        "low",
+        "down",
+        "worse",
+        "terrible",
+        "trouble",
+        "lost",
+        "reduced",
+        "hard",
+        "difficult",
+        "barely",
+        "little",
+    }
+)
 _NEGATORS = frozenset({"not", "isn't", "wasn't", "hasn't", "haven't", "can't", "never"})
 
 
@@ -435,10 +659,20 @@ def _how_is_claims(ex: _Extractor, have: set[str]) -> list[_Built]:
             continue  # neither, or both ("not bad", "good but less"): leave it unread
         status: Literal["present", "absent"] = "present" if abnormal else "absent"
         info = concept_info(concept)
-        claim = Claim(id="", category=info.category if info else "symptom", concept=concept,  # type: ignore[arg-type]
-                      status=status)
-        out.append(_Built(claim, [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)],
-                          _Group(claim.category, concept), ex.tokens[lo].start))
+        claim = Claim(
+            id="",
+            category=info.category if info else "symptom",  # type: ignore[arg-type]
+            concept=concept,
+            status=status,
+        )
+        out.append(
+            _Built(
+                claim,
+                [ex.quote(lo, hi, lo, hi), ex.quote(alo, ahi, alo, ahi)],
+                _Group(claim.category, concept),
+                ex.tokens[lo].start,
+            )
+        )
         seen.add(concept)
     return out
 
@@ -452,8 +686,29 @@ _TRIP_PATTERNS = (
     re.compile(r"\b(?:trip|vacation|holiday|visit) (?:to|in) " + _PLACE),
     re.compile(r"\b[Ii] was (?:in|visiting) " + _PLACE + r" for\b"),
 )
-_NOT_PLACES = frozenset({"I", "The", "OK", "Okay", "Uh", "Um", "So", "And", "But", "It", "My", "Emergency",
-                         "Department", "ER", "Hospital", "School", "University", "Work", "Doctor"})
+_NOT_PLACES = frozenset(
+    {
+        "I",
+        "The",
+        "OK",
+        "Okay",
+        "Uh",
+        "Um",
+        "So",
+        "And",
+        "But",
+        "It",
+        "My",
+        "Emergency",
+        "Department",
+        "ER",
+        "Hospital",
+        "School",
+        "University",
+        "Work",
+        "Doctor",
+    }
+)
 
 
 def _statement_match(
@@ -475,8 +730,10 @@ def _statement_match(
     return None
 
 
-_STAY = re.compile(r"\b(?:i|we) (?:was|were|stayed|spent|ve been|have been|had been) (?:down |over |out |up )?"
-                   r"there for\b")
+_STAY = re.compile(
+    r"\b(?:i|we) (?:was|were|stayed|spent|ve been|have been|had been) (?:down |over |out |up )?"
+    r"there for\b"
+)
 _STAY_REACH = 6  # sentences after the trip's in which the patient may say how long they were there
 
 
@@ -494,8 +751,11 @@ def _stay(ex: _Extractor, lo: int) -> tuple[str, str] | None:
         if not mt:
             continue
         after = slo + " ".join(words)[: mt.end()].count(" ") + 1
-        times = [(k, q) for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
-                 if slo <= k < shi and q.kind == "time" and q.value is not None]
+        times = [
+            (k, q)
+            for q, k in zip(ex.quantities, ex.qty_tok, strict=True)
+            if slo <= k < shi and q.kind == "time" and q.value is not None
+        ]
         back = [q for k, q in times if {"back", "returned"} & set(ex.words[max(slo, k - 4) : k])]
         stayed = [q for k, q in times if after <= k < after + 4]
         if back or stayed:  # "I was there for one night and got back five days ago": how long ago, first
@@ -514,17 +774,27 @@ def _travel(ex: _Extractor, built: list[_Built]) -> list[_Built]:
     stay = _stay(ex, lo)
     have = [b for b in built if b.claim.concept == "travel"]
     if not have:
-        claim = Claim(id="", category="social", concept="travel", status="present", value=place,
-                      time=stay[0] if stay else None)
-        return built + [_Built(claim, [quote] + ([stay[1]] if stay and stay[1] != quote else []),
-                               _Group("social", "travel"), pos)]
+        claim = Claim(
+            id="", category="social", concept="travel", status="present", value=place, time=stay[0] if stay else None
+        )
+        return built + [
+            _Built(claim, [quote] + ([stay[1]] if stay and stay[1] != quote else []), _Group("social", "travel"), pos)
+        ]
     out = []
     for b in built:
         if b.claim.concept == "travel" and b.claim.status != "absent" and not b.claim.value:
-            b = _Built(revise(b.claim, status="present", value=place),
-                       b.evidence + ([quote] if quote not in b.evidence else []), b.group, b.pos)
+            b = _Built(
+                revise(b.claim, status="present", value=place),
+                b.evidence + ([quote] if quote not in b.evidence else []),
+                b.group,
+                b.pos,
+            )
         if b.claim.concept == "travel" and b.claim.status == "present" and b.claim.time is None and stay:
-            b = _Built(revise(b.claim, time=stay[0]),
-                       b.evidence + ([stay[1]] if stay[1] not in b.evidence else []), b.group, b.pos)
+            b = _Built(
+                revise(b.claim, time=stay[0]),
+                b.evidence + ([stay[1]] if stay[1] not in b.evidence else []),
+                b.group,
+                b.pos,
+            )
         out.append(b)
     return out

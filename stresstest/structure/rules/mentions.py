@@ -65,8 +65,15 @@ def _concept_mention(ex: _Extractor, start: int, end: int, concept: str, categor
     """A mention of ``concept`` over ``ex.text[start:end]`` carrying the lexicon's facts (category unless given,
     red flag, triage hint); a concept the lexicon lacks is a plain symptom."""
     info = concept_info(concept)
-    return Mention(start, end, ex.text[start:end], concept, category or (info.category if info else "symptom"),
-                   bool(info and info.red_flag), info.triage_hint if info else None)
+    return Mention(
+        start,
+        end,
+        ex.text[start:end],
+        concept,
+        category or (info.category if info else "symptom"),
+        bool(info and info.red_flag),
+        info.triage_hint if info else None,
+    )
 
 
 def _compose(
@@ -99,8 +106,7 @@ def _compose(
             for kk in (k + d, k - d) if d <= back else (k + d,):
                 if lo <= kk < hi and (partner_may_be_covered or kk not in covered) and kk not in used:
                     between = range(min(k, kk) + 1, max(k, kk))
-                    if any(ex.words[x] in _LIST_JOINERS and ex.words[x + 1] not in _CO_SYMPTOM_WORDS
-                           for x in between):
+                    if any(ex.words[x] in _LIST_JOINERS and ex.words[x + 1] not in _CO_SYMPTOM_WORDS for x in between):
                         continue  # "blood or any sputum" names two things, not bloody sputum
                     concept = partner(ex.words[kk])
                     if concept is not None and ex.words[kk] == "back" and _adverb_back(ex, kk):
@@ -131,8 +137,7 @@ def _pain_of_the_site_before(ex: _Extractor, mentions: list[Mention]) -> list[Me
     out: list[Mention] = []
     for k, s, lo, hi in _free_words(ex, mentions, _IT_HURTS):
         w = ex.words[k]
-        if s == 0 or ex.ctx.ends_q[s] or ex.ctx.ends_q[s - 1] \
-                or not _IT_WORDS & set(ex.words[max(lo, k - 3) : k]):
+        if s == 0 or ex.ctx.ends_q[s] or ex.ctx.ends_q[s - 1] or not _IT_WORDS & set(ex.words[max(lo, k - 3) : k]):
             continue
         if any(x in sites or x in _PAIN_WORDS and x != w for x in ex.words[lo:hi]):
             continue
@@ -147,10 +152,50 @@ def _pain_of_the_site_before(ex: _Extractor, mentions: list[Mention]) -> list[Me
     return out
 
 
-_BACK_VERBS = frozenset({"come", "comes", "came", "coming", "go", "goes", "went", "going", "get", "gets", "got",
-                         "bring", "brings", "brought", "keep", "keeps", "kept", "is", "was", "be", "been", "it's",
-                         "bounce", "bounced", "call", "called", "sit", "sat", "lie", "lay", "laid",
-                         "step", "stepped", "pull", "pulled", "push", "pushed", "think", "thinking", "looking"})
+_BACK_VERBS = frozenset(
+    {
+        "come",
+        "comes",
+        "came",
+        "coming",
+        "go",
+        "goes",
+        "went",
+        "going",
+        "get",
+        "gets",
+        "got",
+        "bring",
+        "brings",
+        "brought",
+        "keep",
+        "keeps",
+        "kept",
+        "is",
+        "was",
+        "be",
+        "been",
+        "it's",
+        "bounce",
+        "bounced",
+        "call",
+        "called",
+        "sit",
+        "sat",
+        "lie",
+        "lay",
+        "laid",
+        "step",
+        "stepped",
+        "pull",
+        "pulled",
+        "push",
+        "pushed",
+        "think",
+        "thinking",
+        "looking",
+    }
+)
 _BACK_AFTER = frozenset({"to", "again", "up", "home", "then", "and", "after", "later", "on", "in", "from"})
 
 
@@ -232,16 +277,20 @@ def _find_allergens(ex: _Extractor, drugs: list[Mention]) -> tuple[list[Mention]
 
 #: A drug class and the members that, named in the same sentence, make the class mention redundant
 #: ("anti-inflammatories like ibuprofen or Advil" is ibuprofen).
-_CLASS_MEMBERS = {"nsaid": frozenset({"ibuprofen", "naproxen", "diclofenac", "celecoxib", "meloxicam", "ketorolac",
-                                      "indomethacin"})}
+_CLASS_MEMBERS = {
+    "nsaid": frozenset({"ibuprofen", "naproxen", "diclofenac", "celecoxib", "meloxicam", "ketorolac", "indomethacin"})
+}
 
 
 def _named_members(ex: _Extractor, drugs: list[Mention]) -> list[Mention]:
     sents: dict[int, set[str]] = {}
     for d in drugs:
         sents.setdefault(ex.sentence_of(ex.span(d)[0]), set()).add(d.concept)
-    return [d for d in drugs if not (d.concept in _CLASS_MEMBERS
-                                     and _CLASS_MEMBERS[d.concept] & sents[ex.sentence_of(ex.span(d)[0])])]
+    return [
+        d
+        for d in drugs
+        if not (d.concept in _CLASS_MEMBERS and _CLASS_MEMBERS[d.concept] & sents[ex.sentence_of(ex.span(d)[0])])
+    ]
 
 
 def _pass_mentions(ex: _Extractor) -> _Found:
@@ -254,13 +303,18 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     drugs = _named_members(ex, match_drug_tokens(ex.text, ex.tokens))
     lex = [m for m in all_mentions if m.category != "body_site"]
     composed = _compose(ex, all_mentions, _PAIN_WORDS, _pain_partner, reach=6)
-    composed += _compose(ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True,
-                         back_reach=3)
+    composed += _compose(
+        ex, all_mentions, _BLOOD_WORDS, _blood_partner, reach=6, partner_may_be_covered=True, back_reach=3
+    )
     composed += _listed_blood(ex, all_mentions + composed)
     composed += _pain_of_the_site_before(ex, all_mentions + composed)
-    lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in composed)
-           or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}  # "pain and swelling in my knee"
-           or m.concept == "pain radiation"]  # "does this pain move anywhere else in your hand?"
+    lex = [
+        m
+        for m in lex
+        if not any(c.start <= m.start and m.end <= c.end for c in composed)
+        or norm_phrase(m.surface) in _CO_SYMPTOM_WORDS | {"swollen"}  # "pain and swelling in my knee"
+        or m.concept == "pain radiation"
+    ]  # "does this pain move anywhere else in your hand?"
     modifiers = _modifier_mentions(ex, all_mentions + composed)
     lex = [m for m in lex if not any(c.start <= m.start and m.end <= c.end for c in modifiers)]
     composed += modifiers
@@ -274,10 +328,18 @@ def _pass_mentions(ex: _Extractor) -> _Found:
     composed += _breathless_after_coughing(ex, all_mentions + composed)
     composed += _never_before(ex, all_mentions + composed)
     composed += _listed_sites(ex, all_mentions + composed)
-    lex = _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex
-                               if not _pain_descriptor(ex, m)]) + composed
-    lex = [m for m in lex if not _radiation_destination(ex, m) and not _not_a_fall(ex, m)
-           and not _constant_not_pain(ex, m) and not _not_the_illness(ex, m)]
+    lex = (
+        _airway_factors(ex, [_joint_swelling(ex, _cough_blood(ex, m)) for m in lex if not _pain_descriptor(ex, m)])
+        + composed
+    )
+    lex = [
+        m
+        for m in lex
+        if not _radiation_destination(ex, m)
+        and not _not_a_fall(ex, m)
+        and not _constant_not_pain(ex, m)
+        and not _not_the_illness(ex, m)
+    ]
     allergens, consumed = _find_allergens(ex, drugs)
     spans = [(a.start, a.end) for a in allergens]
     lex = sorted((m for m in lex if not any(a <= m.start < b for a, b in spans)), key=lambda m: m.start)
@@ -296,33 +358,93 @@ _AIRWAY_ACTIVITIES: dict[tuple[str, ...], str] = {
 }
 #: A pain made worse by stairs or running keeps that activity ("pain worse with stairs"); other exertion is
 #: movement.
-_PAIN_EXERTION = {("stairs",): "pain worse with stairs", ("running",): "pain worse with running",
-                  ("run",): "pain worse with running",
-                  **dict.fromkeys([("upstairs",), ("downstairs",), ("up", "stairs"), ("down", "stairs"),
-                                   ("walking", "down", "stairs"), ("walking", "up", "stairs"),
-                                   ("walking", "upstairs"), ("walking", "downstairs"), ("going", "upstairs"),
-                                   ("going", "downstairs")], "pain worse with stairs")}
-_BREATH_WORDS = frozenset({"breath", "breathing", "breathe", "breathless", "breathlessness", "winded", "wheeze",
-                           "wheezing", "wheezy"})
+_PAIN_EXERTION = {
+    ("stairs",): "pain worse with stairs",
+    ("running",): "pain worse with running",
+    ("run",): "pain worse with running",
+    **dict.fromkeys(
+        [
+            ("upstairs",),
+            ("downstairs",),
+            ("up", "stairs"),
+            ("down", "stairs"),
+            ("walking", "down", "stairs"),
+            ("walking", "up", "stairs"),
+            ("walking", "upstairs"),
+            ("walking", "downstairs"),
+            ("going", "upstairs"),
+            ("going", "downstairs"),
+        ],
+        "pain worse with stairs",
+    ),
+}
+_BREATH_WORDS = frozenset(
+    {"breath", "breathing", "breathe", "breathless", "breathlessness", "winded", "wheeze", "wheezing", "wheezy"}
+)
 
 
 _COUGH_MODIFIER = frozenset({"cough", "coughing", "coughs"})
 _WORSE_WORDS = frozenset({"worse", "worsens", "worsen", "aggravates", "aggravate", "aggravated"})
-_BETTER_WORDS = frozenset({"better", "helps", "help", "helped", "relieves", "relieve", "relieved", "eases", "ease",
-                           "eased", "improves", "improve", "improved"})
+_BETTER_WORDS = frozenset(
+    {
+        "better",
+        "helps",
+        "help",
+        "helped",
+        "relieves",
+        "relieve",
+        "relieved",
+        "eases",
+        "ease",
+        "eased",
+        "improves",
+        "improve",
+        "improved",
+    }
+)
 _MODIFIER_REACH = 6
 
 
-_SENSES = {"vision": "vision changes", "eyesight": "vision changes", "hearing": "hearing changes",
-           "smell": "loss of smell", "taste": "loss of taste", "hair": "hair changes", "nails": "nail changes",
-           "nail": "nail changes"}
-_SENSE_CUES = frozenset({"change", "changes", "changed", "problems", "problem", "trouble", "loss", "senses",
-                         "difficulty", "issues"})
+_SENSES = {
+    "vision": "vision changes",
+    "eyesight": "vision changes",
+    "hearing": "hearing changes",
+    "smell": "loss of smell",
+    "taste": "loss of taste",
+    "hair": "hair changes",
+    "nails": "nail changes",
+    "nail": "nail changes",
+}
+_SENSE_CUES = frozenset(
+    {"change", "changes", "changed", "problems", "problem", "trouble", "loss", "senses", "difficulty", "issues"}
+)
 
 
-_BLOOD_NOT_SPUTUM = frozenset({"pressure", "pressures", "work", "test", "tests", "thinner", "thinners", "sugar",
-                               "sugars", "clot", "clots", "type", "transfusion", "transfusions", "count", "counts",
-                               "cells", "vessel", "vessels", "donation", "bank"})
+_BLOOD_NOT_SPUTUM = frozenset(
+    {
+        "pressure",
+        "pressures",
+        "work",
+        "test",
+        "tests",
+        "thinner",
+        "thinners",
+        "sugar",
+        "sugars",
+        "clot",
+        "clots",
+        "type",
+        "transfusion",
+        "transfusions",
+        "count",
+        "counts",
+        "cells",
+        "vessel",
+        "vessels",
+        "donation",
+        "bank",
+    }
+)
 
 
 def _listed_blood(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
@@ -356,8 +478,9 @@ def _listed_sites(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
         lo, hi = ex.sentence_bounds(s)
         words = ex.words[lo:hi]
         lead = [w for w in words if w not in _lead_fillers() and w not in _OPENER_WORDS][:3]
-        if any(w in _WH_LEAD for w in lead) or not ({"pain", "pains", "joints", "joint", "hurt", "hurts", "aches"}
-                                                    & set(words)):
+        if any(w in _WH_LEAD for w in lead) or not (
+            {"pain", "pains", "joints", "joint", "hurt", "hurts", "aches"} & set(words)
+        ):
             continue
         listed = [k for k in range(lo, hi) if ex.words[k] in sites and k not in covered]
         if len(listed) < 2:
@@ -376,8 +499,11 @@ def _never_before(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     out: list[Mention] = []
     for k, s, _lo, hi in _free_words(ex, mentions, {"never"}):
         rest = ex.words[k + 1 : hi]
-        if ex.ctx.ends_q[s] or not ({"before", "experienced"} & set(rest)) or not (
-                _PAIN_WORDS & set(rest) or {"this", "that", "it", "anything", "something"} & set(rest[:4])):
+        if (
+            ex.ctx.ends_q[s]
+            or not ({"before", "experienced"} & set(rest))
+            or not (_PAIN_WORDS & set(rest) or {"this", "that", "it", "anything", "something"} & set(rest[:4]))
+        ):
             continue
         end_k = next(x for x in range(k + 1, hi) if ex.words[x] in ("before", "experienced"))
         start, end = ex.tokens[k + 1].start, ex.tokens[end_k].end
@@ -397,8 +523,13 @@ def _sense_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
     return out
 
 
-_DAY_TIMES = {("at", "night"): "at night", ("at", "nighttime"): "at night", ("at", "night-time"): "at night",
-              ("in", "the", "morning"): "in the morning", ("in", "the", "mornings"): "in the morning"}
+_DAY_TIMES = {
+    ("at", "night"): "at night",
+    ("at", "nighttime"): "at night",
+    ("at", "night-time"): "at night",
+    ("in", "the", "morning"): "in the morning",
+    ("in", "the", "mornings"): "in the morning",
+}
 _MOSTLY = frozenset({"worse", "worst", "mostly", "mainly", "especially", "bad", "usually", "more"})
 
 
@@ -418,8 +549,9 @@ def _cough_time_of_day(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             continue
         lo, hi = ex.sentence_bounds(s)
         plo = ex.sentence_bounds(s - 1)[0] if s > 0 else lo
-        if any(w in _PAIN_WORDS for w in ex.words[plo:hi]) or not any(w in _COUGH_MODIFIER or w == "cough's"
-                                                                      for w in ex.words[plo:hi]):
+        if any(w in _PAIN_WORDS for w in ex.words[plo:hi]) or not any(
+            w in _COUGH_MODIFIER or w == "cough's" for w in ex.words[plo:hi]
+        ):
             continue
         before = ex.words[max(lo, k - 4) : k]
         if not (_MOSTLY.intersection(before) or (before and before[-1] in ("coughing", "cough", "coughs"))):
@@ -429,8 +561,9 @@ def _cough_time_of_day(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
     return out
 
 
-_AFTER_COUGH = frozenset({"i", "my", "some", "of", "a", "the", "each", "every", "really", "bad", "big", "long",
-                          "her", "his", "he", "she"})
+_AFTER_COUGH = frozenset(
+    {"i", "my", "some", "of", "a", "the", "each", "every", "really", "bad", "big", "long", "her", "his", "he", "she"}
+)
 
 
 def _breathless_after_coughing(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
@@ -445,8 +578,13 @@ def _breathless_after_coughing(ex: _Extractor, mentions: list[Mention]) -> list[
             continue
         c = next((x for x in range(k + 1, min(len(ex.words), k + 5)) if ex.words[x] in _COUGH_MODIFIER), None)
         s = ex.sentence_of(k)
-        if c is None or ex.ctx.ends_q[s] or ex.sentence_of(c) != s or covered.intersection(range(k, c)) \
-                or not all(x in _AFTER_COUGH for x in ex.words[k + 1 : c]):
+        if (
+            c is None
+            or ex.ctx.ends_q[s]
+            or ex.sentence_of(c) != s
+            or covered.intersection(range(k, c))
+            or not all(x in _AFTER_COUGH for x in ex.words[k + 1 : c])
+        ):
             continue  # not "it's come on after that, the cough started first"
         lo, hi = ex.sentence_bounds(s)
         plo = ex.sentence_bounds(max(0, s - 2))[0]
@@ -454,8 +592,11 @@ def _breathless_after_coughing(ex: _Extractor, mentions: list[Mention]) -> list[
         if any(x in _PAIN_WORDS for x in words) or not any(x in _BREATH_WORDS or x == "shorter" for x in words):
             continue
         start, end = ex.tokens[k].start, ex.tokens[c].end
-        out.append(Mention(start, end, ex.text[start:end], canonical_concept("shortness of breath worse with coughing"),
-                           "symptom"))
+        out.append(
+            Mention(
+                start, end, ex.text[start:end], canonical_concept("shortness of breath worse with coughing"), "symptom"
+            )
+        )
     return out
 
 
@@ -497,8 +638,11 @@ def _airway_factors(ex: _Extractor, mentions: list[Mention]) -> list[Mention]:
         plo = ex.sentence_bounds(s - 1)[0] if s > 0 else ex.sentence_bounds(s)[0]
         words = ex.words[plo : ex.sentence_bounds(s)[1]]
         subject = None if any(w in _PAIN_WORDS or w == "pain" for w in words) else _airway_subject(words)
-        concept = _airway_factor(subject, "worse" if " worse " in f" {m.concept} " else "better", m.concept,
-                                 ex.words[i:j]) if subject else None
+        concept = (
+            _airway_factor(subject, "worse" if " worse " in f" {m.concept} " else "better", m.concept, ex.words[i:j])
+            if subject
+            else None
+        )
         out.append(dataclasses.replace(m, concept=concept) if concept else m)
     return out
 
@@ -536,11 +680,14 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
     the activity, so its status comes from the same negation and question/answer reading as any term.
     Tokens a lexicon surface already covers are left to it."""
     covered = _covered(ex, mentions)
-    activities = {**{k: (_PAIN_EXERTION.get(k, "pain worse with movement") if v == "exertion"
-                         else f"pain worse with {v}", None)
-                     for k, v in _AIRWAY_ACTIVITIES.items()},
-                  **_MODIFIER_ACTIVITIES,
-                  **{k: (c, None) for k, c in _PAIN_EXERTION.items() if len(k) > 1 or k not in _AIRWAY_ACTIVITIES}}
+    activities = {
+        **{
+            k: (_PAIN_EXERTION.get(k, "pain worse with movement") if v == "exertion" else f"pain worse with {v}", None)
+            for k, v in _AIRWAY_ACTIVITIES.items()
+        },
+        **_MODIFIER_ACTIVITIES,
+        **{k: (c, None) for k, c in _PAIN_EXERTION.items() if len(k) > 1 or k not in _AIRWAY_ACTIVITIES},
+    }
     longest = max(len(k) for k in activities)
     out: list[Mention] = []
     k = 0
@@ -552,8 +699,12 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             if len(key) == size and key in activities and not covered.intersection(range(k, k + size)):
                 hit = (size, activities[key])
                 break
-        if hit is None and ex.words[k] in _COUGH_MODIFIER and k in covered and any(
-                w in _WORSE_WORDS for w in ex.words[max(ex.sentence_bounds(ex.sentence_of(k))[0], k - 4) : k]):
+        if (
+            hit is None
+            and ex.words[k] in _COUGH_MODIFIER
+            and k in covered
+            and any(w in _WORSE_WORDS for w in ex.words[max(ex.sentence_bounds(ex.sentence_of(k))[0], k - 4) : k])
+        ):
             hit = (1, _MODIFIER_ACTIVITIES[(ex.words[k],)])  # "worse when I'm coughing": not a cough of its own
         if hit is None:
             k += 1
@@ -575,15 +726,30 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
             concept = worse_c
         elif better_c and any(w in _BETTER_WORDS for w in near):
             concept = better_c
-        elif worse_c and worse_c.startswith("pain ") and (about_pain or "it" in ex.words[plo:hi]) \
-                and not ex.ctx.ends_q[s] and (_hurts_when(ex, k, size, lo, hi) or _short_answer_to(ex, s, _WORSE_WORDS)
-                                              or _IT_HURTS.intersection(ex.words[k + size : min(hi, k + size + 3)])):
+        elif (
+            worse_c
+            and worse_c.startswith("pain ")
+            and (about_pain or "it" in ex.words[plo:hi])
+            and not ex.ctx.ends_q[s]
+            and (
+                _hurts_when(ex, k, size, lo, hi)
+                or _short_answer_to(ex, s, _WORSE_WORDS)
+                or _IT_HURTS.intersection(ex.words[k + size : min(hi, k + size + 3)])
+            )
+        ):
             concept = worse_c  # ... or "my shoes touching it hurts"
         elif better_c and better_c.startswith("pain ") and not ex.ctx.ends_q[s] and _tried_and_helped(ex, k, size):
             concept = better_c  # "I've tried some ibuprofen and some ice, that seems to help temporarily"
-        elif better_c and better_c.startswith("pain ") and not ex.ctx.ends_q[s] and (
-                _short_answer_to(ex, s, _BETTER_WORDS) or _conditional(ex, k, lo) and any(
-                    w in _BETTER_WORDS or w in _GOES_AWAY for w in ex.words[k + size : min(hi, k + size + 10)])):
+        elif (
+            better_c
+            and better_c.startswith("pain ")
+            and not ex.ctx.ends_q[s]
+            and (
+                _short_answer_to(ex, s, _BETTER_WORDS)
+                or _conditional(ex, k, lo)
+                and any(w in _BETTER_WORDS or w in _GOES_AWAY for w in ex.words[k + size : min(hi, k + size + 10)])
+            )
+        ):
             concept = better_c  # "if I'm just resting the elbow, um, it makes it better", "if I rest, it goes away"
         if concept is not None:
             start, end = ex.tokens[k].start, ex.tokens[k + size - 1].end
@@ -594,8 +760,9 @@ def _modifier_mentions(ex: _Extractor, mentions: list[Mention]) -> list[Mention]
 
 _WHEN_WORDS = frozenset({"when", "whenever", "if", "anytime", "any", "time", "every", "during", "while"})
 #: Words between "when"/"if"/"any" and the activity ("anytime I tried to move it", "if I take a rest").
-_WHEN_SKIP = frozenset({"i", "i'm", "try", "tried", "to", "of", "type", "kind", "sort", "it's", "am", "do", "start",
-                        "just", "take", "a"})
+_WHEN_SKIP = frozenset(
+    {"i", "i'm", "try", "tried", "to", "of", "type", "kind", "sort", "it's", "am", "do", "start", "just", "take", "a"}
+)
 _HURT_WORDS = _PAIN_WORDS | {"bad", "sharp", "achy", "bugs", "bug", "bothers", "bother"}
 _GOES_AWAY = frozenset({"away", "settles", "subsides", "eases", "calms"})
 
@@ -646,8 +813,9 @@ def _short_answer_to(ex: _Extractor, s: int, asked: frozenset[str]) -> bool:
 
 _VACCINE_WORDS = frozenset({"vaccine", "vaccines", "vaccination", "vaccinations", "shot", "shots", "jab"})
 _WEATHER_AFTER = frozenset({"air", "weather", "temperature", "temperatures", "water", "days", "outside"})
-_REMEDY_AFTER = frozenset({"medication", "medications", "medicine", "medicines", "remedy", "remedies", "pills",
-                           "tablets", "syrup"})
+_REMEDY_AFTER = frozenset(
+    {"medication", "medications", "medicine", "medicines", "remedy", "remedies", "pills", "tablets", "syrup"}
+)
 
 
 def _not_the_illness(ex: _Extractor, m: Mention) -> bool:
@@ -681,9 +849,30 @@ def _constant_not_pain(ex: _Extractor, m: Mention) -> bool:
     return not any(w in _PAIN_WORDS for w in words) and any(w in _NOT_PAIN_SYMPTOMS for w in words)
 
 
-_NOT_PAIN_SYMPTOMS = frozenset({"cough", "coughing", "coughs", "nausea", "nauseous", "nauseated", "breath",
-                                "breathing", "wheeze", "wheezing", "sputum", "phlegm", "vomiting", "fever", "tired",
-                                "numbness", "tingling", "itch", "itching", "itchy"})
+_NOT_PAIN_SYMPTOMS = frozenset(
+    {
+        "cough",
+        "coughing",
+        "coughs",
+        "nausea",
+        "nauseous",
+        "nauseated",
+        "breath",
+        "breathing",
+        "wheeze",
+        "wheezing",
+        "sputum",
+        "phlegm",
+        "vomiting",
+        "fever",
+        "tired",
+        "numbness",
+        "tingling",
+        "itch",
+        "itching",
+        "itchy",
+    }
+)
 
 
 _SEASONS = frozenset({"winter", "spring", "summer", "autumn", "season", "seasons", "seasonal"})
@@ -701,8 +890,12 @@ def _not_a_fall(ex: _Extractor, m: Mention) -> bool:
         return True  # "fall asleep", "it'll just fall out of my hand": no one fell
     if norm_phrase(m.surface) != "fall":
         return False
-    return before[-1:] in (["this"], ["last"], ["every"], ["next"]) or before == ["during", "the"] \
-        or (i + 1 < len(ex.words) and ex.words[i + 1] in _SEASONS) or any(w in _SEASONS for w in near)
+    return (
+        before[-1:] in (["this"], ["last"], ["every"], ["next"])
+        or before == ["during", "the"]
+        or (i + 1 < len(ex.words) and ex.words[i + 1] in _SEASONS)
+        or any(w in _SEASONS for w in near)
+    )
 
 
 def _radiation_destination(ex: _Extractor, m: Mention) -> bool:
@@ -716,7 +909,7 @@ def _radiation_destination(ex: _Extractor, m: Mention) -> bool:
 
 
 def _pain_descriptor(ex: _Extractor, m: Mention) -> bool:
-    """"achy" in a list of pain qualities ("sharp, burning, achy") describes a pain, it is not
+    """ "achy" in a list of pain qualities ("sharp, burning, achy") describes a pain, it is not
     muscle aches."""
     if m.surface.lower() not in ("achy", "aching", "ache", "achey"):
         return False
@@ -735,8 +928,10 @@ def _joint_swelling(ex: _Extractor, m: Mention) -> Mention:
     i, j = ex.span(m)
     lo, hi = ex.sentence_bounds(ex.sentence_of(i))
     sites = _site_words()
-    near = [sites.get(ex.words[k].removesuffix("'s")) or ex.words[k].removesuffix("'s")
-            for k in range(max(lo, i - 5), min(hi, j + 5))]  # "my knee's swollen"
+    near = [
+        sites.get(ex.words[k].removesuffix("'s")) or ex.words[k].removesuffix("'s")
+        for k in range(max(lo, i - 5), min(hi, j + 5))
+    ]  # "my knee's swollen"
     if any(x in _JOINT_SITES or x in ("joint", "joints") for x in near):
         concept = "joint swelling"
     elif any(x in ("leg", "foot") for x in near):

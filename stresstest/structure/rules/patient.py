@@ -48,14 +48,21 @@ def _pass_patient(ex: _Extractor, built: list[_Built]) -> _Patient:
                     break
             if p.age_years is not None:
                 break
-    opening = ex.text[: ex.tokens[ex.sentence_bounds(min(_OPENING_SENTENCES, len(ex.ctx.sent_start)) - 1)[1] - 1].end] \
-        if ex.tokens else ""
+    opening = (
+        ex.text[: ex.tokens[ex.sentence_bounds(min(_OPENING_SENTENCES, len(ex.ctx.sent_start)) - 1)[1] - 1].end]
+        if ex.tokens
+        else ""
+    )
     p.child = bool(_PARENT_RE.search(opening))
     readings = [(v if v < 50 else (v - 32) * 5 / 9, start) for start, v in ex.temp_at.items()]
     readings += [
-        (float(b.claim.value), ex.text.find(b.evidence[0]) if b.evidence else 0) for b in built
-        if b.claim.concept == "fever" and b.claim.unit in ("degrees", "°C") and b.claim.value
-        and _is_number(b.claim.value) and 35 <= float(b.claim.value) <= 43
+        (float(b.claim.value), ex.text.find(b.evidence[0]) if b.evidence else 0)
+        for b in built
+        if b.claim.concept == "fever"
+        and b.claim.unit in ("degrees", "°C")
+        and b.claim.value
+        and _is_number(b.claim.value)
+        and 35 <= float(b.claim.value) <= 43
     ]
     if readings:
         v, start = max(readings)
@@ -80,4 +87,5 @@ _OPENING_SENTENCES = 6
 _PARENT_RE = re.compile(
     r"\b(?:here with|brought|bringing|with)\s+(?:my|our)\s+(?:\w+\s+)?(?:daughter|son|child|baby|kid|boy|girl)\b"
     r"|\b(?:my|our)\s+(?:little\s+)?(?:daughter|son|baby|boy|girl)\s+(?:has|is|had|was|'s|seems)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)

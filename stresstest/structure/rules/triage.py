@@ -35,13 +35,22 @@ from stresstest.structure.rules.tables import (
 
 
 def _pass_triage(
-    ex: _Extractor, built: list[_Built], flags: list[tuple[SafetyFlag, list[str], str | None]],
-    patient: _Patient, dialogue: _Dialogue,
+    ex: _Extractor,
+    built: list[_Built],
+    flags: list[tuple[SafetyFlag, list[str], str | None]],
+    patient: _Patient,
+    dialogue: _Dialogue,
 ) -> tuple[Triage, list[str]]:
     """The triage rule of the module docstring; returns the decision and the quotes that drove it."""
     present = {b.claim.concept: b for b in built if b.claim.status == "present"}
-    chief = next((b for b in built if b.claim.category == "symptom" and b.claim.status == "present"
-                  and not _is_modifier(b.claim.concept)), None)
+    chief = next(
+        (
+            b
+            for b in built
+            if b.claim.category == "symptom" and b.claim.status == "present" and not _is_modifier(b.claim.concept)
+        ),
+        None,
+    )
     chief_hours = _hours(chief.claim.time) if chief is not None else None
     emergency: list[tuple[str, list[str]]] = []
     urgent: list[tuple[str, list[str]]] = []
@@ -68,8 +77,11 @@ def _pass_triage(
         emergency.append(("on supplemental oxygen", oxygen.evidence))
     rated = [(v, ev) for v, _key, ev in dialogue.ratings if v >= _SEVERE_RATING]
     rated += [
-        (float(b.claim.value.split("-")[-1]), b.evidence) for b in present.values()
-        if b.claim.unit == "out of 10" and b.claim.value and _is_number(b.claim.value.split("-")[-1])
+        (float(b.claim.value.split("-")[-1]), b.evidence)
+        for b in present.values()
+        if b.claim.unit == "out of 10"
+        and b.claim.value
+        and _is_number(b.claim.value.split("-")[-1])
         and float(b.claim.value.split("-")[-1]) >= _SEVERE_RATING
     ]
     if rated:
@@ -111,8 +123,13 @@ def _pass_triage(
             # An injury of the last days with swelling, bruising, deformity or a limb not used needs a same-day
             # examination and, by the Ottawa-type rules, an X-ray.
             urgent.append((f"acute injury with {signs[0]}", trauma.evidence + present[signs[0]].evidence[:1]))
-        elif hours is not None and hours <= _ACUTE_INJURY_DAYS * 24 and patient.is_child \
-                and chief is not None and chief.claim.concept.endswith(" pain"):
+        elif (
+            hours is not None
+            and hours <= _ACUTE_INJURY_DAYS * 24
+            and patient.is_child
+            and chief is not None
+            and chief.claim.concept.endswith(" pain")
+        ):
             # A child in pain after an injury is examined the same day (fracture, pulled elbow).
             urgent.append((f"injury with {chief.claim.concept} in a child", trauma.evidence + chief.evidence[:1]))
     if patient.age_years is not None and patient.age_years >= 65:
@@ -125,8 +142,9 @@ def _pass_triage(
         level, driving, why = "urgent", urgent, "red flag, severity, fever or age"
     else:
         ev = chief.evidence[:1] if chief else []
-        return Triage(level="routine", rationale="routine: no red flag, severe symptom, fever risk or "
-                      "critical vital documented."), ev
+        return Triage(
+            level="routine", rationale="routine: no red flag, severe symptom, fever risk or critical vital documented."
+        ), ev
     names = ", ".join(dict.fromkeys(nm for nm, _ in driving[:4]))
     tri_ev: list[str] = []
     for _, ev in driving:
@@ -153,12 +171,13 @@ def _chest_pain_modifiers(ex: _Extractor, b: _Built) -> list[tuple[str, list[str
     at rest, or radiating to the arm or jaw (acute coronary syndrome)."""
     out: list[tuple[str, list[str]]] = []
     norms = [
-        c for m, a in _supporting(b.group.mentions, "present") if a.source == "statement"
+        c
+        for m, a in _supporting(b.group.mentions, "present")
+        if a.source == "statement"
         for c in ex.context_norms(m, a, side=8)
     ]
     if any(_has_any(nm, _REST_CUES) for nm in norms):
         out.append(("chest pain at rest", b.evidence))
-    if any(any(f" {r} " in nm for r in _RADIATION) and any(f" {s} " in nm for s in _ACS_RADIATION)
-           for nm in norms):
+    if any(any(f" {r} " in nm for r in _RADIATION) and any(f" {s} " in nm for s in _ACS_RADIATION) for nm in norms):
         out.append(("chest pain radiating to the arm or jaw", b.evidence))
     return out
