@@ -88,9 +88,12 @@ test: $(CORE) $(LLM) $(WHISPER) $(RAY) install-vllm
 test-fast: $(CORE)
 	$(BIN)/python -m pytest -q -n 2 -m "not integration and not slow"
 
+# ruff's lint rules and its formatter (adopted once; `$(BIN)/ruff format stresstest tests scripts` fixes the layout).
 lint: $(CORE)
 	$(BIN)/ruff check stresstest tests scripts
+	$(BIN)/ruff format --check stresstest tests scripts
 
+# mypy --strict on the package (pyproject: strict = true, python_version = the oldest Python it supports).
 typecheck: $(CORE)
 	$(BIN)/mypy stresstest
 
