@@ -180,7 +180,7 @@ def _reload_ray_auth() -> None:
     # Ray reads RAY_AUTH_MODE / RAY_AUTH_TOKEN once per process and caches them; `import ray`
     # has already happened here, so make it read the values just set (a no-op on Ray builds without it).
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined, unused-ignore]  # Ray installed or not
     except ImportError:  # pragma: no cover - older Ray without token auth
         return
     Config.initialize("")
