@@ -985,6 +985,7 @@ def _row_process(argv: list[str], label: str, timeout_s: float, tmp: Path, env: 
 
     out = tmp / f"row-{abs(hash(label))}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--row", label, "--row-json", str(out)]
+    env = {**env, PARENT_PID_ENV: str(os.getpid())}  # the row process checks it is still ours (_die_with_parent)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)  # noqa: S603 - fixed argument list
     try:
         proc.wait(timeout=max(1.0, timeout_s))
@@ -1468,9 +1469,14 @@ def row_line(
     )
 
 
+PARENT_PID_ENV = "BENCH_GPU_PARENT_PID"
+
+
 def _die_with_parent() -> None:
     """A row process dies with the benchmark that started it (Linux: PR_SET_PDEATHSIG), so killing the benchmark
-    leaves no row running on the device."""
+    leaves no row running on the device. Called first thing in a row process; a benchmark killed before that
+    (the row still starting) is caught by the parent-pid check after the prctl: the row was already handed to
+    init, so it ends at once instead of running on (seen: a killed benchmark's row left running for good)."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
@@ -1479,6 +1485,9 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
+    parent = os.environ.get(PARENT_PID_ENV)
+    if parent and os.getppid() != int(parent):
+        os._exit(1)
 
 
 class _AppendOnlyTable:
@@ -1626,6 +1635,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the table (.md) and rows (.json) here")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = ap.parse_args(argv)
+    if args.row:
+        _die_with_parent()  # before the imports below, which take seconds
     t_start = time.perf_counter()
     for name in filter(None, os.environ.get("BENCH_GPU_HIDE_MODULES", "").split(",")):
         sys.modules[name] = None  # type: ignore[assignment]  # tests: a machine without these packages
@@ -1649,7 +1660,6 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_gpu: --device cuda but torch sees no CUDA device; use --device cpu (smoke)", file=sys.stderr)
         return 2
     if args.row:  # one row of the random mode, in its own process: the result goes to --row-json
-        _die_with_parent()
         if os.environ.get("BENCH_GPU_TEST_HANG_ROW") == args.row:  # tests of the time bound: a row that hangs
             time.sleep(3600)
         row = run_random_row(args, args.row, t_start)

@@ -260,6 +260,25 @@ def test_random_rows_are_on_disk_when_the_benchmark_is_killed_half_way(tmp_path:
     assert str(out) not in ps, ps
 
 
+def test_a_row_whose_benchmark_was_killed_while_it_started_ends_at_once(tmp_path: Path) -> None:
+    """A benchmark killed before its row process set PR_SET_PDEATHSIG (the row still importing torch) left that
+    row running for good, handed to init (seen in CI: the hanging test row, an hour later). The row checks its
+    parent is still the benchmark that started it (BENCH_GPU_PARENT_PID) and ends at once when it is not."""
+    out = tmp_path / "row.json"
+    cmd = _cmd("--random", "--tokens", "4", "--row", "transformers static", "--row-json", str(out), tiny=False)
+    t0 = time.monotonic()
+    done = subprocess.run(  # noqa: S603 - fixed argument list
+        cmd,
+        env=_env(False, BENCH_GPU_TEST_HANG_ROW="transformers static", BENCH_GPU_PARENT_PID="1"),
+        cwd=ROOT,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1 and not out.exists(), done.stderr[-2000:]
+    assert time.monotonic() - t0 < 60  # it did not hang (the row was made to sleep an hour)
+
+
 def test_a_row_past_its_time_limit_is_killed_and_the_others_still_run(tmp_path: Path) -> None:
     out = tmp_path / "b"
     stdout = _run(
