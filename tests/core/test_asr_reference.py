@@ -279,6 +279,9 @@ def test_reference_wer_within_one_point_of_faster_whisper_on_demo_audio(tmp_path
 
 def test_release_reports_what_ctranslate2_really_unloaded():
     """The release says how many CTranslate2 models were unloaded, returned still loaded, or stay referenced."""
+    release_asr_models()  # models an earlier test of this worker process loaded are not this test's
+    gc.collect()
+    assert backends.live_asr_models() == 0
     be = FasterWhisperBackend()
     held = be._model()  # a reference that outlives the release: its object stays alive
     report = release_asr_models()

@@ -288,7 +288,8 @@ def test_a_row_past_its_time_limit_is_killed_and_the_others_still_run(tmp_path: 
         "--only",
         "ctranslate2,as written",
         "--row-timeout-s",
-        "15",
+        # the limit applies to every row: the real CTranslate2 row took over 15 s on CI's loaded 2 cores
+        "45",
         "--out",
         str(out),
         tiny=False,
@@ -296,7 +297,7 @@ def test_a_row_past_its_time_limit_is_killed_and_the_others_still_run(tmp_path: 
         BENCH_GPU_TEST_HANG_ROW="openai-whisper as written",
     )
     rows = {r[0]: r[1:] for r in _table(stdout)}
-    assert rows["openai-whisper as written"][0].startswith("timed out: killed after 15 s"), rows
+    assert rows["openai-whisper as written"][0].startswith("timed out: killed after 45 s"), rows
     assert float(next(v for k, v in rows.items() if k.startswith("ctranslate2"))[0].replace(",", "")) > 0
     assert [r["name"] for r in _jsonl(out.with_suffix(".jsonl"))][0] == "openai-whisper as written"
     assert "Total" in out.with_suffix(".md").read_text()

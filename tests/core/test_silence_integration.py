@@ -29,9 +29,9 @@ def test_probe_audio_is_transcribed_and_scored(tmp_path: Path) -> None:
     wav, info, err = build_chain(enc.encounter_id, steps, speech, {}, {}, seed=7, cache_dir=cache)
     assert err is None and wav is not None and info is not None
     entry = info.chain[0]
-    stretches = entry["stretches"]
-    assert stretches and all(isinstance(s["after_turn"], int) for s in stretches)
-    assert wav_frames(wav) == wav_frames(speech.path) + round(float(entry["inserted_s"]) * 16000)
+    stretches = entry.stretches
+    assert stretches and all(isinstance(s.after_turn, int) for s in stretches)
+    assert wav_frames(wav) == wav_frames(speech.path) + round(float(entry.inserted_s) * 16000)
     # same seed, fresh cache: the same audio bit for bit; the cached entry is read back as written
     wav2, info2, _ = build_chain(enc.encounter_id, steps, speech, {}, {}, seed=7, cache_dir=tmp_path / "fresh")
     assert wav2 is not None and Path(wav2).read_bytes() == Path(wav).read_bytes() and info2 == info

@@ -391,9 +391,9 @@ def test_a_managed_server_is_recognised_by_the_name_it_was_given(
 def test_an_interrupt_while_the_server_loads_stops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C or SIGTERM (raised as KeyboardInterrupt) while the managed server is still loading stops the server:
     it runs in a session of its own, so nothing else would (seen: `stresstest llm serve` killed while vLLM loaded
-    left the vLLM server running). The server here is a process that never answers, as a slow first load."""
-    import _thread
-
+    left the vLLM server running). The server here is a real process that never answers, as a slow first load;
+    the interrupt arrives in the readiness loop (its third health check), in the thread that runs the start,
+    whichever thread that is (under pytest-xdist a test need not run in the main thread)."""
     from stresstest import children
     from stresstest.llm import served
     from stresstest.llm.config import LLMConfig
@@ -402,15 +402,23 @@ def test_an_interrupt_while_the_server_loads_stops_it(tmp_path: Path, monkeypatc
     monkeypatch.setattr(served, "server_command", lambda config, port: never_ready)
     cfg = LLMConfig.model_validate({"backend": "openai", "server": {"engine": "llama.cpp", "port": 0}})
     proc = served.ServerProcess(cfg, tmp_path / "logs")
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
+    checks: list[str | None] = []
+    real_health = proc.health
+
+    def health() -> str | None:
+        checks.append(real_health())
+        if len(checks) == 3:
+            raise KeyboardInterrupt
+        return checks[-1]
+
+    monkeypatch.setattr(proc, "health", health)
     try:
         with pytest.raises(KeyboardInterrupt):
             proc.start()
+        assert checks == [None, None, None]  # it was still loading (alive, not answering) when interrupted
         assert proc.proc is not None and proc.proc.poll() is not None  # stopped, not left loading
         with pytest.raises(ProcessLookupError):
             os.killpg(proc.proc.pid, 0)  # its whole process group is gone
         assert proc.proc.pid not in children._LIVE
     finally:
-        timer.cancel()
         proc.stop()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -168,7 +170,24 @@ def test_200k_word_pair_is_fast() -> None:
     reps = 200_000 // len(ref_words) + 1
     ref, hyp = " ".join((ref_words * reps)[:200_000]), " ".join((hyp_words * reps)[:200_000])
     detect_triggers("warm up the dictionaries", "warm up the dictionary")
-    t0 = time.process_time()  # CPU seconds: the shared machine's wall clock also measures the neighbours
-    events = detect_triggers(ref, hyp)
-    assert time.process_time() - t0 < 30  # every sentence of this text differs: the worst case
-    assert events and all(ref[e.ref_start : e.ref_end] == e.ref_span for e in events)
+
+    def cpu_s(fn: Callable[[], object]) -> tuple[float, object]:
+        # CPU seconds (the shared machine's wall clock also measures the neighbours), with a coverage tracer
+        # (make test's --cov) off for the call: the bound is on the detector, not on the tracer, which slows the
+        # pure-Python detector several times more than the alignment's native code.
+        tracer = sys.gettrace()
+        sys.settrace(None)
+        try:
+            t0 = time.process_time()
+            out = fn()
+            return time.process_time() - t0, out
+        finally:
+            sys.settrace(tracer)
+
+    wer_s, _ = cpu_s(lambda: asr_errors(ref, hyp))
+    trig_s, events = cpu_s(lambda: detect_triggers(ref, hyp))
+    # every sentence of this text differs (the worst case): measured 1.55x WER's time on a quiet machine
+    # (BENCHMARKS.md); a ratio, so a loaded or slower machine slows both sides alike.
+    assert trig_s < 4 * wer_s, (trig_s, wer_s)
+    assert isinstance(events, list) and events
+    assert all(ref[e.ref_start : e.ref_end] == e.ref_span for e in events)
